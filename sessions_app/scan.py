@@ -1,0 +1,309 @@
+"""The write-ahead scan: spot facts in a user message before the agent answers.
+
+Seed 002's WAL protocol runs a handful of regexes over every user message so that corrections, names,
+preferences, decisions, concrete values and explicit "remember this" requests are written down even if the
+conversation is later compacted. This module is the pure part of that: no Django, no database, so the
+service that records the matches can be tested separately and the patterns can be tested in bulk.
+
+Triggers cover English, Portuguese (Brazilian and European) and Uzbek (Latin script). They are tuned to
+stay quiet on ordinary chat: a false positive pollutes long-term memory forever, while a miss only loses
+one note that the agent will probably see again.
+"""
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+CATEGORIES = ("correction", "proper_noun", "preference", "decision", "specific_value", "remember")
+DURABLE_CATEGORIES = frozenset({"proper_noun", "preference", "remember"})
+
+MAX_MATCH_CHARS = 300
+
+
+@dataclass(frozen=True)
+class ScanMatch:
+    category: str
+    text: str
+    trigger: str
+
+
+@dataclass(frozen=True)
+class _Trigger:
+    category: str
+    pattern: re.Pattern
+    # Questions ("Should we use Redis?", "O que está errado?") ask rather than state, so for decisions and
+    # "that's wrong" corrections they must not be recorded as facts.
+    statements_only: bool = False
+    # The pattern ends in a capitalised word that must be a name, not one of _NOT_NAMES.
+    names: bool = False
+    # Match the user's own spelling instead of the accent-folded sentence, for triggers where an accent
+    # carries meaning.
+    accented: bool = False
+
+
+def _compile(regex: str) -> re.Pattern:
+    return re.compile(regex, re.IGNORECASE)
+
+
+# A capitalised word, matched case-sensitively even inside the case-insensitive trigger patterns: this is
+# what tells "I'm Sardor" from "I'm tired".
+_NAME = r"(?-i:[A-Z][a-z'\-]+)"
+
+# Capitalised words that follow "I'm" at the start of sentences typed in title case or by habit, and are
+# never names.
+_NOT_NAMES = frozenset(
+    {"Not", "So", "Sorry", "Sure", "Just", "Also", "Still", "Here", "Back", "Done", "Fine", "Okay", "Ok",
+     "Going", "Trying", "Working", "Using", "Looking", "Glad", "Happy", "Afraid", "Really", "The", "A", "An"}
+)  # fmt: skip
+
+# "actually" / "na verdade" are corrections when they open a sentence or clause ("Actually, it's Sardor"),
+# not when they are filler in the middle of one ("This actually works").
+_OPENER = (
+    r"(?:^\W*|[,;:(\u2014\u2013]\s*|\b(?:no|nao|oh|wait|well|sorry|hmm|um|uh|ah|ops|opa|desculpa)\b\s*,?\s*)"
+)
+
+_MONTHS_EN = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+)
+_MONTHS_PT = r"(?:janeiro|fevereiro|marco|abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)"
+_ORDINAL = r"(?:st|nd|rd|th|º|o)?"
+
+# Patterns run against the accent-folded sentence (see _fold), so PT triggers are written without accents
+# and match "não esqueça" and "nao esqueca" alike.
+_TRIGGERS: tuple[_Trigger, ...] = (
+    # correction
+    _Trigger("correction", _compile(_OPENER + r"(?:actually|na verdade|aslida)\b")),
+    _Trigger("correction", _compile(r"\b(?:no,?\s+)?i\s+(?:actually\s+)?meant\b")),
+    _Trigger("correction", _compile(r"\bit(?:'?s|\s+is)\s+not\s+[^,;.]{1,60}[,;]\s*it(?:'?s|\s+is)\b")),
+    _Trigger(
+        "correction",
+        _compile(r"\b(?:that|this|it)(?:'?s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+(?:right|correct))\b"),
+        statements_only=True,
+    ),
+    _Trigger("correction", _compile(r"\b(?:correction|correcao)\s*:")),
+    _Trigger(
+        "correction", _compile(r"(?<!voce )(?<!ele )(?<!ela )(?<!vc )\bquis\s+dizer\b"), statements_only=True
+    ),
+    # "não é X, é Y": the second "é" must keep its accent, since a bare "e" is Portuguese for "and".
+    _Trigger(
+        "correction",
+        _compile(r"\bn[ãa]o\s+[ée]\s+[^,;.]{1,60}[,;]\s*(?:é|mas\s+sim|e\s+sim)\b"),
+        accented=True,
+    ),
+    _Trigger("correction", _compile(r"(?:^\W*corrigindo\b|\bcorrigindo\s*[:,])")),
+    _Trigger(
+        "correction",
+        _compile(r"(?:^\W*|\b(?:isso|isto|voce|ai|nao,)\s+)(?:(?:esta|ta|estava)\s+)?errad[oa]\b"),
+        statements_only=True,
+    ),
+    _Trigger("correction", _compile(r"\bdemoqchi\s+edim\b|\bbu\s+noto'?g'?ri\b"), statements_only=True),
+    # proper_noun
+    _Trigger("proper_noun", _compile(r"\bmy\s+name(?:'s|\s+is)\s+\w+")),
+    _Trigger("proper_noun", _compile(r"\bcall\s+me\s+" + _NAME), names=True),
+    _Trigger("proper_noun", _compile(r"\bi(?:'?m|\s+am)\s+" + _NAME), names=True),
+    _Trigger("proper_noun", _compile(r"\bmeu\s+nome\s+(?:e|eh)\s+\w+")),
+    _Trigger("proper_noun", _compile(r"\bme\s+chamo\s+\w+")),
+    _Trigger(
+        "proper_noun", _compile(r"\b(?:pode|podes|podem)\s+me\s+chamar\s+de\s+\w+|\bme\s+chame\s+de\s+\w+")
+    ),
+    _Trigger("proper_noun", _compile(r"(?:\beu\s+|^\W*)sou\s+(?:o\s+|a\s+)?" + _NAME), names=True),
+    _Trigger("proper_noun", _compile(r"\b(?:mening\s+)?ismim\s+\w+")),
+    # preference
+    _Trigger(
+        "preference",
+        _compile(
+            r"\bi\s+(?:really\s+|absolutely\s+|also\s+|do\s+not\s+|don'?t\s+|never\s+)?"
+            r"(?:like|prefer|love|hate|want(?!\s+to\s+(?:know|understand|see|ask|check|learn|try|find)\b))\b"
+        ),
+    ),
+    _Trigger("preference", _compile(r"\bi(?:'?d|\s+would)\s+(?:rather|prefer)\b")),
+    _Trigger(
+        "preference", _compile(r"\b(?:eu\s+(?:nao\s+)?|nao\s+)gosto\b|^\W*gosto\s+(?:de|da|do|muito|mais)\b")
+    ),
+    _Trigger("preference", _compile(r"\bprefiro\b|\b(?:odeio|adoro)\b")),
+    _Trigger(
+        "preference",
+        _compile(r"(?:\beu\s+(?:nao\s+)?|^\W*)quero\b(?!\s+(?:saber|entender|ver|perguntar|testar)\b)"),
+    ),
+    _Trigger("preference", _compile(r"\byoq(?:adi|maydi)\b|\b(?:afzal|yaxshi)\s+ko'?raman\b|\bxohlayman\b")),
+    # decision: a bare "use" is everywhere in coding chat, so it only counts with a first-person subject or
+    # as the imperative that opens the sentence.
+    _Trigger(
+        "decision",
+        _compile(
+            r"\b(?:let'?s|let\s+us)\s+(?:do|go\s+with|use|stick\s+with|pick|choose)\b"
+            r"|\b(?:we'?ll|we\s+will|we\s+are\s+going\s+to|we'?re\s+going\s+to|i'?ll|i\s+will)"
+            r"\s+(?:go\s+with|use|stick\s+with|pick|choose)\b"
+        ),
+        statements_only=True,
+    ),
+    _Trigger(
+        "decision",
+        _compile(r"^\W*(?:(?:ok(?:ay)?|so|then|alright|fine)\b\W*)?(?:go\s+with|use|stick\s+with)\b"),
+        statements_only=True,
+    ),
+    _Trigger(
+        "decision",
+        _compile(
+            r"\b(?:we|i)(?:'ve|\s+have)?\s+decided\b|\bdecided\s+(?:to|on)\b|\b(?:we'?re|we\s+are)\s+going\s+with\b"
+        ),
+        statements_only=True,
+    ),
+    _Trigger(
+        "decision",
+        _compile(
+            r"\bvamos\s+(?:usar|utilizar|com|de)\b|\b(?:decidimos|optamos|escolhemos)\b|\bfica\s+decidido\b"
+        ),
+        statements_only=True,
+    ),
+    _Trigger(
+        "decision",
+        _compile(r"\bqaror\s+qildik\b|\btanladik\b|\bishlatamiz\b|\bfoydalanamiz\b"),
+        statements_only=True,
+    ),
+    # specific_value
+    _Trigger(
+        "specific_value",
+        _compile(r"\bhttps?://[^\s<>\"']*[^\s<>\"'.,;:!?)\]]|\bwww\.[^\s<>\"']*[^\s<>\"'.,;:!?)\]]"),
+    ),
+    _Trigger(
+        "specific_value",
+        _compile(
+            r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b\d{1,2}[.-]\d{1,2}[.-]\d{4}\b"
+        ),
+    ),
+    _Trigger(
+        "specific_value",
+        _compile(
+            rf"\b{_MONTHS_EN}\s+\d{{1,2}}{_ORDINAL}\b(?:,?\s+\d{{4}}\b)?"
+            rf"|\b\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?{_MONTHS_EN}(?:,?\s+\d{{4}}\b)?"
+            rf"|\b\d{{1,2}}{_ORDINAL}\s+de\s+{_MONTHS_PT}\b(?:\s+de\s+\d{{4}}\b)?"
+        ),
+    ),
+    _Trigger(
+        "specific_value",
+        _compile(
+            r"(?:R\$|US\$|€|£|¥)\s?\d(?:[\d.,]*\d)?"
+            # A lone "$1" is a shell or regex placeholder far more often than a price.
+            r"|\$\s?(?:\d{2,}|\d[.,]\d)(?:[\d.,]*\d)?"
+            r"|\b\d(?:[\d.,]*\d)?\s?(?:reais|dollars|euros?|USD|BRL|EUR)\b"
+            r"|\b\d+(?:[.,]\d+)?\s?(?:%|percent\b|por\s+cento\b)"
+        ),
+    ),
+    # Large numbers: four or more bare digits except a lone year ("in 2024"), or digits grouped by
+    # thousands separators; a space as separator only counts from "1 000 000" up, to avoid "5 100-word".
+    _Trigger(
+        "specific_value",
+        _compile(
+            r"(?<![\w.,])(?!(?:19|20)\d{2}(?!\w))\d{4,}(?!\w)"
+            r"|(?<![\w.,])[1-9]\d{0,2}(?:[,.]\d{3})+(?:[.,]\d+)?(?!\w)"
+            r"|(?<![\w.,])[1-9]\d{0,2}(?:[ \u00a0\u202f]\d{3}){2,}(?!\w)"
+        ),
+    ),
+    # remember
+    _Trigger(
+        "remember",
+        _compile(
+            r"(?<!you )\bremember\s+(?:this|that)\b|^\W*(?:please\s+)?remember\b(?!\s+when\b)"
+            r"|\b(?:don'?t|do\s+not|never)\s+forget\b|\bkeep\s+in\s+mind\b"
+            r"|\bnote\s+that\b(?!\s+down\b)|\bfor\s+the\s+record\b"
+        ),
+    ),
+    _Trigger(
+        "remember",
+        _compile(
+            r"\blembre-se\b|\blembre\s+(?:que|disso)\b|(?<!voce )(?<!vc )(?<!se )\blembra\s+que\b"
+            r"|\bnao\s+(?:se\s+)?esquec[ae]\b|\bguard[ae]\s+isso\b|\banot[ae]\b"
+        ),
+    ),
+    _Trigger(
+        "remember", _compile(r"\beslab\s+qol(?:ing)?\b|\bunutma(?:ng|nglar)?\b|\byodda\s+tut(?:ing)?\b")
+    ),
+)
+
+# Sentence boundaries: end punctuation followed by whitespace, or a line break. Requiring whitespace after the
+# punctuation keeps URLs, decimals (3.14) and dotted dates (15.06.2025) in one piece.
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?\u2026])\s+|[\r\n]+")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_APOSTROPHES = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u02bb": "'", "`": "'", "\u00b4": "'"}
+)
+
+
+def _fold(text: str) -> str:
+    """Drop accents one character at a time so the folded text keeps the original's indices.
+
+    Keeping the length lets a match found in the folded text be reported with the user's own spelling.
+    Characters whose decomposition is longer than one letter (ligatures) are left alone for that reason.
+    """
+    chars = []
+    for char in text.translate(_APOSTROPHES):
+        base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+        chars.append(base if len(base) == 1 else char)
+    return "".join(chars)
+
+
+def _sentences_split(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s.strip()]
+
+
+def _excerpt(sentence: str, start: int) -> str:
+    """Keep long sentences to MAX_MATCH_CHARS, as a window that still shows the trigger."""
+    if len(sentence) <= MAX_MATCH_CHARS:
+        return sentence
+    begin = max(0, min(start - 100, len(sentence) - MAX_MATCH_CHARS))
+    return sentence[begin : begin + MAX_MATCH_CHARS].strip()
+
+
+def _trigger_find(trigger: _Trigger, sentence: str, folded: str) -> re.Match | None:
+    if trigger.accented:
+        return trigger.pattern.search(sentence)
+    if trigger.category == "specific_value":
+        # An e-mail address is contact data, not a value: blank it so its digits and dots don't count.
+        folded = _EMAIL.sub(lambda m: " " * len(m.group()), folded)
+    for match in trigger.pattern.finditer(folded):
+        if trigger.names and match.group().split()[-1] in _NOT_NAMES:
+            continue
+        return match
+    return None
+
+
+def scan_message(text: str) -> list[ScanMatch]:
+    """Return every category each sentence of a user message triggers, in message order.
+
+    Each sentence reports a category at most once (the first trigger that fires), but may report several
+    categories: "Remember that my name is Ana" is both a reminder and a name.
+    """
+    matches: list[ScanMatch] = []
+    for sentence in _sentences_split(text):
+        folded = _fold(sentence)
+        is_question = sentence.rstrip().endswith("?")
+        found: dict[str, ScanMatch] = {}
+        for trigger in _TRIGGERS:
+            if trigger.category in found or (trigger.statements_only and is_question):
+                continue
+            match = _trigger_find(trigger, sentence, folded)
+            if match is None:
+                continue
+            found[trigger.category] = ScanMatch(
+                category=trigger.category,
+                text=_excerpt(sentence, match.start()),
+                trigger=sentence[match.start() : match.end()].strip(),
+            )
+        matches.extend(found[category] for category in CATEGORIES if category in found)
+    return matches
+
+
+def normalise_fact(text: str) -> str:
+    """Reduce a fact to a comparison key, so "My name is Ana." and "my  name is ana" count as one fact.
+
+    Durable facts are appended to long-term memory; this is what duplicate detection compares.
+    """
+    decomposed = unicodedata.normalize("NFKD", text.translate(_APOSTROPHES))
+    without_accents = "".join(c for c in decomposed if not unicodedata.combining(c))
+    collapsed = " ".join(without_accents.casefold().split())
+    end = len(collapsed)
+    while end and (unicodedata.category(collapsed[end - 1]).startswith("P") or collapsed[end - 1].isspace()):
+        end -= 1
+    return collapsed[:end]

@@ -1,0 +1,128 @@
+"""Shared fixtures: three personas per the API contract (agent A's token, agent B's token, and an
+admin token of another project), plus a project admin token and a small JSON API client."""
+
+import json
+
+import pytest
+from django.test import Client
+
+from vault import services
+from vault.models import TokenScope
+
+
+class ApiClient:
+    """Django's test client speaking JSON to /api/v1 with a bearer token."""
+
+    def __init__(self, token: str | None = None):
+        self.client = Client()
+        self.token = token
+
+    def _headers(self, token):
+        token = token if token is not None else self.token
+        return {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+
+    def request(
+        self, method: str, path: str, data=None, *, token=None, raw: str | bytes | None = None, **query
+    ):
+        url = "/api/v1" + path
+        headers = self._headers(token)
+        if method == "get":
+            return self.client.get(url, data=query or None, **headers)
+        body = raw if raw is not None else (json.dumps(data) if data is not None else "")
+        if query:
+            from urllib.parse import urlencode
+
+            url += "?" + urlencode(query)
+        return getattr(self.client, method)(url, data=body, content_type="application/json", **headers)
+
+    def get(self, path, *, token=None, **query):
+        return self.request("get", path, token=token, **query)
+
+    def post(self, path, data=None, *, token=None, raw=None, **query):
+        return self.request("post", path, data, token=token, raw=raw, **query)
+
+    def put(self, path, data=None, *, token=None, raw=None):
+        return self.request("put", path, data, token=token, raw=raw)
+
+    def patch(self, path, data=None, *, token=None, raw=None):
+        return self.request("patch", path, data, token=token, raw=raw)
+
+    def delete(self, path, *, token=None):
+        return self.request("delete", path, token=token)
+
+
+@pytest.fixture
+def project(db):
+    return services.project_create(slug="acme", name="Acme", context="# Acme\nPayments platform.")
+
+
+@pytest.fixture
+def other_project(db):
+    return services.project_create(slug="globex", name="Globex")
+
+
+@pytest.fixture
+def agent_a(project):
+    return services.agent_ensure(project=project, slug="agent-a")
+
+
+@pytest.fixture
+def agent_b(project):
+    return services.agent_ensure(project=project, slug="agent-b")
+
+
+@pytest.fixture
+def outsider_agent(other_project):
+    return services.agent_ensure(project=other_project, slug="agent-a")
+
+
+def _token(project, agent=None, scope=TokenScope.WRITE) -> str:
+    return services.token_create(project=project, agent=agent, scope=scope)[1]
+
+
+@pytest.fixture
+def token_a(agent_a):
+    return _token(agent_a.project, agent_a)
+
+
+@pytest.fixture
+def token_b(agent_b):
+    return _token(agent_b.project, agent_b)
+
+
+@pytest.fixture
+def read_token_a(agent_a):
+    return _token(agent_a.project, agent_a, TokenScope.READ)
+
+
+@pytest.fixture
+def admin_token(project):
+    return _token(project, None, TokenScope.ADMIN)
+
+
+@pytest.fixture
+def outsider_token(other_project, outsider_agent):
+    """Admin of another project, which happens to have an agent with the same slug as agent A."""
+    return _token(other_project, None, TokenScope.ADMIN)
+
+
+@pytest.fixture
+def api():
+    return ApiClient()
+
+
+@pytest.fixture
+def entry_a(agent_a):
+    return services.entry_create(
+        agent=agent_a,
+        category="decisions",
+        content="We decided to use PostgreSQL #database",
+        created_by="test",
+    )
+
+
+@pytest.fixture
+def entry_b(agent_b):
+    return services.entry_create(
+        agent=agent_b, category="lessons", content="Cache keys need a version", created_by="t"
+    )

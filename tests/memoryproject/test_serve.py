@@ -1,0 +1,110 @@
+"""`serve` on an empty MEMORY_DATA_DIR starts the embedded PostgreSQL, and data survives a restart."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"serve exited early with {process.returncode}: {process.stdout.read()}")
+        try:
+            with urllib.request.urlopen(url + "healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("serve did not become healthy in time")
+
+
+def _call(url, method="GET", token=None, body=None):
+    request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body else None)
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, json.loads(response.read() or b"null")
+
+
+def _stop(process: subprocess.Popen) -> str:
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=60)
+    return output
+
+
+@pytest.fixture
+def data_dir():
+    path = Path(tempfile.mkdtemp(prefix="memsrv-"))
+    yield path
+    subprocess.run(
+        [sys.executable, "-c", "from memoryproject.embedded_db import embedded_database_stop as s; import sys, "
+         "pathlib; s(pathlib.Path(sys.argv[1]))", str(path)],
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_serve_starts_on_an_empty_data_dir_and_keeps_data_across_restarts(data_dir):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_TEST_NAME")}
+    env["MEMORY_DATA_DIR"] = str(data_dir)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    command = [sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "1"]
+
+    first = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        _wait_healthy(url, first)
+        assert (data_dir / "pg" / "PG_VERSION").exists()
+        token = subprocess.run(
+            [sys.executable, "manage.py", "token_create", "--project", "default", "--scope", "admin"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.strip()  # fmt: skip
+        status, created = _call(
+            url + "api/v1/agents/dev/entries",
+            "POST",
+            token,
+            {"category": "decisions", "content": "Survives #restart"},
+        )
+        assert status == 201
+    finally:
+        output = _stop(first)
+    assert first.returncode == 0, output
+    assert "Memory server running at" in output
+    assert "Created the project 'default'" in output
+
+    second = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        _wait_healthy(url, second)
+        status, listing = _call(url + "api/v1/agents/dev/entries", token=token)
+        assert status == 200
+        assert [item["id"] for item in listing["items"]] == [created["id"]]
+        assert listing["items"][0]["tags"] == ["restart"]
+    finally:
+        output = _stop(second)
+    assert "Created the project" not in output

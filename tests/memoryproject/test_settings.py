@@ -1,0 +1,64 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from memoryproject.env import env_bool, env_float, env_int, env_list, env_str
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_it_reads_typed_values(monkeypatch):
+    monkeypatch.setenv("X_INT", "42")
+    monkeypatch.setenv("X_FLOAT", "0.5")
+    monkeypatch.setenv("X_BOOL", "yes")
+    monkeypatch.setenv("X_LIST", "a, b,,c")
+    assert env_int("X_INT", 1) == 42
+    assert env_float("X_FLOAT", 1.0) == 0.5
+    assert env_bool("X_BOOL") is True
+    assert env_list("X_LIST", []) == ["a", "b", "c"]
+    assert env_str("X_MISSING", "default") == "default"
+
+
+@pytest.mark.parametrize(
+    ("reader", "value", "message"),
+    [
+        (lambda: env_int("X_VAR", 1), "abc", "X_VAR must be an integer"),
+        (lambda: env_int("X_VAR", 1, minimum=5), "2", "X_VAR must be at least 5"),
+        (lambda: env_float("X_VAR", 1.0), "nan", "X_VAR must be a finite number"),
+        (lambda: env_float("X_VAR", 1.0, maximum=1.0), "1.5", "X_VAR must be at most 1.0"),
+        (lambda: env_bool("X_VAR"), "maybe", "X_VAR must be a boolean"),
+    ],
+)
+def test_it_fails_loudly_naming_the_variable(monkeypatch, reader, value, message):
+    monkeypatch.setenv("X_VAR", value)
+    with pytest.raises(ImproperlyConfigured, match=message):
+        reader()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("MEMORY_TOKEN_BUDGET", "lots"),
+        ("DEBUG", "perhaps"),
+        ("MEMORY_COMPACT_TRIGGER_RATIO", "3"),
+        ("DATABASE_URL", "sqlite:///db.sqlite3"),
+        ("REDIS_URL", "http://localhost"),
+        ("MEMORY_CONSOLIDATE_CRON", "every night"),
+    ],
+)
+def test_the_server_refuses_to_start_with_a_bad_value(variable, value):
+    env = {**os.environ, variable: value, "DJANGO_SETTINGS_MODULE": "memoryproject.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert variable in result.stderr

@@ -1,0 +1,115 @@
+import pytest
+from django.contrib.auth import get_user_model
+
+from vault.models import EntryVersion, VaultEntry
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def curator_client(client):
+    user = get_user_model().objects.create_superuser("curator", "c@example.com", "pw-for-tests-123")
+    client.force_login(user)
+    return client
+
+
+def test_every_model_has_an_admin_page(curator_client):
+    for name in ["project", "agent", "apitoken", "vaultentry", "entryversion", "projectcontextversion"]:
+        assert curator_client.get(f"/admin/vault/{name}/").status_code == 200, name
+
+
+def test_the_entry_list_filters_by_agent_category_status_and_source(curator_client, entry_a, entry_b):
+    response = curator_client.get("/admin/vault/vaultentry/", {"category": "lessons"})
+    assert response.status_code == 200
+    assert b"Cache keys need a version" in response.content
+    assert b"We decided to use PostgreSQL" not in response.content
+    for facet in [b"By agent", b"By category", b"By status", b"By source"]:
+        assert facet in response.content
+
+
+def test_an_admin_edit_is_versioned_like_an_api_edit(curator_client, entry_a):
+    response = curator_client.post(
+        f"/admin/vault/vaultentry/{entry_a.pk}/change/",
+        {
+            "category": "decisions",
+            "content": "We decided to use CockroachDB #database",
+            "tags": "database",
+            "status": "active",
+            "importance": "0.7",
+            "versions-TOTAL_FORMS": "0",
+            "versions-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    entry_a.refresh_from_db()
+    assert entry_a.content == "We decided to use CockroachDB #database"
+    version = EntryVersion.objects.get(entry_id=entry_a.pk)
+    assert version.content == "We decided to use PostgreSQL #database"
+    assert version.changed_by == "user:curator"
+
+
+def test_the_entry_page_shows_its_versions(curator_client, entry_a):
+    from vault import services
+
+    services.entry_update(
+        entry_id=entry_a.pk, changes=services.EntryChanges(content="newer text"), changed_by="x"
+    )
+    response = curator_client.get(f"/admin/vault/vaultentry/{entry_a.pk}/change/")
+    assert b"We decided to use PostgreSQL" in response.content  # the old version, in the inline
+
+
+def test_an_admin_edit_with_a_nul_byte_is_a_form_error(curator_client, entry_a):
+    response = curator_client.post(
+        f"/admin/vault/vaultentry/{entry_a.pk}/change/",
+        {
+            "category": "decisions",
+            "content": "bad\x00content",
+            "tags": "",
+            "status": "active",
+            "importance": "0.5",
+            "versions-TOTAL_FORMS": "0",
+            "versions-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 200
+    assert b"Null characters are not allowed" in response.content
+    entry_a.refresh_from_db()
+    assert entry_a.content == "We decided to use PostgreSQL #database"
+
+
+def test_an_admin_delete_keeps_a_version(curator_client, entry_a):
+    response = curator_client.post(f"/admin/vault/vaultentry/{entry_a.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not VaultEntry.objects.filter(pk=entry_a.pk).exists()
+    assert EntryVersion.objects.get(entry_id=entry_a.pk).action == "delete"
+
+
+def test_an_admin_created_entry_takes_hashtags(curator_client, agent_a):
+    response = curator_client.post(
+        "/admin/vault/vaultentry/add/",
+        {
+            "agent": agent_a.pk,
+            "category": "lessons",
+            "content": "Always pin versions #deps",
+            "tags": "",
+            "status": "active",
+            "importance": "0.5",
+            "versions-TOTAL_FORMS": "0",
+            "versions-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    entry = VaultEntry.objects.get()
+    assert entry.tags == ["deps"] and entry.source == "ui" and entry.project_id == agent_a.project_id
+
+
+def test_creating_a_token_in_the_admin_shows_the_secret_once(curator_client, project):
+    from vault.models import ApiToken
+
+    response = curator_client.post(
+        "/admin/vault/apitoken/add/", {"project": project.pk, "scope": "read", "name": "ci"}, follow=True
+    )
+    assert response.status_code == 200
+    token = ApiToken.objects.get(name="ci")
+    assert b"shown once" in response.content
+    assert token.prefix.encode() in response.content

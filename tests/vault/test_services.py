@@ -1,0 +1,140 @@
+import threading
+
+import pytest
+from django.db import connection
+
+from memoryproject.errors import InvalidInput
+from vault import services
+from vault.models import EntryVersion, VaultEntry
+from vault.text import hashtags_find, tags_normalise, token_estimate
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("We use #react and #TypeScript", ["react", "typescript"]),
+        ("## Heading\nno tags here", []),
+        ("C# is not a tag, nor page#anchor, nor &#39;", []),
+        ("issue #123 is not a topic but #v2 is", ["v2"]),
+        ("#dup and #dup again", ["dup"]),
+        ("#decisão técnica", ["decisão"]),
+        ("#multi-word-tag-", ["multi-word-tag"]),
+    ],
+)
+def test_it_finds_hashtags(content, expected):
+    assert hashtags_find(content) == expected
+
+
+def test_it_merges_explicit_tags_and_hashtags():
+    assert tags_normalise(["#API", " api ", "Infra"], "see #infra and #ops") == ["api", "infra", "ops"]
+
+
+def test_it_rejects_too_many_tags(settings):
+    settings.MEMORY_MAX_TAGS = 3
+    with pytest.raises(InvalidInput, match="MEMORY_MAX_TAGS"):
+        tags_normalise(["a", "b", "c", "d"])
+
+
+def test_token_estimate_is_ceil_chars_over_four():
+    assert [token_estimate("x" * n) for n in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
+
+
+def test_it_respects_a_configured_size_limit(agent_a, settings):
+    settings.MEMORY_MAX_ENTRY_BYTES = 300
+    services.entry_create(agent=agent_a, category="lessons", content="x" * 300)
+    with pytest.raises(Exception, match="limit is 300"):
+        services.entry_create(agent=agent_a, category="lessons", content="x" * 301)
+
+
+def test_update_and_delete_leave_versions_in_order(agent_a):
+    entry = services.entry_create(agent=agent_a, category="decisions", content="v1")
+    services.entry_update(entry_id=entry.pk, changes=services.EntryChanges(content="v2"), changed_by="alice")
+    services.entry_update(entry_id=entry.pk, changes=services.EntryChanges(importance=0.9), changed_by="bob")
+    services.entry_delete(entry_id=entry.pk, deleted_by="carol")
+    versions = list(EntryVersion.objects.filter(entry_id=entry.pk).order_by("id"))
+    assert [(v.action, v.content, v.importance, v.changed_by) for v in versions] == [
+        ("edit", "v1", 0.5, "alice"),
+        ("edit", "v2", 0.5, "bob"),
+        ("delete", "v2", 0.9, "carol"),
+    ]
+
+
+def test_restore_brings_back_an_earlier_version_and_is_itself_versioned(agent_a):
+    entry = services.entry_create(agent=agent_a, category="decisions", content="original #a")
+    services.entry_update(entry_id=entry.pk, changes=services.EntryChanges(content="changed"), changed_by="x")
+    first = EntryVersion.objects.get(entry_id=entry.pk)
+    restored = services.entry_restore(entry_id=entry.pk, version_id=first.pk, changed_by="y")
+    assert restored.content == "original #a"
+    assert EntryVersion.objects.filter(entry_id=entry.pk).count() == 2
+
+
+def test_the_search_vector_follows_edits(agent_a):
+    entry = services.entry_create(agent=agent_a, category="decisions", content="we picked kafka")
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="we picked rabbitmq"), changed_by=""
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT search_vector @@ to_tsquery('english', 'rabbitmq'), search_vector @@ to_tsquery('english', 'kafka')"
+            " FROM vault_vaultentry WHERE id = %s",
+            [entry.pk],
+        )
+        assert cursor.fetchone() == (True, False)
+
+
+def test_the_search_vector_weighs_tags_above_content(agent_a):
+    services.entry_create(agent=agent_a, category="decisions", content="nothing relevant", tags=["kafka"])
+    services.entry_create(agent=agent_a, category="decisions", content="kafka mentioned in passing")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT content FROM vault_vaultentry ORDER BY ts_rank(search_vector, to_tsquery('simple', 'kafka')) DESC"
+        )
+        assert cursor.fetchone()[0] == "nothing relevant"
+
+
+def test_portuguese_content_is_stemmed(agent_a):
+    services.entry_create(agent=agent_a, category="decisions", content="Decidimos usar filas para pagamentos")
+    assert VaultEntry.objects.extra(where=["search_vector @@ to_tsquery('portuguese', 'pagamento')"]).exists()
+
+
+def test_concurrent_edits_both_leave_versions(agent_a):
+    entry = services.entry_create(agent=agent_a, category="lessons", content="start")
+    errors = []
+
+    def edit(n):
+        try:
+            for i in range(10):
+                services.entry_update(
+                    entry_id=entry.pk,
+                    changes=services.EntryChanges(content=f"writer {n} edit {i}"),
+                    changed_by=str(n),
+                )
+        except Exception as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=edit, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert EntryVersion.objects.filter(entry_id=entry.pk).count() == 20
+
+
+test_concurrent_edits_both_leave_versions = pytest.mark.django_db(transaction=True)(
+    test_concurrent_edits_both_leave_versions
+)
+
+
+def test_agent_ensure_is_idempotent(project):
+    first = services.agent_ensure(project=project, slug="x")
+    assert services.agent_ensure(project=project, slug="x") == first
+
+
+def test_admin_tokens_cannot_be_bound_to_an_agent(agent_a):
+    with pytest.raises(InvalidInput, match="project-wide"):
+        services.token_create(project=agent_a.project, agent=agent_a, scope="admin")

@@ -1,0 +1,220 @@
+"""Admin for raw edits. Entry edits go through vault.services so they are versioned like API edits."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from memoryproject.errors import DomainError
+from vault import services
+from vault.models import Agent, ApiToken, EntryVersion, Project, ProjectContextVersion, VaultEntry
+from vault.text import tags_normalise, text_check
+
+
+def _actor(request) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+class AgentInline(admin.TabularInline):
+    model = Agent
+    extra = 0
+    fields = ["slug", "name", "created_at"]
+    readonly_fields = ["created_at"]
+    show_change_link = True
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at", "context_updated_at"]
+    search_fields = ["slug", "name", "context"]
+    readonly_fields = ["created_at", "context_updated_at"]
+    inlines = [AgentInline]
+
+    def save_model(self, request, obj, form, change):
+        if change and "context" in form.changed_data:
+            context = obj.context
+            obj.context = form.initial.get("context", "")
+            super().save_model(request, obj, form, change)
+            services.project_context_set(project=obj, content=context, changed_by=_actor(request))
+            obj.refresh_from_db()
+        else:
+            super().save_model(request, obj, form, change)
+
+
+@admin.register(ProjectContextVersion)
+class ProjectContextVersionAdmin(admin.ModelAdmin):
+    list_display = ["project", "changed_by", "changed_at"]
+    list_filter = ["project"]
+    search_fields = ["content"]
+    readonly_fields = ["project", "content", "changed_by", "changed_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "project", "created_at"]
+    list_filter = ["project"]
+    search_fields = ["slug", "name"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "name", "project", "agent", "scope", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["project", "scope"]
+    search_fields = ["name", "prefix"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+    actions = ["revoke"]
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["project", "agent", "scope", "name"]
+        return ["project", "agent", "scope", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return ["project", "agent", "scope", "prefix", "created_at", "last_used_at"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        try:
+            token, secret = services.token_create(
+                project=obj.project, agent=obj.agent, scope=obj.scope, name=obj.name
+            )
+        except DomainError as exc:
+            self.message_user(request, exc.detail, messages.ERROR)
+            return
+        obj.pk = token.pk
+        obj.refresh_from_db()
+        self.message_user(
+            request,
+            format_html("New token (shown once, copy it now): <code>{}</code>", secret),
+            messages.WARNING,
+        )
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request, queryset):
+        for token in queryset:
+            services.token_revoke(token=token)
+        self.message_user(request, f"Revoked {queryset.count()} token(s).")
+
+
+class EntryVersionInline(admin.TabularInline):
+    model = EntryVersion
+    fk_name = "entry"
+    extra = 0
+    can_delete = False
+    fields = ["changed_at", "action", "changed_by", "category", "status", "importance", "tags", "content"]
+    readonly_fields = fields
+    ordering = ["-changed_at", "-id"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class VaultEntryForm(forms.ModelForm):
+    """Runs the services' checks so a curator sees a form error instead of a server error."""
+
+    class Meta:
+        model = VaultEntry
+        fields = ["agent", "category", "content", "tags", "status", "importance"]
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            if "content" in cleaned:
+                text_check(cleaned["content"])
+                cleaned["tags"] = tags_normalise(cleaned.get("tags") or [], cleaned["content"])
+        except DomainError as exc:
+            raise forms.ValidationError(exc.detail) from None
+        return cleaned
+
+
+@admin.register(VaultEntry)
+class VaultEntryAdmin(admin.ModelAdmin):
+    form = VaultEntryForm
+    list_display = ["id", "agent", "category", "preview", "status", "source", "importance", "created_at"]
+    list_filter = ["project", "agent", "category", "status", "source"]
+    search_fields = ["content", "tags"]
+    date_hierarchy = "created_at"
+    readonly_fields = [
+        "source",
+        "created_by",
+        "created_at",
+        "updated_at",
+        "access_count",
+        "last_accessed_at",
+        "legacy_id",
+    ]
+    fields = [
+        "agent",
+        "category",
+        "content",
+        "tags",
+        "status",
+        "importance",
+        *readonly_fields,
+    ]
+    inlines = [EntryVersionInline]
+    list_select_related = ["agent__project"]
+
+    @admin.display(description="content")
+    def preview(self, obj):
+        return obj.content[:80]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None:
+            return [*self.readonly_fields, "agent"]
+        return self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        """Route admin writes through the services so they are validated and versioned like API writes."""
+        if change:
+            services.entry_update(
+                entry_id=obj.pk,
+                changes=services.EntryChanges(
+                    category=obj.category,
+                    content=obj.content,
+                    tags=obj.tags,
+                    importance=obj.importance,
+                    status=obj.status,
+                ),
+                changed_by=_actor(request),
+            )
+        else:
+            created = services.entry_create(
+                agent=obj.agent,
+                category=obj.category,
+                content=obj.content,
+                tags=obj.tags,
+                importance=obj.importance,
+                source="ui",
+                status=obj.status,
+                created_by=_actor(request),
+            )
+            obj.pk = created.pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        services.entry_delete(entry_id=obj.pk, deleted_by=_actor(request))
+
+    def delete_queryset(self, request, queryset):
+        for entry_id in queryset.values_list("pk", flat=True):
+            services.entry_delete(entry_id=entry_id, deleted_by=_actor(request))
+
+
+@admin.register(EntryVersion)
+class EntryVersionAdmin(admin.ModelAdmin):
+    list_display = ["entry_id", "action", "agent", "category", "changed_by", "changed_at"]
+    list_filter = ["action", "category", "agent"]
+    search_fields = ["content", "changed_by"]
+    readonly_fields = [f.name for f in EntryVersion._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,137 @@
+from typing import Literal
+
+from django.http import HttpRequest
+from ninja import Path, Query, Router, Status
+
+from vault import selectors, services
+from vault.models import Agent, TokenScope
+from vault.schemas import (
+    AgentOut,
+    CategoryName,
+    EntryIn,
+    EntryOut,
+    EntryPage,
+    EntryPatch,
+    EntryVersionOut,
+    ProjectContextIn,
+    ProjectContextOut,
+    WhoAmIOut,
+)
+
+router = Router(tags=["vault"])
+
+ENTRY_ID = Path(..., ge=1, le=selectors.MAX_ID, description="Entry id")
+
+
+def agent_for_write(request: HttpRequest, slug: str) -> Agent:
+    """The agent to write to: created on first use by a token that may write to the whole project."""
+    principal = request.auth
+    principal.require(TokenScope.WRITE)
+    if principal.is_agent_bound:
+        return selectors.agent_get_for_principal(principal, slug)
+    project = selectors.project_for_principal(principal)
+    return services.agent_ensure(project=project, slug=services.slug_check(slug, field="agent"))
+
+
+@router.get("/me", response=WhoAmIOut, summary="Who this token is")
+def whoami(request):
+    principal = request.auth
+    project = selectors.project_for_principal(principal)
+    agent = Agent.objects.filter(pk=principal.agent_id).first() if principal.agent_id else None
+    return {
+        "project": project.slug,
+        "agent": agent.slug if agent else None,
+        "scope": principal.scope,
+        "token": principal.label,
+    }
+
+
+@router.get("/agents", response=list[AgentOut], summary="Agents with entry counts per category")
+def agent_list(request):
+    return selectors.agent_list_with_counts(request.auth)
+
+
+@router.post("/agents/{agent}/entries", response={201: EntryOut}, summary="Create an entry")
+def entry_create(request, agent: str, payload: EntryIn):
+    target = agent_for_write(request, agent)
+    entry = services.entry_create(
+        agent=target,
+        category=payload.category,
+        content=payload.content,
+        tags=payload.tags,
+        importance=payload.importance,
+        created_by=request.auth.label,
+    )
+    return Status(201, entry)
+
+
+@router.get("/agents/{agent}/entries", response=EntryPage, summary="List an agent's entries, newest first")
+def entry_list(
+    request,
+    agent: str,
+    category: CategoryName | None = None,
+    status: Literal["active", "archived", "all"] = "active",
+    tag: str | None = Query(None, max_length=64),
+    source: str | None = Query(None, max_length=16),
+    limit: int = Query(50, ge=1, le=500),
+    offset: int = Query(0, ge=0, le=10_000_000),
+):
+    target = selectors.agent_get_for_principal(request.auth, agent)
+    entries = selectors.entry_list(
+        agent=target, category=category, status=None if status == "all" else status, tag=tag, source=source
+    )
+    return {
+        "items": list(entries[offset : offset + limit]),
+        "count": entries.count(),
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+@router.get("/entries/{entry_id}", response=EntryOut, summary="Get an entry")
+def entry_get(request, entry_id: int = ENTRY_ID):
+    return selectors.entry_get_for_principal(request.auth, entry_id)
+
+
+@router.patch(
+    "/entries/{entry_id}", response=EntryOut, summary="Edit an entry (the previous state is versioned)"
+)
+def entry_update(request, payload: EntryPatch, entry_id: int = ENTRY_ID):
+    request.auth.require(TokenScope.WRITE)
+    entry = selectors.entry_get_for_principal(request.auth, entry_id)
+    changes = services.EntryChanges(**payload.dict(exclude_unset=True))
+    return services.entry_update(entry_id=entry.pk, changes=changes, changed_by=request.auth.label)
+
+
+@router.delete(
+    "/entries/{entry_id}", response={204: None}, summary="Delete an entry (its last state is kept)"
+)
+def entry_delete(request, entry_id: int = ENTRY_ID):
+    request.auth.require(TokenScope.WRITE)
+    entry = selectors.entry_get_for_principal(request.auth, entry_id)
+    services.entry_delete(entry_id=entry.pk, deleted_by=request.auth.label)
+    return Status(204, None)
+
+
+@router.get(
+    "/entries/{entry_id}/history", response=list[EntryVersionOut], summary="Earlier versions, newest first"
+)
+def entry_history(request, entry_id: int = ENTRY_ID):
+    entry = selectors.entry_get_for_principal(request.auth, entry_id)
+    return list(selectors.entry_history(entry))
+
+
+@router.get("/project/context", response=ProjectContextOut, summary="The project context (_project.md)")
+def project_context_get(request):
+    project = selectors.project_for_principal(request.auth)
+    return {"project": project.slug, "content": project.context, "updated_at": project.context_updated_at}
+
+
+@router.put("/project/context", response=ProjectContextOut, summary="Replace the project context")
+def project_context_put(request, payload: ProjectContextIn):
+    request.auth.require_project_wide(TokenScope.WRITE)
+    project = selectors.project_for_principal(request.auth)
+    project = services.project_context_set(
+        project=project, content=payload.content, changed_by=request.auth.label
+    )
+    return {"project": project.slug, "content": project.context, "updated_at": project.context_updated_at}

@@ -1,0 +1,84 @@
+"""Small text rules shared by every write path: hashtags, tag normalisation, content checks."""
+
+import re
+
+from django.conf import settings
+
+from memoryproject.errors import InvalidInput, TooLarge
+
+# Seed 000 takes tags from /#(\w+)/g. The look-behind keeps "C#", "page#anchor" and "&#39;" out,
+# and markdown headings ("## Title") never match because a space follows the hashes.
+HASHTAG_RE = re.compile(r"(?<![\w&#/])#(\w[\w-]*)")
+TAG_RE = re.compile(r"^\w[\w.-]{0,63}$")
+
+
+def hashtags_find(content: str) -> list[str]:
+    """Tags written as #hashtags in the content, normalised, in order of first appearance."""
+    found = []
+    for match in HASHTAG_RE.finditer(content):
+        tag = match.group(1).rstrip("-").lower()[:64]
+        if tag and not tag.isdigit() and tag not in found:
+            found.append(tag)
+    return found
+
+
+def tags_normalise(tags: list[str] | None, content: str = "") -> list[str]:
+    """Explicit tags plus the content's hashtags: lower-cased, '#' stripped, deduplicated, validated."""
+    result: list[str] = []
+    for raw in tags or []:
+        if not isinstance(raw, str):
+            raise InvalidInput("tags must be strings", [{"loc": ["tags"], "msg": "not a string"}])
+        tag = raw.strip().lstrip("#").lower()
+        if not tag:
+            continue
+        if not TAG_RE.match(tag):
+            raise InvalidInput(
+                f"Invalid tag {raw!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit.",
+                [{"loc": ["tags"], "msg": f"invalid tag {raw!r}"}],
+            )
+        if tag not in result:
+            result.append(tag)
+    for tag in hashtags_find(content):
+        if tag not in result:
+            result.append(tag)
+    if len(result) > settings.MEMORY_MAX_TAGS:
+        raise InvalidInput(
+            f"Too many tags ({len(result)}); the limit is {settings.MEMORY_MAX_TAGS} (MEMORY_MAX_TAGS).",
+            [{"loc": ["tags"], "msg": "too many tags"}],
+        )
+    return result
+
+
+def text_check(
+    value: str, *, field: str = "content", allow_empty: bool = False, max_bytes: int | None = None
+) -> str:
+    """Reject text PostgreSQL cannot store or that is empty or over the size limit."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string", [{"loc": [field], "msg": "not a string"}])
+    if "\x00" in value:
+        raise InvalidInput(
+            f"{field} must not contain NUL (\\u0000) characters",
+            [{"loc": [field], "msg": "contains NUL characters"}],
+        )
+    if not allow_empty and not value.strip():
+        raise InvalidInput(f"{field} must not be empty", [{"loc": [field], "msg": "empty"}])
+    limit = settings.MEMORY_MAX_ENTRY_BYTES if max_bytes is None else max_bytes
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > limit:
+        raise TooLarge(
+            f"{field} is {size} bytes; the limit is {limit} bytes (MEMORY_MAX_ENTRY_BYTES).",
+            [{"loc": [field], "msg": "too large"}],
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            f"{field} contains invalid Unicode (lone surrogates)",
+            [{"loc": [field], "msg": "invalid unicode"}],
+        ) from None
+    return value
+
+
+def token_estimate(text: str) -> int:
+    """Seed 000's estimate: ceil(chars / 4). The one place to plug in a real tokenizer."""
+    return -(-len(text) // 4)
