@@ -9,6 +9,8 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from memoryproject.errors import DomainError
+from search.api import router as search_router
+from sessions_app.api import router as sessions_router
 from vault.api import router as vault_router
 from vault.selectors import token_authenticate
 
@@ -114,3 +116,5 @@ def healthz(request):
 
 
 api.add_router("", vault_router)
+api.add_router("", sessions_router)
+api.add_router("", search_router)

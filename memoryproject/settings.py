@@ -166,6 +166,20 @@ MEMORY_HALF_LIFE_HOURS = {
 }
 MEMORY_TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 
+# --- Sessions (issue 3: sessions_app) ---------------------------------------------------------
+
+# --- Search and context injection (issue 4: search) -------------------------------------------
+
+# --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM (issue 5) ---
+
+# --- Workspace files, memory tool, import/export (issue 6) ------------------------------------
+
+# --- Curator UI (issue 7) ---------------------------------------------------------------------
+
+# --- Trust: review queue, duplicates, conflicts, poisoning (issue 8) -------------------------
+
+# --- Session continuity and lifecycle (issue 9) -----------------------------------------------
+
 # --- Logging ----------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

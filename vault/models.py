@@ -199,3 +199,65 @@ class ProjectContextVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug} context before {self.changed_at:%Y-%m-%d %H:%M}"
+
+
+class WorkspaceFile(models.Model):
+    """A markdown file of an agent's workspace (seed 001/002): AGENTS.md, SOUL.md, PROFILE.md,
+    MEMORY.md, daily notes under memory/, memory-tool files under memories/, and free files.
+
+    Enabled files are rendered into the system prompt in sort order; daily notes are disabled
+    (searched, not injected). Deleting is soft so that history and search stay coherent.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="files")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=255)
+    content = models.TextField(blank=True)
+    enabled = models.BooleanField(default=False)
+    sort_order = models.IntegerField(default=100)
+    size = models.PositiveIntegerField(default=0, help_text="UTF-8 bytes of content")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=Func(
+            SearchVector("path", config="simple", weight="A"),
+            SearchVector("content", config="english", weight="B"),
+            SearchVector("content", config="portuguese", weight="B"),
+            template="(%(expressions)s)",
+            arg_joiner=" || ",
+            output_field=SearchVectorField(),
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["agent", "sort_order", "path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "path"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="workspacefile_live_path",
+            )
+        ]
+        indexes = [GinIndex(fields=["search_vector"], name="workspacefile_search_gin")]
+
+    def __str__(self) -> str:
+        return f"{self.agent}:{self.path}"
+
+
+class WorkspaceFileVersion(models.Model):
+    """A file's content before a write, edit or delete."""
+
+    file = models.ForeignKey(WorkspaceFile, on_delete=models.CASCADE, related_name="versions")
+    action = models.CharField(max_length=8, choices=VersionAction.choices)
+    content = models.TextField(blank=True)
+    changed_by = models.CharField(max_length=200, blank=True)
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.file.path} {self.action} at {self.changed_at:%Y-%m-%d %H:%M}"

@@ -22,6 +22,8 @@ from vault.models import (
     TokenScope,
     VaultEntry,
     VersionAction,
+    WorkspaceFile,
+    WorkspaceFileVersion,
     slug_validator,
 )
 from vault.text import tags_normalise, text_check
@@ -261,3 +263,120 @@ def entry_delete(*, entry_id: int, deleted_by: str) -> EntryVersion:
         version = _version_save(entry, action=VersionAction.DELETE, changed_by=deleted_by)
         entry.delete()
     return version
+
+
+# --- Workspace files (seed 001) ------------------------------------------------------------------
+
+WORKSPACE_PATH_MAX = 255
+
+
+def file_path_check(path: str, *, markdown_only: bool = True) -> str:
+    """Apply seed 001's path rules; each violation names the rule broken."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInput("path must not be empty", [{"loc": ["path"], "msg": "empty"}])
+    problems = []
+    if "\x00" in path:
+        problems.append("no NUL characters")
+    if "\\" in path:
+        problems.append("no backslashes")
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
+        problems.append("relative paths only (no absolute paths)")
+    if any(part == ".." for part in path.replace("\\", "/").split("/")):
+        problems.append("no '..' segments")
+    if any(part in ("", ".") for part in path.split("/")):
+        problems.append("no empty or '.' segments")
+    if len(path) > WORKSPACE_PATH_MAX:
+        problems.append(f"at most {WORKSPACE_PATH_MAX} characters")
+    if markdown_only and not path.endswith(".md"):
+        problems.append("workspace files must end in .md")
+    if problems:
+        raise InvalidInput(
+            f"Invalid path {path!r}: {'; '.join(problems)}.",
+            [{"loc": ["path"], "msg": problem} for problem in problems],
+        )
+    return path
+
+
+def file_write(
+    *,
+    agent: Agent,
+    path: str,
+    content: str,
+    changed_by: str,
+    enabled: bool | None = None,
+    sort_order: int | None = None,
+    markdown_only: bool = True,
+) -> tuple[WorkspaceFile, bool]:
+    """Create or overwrite a workspace file; the previous content is versioned. Returns (file, created)."""
+    file_path_check(path, markdown_only=markdown_only)
+    text_check(content, allow_empty=True)
+    with transaction.atomic():
+        file = (
+            WorkspaceFile.objects.select_for_update()
+            .filter(agent=agent, path=path, deleted_at__isnull=True)
+            .first()
+        )
+        created = file is None
+        if created:
+            file = WorkspaceFile(project_id=agent.project_id, agent=agent, path=path)
+        elif file.content != content:
+            WorkspaceFileVersion.objects.create(
+                file=file, action=VersionAction.EDIT, content=file.content, changed_by=changed_by[:200]
+            )
+        file.content = content
+        file.size = len(content.encode("utf-8"))
+        if enabled is not None:
+            file.enabled = enabled
+        if sort_order is not None:
+            file.sort_order = sort_order
+        file.save()
+    return file, created
+
+
+def file_append(*, agent: Agent, path: str, text: str, changed_by: str, header: str = "") -> WorkspaceFile:
+    """Append to a workspace file, creating it (with `header` first) when missing.
+
+    The row is locked while appending so that concurrent appends (two exchanges finishing at once)
+    are both kept. Appends are not versioned: the previous content is a prefix of the new one.
+    """
+    file_path_check(path)
+    text_check(text, allow_empty=True)
+    with transaction.atomic():
+        file = (
+            WorkspaceFile.objects.select_for_update()
+            .filter(agent=agent, path=path, deleted_at__isnull=True)
+            .first()
+        )
+        if file is None:
+            try:
+                with transaction.atomic():
+                    file = WorkspaceFile.objects.create(
+                        project_id=agent.project_id, agent=agent, path=path, content=header
+                    )
+            except IntegrityError:
+                file = WorkspaceFile.objects.select_for_update().get(
+                    agent=agent, path=path, deleted_at__isnull=True
+                )
+        file.content = file.content + text
+        file.size = len(file.content.encode("utf-8"))
+        file.save(update_fields=["content", "size", "updated_at"])
+    return file
+
+
+def daily_note_path(day) -> str:
+    return f"memory/{day:%Y-%m-%d}.md"
+
+
+def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: str = "") -> WorkspaceFile:
+    """Append to the agent's daily note for `when`'s date (seed 002: memory/YYYY-MM-DD.md).
+
+    Daily notes are disabled files: searched, not injected into the system prompt.
+    """
+    day = timezone.localtime(when).date()
+    return file_append(
+        agent=agent,
+        path=daily_note_path(day),
+        text=text,
+        changed_by=changed_by,
+        header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+    )
