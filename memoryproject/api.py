@@ -12,6 +12,7 @@ from memoryproject.errors import DomainError
 from search.api import router as search_router
 from sessions_app.api import router as sessions_router
 from vault.api import router as vault_router
+from vault.review_api import router as review_router
 from vault.selectors import token_authenticate
 
 logger = logging.getLogger(__name__)
@@ -116,5 +117,6 @@ def healthz(request):
 
 
 api.add_router("", vault_router)
+api.add_router("", review_router)
 api.add_router("", sessions_router)
 api.add_router("", search_router)

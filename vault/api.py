@@ -51,18 +51,23 @@ def agent_list(request):
     return selectors.agent_list_with_counts(request.auth)
 
 
-@router.post("/agents/{agent}/entries", response={201: EntryOut}, summary="Create an entry")
+@router.post("/agents/{agent}/entries", response={200: EntryOut, 201: EntryOut}, summary="Create an entry")
 def entry_create(request, agent: str, payload: EntryIn):
     target = agent_for_write(request, agent)
+    if payload.supersedes is not None:
+        selectors.entry_get_for_principal(request.auth, payload.supersedes)
     entry = services.entry_create(
         agent=target,
         category=payload.category,
         content=payload.content,
         tags=payload.tags,
         importance=payload.importance,
+        confidence=payload.confidence,
+        supersedes_id=payload.supersedes,
         created_by=request.auth.label,
     )
-    return Status(201, entry)
+    # A duplicate is not stored again: the existing entry comes back, bumped, with duplicate_of.
+    return Status(200 if entry.duplicate_of else 201, entry)
 
 
 @router.get("/agents/{agent}/entries", response=EntryPage, summary="List an agent's entries, newest first")
@@ -70,7 +75,7 @@ def entry_list(
     request,
     agent: str,
     category: CategoryName | None = None,
-    status: Literal["active", "archived", "all"] = "active",
+    status: Literal["active", "archived", "pending", "superseded", "rejected", "all"] = "active",
     tag: str | None = Query(None, max_length=64),
     source: str | None = Query(None, max_length=16),
     limit: int = Query(50, ge=1, le=500),
@@ -99,8 +104,17 @@ def entry_get(request, entry_id: int = ENTRY_ID):
 def entry_update(request, payload: EntryPatch, entry_id: int = ENTRY_ID):
     request.auth.require(TokenScope.WRITE)
     entry = selectors.entry_get_for_principal(request.auth, entry_id)
-    changes = services.EntryChanges(**payload.dict(exclude_unset=True))
-    return services.entry_update(entry_id=entry.pk, changes=changes, changed_by=request.auth.label)
+    fields = payload.dict(exclude_unset=True)
+    supersedes = fields.pop("supersedes", None)
+    if supersedes is not None:
+        selectors.entry_get_for_principal(request.auth, supersedes)
+    changes = services.EntryChanges(**fields)
+    entry = services.entry_update(
+        entry_id=entry.pk, changes=changes, changed_by=request.auth.label, review=True
+    )
+    if supersedes is not None:
+        entry = services.entry_supersede(new_id=entry.pk, old_id=supersedes, changed_by=request.auth.label)
+    return entry
 
 
 @router.delete(
@@ -119,6 +133,12 @@ def entry_delete(request, entry_id: int = ENTRY_ID):
 def entry_history(request, entry_id: int = ENTRY_ID):
     entry = selectors.entry_get_for_principal(request.auth, entry_id)
     return list(selectors.entry_history(entry))
+
+
+@router.get("/entries/{entry_id}/chain", response=list[EntryOut], summary="The supersede chain, newest first")
+def entry_chain(request, entry_id: int = ENTRY_ID):
+    entry = selectors.entry_get_for_principal(request.auth, entry_id)
+    return selectors.entry_chain(entry)
 
 
 @router.get("/project/context", response=ProjectContextOut, summary="The project context (_project.md)")

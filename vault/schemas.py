@@ -4,7 +4,7 @@ from typing import Literal
 from ninja import Field, Schema
 
 CategoryName = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
-StatusName = Literal["active", "archived"]
+StatusName = Literal["active", "archived", "pending", "superseded", "rejected"]
 
 
 class EntryIn(Schema):
@@ -12,6 +12,10 @@ class EntryIn(Schema):
     content: str
     tags: list[str] = Field(default_factory=list, max_length=256)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    supersedes: int | None = Field(
+        default=None, ge=1, le=2**63 - 1, description="id of the entry this replaces"
+    )
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class EntryPatch(Schema):
@@ -19,7 +23,18 @@ class EntryPatch(Schema):
     content: str | None = None
     tags: list[str] | None = Field(default=None, max_length=256)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
-    status: StatusName | None = None
+    status: Literal["active", "archived"] | None = None
+    supersedes: int | None = Field(default=None, ge=1, le=2**63 - 1)
+
+
+class ReviewItemOut(Schema):
+    id: int
+    kind: str
+    other_entry_id: int | None
+    detail: str
+    created_at: datetime
+    resolved_at: datetime | None
+    resolution: str
 
 
 class EntryOut(Schema):
@@ -36,10 +51,34 @@ class EntryOut(Schema):
     last_accessed_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    confidence: float | None
+    source_session_id: int | None
+    source_message_ids: list[int]
+    supersedes: int | None
+    superseded_by: int | None
+    duplicate_of: int | None = None
+    review: list[ReviewItemOut]
 
     @staticmethod
     def resolve_agent(obj) -> str:
         return obj.agent.slug
+
+    @staticmethod
+    def resolve_supersedes(obj) -> int | None:
+        return obj.supersedes_id
+
+    @staticmethod
+    def resolve_superseded_by(obj) -> int | None:
+        successor = getattr(obj, "superseded_by", None)
+        return successor.pk if successor is not None else None
+
+    @staticmethod
+    def resolve_duplicate_of(obj) -> int | None:
+        return getattr(obj, "duplicate_of", None)
+
+    @staticmethod
+    def resolve_review(obj) -> list:
+        return list(obj.review_items.all())
 
 
 class EntryPage(Schema):
@@ -84,3 +123,38 @@ class WhoAmIOut(Schema):
     agent: str | None
     scope: str
     token: str
+
+
+class ReviewApproveIn(Schema):
+    content: str | None = None
+    supersede_conflicting: bool = False
+
+
+class ReviewRejectIn(Schema):
+    reason: str = Field(default="", max_length=500)
+
+
+class ReviewMergeIn(Schema):
+    into: int = Field(..., ge=1, le=2**63 - 1)
+
+
+class ReviewBulkIn(Schema):
+    action: Literal["approve", "reject"]
+    ids: list[int] = Field(..., min_length=1, max_length=500)
+
+
+class ReviewBulkOut(Schema):
+    done: list[int]
+    errors: dict[str, str]
+
+
+class ReviewPolicyIn(Schema):
+    category: CategoryName | Literal[""] = ""
+    hold_agent_writes: bool
+    hold_extracted: bool
+
+
+class ReviewPolicyOut(Schema):
+    category: str
+    hold_agent_writes: bool
+    hold_extracted: bool

@@ -91,7 +91,13 @@ def entries_for_principal(principal: Principal) -> QuerySet[VaultEntry]:
 def entry_get_for_principal(principal: Principal, entry_id: int) -> VaultEntry:
     if not 1 <= entry_id <= MAX_ID:
         raise NotFound(f"Entry {entry_id} not found.")
-    entry = entries_for_principal(principal).select_related("agent").filter(pk=entry_id).first()
+    entry = (
+        entries_for_principal(principal)
+        .select_related("agent", "superseded_by")
+        .prefetch_related("review_items")
+        .filter(pk=entry_id)
+        .first()
+    )
     if entry is None:
         raise NotFound(f"Entry {entry_id} not found.")
     return entry
@@ -106,7 +112,11 @@ def entry_list(
     source: str | None = None,
 ) -> QuerySet[VaultEntry]:
     """An agent's entries, newest first (ties broken by id, like seed 000's monotonic ids)."""
-    entries = VaultEntry.objects.filter(agent=agent).select_related("agent")
+    entries = (
+        VaultEntry.objects.filter(agent=agent)
+        .select_related("agent", "superseded_by")
+        .prefetch_related("review_items")
+    )
     if category:
         entries = entries.filter(category=category)
     if status:
@@ -116,6 +126,48 @@ def entry_list(
     if source:
         entries = entries.filter(source=source)
     return entries.order_by("-created_at", "-id")
+
+
+def entry_chain(entry: VaultEntry) -> list[VaultEntry]:
+    """Every entry linked to this one by supersede links, newest (the live one) first."""
+    newest = entry
+    seen = {entry.pk}
+    while True:
+        successor = VaultEntry.objects.filter(supersedes_id=newest.pk).first()
+        if successor is None or successor.pk in seen:
+            break
+        seen.add(successor.pk)
+        newest = successor
+    chain = [newest]
+    while chain[-1].supersedes_id is not None and chain[-1].supersedes_id not in {e.pk for e in chain}:
+        chain.append(VaultEntry.objects.get(pk=chain[-1].supersedes_id))
+    return chain
+
+
+def review_queue(
+    principal: Principal, *, category: str | None = None, kind: str | None = None
+) -> QuerySet[VaultEntry]:
+    """Pending entries visible to the principal, oldest first (a queue), with their open review items."""
+    entries = entries_for_principal(principal).filter(status=EntryStatus.PENDING)
+    if category:
+        entries = entries.filter(category=category)
+    if kind:
+        entries = entries.filter(review_items__kind=kind, review_items__resolved_at__isnull=True).distinct()
+    return entries.select_related("agent").prefetch_related("review_items").order_by("created_at", "id")
+
+
+def review_counts(principal: Principal) -> dict[str, int]:
+    """Pending entries per category (all five present), for dashboards."""
+    counts = dict.fromkeys(Category.values, 0)
+    rows = (
+        entries_for_principal(principal)
+        .filter(status=EntryStatus.PENDING)
+        .values("category")
+        .annotate(n=Count("id"))
+    )
+    for row in rows:
+        counts[row["category"]] = row["n"]
+    return counts
 
 
 def entry_history(entry: VaultEntry) -> QuerySet[EntryVersion]:

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from memoryproject.errors import Conflict, InvalidInput
+from memoryproject.errors import Conflict, InvalidInput, NotFound
+from vault import trust
 from vault.models import (
     Agent,
     ApiToken,
@@ -19,6 +21,9 @@ from vault.models import (
     EntryVersion,
     Project,
     ProjectContextVersion,
+    ReviewItem,
+    ReviewKind,
+    ReviewPolicy,
     TokenScope,
     VaultEntry,
     VersionAction,
@@ -145,6 +150,85 @@ class EntryChanges:
     status: str | None = None
 
 
+DUPLICATE_THRESHOLD = 0.9
+BORDERLINE_THRESHOLD = 0.7
+NEAR_DUPLICATE_WINDOW = 200
+HELD_SOURCES = {EntrySource.API, EntrySource.EXTRACTION, EntrySource.COMPACTION}
+
+
+def _agent_category_lock(agent_id: int, category: str) -> None:
+    """Serialise writes to one agent's category for the rest of the transaction, so that two
+    identical memories written at the same moment cannot both pass the duplicate check."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)",
+            [agent_id % 2_147_483_647, Category.values.index(category)],
+        )
+
+
+def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[str]):
+    """(entry, similarity) of the closest live entry of the same agent and category, or (None, 0).
+
+    Exact matches (same normalised text) are found over all entries through an index; near matches
+    are looked for among the most recent entries, which is where repeated writes land.
+    """
+    live = VaultEntry.objects.filter(
+        agent=agent, category=category, status__in=[EntryStatus.ACTIVE, EntryStatus.PENDING]
+    )
+    exact = live.filter(content_hash=digest).order_by("-created_at", "-id").first()
+    if exact is not None:
+        return exact, 1.0
+    best, best_score = None, 0.0
+    recent = live.order_by("-created_at", "-id").values_list("pk", "content")[:NEAR_DUPLICATE_WINDOW]
+    for pk, content in recent:
+        score = trust.near_duplicate_score(words, trust.word_set(content))
+        if score > best_score:
+            best, best_score = pk, score
+    if best is None:
+        return None, 0.0
+    return VaultEntry.objects.get(pk=best), best_score
+
+
+def _conflicts_find(agent: Agent, category: str, content: str) -> list[tuple[VaultEntry, str]]:
+    """Live entries of the agent that make a different claim about the same subject."""
+    claims = trust.claims_find(content)
+    if not claims:
+        return []
+    found = []
+    subjects = {claim.subject.split()[0] for claim in claims}
+    candidates = VaultEntry.objects.filter(agent=agent, category=category, status=EntryStatus.ACTIVE)
+    subject_filter = Q()
+    for subject in subjects:
+        subject_filter |= Q(content__icontains=subject[:6])
+    for other in candidates.filter(subject_filter).order_by("-created_at", "-id")[:NEAR_DUPLICATE_WINDOW]:
+        pairs = trust.claims_conflict(claims, trust.claims_find(other.content))
+        if pairs:
+            new, old = pairs[0]
+            found.append((other, f"'{new.subject}': '{new.value}' here, '{old.value}' in entry {other.pk}"))
+    return found
+
+
+def _review_reasons(
+    *, agent: Agent, category: str, content: str, source: str
+) -> list[tuple[str, object, str]]:
+    reasons = []
+    if source in (EntrySource.API, EntrySource.EXTRACTION, EntrySource.COMPACTION):
+        for finding in trust.poisoning_findings(content):
+            reasons.append((ReviewKind.POISONING, None, finding))
+        policy = (
+            ReviewPolicy.objects.filter(project_id=agent.project_id, category__in=[category, ""])
+            .order_by("-category")
+            .first()
+        )
+        if policy is not None:
+            held = policy.hold_agent_writes if source == EntrySource.API else policy.hold_extracted
+            if held:
+                reasons.append((ReviewKind.POLICY, None, f"{policy} holds {source} entries for review"))
+    for other, detail in _conflicts_find(agent, category, content):
+        reasons.append((ReviewKind.CONFLICT, other, detail))
+    return reasons
+
+
 def entry_create(
     *,
     agent: Agent,
@@ -157,30 +241,71 @@ def entry_create(
     created_at: datetime | None = None,
     legacy_id: str = "",
     status: str = EntryStatus.ACTIVE,
+    source_session_id: int | None = None,
+    source_message_ids: list[int] | None = None,
+    confidence: float | None = None,
+    supersedes_id: int | None = None,
+    dedupe: bool = True,
 ) -> VaultEntry:
-    """Store one memory entry. Tags are the explicit ones plus the content's #hashtags (seed 000)."""
+    """Store one memory entry. Tags are the explicit ones plus the content's #hashtags (seed 000).
+
+    Instead of storing a second copy of something the agent already remembers, the existing entry
+    is bumped (access count and recency) and returned with `duplicate_of` set. Borderline duplicates,
+    likely conflicts, instruction-like content from agents, and entries the project's review policy
+    holds are stored as `pending` with a ReviewItem saying why.
+    """
     _category_check(category)
     text_check(content)
     importance = _importance_check(importance)
+    confidence = _importance_check(confidence) if confidence is not None else None
     if source not in EntrySource.values:
         raise InvalidInput(f"Unknown source {source!r}")
     if status not in EntryStatus.values:
         raise InvalidInput(f"Unknown status {status!r}; use one of: {', '.join(EntryStatus.values)}.")
+    digest = trust.content_hash(content)
     now = timezone.now()
-    return VaultEntry.objects.create(
-        project_id=agent.project_id,
-        agent=agent,
-        category=category,
-        content=content,
-        tags=tags_normalise(tags, content),
-        importance=0.5 if importance is None else importance,
-        source=source,
-        status=status,
-        created_by=created_by[:200],
-        created_at=created_at or now,
-        updated_at=created_at or now,
-        legacy_id=legacy_id,
-    )
+    with transaction.atomic():
+        _agent_category_lock(agent.pk, category)
+        borderline = None
+        if dedupe:
+            existing, score = _duplicate_find(agent, category, digest, trust.word_set(content))
+            if existing is not None and score >= DUPLICATE_THRESHOLD:
+                VaultEntry.objects.filter(pk=existing.pk).update(
+                    access_count=F("access_count") + 1, last_accessed_at=now
+                )
+                existing.refresh_from_db()
+                existing.duplicate_of = existing.pk
+                return existing
+            if existing is not None and score >= BORDERLINE_THRESHOLD:
+                borderline = (ReviewKind.DUPLICATE, existing, f"{score:.0%} similar to entry {existing.pk}")
+        reasons = _review_reasons(agent=agent, category=category, content=content, source=source)
+        if borderline:
+            reasons.append(borderline)
+        entry = VaultEntry.objects.create(
+            project_id=agent.project_id,
+            agent=agent,
+            category=category,
+            content=content,
+            content_hash=digest,
+            tags=tags_normalise(tags, content),
+            importance=0.5 if importance is None else importance,
+            source=source,
+            status=EntryStatus.PENDING if reasons and status == EntryStatus.ACTIVE else status,
+            created_by=created_by[:200],
+            created_at=created_at or now,
+            updated_at=created_at or now,
+            legacy_id=legacy_id,
+            source_session_id=source_session_id,
+            source_message_ids=list(source_message_ids or []),
+            confidence=confidence,
+        )
+        for kind, other, detail in reasons:
+            ReviewItem.objects.create(entry=entry, kind=kind, other_entry=other, detail=detail[:2000])
+        if supersedes_id is not None:
+            entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=created_by)
+            entry.refresh_from_db()
+    entry.duplicate_of = None
+    return entry
 
 
 def _version_save(entry: VaultEntry, *, action: str, changed_by: str) -> EntryVersion:
@@ -197,8 +322,13 @@ def _version_save(entry: VaultEntry, *, action: str, changed_by: str) -> EntryVe
     )
 
 
-def entry_update(*, entry_id: int, changes: EntryChanges, changed_by: str) -> VaultEntry:
+def entry_update(
+    *, entry_id: int, changes: EntryChanges, changed_by: str, review: bool = False
+) -> VaultEntry:
     """Apply changes to an entry, keeping its previous state as a version.
+
+    With review=True (agent edits through the API), content that looks like instructions puts the
+    entry back into the review queue.
 
     The row is locked for the duration so that two concurrent edits are applied one after the other
     and both leave a version; nothing is lost. An update that changes nothing stores no version.
@@ -233,8 +363,15 @@ def entry_update(*, entry_id: int, changes: EntryChanges, changed_by: str) -> Va
         _version_save(entry, action=VersionAction.EDIT, changed_by=changed_by)
         for field, value in new.items():
             setattr(entry, field, value)
+        entry.content_hash = trust.content_hash(entry.content)
+        if review and changes.content is not None and entry.status == EntryStatus.ACTIVE:
+            findings = trust.poisoning_findings(entry.content)
+            for finding in findings:
+                ReviewItem.objects.create(entry=entry, kind=ReviewKind.POISONING, detail=finding)
+            if findings:
+                entry.status = EntryStatus.PENDING
         entry.updated_at = timezone.now()
-        entry.save(update_fields=[*new.keys(), "updated_at"])
+        entry.save(update_fields=[*new.keys(), "content_hash", "updated_at"])
     entry.refresh_from_db(fields=["search_vector"])
     return entry
 
@@ -380,3 +517,129 @@ def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: st
         changed_by=changed_by,
         header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
     )
+
+
+# --- Supersede and review (trust) ----------------------------------------------------------------
+
+
+def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
+    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable."""
+    if new_id == old_id:
+        raise InvalidInput(
+            "An entry cannot supersede itself.", [{"loc": ["supersedes"], "msg": "same entry"}]
+        )
+    with transaction.atomic():
+        entries = {e.pk: e for e in VaultEntry.objects.select_for_update().filter(pk__in=[new_id, old_id])}
+        if old_id not in entries:
+            raise NotFound(f"Entry {old_id} (to supersede) not found.")
+        new, old = entries[new_id], entries[old_id]
+        if new.project_id != old.project_id:
+            raise NotFound(f"Entry {old_id} (to supersede) not found.")
+        if VaultEntry.objects.filter(supersedes_id=old_id).exclude(pk=new_id).exists():
+            raise Conflict(f"Entry {old_id} is already superseded by another entry.")
+        cursor = old
+        while cursor.supersedes_id is not None:  # refuse cycles: old must not descend from new
+            if cursor.supersedes_id == new_id:
+                raise InvalidInput(
+                    f"Entry {new_id} already precedes entry {old_id}; that would make a cycle."
+                )
+            cursor = VaultEntry.objects.only("pk", "supersedes_id").get(pk=cursor.supersedes_id)
+        new.supersedes_id = old_id
+        new.save(update_fields=["supersedes"])
+        if old.status != EntryStatus.SUPERSEDED:
+            _version_save(old, action=VersionAction.EDIT, changed_by=changed_by)
+            old.status = EntryStatus.SUPERSEDED
+            old.updated_at = timezone.now()
+            old.save(update_fields=["status", "updated_at"])
+    return new
+
+
+def _review_resolve(entry: VaultEntry, *, resolution: str, by: str) -> None:
+    ReviewItem.objects.filter(entry=entry, resolved_at__isnull=True).update(
+        resolved_at=timezone.now(), resolution=resolution, resolved_by=by[:200]
+    )
+
+
+def _pending_get(entry_id: int) -> VaultEntry:
+    entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
+    if entry is None:
+        raise NotFound(f"Entry {entry_id} not found.")
+    if entry.status != EntryStatus.PENDING:
+        raise Conflict(f"Entry {entry_id} is {entry.status}, not pending review.")
+    return entry
+
+
+def review_approve(
+    *, entry_id: int, by: str, content: str | None = None, supersede_conflicting: bool = False
+) -> VaultEntry:
+    """Approve a pending entry, optionally editing it first (edit-and-approve). With
+    supersede_conflicting, the entries it conflicts with become superseded by it."""
+    with transaction.atomic():
+        entry = _pending_get(entry_id)
+        if content is not None:
+            entry_update(entry_id=entry.pk, changes=EntryChanges(content=content), changed_by=by)
+            entry.refresh_from_db()
+        entry.status = EntryStatus.ACTIVE
+        entry.updated_at = timezone.now()
+        entry.save(update_fields=["status", "updated_at"])
+        if supersede_conflicting:
+            others = ReviewItem.objects.filter(
+                entry=entry, kind=ReviewKind.CONFLICT, resolved_at__isnull=True, other_entry__isnull=False
+            ).values_list("other_entry_id", flat=True)
+            for other_id in list(others)[:1]:
+                entry_supersede(new_id=entry.pk, old_id=other_id, changed_by=by)
+        _review_resolve(entry, resolution="approved", by=by)
+    entry.refresh_from_db()
+    return entry
+
+
+def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:
+    """Reject a pending entry: it stays stored (audit), never active, never injected."""
+    with transaction.atomic():
+        entry = _pending_get(entry_id)
+        entry.status = EntryStatus.REJECTED
+        entry.updated_at = timezone.now()
+        entry.save(update_fields=["status", "updated_at"])
+        _review_resolve(entry, resolution=f"rejected: {reason}"[:32] if reason else "rejected", by=by)
+    return entry
+
+
+def review_merge(*, entry_id: int, into_id: int, by: str) -> VaultEntry:
+    """Fold a pending entry into an existing one (its text appended unless already there, tags
+    united); the pending entry becomes superseded by the target. Returns the target."""
+    if entry_id == into_id:
+        raise InvalidInput("An entry cannot be merged into itself.")
+    with transaction.atomic():
+        entry = _pending_get(entry_id)
+        target = (
+            VaultEntry.objects.select_for_update().filter(pk=into_id, project_id=entry.project_id).first()
+        )
+        if target is None:
+            raise NotFound(f"Entry {into_id} (merge target) not found.")
+        merged = target.content
+        if trust.text_normalise(entry.content) not in trust.text_normalise(target.content):
+            merged = f"{target.content.rstrip()}\n\n{entry.content.strip()}"
+        entry_update(
+            entry_id=target.pk,
+            changes=EntryChanges(content=merged, tags=[*target.tags, *entry.tags]),
+            changed_by=by,
+        )
+        entry.status = EntryStatus.SUPERSEDED
+        entry.updated_at = timezone.now()
+        entry.save(update_fields=["status", "updated_at"])
+        _review_resolve(entry, resolution=f"merged into {target.pk}", by=by)
+    target.refresh_from_db()
+    return target
+
+
+def review_policy_set(
+    *, project: Project, category: str = "", hold_agent_writes: bool, hold_extracted: bool
+) -> ReviewPolicy:
+    if category:
+        _category_check(category)
+    policy, _ = ReviewPolicy.objects.update_or_create(
+        project=project,
+        category=category,
+        defaults={"hold_agent_writes": hold_agent_writes, "hold_extracted": hold_extracted},
+    )
+    return policy

@@ -1,0 +1,348 @@
+"""Heuristics that keep memory trustworthy without an LLM: duplicate, conflict and poisoning checks.
+
+All functions here are pure (text in, findings out) so they are cheap on the write path and easy
+to test; vault.services decides what to do with the findings.
+"""
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_WORD_RE = re.compile(r"[^\W_]+(?:[.+#-][^\W_]+)*", re.UNICODE)
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "with",
+        "at",
+        "by",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "we",
+        "our",
+        "you",
+        "your",
+        "i",
+        "my",
+        "me",
+        "they",
+        "them",
+        "he",
+        "she",
+        "his",
+        "her",
+        "will",
+        "would",
+        "should",
+        "can",
+        "could",
+        "do",
+        "does",
+        "did",
+        "not",
+        "no",
+        "so",
+        "if",
+        "then",
+        "than",
+        "there",
+        "here",
+        "o",
+        "os",
+        "as",
+        "um",
+        "uma",
+        "uns",
+        "umas",
+        "e",
+        "ou",
+        "de",
+        "do",
+        "da",
+        "dos",
+        "das",
+        "no",
+        "na",
+        "nos",
+        "nas",
+        "em",
+        "para",
+        "por",
+        "com",
+        "que",
+        "se",
+        "é",
+        "são",
+        "foi",
+        "era",
+        "ser",
+        "ao",
+        "aos",
+        "à",
+        "às",
+        "pelo",
+        "pela",
+        "pelos",
+        "pelas",
+        "nós",
+        "eu",
+        "você",
+        "vocês",
+        "ele",
+        "ela",
+        "eles",
+        "elas",
+        "isso",
+        "isto",
+        "esse",
+        "essa",
+        "este",
+        "esta",
+        "mais",
+        "muito",
+    ]
+)
+
+
+def text_normalise(text: str) -> str:
+    """Case, accents, markdown punctuation and whitespace removed: 'the same words' compare equal."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return " ".join(_WORD_RE.findall(folded))
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text_normalise(text).encode("utf-8")).hexdigest()
+
+
+def word_set(text: str) -> frozenset[str]:
+    """Meaningful words of a text, with a crude plural fold, for set similarity."""
+    words = set()
+    for word in text_normalise(text).split():
+        if word in _STOPWORDS or (len(word) < 2 and not word.isdigit()):
+            continue
+        if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        words.add(word)
+    return frozenset(words)
+
+
+NEAR_DUPLICATE_MIN_WORDS = 5
+
+
+def similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard similarity of two word sets (1.0 identical, 0.0 disjoint)."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def near_duplicate_score(a: frozenset[str], b: frozenset[str]) -> float:
+    """Similarity for duplicate detection, 0.0 where word overlap would mislead.
+
+    Short texts ("port is 5432") carry their meaning in one or two words, and texts whose numbers
+    differ state different values: neither is a near-duplicate, whatever the overlap.
+    """
+    if len(a) < NEAR_DUPLICATE_MIN_WORDS or len(b) < NEAR_DUPLICATE_MIN_WORDS:
+        return 0.0
+    if {w for w in a if any(c.isdigit() for c in w)} != {w for w in b if any(c.isdigit() for c in w)}:
+        return 0.0
+    return similarity(a, b)
+
+
+# --- Conflicts ------------------------------------------------------------------------------------
+
+_VALUE = r"(?P<value>[\w.+#/-]+(?: [\w.+#/-]+)?)"
+_SUBJECT = r"(?P<subject>[\w][\w /-]{1,40}?)"
+_END = r"(?=[.,;:!?)\n]|$| because| since| instead| porque| pois| em vez| ao inv[eé]s| rather| and | e )"
+_CONFLICT_PATTERNS = [
+    # "we decided to use X for Y", "we will use X for Y", "we went with X for the Y"
+    re.compile(
+        r"\b(?:decided to use|decided on|will use|are using|chose|picked|went with|settled on|switched to|"
+        r"migrated to|standardi[sz]ed on|adopted|use|using)\s+"
+        + _VALUE
+        + r"\s+(?:for|as|in|on)\s+(?:the |our |all )?"
+        + _SUBJECT
+        + _END,
+        re.IGNORECASE,
+    ),
+    # "for Y we use X" / "for the Y, we decided on X"
+    re.compile(
+        r"\bfor (?:the |our )?" + _SUBJECT + r",? we(?:'ll| will| have| decided to)? "
+        r"(?:use|picked|chose|went with|settled on|decided on|adopted)\s+" + _VALUE + _END,
+        re.IGNORECASE,
+    ),
+    # Portuguese: "decidimos usar X para Y", "vamos usar X no Y", "escolhemos X como Y"
+    re.compile(
+        r"\b(?:decidimos usar|vamos usar|usaremos|usamos|escolhemos|adotamos|optamos por|migramos para|"
+        r"ficamos com|trocamos para)\s+(?:o |a )?" + _VALUE + r"\s+(?:para|como|no|na|nos|nas|em)\s+"
+        r"(?:o |a |os |as |nosso |nossa )?" + _SUBJECT + _END,
+        re.IGNORECASE,
+    ),
+    # "para Y vamos usar X"
+    re.compile(
+        r"\bpara (?:o |a |os |as )?"
+        + _SUBJECT
+        + r",? (?:vamos usar|usaremos|usamos|decidimos usar|escolhemos|"
+        r"adotamos|optamos por)\s+(?:o |a )?" + _VALUE + _END,
+        re.IGNORECASE,
+    ),
+    # Specific values: "the deadline is 2025-06-15", "o prazo é 15/06"
+    re.compile(
+        r"\b(?:the |our |o |a |nosso |nossa )?(?P<subject>deadline|due date|launch date|release date|budget|"
+        r"prazo|data de entrega|data de lançamento|orçamento|target version|versão alvo)\s+(?:is|will be|é|será|"
+        r"fica|ficou)\s+(?:now |agora )?(?P<value>[\w.,/$€R-]+(?: [\w.,/-]+)?)",
+        re.IGNORECASE,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Claim:
+    subject: str
+    value: str
+
+
+def _subject_key(subject: str) -> str:
+    words = [w for w in text_normalise(subject).split() if w not in _STOPWORDS]
+    folded = [w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w for w in words]
+    return " ".join(folded[:3])
+
+
+def claims_find(text: str) -> list[Claim]:
+    """(subject, value) claims a text makes, e.g. 'use Redis for sessions' -> (session, redis)."""
+    claims = []
+    for pattern in _CONFLICT_PATTERNS:
+        for match in pattern.finditer(text):
+            subject = _subject_key(match.group("subject"))
+            value = text_normalise(match.group("value"))
+            if subject and value and Claim(subject, value) not in claims:
+                claims.append(Claim(subject, value))
+    return claims
+
+
+def claims_conflict(new: list[Claim], old: list[Claim]) -> list[tuple[Claim, Claim]]:
+    """Pairs of claims about the same subject with different values."""
+    pairs = []
+    for a in new:
+        for b in old:
+            if a.subject == b.subject and a.value != b.value:
+                if a.value.split()[0] == b.value.split()[0]:
+                    continue  # "postgres" vs "postgres 16": a refinement, not a contradiction
+                pairs.append((a, b))
+    return pairs
+
+
+# --- Poisoning --------------------------------------------------------------------------------------
+
+_INVISIBLE = re.compile(
+    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e\U000e0000-\U000e007f]"
+)
+_INSTRUCTION_PATTERNS = [
+    (
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system|your)\b"
+            r".{0,20}\b(?:instructions?|prompts?|rules|directives?|guidelines)",
+            re.I,
+        ),
+        "asks to ignore instructions",
+    ),
+    (
+        re.compile(
+            r"\b(?:ignore as|ignore todas|ignora as|desconsidere|esqueça|esqueca)\b.{0,30}"
+            r"\b(?:instruç|instrucoes|instrucao|regras|orientaç)",
+            re.I,
+        ),
+        "asks to ignore instructions (pt)",
+    ),
+    (
+        re.compile(
+            r"\byou are now (?:a|an|the|my|in|free|unrestricted|dan|\w*gpt)\b|\byou are no longer\b|\bfrom now on,? you (?:are|will|must)\b",
+            re.I,
+        ),
+        "role reassignment",
+    ),
+    (
+        re.compile(
+            r"\b(?:você|voce) (?:agora é|agora e|não é mais)\b|\ba partir de agora,? (?:você|voce)\b", re.I
+        ),
+        "role reassignment (pt)",
+    ),
+    (
+        re.compile(
+            r"\b(?:pretend|act as if|roleplay as|role-play as|pretend to be|act as an? (?:unrestricted|evil|"
+            r"jailbroken|dan))\b",
+            re.I,
+        ),
+        "role-play prompt",
+    ),
+    (re.compile(r"\b(?:finja ser|finja que|aja como se)\b", re.I), "role-play prompt (pt)"),
+    (
+        re.compile(r"\b(?:jailbreak|DAN mode|developer mode enabled|do anything now)\b", re.I),
+        "jailbreak phrase",
+    ),
+    (
+        re.compile(
+            r"<\|(?:im_start|im_end|system|endoftext)\|>|\[/?(?:INST|SYS)\]|<</?SYS>>|^\s*#{1,3}\s*(?:system|"
+            r"instructions?)\s*:?\s*$",
+            re.I | re.M,
+        ),
+        "chat-template or system markers",
+    ),
+    (re.compile(r"\b(?:new|updated|real) (?:system )?instructions?\s*:", re.I), "hidden directive"),
+    (
+        re.compile(r"\b(?:do not|don't|never) (?:tell|inform|reveal to|mention to) the user\b", re.I),
+        "concealment",
+    ),
+    (
+        re.compile(r"\b(?:não|nao) (?:conte|diga|revele|mencione) (?:ao|para o) usuário\b", re.I),
+        "concealment (pt)",
+    ),
+    (
+        re.compile(
+            r"\b(?:always|must) (?:run|execute|curl|send|exfiltrate|upload)\b.{0,60}\b(?:https?://|token|secret|"
+            r"password|key)\b",
+            re.I,
+        ),
+        "tool-use directive with secrets or URLs",
+    ),
+    (
+        re.compile(r"<!--.{0,200}?(?:instruction|ignore|assistant|system|prompt).{0,200}?-->", re.I | re.S),
+        "instructions hidden in an HTML comment",
+    ),
+]
+
+
+def poisoning_findings(text: str) -> list[str]:
+    """Reasons a text looks like instructions aimed at the agent rather than memory about the work."""
+    reasons = []
+    invisible = _INVISIBLE.findall(text)
+    if invisible:
+        codes = sorted({f"U+{ord(ch):04X}" for ch in invisible})
+        reasons.append(f"invisible Unicode characters ({', '.join(codes[:5])})")
+    for pattern, reason in _INSTRUCTION_PATTERNS:
+        if pattern.search(text) and reason not in reasons:
+            reasons.append(reason)
+    return reasons
