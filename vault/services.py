@@ -153,6 +153,8 @@ class EntryChanges:
 DUPLICATE_THRESHOLD = 0.9
 BORDERLINE_THRESHOLD = 0.7
 NEAR_DUPLICATE_WINDOW = 200
+NEAR_DUPLICATE_CANDIDATES = 50
+SKETCH_SCREEN = 0.3
 HELD_SOURCES = {EntrySource.API, EntrySource.EXTRACTION, EntrySource.COMPACTION}
 
 
@@ -169,18 +171,26 @@ def _agent_category_lock(agent_id: int, category: str) -> None:
 def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[str]):
     """(entry, similarity) of the closest live entry of the same agent and category, or (None, 0).
 
-    Exact matches (same normalised text) are found over all entries through an index; near matches
-    are looked for among the most recent entries, which is where repeated writes land.
+    One query finds exact matches (same normalised text, through the content-hash index) and
+    near-match candidates (through a GIN index on a MinHash sketch of the words), so the cost does
+    not grow with the vault. Candidates are screened on their sketches before words are compared.
     """
-    live = VaultEntry.objects.filter(
-        agent=agent, category=category, status__in=[EntryStatus.ACTIVE, EntryStatus.PENDING]
+    signature = trust.sketch(words) if len(words) >= trust.NEAR_DUPLICATE_MIN_WORDS else []
+    match = Q(content_hash=digest) | Q(sketch__overlap=signature) if signature else Q(content_hash=digest)
+    candidates = (
+        VaultEntry.objects.filter(
+            match, agent=agent, category=category, status__in=[EntryStatus.ACTIVE, EntryStatus.PENDING]
+        )
+        .order_by("-created_at", "-id")
+        .values_list("pk", "content_hash", "sketch")[:NEAR_DUPLICATE_CANDIDATES]
     )
-    exact = live.filter(content_hash=digest).order_by("-created_at", "-id").first()
-    if exact is not None:
-        return exact, 1.0
     best, best_score = None, 0.0
-    recent = live.order_by("-created_at", "-id").values_list("pk", "content")[:NEAR_DUPLICATE_WINDOW]
-    for pk, content in recent:
+    for pk, other_digest, other_sketch in candidates:
+        if other_digest == digest:
+            return VaultEntry.objects.get(pk=pk), 1.0
+        if trust.sketch_similarity(signature, other_sketch) < SKETCH_SCREEN:
+            continue
+        content = VaultEntry.objects.values_list("content", flat=True).get(pk=pk)
         score = trust.near_duplicate_score(words, trust.word_set(content))
         if score > best_score:
             best, best_score = pk, score
@@ -263,12 +273,13 @@ def entry_create(
     if status not in EntryStatus.values:
         raise InvalidInput(f"Unknown status {status!r}; use one of: {', '.join(EntryStatus.values)}.")
     digest = trust.content_hash(content)
+    words = trust.word_set(content)
     now = timezone.now()
     with transaction.atomic():
         _agent_category_lock(agent.pk, category)
         borderline = None
         if dedupe:
-            existing, score = _duplicate_find(agent, category, digest, trust.word_set(content))
+            existing, score = _duplicate_find(agent, category, digest, words)
             if existing is not None and score >= DUPLICATE_THRESHOLD:
                 VaultEntry.objects.filter(pk=existing.pk).update(
                     access_count=F("access_count") + 1, last_accessed_at=now
@@ -287,6 +298,7 @@ def entry_create(
             category=category,
             content=content,
             content_hash=digest,
+            sketch=trust.sketch(words),
             tags=tags_normalise(tags, content),
             importance=0.5 if importance is None else importance,
             source=source,
@@ -364,6 +376,7 @@ def entry_update(
         for field, value in new.items():
             setattr(entry, field, value)
         entry.content_hash = trust.content_hash(entry.content)
+        entry.sketch = trust.sketch(trust.word_set(entry.content))
         if review and changes.content is not None and entry.status == EntryStatus.ACTIVE:
             findings = trust.poisoning_findings(entry.content)
             for finding in findings:
@@ -371,7 +384,7 @@ def entry_update(
             if findings:
                 entry.status = EntryStatus.PENDING
         entry.updated_at = timezone.now()
-        entry.save(update_fields=[*new.keys(), "content_hash", "updated_at"])
+        entry.save(update_fields=[*new.keys(), "content_hash", "sketch", "updated_at"])
     entry.refresh_from_db(fields=["search_vector"])
     return entry
 

@@ -128,8 +128,9 @@ _STOPWORDS = frozenset(
 
 def text_normalise(text: str) -> str:
     """Case, accents, markdown punctuation and whitespace removed: 'the same words' compare equal."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    folded = text.casefold()
+    if not folded.isascii():
+        folded = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))
     return " ".join(_WORD_RE.findall(folded))
 
 
@@ -150,6 +151,30 @@ def word_set(text: str) -> frozenset[str]:
 
 
 NEAR_DUPLICATE_MIN_WORDS = 5
+SKETCH_SIZE = 8
+
+
+def sketch(words: frozenset[str]) -> list[int]:
+    """Bottom-k MinHash sketch: the SKETCH_SIZE smallest 32-bit word hashes.
+
+    Two texts with high Jaccard similarity share most of their smallest hashes, so a GIN index on the
+    sketch finds near-duplicate candidates without reading every entry of the agent.
+    """
+    hashes = {
+        int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big", signed=True)
+        for word in words
+    }
+    return sorted(hashes)[:SKETCH_SIZE]
+
+
+def sketch_similarity(a: list[int], b: list[int]) -> float:
+    """Jaccard estimate from two bottom-k sketches: of the k smallest hashes of the union, the share
+    present in both. Cheap enough to screen candidates before comparing their words."""
+    if not a or not b:
+        return 0.0
+    union_bottom = sorted(set(a) | set(b))[:SKETCH_SIZE]
+    both = set(a) & set(b)
+    return sum(1 for h in union_bottom if h in both) / len(union_bottom)
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:

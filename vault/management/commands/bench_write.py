@@ -1,0 +1,94 @@
+"""Measure what duplicate, conflict and poisoning checks add to the write path.
+
+Loads N synthetic entries (search/bench_corpus.py) into a throwaway project, then times
+entry_create with every check against a bare INSERT of the same rows, and prints percentiles.
+"""
+
+import statistics
+import time
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from search.bench_corpus import corpus_generate
+from vault import services, trust
+from vault.models import Agent, Project, VaultEntry
+
+
+class Command(BaseCommand):
+    help = "Benchmark the write path (duplicate/conflict/poisoning checks) at N existing entries."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--entries", type=int, default=100_000)
+        parser.add_argument("--writes", type=int, default=300)
+        parser.add_argument("--project", default="bench-write")
+        parser.add_argument("--keep", action="store_true", help="keep the benchmark project afterwards")
+
+    def handle(self, *args, **options):
+        n, writes = options["entries"], options["writes"]
+        Project.objects.filter(slug=options["project"]).delete()
+        project = services.project_create(slug=options["project"], name="write benchmark")
+        agents = {}
+        started = time.perf_counter()
+        batch = []
+        for item in corpus_generate(n, agents=50, seed=7):
+            agent = agents.get(item["agent"])
+            if agent is None:
+                agent = agents[item["agent"]] = Agent.objects.create(project=project, slug=item["agent"])
+            batch.append(
+                VaultEntry(
+                    project=project,
+                    agent=agent,
+                    category=item["category"],
+                    content=item["content"],
+                    content_hash=trust.content_hash(item["content"]),
+                    tags=item["tags"],
+                    importance=item["importance"],
+                    created_at=services.timezone.now(),
+                    updated_at=services.timezone.now(),
+                )
+            )
+            if len(batch) == 5000:
+                VaultEntry.objects.bulk_create(batch)
+                batch.clear()
+                self.stdout.write(
+                    f"\rloaded {VaultEntry.objects.filter(project=project).count():,}", ending=""
+                )
+        if batch:
+            VaultEntry.objects.bulk_create(batch)
+        self.stdout.write(f"\rloaded {n:,} entries in {time.perf_counter() - started:.1f} s")
+
+        probes = list(corpus_generate(writes, agents=50, seed=99))
+        checked, bare = [], []
+        for item in probes:
+            agent = agents[item["agent"]]
+            t0 = time.perf_counter()
+            services.entry_create(
+                agent=agent, category=item["category"], content=item["content"], tags=item["tags"]
+            )
+            checked.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            with transaction.atomic():
+                VaultEntry.objects.create(
+                    project=project,
+                    agent=agent,
+                    category=item["category"],
+                    content=item["content"] + " (bare)",
+                    tags=item["tags"],
+                    created_at=services.timezone.now(),
+                    updated_at=services.timezone.now(),
+                )
+            bare.append((time.perf_counter() - t0) * 1000)
+
+        def pct(values, p):
+            return statistics.quantiles(values, n=100)[p - 1]
+
+        self.stdout.write(f"writes measured: {writes} at {n:,} existing entries (50 agents)")
+        for name, values in (("entry_create with checks", checked), ("bare INSERT", bare)):
+            self.stdout.write(f"  {name:26} p50 {pct(values, 50):6.2f} ms  p95 {pct(values, 95):6.2f} ms")
+        added = [c - b for c, b in zip(checked, bare, strict=True)]
+        self.stdout.write(
+            f"  {'added by the checks':26} p50 {pct(added, 50):6.2f} ms  p95 {pct(added, 95):6.2f} ms"
+        )
+        if not options["keep"]:
+            project.delete()
