@@ -263,3 +263,7 @@ def search_for_principal(
 def search_for_agent(agent: Agent, *, q: str, filters: SearchFilters) -> SearchOutcome:
     """Search one agent's memory (used by context injection)."""
     return search_run(q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=filters)
+
+
+def default_limit() -> int:
+    return settings.MEMORY_SEARCH_DEFAULT_LIMIT

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput
@@ -379,4 +380,14 @@ def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: st
         text=text,
         changed_by=changed_by,
         header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+    )
+
+
+def entries_mark_accessed(entry_ids: list[int]) -> int:
+    """Count a retrieval of these entries (context injection cites them): one UPDATE, returns rows."""
+    ids = sorted({int(i) for i in entry_ids})
+    if not ids:
+        return 0
+    return VaultEntry.objects.filter(pk__in=ids).update(
+        access_count=F("access_count") + 1, last_accessed_at=timezone.now()
     )
