@@ -177,7 +177,7 @@ MEMORY_SEARCH_IMPORTANCE_WEIGHT = env_float("MEMORY_SEARCH_IMPORTANCE_WEIGHT", 0
 MEMORY_SEARCH_ACCESS_WEIGHT = env_float("MEMORY_SEARCH_ACCESS_WEIGHT", 0.2, minimum=0.0, maximum=10.0)
 MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS = env_float("MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS", 168, minimum=1)
 # At most this many matching rows per kind are ranked (rows matching every term are taken first).
-MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 2000, minimum=50, maximum=1_000_000)
+MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, maximum=1_000_000)
 MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
 
 # --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM (issue 5) ---
