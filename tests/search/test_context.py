@@ -119,7 +119,7 @@ def test_it_drops_lessons_then_decisions_then_handoff(api, token_a, memory):
 
 
 def test_default_budget_is_2000(api, token_a, agent_a, make_entry):
-    for i in range(40):
+    for _ in range(40):
         make_entry(agent_a, "- [ ] task " + "x" * 300, category="tasks")
     body = build(api, token_a).json()
     assert body["budget_tokens"] == 2000
