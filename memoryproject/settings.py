@@ -169,6 +169,16 @@ MEMORY_TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 # --- Sessions (issue 3: sessions_app) ---------------------------------------------------------
 
 # --- Search and context injection (issue 4: search) -------------------------------------------
+# Ranking: text relevance (query terms matched, then ts_rank) x (1 + RECENCY_WEIGHT x decay, with the
+# per-category half-lives above) x (1 + IMPORTANCE_WEIGHT x (2 x importance - 1)) x
+# (1 + ACCESS_WEIGHT x access), access decaying with ACCESS_HALF_LIFE_HOURS since the last retrieval.
+MEMORY_SEARCH_RECENCY_WEIGHT = env_float("MEMORY_SEARCH_RECENCY_WEIGHT", 0.3, minimum=0.0, maximum=10.0)
+MEMORY_SEARCH_IMPORTANCE_WEIGHT = env_float("MEMORY_SEARCH_IMPORTANCE_WEIGHT", 0.2, minimum=0.0, maximum=0.99)
+MEMORY_SEARCH_ACCESS_WEIGHT = env_float("MEMORY_SEARCH_ACCESS_WEIGHT", 0.2, minimum=0.0, maximum=10.0)
+MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS = env_float("MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS", 168, minimum=1)
+# At most this many matching rows per kind are ranked (rows matching every term are taken first).
+MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, maximum=1_000_000)
+MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
 
 # --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM (issue 5) ---
 

@@ -1,3 +1,60 @@
-from ninja import Router
+from datetime import datetime
+from typing import Literal
+
+from ninja import Query, Router
+
+from search import selectors, services
+from search.schemas import ContextIn, ContextOut, SearchOut
+from vault.models import TokenScope
+from vault.schemas import CategoryName
+from vault.selectors import agent_get_for_principal
 
 router = Router(tags=["search"])
+
+
+@router.get("/search", response=SearchOut, summary="Full-text search over entries, messages and files")
+def search(
+    request,
+    q: str = Query(..., min_length=1, max_length=1000, description='Words, "phrases", -exclusions, OR'),
+    agent: str | None = Query(None, max_length=64),
+    category: CategoryName | None = None,
+    tag: list[str] = Query(None, description="Entries with any (or all, see tags_mode) of these tags"),
+    tags_mode: Literal["any", "all"] = "any",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    kinds: str = Query("entries,messages,files", max_length=100),
+    status: Literal["active", "archived", "all"] = "active",
+    limit: int = Query(None, ge=1, le=100),
+    offset: int = Query(0, ge=0, le=10_000),
+):
+    request.auth.require(TokenScope.READ)
+    filters = selectors.SearchFilters(
+        category=category,
+        tags=[t.strip().lstrip("#").lower() for t in (tag or []) if t.strip()],
+        tags_mode=tags_mode,
+        since=since,
+        until=until,
+        kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()),
+        status=status,
+        limit=limit or selectors.default_limit(),
+        offset=offset,
+    )
+    outcome = selectors.search_for_principal(request.auth, q=q, agent=agent, filters=filters)
+    return {
+        "results": outcome.results,
+        "took_ms": outcome.took_ms,
+        "terms": [term.label for term in outcome.query.terms],
+        "corrections": outcome.query.corrections,
+    }
+
+
+@router.post("/agents/{agent}/context", response=ContextOut, summary="Memory context for a new session")
+def context(request, agent: str, payload: ContextIn):
+    request.auth.require(TokenScope.READ)
+    target = agent_get_for_principal(request.auth, agent)
+    return services.context_build(
+        agent=target,
+        command=payload.command,
+        budget_tokens=payload.budget_tokens,
+        created_by=request.auth.label,
+    )

@@ -173,3 +173,14 @@ def review_counts(principal: Principal) -> dict[str, int]:
 def entry_history(entry: VaultEntry) -> QuerySet[EntryVersion]:
     """Earlier versions of an entry, newest first."""
     return EntryVersion.objects.filter(entry_id=entry.pk).order_by("-changed_at", "-id")
+
+
+def workspace_prompt_build(agent: Agent) -> str:
+    """The agent's system prompt from its enabled workspace files (seed 001): one `--- NAME ---`
+    block per live enabled file, in sort order, then path order."""
+    from vault.models import WorkspaceFile
+
+    files = WorkspaceFile.objects.filter(agent=agent, enabled=True, deleted_at__isnull=True).order_by(
+        "sort_order", "path"
+    )
+    return "\n\n".join(f"--- {file.path} ---\n{file.content.strip()}" for file in files)

@@ -656,3 +656,13 @@ def review_policy_set(
         defaults={"hold_agent_writes": hold_agent_writes, "hold_extracted": hold_extracted},
     )
     return policy
+
+
+def entries_mark_accessed(entry_ids: list[int]) -> int:
+    """Count a retrieval of these entries (context injection cites them): one UPDATE, returns rows."""
+    ids = sorted({int(i) for i in entry_ids})
+    if not ids:
+        return 0
+    return VaultEntry.objects.filter(pk__in=ids).update(
+        access_count=F("access_count") + 1, last_accessed_at=timezone.now()
+    )

@@ -1,0 +1,231 @@
+"""Search and context latency over HTTP on a synthetic corpus (search/bench_corpus.py).
+
+Loads N entries over 50 agents into a project `bench-N` with COPY (reused when it already holds N
+entries), starts gunicorn on 127.0.0.1 (2 sync workers, the same WSGI app as production), and times
+sequential keep-alive requests from this process: p50/p95/p99 of agent-scoped search, project-wide
+search and context building. The server is stopped at the end; the corpus is kept unless --drop.
+"""
+
+import http.client
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+from django.utils import timezone
+
+from search.bench_corpus import corpus_generate, corpus_queries
+from search.services import vocabulary_rebuild
+from vault import services as vault_services
+from vault.models import Agent, Project, TokenScope, VaultEntry
+
+COLUMNS = (
+    "project_id",
+    "agent_id",
+    "category",
+    "content",
+    "tags",
+    "status",
+    "source",
+    "importance",
+    "created_by",
+    "legacy_id",
+    "created_at",
+    "updated_at",
+    "access_count",
+)
+
+
+def _pg_array(tags: list[str]) -> str:
+    return "{" + ",".join('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in tags) + "}"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+class Command(BaseCommand):
+    help = "Measure search and context-injection latency over HTTP on a synthetic corpus of N entries."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--entries", type=int, required=True, help="Corpus size (e.g. 10000, 100000).")
+        parser.add_argument("--queries", type=int, default=300, help="Timed requests per measurement.")
+        parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
+        parser.add_argument("--drop", action="store_true", help="Delete the benchmark project afterwards.")
+
+    def handle(self, *args, **options):
+        n = options["entries"]
+        if not 1 <= n <= 5_000_000:
+            raise CommandError("--entries must be between 1 and 5,000,000")
+        project = self._corpus(n)
+        _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_search")
+        port = self._free_port()
+        server = self._start_server(port, options["workers"])
+        try:
+            self._measure(project, token, port, options["queries"])
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+            if options["drop"]:
+                project.delete()
+
+    # --- corpus ---------------------------------------------------------------------------------
+
+    def _corpus(self, n: int) -> Project:
+        slug = f"bench-{n}"
+        project = Project.objects.filter(slug=slug).first()
+        if project and VaultEntry.objects.filter(project=project).count() == n:
+            self.stdout.write(f"reusing corpus {slug} ({n} entries)")
+            return project
+        if project:
+            self.stdout.write(f"dropping incomplete corpus {slug}")
+            project.delete()
+        started = time.perf_counter()
+        project = Project.objects.create(
+            slug=slug, name=f"Search benchmark, {n} entries", context="# Bench\nSynthetic corpus."
+        )
+        agents = {
+            f"agent-{i:02d}": Agent.objects.create(project=project, slug=f"agent-{i:02d}") for i in range(50)
+        }
+        now = timezone.now()
+        batch = 50_000
+        rows = corpus_generate(n, agents=50, seed=0)
+        done = 0
+        with transaction.atomic(), connection.cursor() as cursor:
+            try:  # skip the vocabulary triggers for the bulk load (superuser only); rebuilt below
+                with transaction.atomic():
+                    cursor.execute("SET LOCAL session_replication_role = replica")
+                triggers_off = True
+            except Exception:
+                triggers_off = False
+            raw = cursor.cursor
+            while done < n:
+                buf = io.StringIO()
+                for _ in range(min(batch, n - done)):
+                    e = next(rows)
+                    when = (now - timedelta(days=e["age_days"])).isoformat()
+                    fields = (
+                        str(project.pk),
+                        str(agents[e["agent"]].pk),
+                        e["category"],
+                        _escape(e["content"]),
+                        _escape(_pg_array(e["tags"])),
+                        "active",
+                        "import",
+                        str(e["importance"]),
+                        "bench_search",
+                        "",
+                        when,
+                        when,
+                        "0",
+                    )
+                    buf.write("\t".join(fields) + "\n")
+                    done += 1
+                with raw.copy(f"COPY vault_vaultentry ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+                    copy.write(buf.getvalue())
+                self.stdout.write(f"  loaded {done}/{n}")
+        if triggers_off:
+            vocabulary_rebuild()
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE vault_vaultentry")
+        self.stdout.write(f"loaded {n} entries in {time.perf_counter() - started:.1f} s")
+        return project
+
+    # --- server ---------------------------------------------------------------------------------
+
+    def _free_port(self) -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    def _start_server(self, port: int, workers: int) -> subprocess.Popen:
+        gunicorn = Path(sys.executable).with_name("gunicorn")
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memoryproject.settings", LOG_LEVEL="WARNING")
+        server = subprocess.Popen(
+            [
+                str(gunicorn),
+                "memoryproject.wsgi:application",
+                "-b",
+                f"127.0.0.1:{port}",
+                "-w",
+                str(workers),
+                "--log-level",
+                "warning",
+            ],
+            cwd=settings.BASE_DIR,
+            env=env,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/api/v1/healthz")
+                if conn.getresponse().status == 200:
+                    return server
+            except OSError:
+                time.sleep(0.3)
+        server.terminate()
+        raise CommandError("the benchmark server did not start within 60 s")
+
+    # --- measurement ----------------------------------------------------------------------------
+
+    def _measure(self, project: Project, token: str, port: int, count: int) -> None:
+        from urllib.parse import urlencode
+
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        agents = list(Agent.objects.filter(project=project).order_by("slug").values_list("slug", flat=True))
+        queries = corpus_queries(count + 20, seed=1)
+
+        def timed(method, path, body=None):
+            started = time.perf_counter()
+            conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+            response = conn.getresponse()
+            payload = response.read()
+            elapsed = (time.perf_counter() - started) * 1000
+            if response.status != 200:
+                raise CommandError(f"{method} {path} -> {response.status}: {payload[:300]!r}")
+            return elapsed, json.loads(payload)
+
+        runs = {
+            "search, one agent": lambda i: timed(
+                "GET",
+                "/api/v1/search?"
+                + urlencode({"q": queries[i], "agent": agents[i % len(agents)], "kinds": "entries"}),
+            ),
+            "search, whole project": lambda i: timed("GET", "/api/v1/search?" + urlencode({"q": queries[i]})),
+            "context": lambda i: timed(
+                "POST",
+                f"/api/v1/agents/{agents[i % len(agents)]}/context",
+                {"command": queries[i], "budget_tokens": 2000},
+            ),
+        }
+        self.stdout.write(
+            f"{VaultEntry.objects.filter(project=project).count()} entries, {count} sequential requests each"
+        )
+        self.stdout.write(f"{'operation':<24}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'mean hits':>11}")
+        for name, run in runs.items():
+            for i in range(20):  # warm up connections and caches
+                run(count + i)
+            times, hits = [], []
+            for i in range(count):
+                elapsed, body = run(i)
+                times.append(elapsed)
+                hits.append(len(body.get("results", body.get("cited", []))))
+            self.stdout.write(
+                f"{name:<24}{percentile(times, 50):>9.1f}{percentile(times, 95):>9.1f}"
+                f"{percentile(times, 99):>9.1f}{sum(hits) / len(hits):>11.1f}"
+            )

@@ -1,0 +1,317 @@
+"""Turning what an agent typed into PostgreSQL tsqueries.
+
+Agents ask whole questions ("what did we decide about the database for payments?"). Requiring every
+word finds almost nothing, so meaningful words are OR-ed and documents are ranked by how many of them
+they match (coverage). Explicit syntax is honoured: `"a phrase"` is required and matched with `<->`,
+`-word` / `-"a phrase"` excludes, `a OR b` makes one alternative group. Stopwords (English or
+Portuguese) are dropped unless nothing else is left.
+
+Each word becomes the alternatives of its English stem, its Portuguese stem (the stored vectors
+hold both), its raw form as a prefix (`'playwr':*` finds "Playwright"), and, for a word of five or
+more letters that no document contains, its vocabulary neighbours within one edit (typo tolerance,
+see search/sql.py). Lexemes come from PostgreSQL itself, so the query is stemmed exactly like the
+stored vectors.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from memoryproject.errors import InvalidInput
+
+MAX_QUERY_CHARS = 1000
+MAX_WORDS = 32
+MAX_NEIGHBOURS = 8
+TYPO_MIN_LENGTH = 5
+PREFIX_MIN_LENGTH = 4
+
+_TOKEN_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+_WORD_RE = re.compile(r"\w+(?:[.'’\-]\w+)*")
+_LEXEME_RE = re.compile(r"'((?:[^']|'')*)'")
+_ALPHA_RE = re.compile(r"^[^\W\d_]+$")
+
+
+@dataclass
+class Item:
+    text: str
+    phrase: bool = False
+    excluded: bool = False
+
+
+@dataclass
+class Term:
+    """One unit of coverage: a word (with its stems, prefix and typo neighbours), a phrase, or an
+    explicit `a OR b` group."""
+
+    label: str
+    tsquery: str
+    required: bool = False
+    patterns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CompiledQuery:
+    terms: list[Term]
+    match: str  # any term (required ones all), minus exclusions
+    match_all: str  # every term, minus exclusions: the high-precision candidates
+    excluded: list[str] = field(default_factory=list)
+    corrections: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def patterns(self) -> list[str]:
+        return [p for term in self.terms for p in term.patterns]
+
+
+def query_parse(q: str) -> list[Item | str]:
+    """Split a query into words, phrases, exclusions and the OR keyword (kept as the string "OR")."""
+    parts: list[Item | str] = []
+    for match in _TOKEN_RE.finditer(q):
+        minus, phrase, bare = match.groups()
+        if phrase is not None:
+            words = _WORD_RE.findall(phrase)
+            if len(words) == 1:
+                parts.append(Item(words[0], excluded=bool(minus)))
+            elif words:
+                parts.append(Item(" ".join(words), phrase=True, excluded=bool(minus)))
+            continue
+        if bare in ("OR", "|"):
+            parts.append("OR")
+            continue
+        excluded = bare.startswith("-") and len(bare) > 1
+        for word in _WORD_RE.findall(bare[1:] if excluded else bare):
+            parts.append(Item(word, excluded=excluded))
+    return parts
+
+
+def _groups(parts: list[Item | str]) -> tuple[list[list[Item]], list[Item]]:
+    groups: list[list[Item]] = []
+    excluded: list[Item] = []
+    join_next = False
+    for part in parts:
+        if part == "OR":
+            join_next = bool(groups)
+            continue
+        if part.excluded:
+            excluded.append(part)
+            continue
+        if join_next and groups:
+            groups[-1].append(part)
+        else:
+            groups.append([part])
+        join_next = False
+    return groups, excluded
+
+
+def _quote(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def edit_distance_one(a: str, b: str) -> bool:
+    """True when a and b differ by exactly one insertion, deletion, substitution or transposition."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long[i]:
+        i += 1
+    return short[i:] == long[i + 1 :]
+
+
+def deletion_keys(word: str) -> set[str]:
+    return {word} | {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _analyse(texts: list[str]) -> dict[str, tuple[str, str, bool]]:
+    """English and Portuguese tsquery text of each word/phrase, and whether the word is known."""
+    if not texts:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT w, phraseto_tsquery('english', w)::text, phraseto_tsquery('portuguese', w)::text,
+                   EXISTS (SELECT 1 FROM search_vocabularyword v WHERE v.word = lower(w))
+            FROM unnest(%s::text[]) AS w
+            """,
+            [texts],
+        )
+        return {row[0]: (row[1], row[2], row[3]) for row in cursor.fetchall()}
+
+
+def _neighbours(words: list[str]) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]]]:
+    """Vocabulary words within one edit of each word, with their stems."""
+    keys = sorted({key for word in words for key in deletion_keys(word)})
+    if not keys:
+        return {}, {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT d.word, phraseto_tsquery('english', d.word)::text,
+                   phraseto_tsquery('portuguese', d.word)::text
+            FROM (SELECT DISTINCT word FROM search_vocabularydeletion WHERE key = ANY(%s)) d
+            """,
+            [keys],
+        )
+        rows = cursor.fetchall()
+    stems = {row[0]: (row[1], row[2]) for row in rows}
+    found: dict[str, list[str]] = {}
+    for word in words:
+        near = sorted(
+            (candidate for candidate in stems if edit_distance_one(word, candidate)),
+            key=lambda c: (c[0] != word[0], c),
+        )
+        if near:
+            found[word] = near[:MAX_NEIGHBOURS]
+    return found, stems
+
+
+def _alternatives(*tsqueries: str) -> str:
+    unique = list(dict.fromkeys(t for t in tsqueries if t))
+    if not unique:
+        return ""
+    return unique[0] if len(unique) == 1 else "( " + " | ".join(unique) + " )"
+
+
+def _lexemes(tsquery: str) -> list[str]:
+    return [m.replace("''", "'") for m in _LEXEME_RE.findall(tsquery)]
+
+
+def query_compile(q: str) -> CompiledQuery:
+    """Compile a search string into tsqueries; InvalidInput when nothing searchable is left."""
+    if not isinstance(q, str) or not q.strip():
+        raise InvalidInput("q must not be empty", [{"loc": ["q"], "msg": "empty"}])
+    if "\x00" in q:
+        raise InvalidInput("q must not contain NUL characters", [{"loc": ["q"], "msg": "NUL"}])
+    if len(q) > MAX_QUERY_CHARS:
+        raise InvalidInput(
+            f"q is {len(q)} characters; the limit is {MAX_QUERY_CHARS}", [{"loc": ["q"], "msg": "too long"}]
+        )
+    groups, excluded_items = _groups(query_parse(q))
+    items = [item for group in groups for item in group] + excluded_items
+    if len(items) > MAX_WORDS:
+        raise InvalidInput(
+            f"q has {len(items)} words and phrases; the limit is {MAX_WORDS}",
+            [{"loc": ["q"], "msg": "too many words"}],
+        )
+    analysed = _analyse(sorted({item.text for item in items}))
+
+    def is_stopword(item: Item) -> bool:
+        en, pt, _ = analysed[item.text]
+        return not item.phrase and (not en or not pt)
+
+    meaningful = [g for g in groups if not (len(g) == 1 and is_stopword(g[0]))]
+    if not meaningful:
+        meaningful = groups
+
+    words_last = [item for group in meaningful for item in group if not item.phrase]
+    last_word = words_last[-1] if words_last else None
+    typo_words = sorted(
+        {
+            item.text.lower()
+            for group in meaningful
+            for item in group
+            if not item.phrase
+            and len(item.text) >= TYPO_MIN_LENGTH
+            and _ALPHA_RE.match(item.text)
+            and not analysed[item.text][2]
+        }
+    )
+    neighbours, neighbour_stems = _neighbours(typo_words)
+
+    def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
+        en, pt, _ = analysed[item.text]
+        raw = item.text.lower()
+        options = [en, pt]
+        patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
+        if item.phrase:
+            patterns = [re.escape(w) for w in raw.split()]
+            return _alternatives(en, pt), patterns
+        single = "<" not in en and "<" not in pt
+        if (
+            allow_prefix
+            and single
+            and (len(raw) >= PREFIX_MIN_LENGTH or item is last_word)
+            and "'" not in raw
+        ):
+            options.append(_quote(raw) + ":*")
+        for near in neighbours.get(raw, []):
+            n_en, n_pt = neighbour_stems[near]
+            options += [n_en, n_pt]
+            patterns.append(re.escape(near))
+        return _alternatives(*options), patterns
+
+    terms: list[Term] = []
+    for group in meaningful:
+        parts = [item_query(item) for item in group]
+        tsquery = _alternatives(*(p[0] for p in parts))
+        if not tsquery:
+            continue
+        terms.append(
+            Term(
+                label=" OR ".join(item.text for item in group),
+                tsquery=tsquery,
+                required=all(item.phrase for item in group),
+                patterns=[p for part in parts for p in part[1]],
+            )
+        )
+    if not terms:
+        raise InvalidInput(
+            "q has no searchable words (only exclusions, punctuation or stopwords)",
+            [{"loc": ["q"], "msg": "nothing to search for"}],
+        )
+    exclusions = []
+    for item in excluded_items:
+        tsquery, _ = item_query(item, allow_prefix=False)
+        if tsquery:
+            exclusions.append("!" + tsquery)
+
+    required = [t.tsquery for t in terms if t.required]
+    optional = [t.tsquery for t in terms if not t.required]
+    match_parts = list(required)
+    if optional:
+        match_parts.append(optional[0] if len(optional) == 1 else "( " + " | ".join(optional) + " )")
+    match = " & ".join(match_parts + exclusions)
+    match_all = " & ".join([t.tsquery for t in terms] + exclusions)
+    return CompiledQuery(
+        terms=terms,
+        match=match,
+        match_all=match_all,
+        excluded=[item.text for item in excluded_items],
+        corrections={word: near for word, near in neighbours.items()},
+    )
+
+
+_SNIPPET_BEFORE = 30
+SNIPPET_CHARS = 120
+
+
+def snippet_build(text: str, patterns: list[str], *, mark: tuple[str, str] = ("**", "**")) -> str:
+    """About 120 characters around the first match of a query word (seed 000), matches marked."""
+    flat = " ".join(text.split())
+    regex = None
+    if patterns:
+        alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
+        regex = re.compile(rf"(?<!\w)(?:{alternation})\w*", re.IGNORECASE)
+    first = regex.search(flat) if regex else None
+    start = max(0, first.start() - _SNIPPET_BEFORE) if first else 0
+    if start > 0:
+        space = flat.find(" ", start, first.start())
+        start = space + 1 if space != -1 else start
+    end = min(len(flat), start + SNIPPET_CHARS)
+    if end < len(flat):
+        space = flat.rfind(" ", start + SNIPPET_CHARS // 2, end)
+        end = space if space != -1 else end
+    window = flat[start:end]
+    if regex:
+        window = regex.sub(lambda m: f"{mark[0]}{m.group(0)}{mark[1]}", window)
+    return ("…" if start > 0 else "") + window + ("…" if end < len(flat) else "")

@@ -1,0 +1,269 @@
+"""Search over vault entries, session messages and workspace files, ranked in SQL.
+
+Per kind, at most MEMORY_SEARCH_CANDIDATES matching rows are ranked: rows matching every query term
+first, then rows matching any, both straight from the GIN index and cut by the project/agent scope
+in the same scan. The score is
+
+    (terms matched + ts_rank) x (1 + w_recency x decay) x (1 + w_importance x (2 x importance - 1))
+                              x (1 + w_access x access)
+
+where decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
+x 0.5 ^ (hours since last access / access half-life). Terms matched dominate, so a recent or important
+entry wins only over entries that answer the query about as well. Everything is computed at query
+time: nothing periodically rewrites stored decay factors.
+"""
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from memoryproject.errors import InvalidInput
+from search.query import CompiledQuery, query_compile, snippet_build
+from vault.models import Agent, Category, EntryStatus
+from vault.principal import Principal
+from vault.selectors import agent_get_for_principal
+
+KINDS = ("entries", "messages", "files")
+LN2 = 0.6931471805599453
+
+
+@dataclass
+class SearchScope:
+    project_id: int
+    agent_ids: list[int] | None = None  # None: every agent of the project
+
+
+@dataclass
+class SearchFilters:
+    category: str | None = None
+    tags: list[str] = field(default_factory=list)
+    tags_mode: str = "any"
+    since: datetime | None = None
+    until: datetime | None = None
+    kinds: tuple[str, ...] = KINDS
+    status: str = EntryStatus.ACTIVE  # "active", "archived" or "all"
+    limit: int = 10
+    offset: int = 0
+
+
+@dataclass
+class SearchOutcome:
+    results: list[dict]
+    took_ms: float
+    query: CompiledQuery
+
+
+def _decay_sql(age_expr: str, half_life_sql: str) -> str:
+    # exp() raises on underflow in PostgreSQL, hence the clamp.
+    return f"exp(-{LN2} * least(greatest({age_expr}, 0) / 3600.0 / ({half_life_sql}), 1000))"
+
+
+def _half_life_case(column: str) -> str:
+    half_lives = settings.MEMORY_HALF_LIFE_HOURS
+    whens = " ".join(
+        f"WHEN '{category}' THEN {float(half_lives.get(category, half_lives['decisions']))}"
+        for category in Category.values
+    )
+    return f"CASE {column} {whens} ELSE {float(half_lives['decisions'])} END"
+
+
+def _text_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
+    coverage = []
+    for i, term in enumerate(compiled.terms):
+        params[f"t{i}"] = term.tsquery
+        coverage.append(f"({alias}.search_vector @@ %(t{i})s::tsquery)::int")
+    return f"({' + '.join(coverage)} + ts_rank({alias}.search_vector, %(q)s::tsquery))"
+
+
+def _common_params(compiled: CompiledQuery, filters: SearchFilters, scope: SearchScope) -> dict:
+    return {
+        "q": compiled.match,
+        "q_all": compiled.match_all,
+        "project": scope.project_id,
+        "agents": scope.agent_ids,
+        "since": filters.since,
+        "until": filters.until,
+        "k": settings.MEMORY_SEARCH_CANDIDATES,
+        "n": filters.offset + filters.limit,
+        "now": timezone.now(),
+        "wr": settings.MEMORY_SEARCH_RECENCY_WEIGHT,
+        "wi": settings.MEMORY_SEARCH_IMPORTANCE_WEIGHT,
+        "wa": settings.MEMORY_SEARCH_ACCESS_WEIGHT,
+        "access_hl": settings.MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS,
+    }
+
+
+def _scope_where(scope: SearchScope, filters: SearchFilters, time_column: str = "created_at") -> list[str]:
+    where = ["project_id = %(project)s"]
+    if scope.agent_ids is not None:
+        where.append("agent_id = ANY(%(agents)s)")
+    if filters.since is not None:
+        where.append(f"{time_column} >= %(since)s")
+    if filters.until is not None:
+        where.append(f"{time_column} < %(until)s")
+    return where
+
+
+def _candidates_sql(table: str, where: list[str]) -> str:
+    condition = " AND ".join(where)
+    return f"""
+        (SELECT id FROM {table} WHERE {condition} AND search_vector @@ %(q_all)s::tsquery LIMIT %(k)s)
+        UNION
+        (SELECT id FROM {table} WHERE {condition} AND search_vector @@ %(q)s::tsquery LIMIT %(k)s)
+    """
+
+
+def _fetch(sql: str, params: dict) -> list[dict]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        columns = [c.name for c in cursor.description]
+        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _entries(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
+    params = _common_params(compiled, filters, scope)
+    where = _scope_where(scope, filters)
+    if filters.category:
+        where.append("category = %(category)s")
+        params["category"] = filters.category
+    if filters.status != "all":
+        where.append("status = %(status)s")
+        params["status"] = filters.status
+    if filters.tags:
+        where.append(
+            "tags && %(tags)s::varchar[]" if filters.tags_mode == "any" else "tags @> %(tags)s::varchar[]"
+        )
+        params["tags"] = filters.tags
+    access = (
+        "CASE WHEN e.last_accessed_at IS NULL THEN 0 ELSE least(1.0, ln(1 + e.access_count) / ln(11)) * "
+        + _decay_sql("extract(epoch FROM (%(now)s - e.last_accessed_at))", "%(access_hl)s")
+        + " END"
+    )
+    sql = f"""
+        WITH cand AS ({_candidates_sql("vault_vaultentry", where)})
+        SELECT e.id, a.slug AS agent, e.category, e.content AS text, e.tags, e.status, e.importance,
+               e.access_count, e.created_at, e.updated_at,
+               {_text_score_sql("e", compiled, params)}
+               * (1 + %(wr)s * {_decay_sql("extract(epoch FROM (%(now)s - e.created_at))", _half_life_case("e.category"))})
+               * (1 + %(wi)s * (2 * e.importance - 1))
+               * (1 + %(wa)s * {access}) AS score
+        FROM cand JOIN vault_vaultentry e ON e.id = cand.id JOIN vault_agent a ON a.id = e.agent_id
+        ORDER BY score DESC, e.id DESC
+        LIMIT %(n)s
+    """
+    rows = _fetch(sql, params)
+    for row in rows:
+        row["kind"] = "entry"
+    return rows
+
+
+def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
+    params = _common_params(compiled, filters, scope)
+    where = _scope_where(scope, filters) + ["NOT internal"]
+    half_life = float(settings.MEMORY_HALF_LIFE_HOURS["messages"])
+    sql = f"""
+        WITH cand AS ({_candidates_sql("sessions_app_message", where)})
+        SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
+               m.session_id, m.created_at,
+               {_text_score_sql("m", compiled, params)}
+               * (1 + %(wr)s * {_decay_sql("extract(epoch FROM (%(now)s - m.created_at))", str(half_life))})
+               AS score
+        FROM cand JOIN sessions_app_message m ON m.id = cand.id
+        JOIN vault_agent a ON a.id = m.agent_id JOIN sessions_app_session s ON s.id = m.session_id
+        ORDER BY score DESC, m.id DESC
+        LIMIT %(n)s
+    """
+    rows = _fetch(sql, params)
+    for row in rows:
+        row["kind"] = "message"
+        row["category"] = None
+    return rows
+
+
+def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
+    params = _common_params(compiled, filters, scope)
+    where = _scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
+    half_life = float(settings.MEMORY_HALF_LIFE_HOURS["files"])
+    sql = f"""
+        WITH cand AS ({_candidates_sql("vault_workspacefile", where)})
+        SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,
+               {_text_score_sql("f", compiled, params)}
+               * (1 + %(wr)s * {_decay_sql("extract(epoch FROM (%(now)s - f.updated_at))", str(half_life))})
+               AS score
+        FROM cand JOIN vault_workspacefile f ON f.id = cand.id JOIN vault_agent a ON a.id = f.agent_id
+        ORDER BY score DESC, f.id DESC
+        LIMIT %(n)s
+    """
+    rows = _fetch(sql, params)
+    for row in rows:
+        row["kind"] = "file"
+        row["category"] = None
+    return rows
+
+
+def search_run(*, q: str, scope: SearchScope, filters: SearchFilters) -> SearchOutcome:
+    """Search the kinds asked for within a scope; results best first, each with a snippet."""
+    started = time.perf_counter()
+    if filters.status not in ("active", "archived", "all"):
+        raise InvalidInput(f"Unknown status {filters.status!r}; use active, archived or all.")
+    unknown = [kind for kind in filters.kinds if kind not in KINDS]
+    if unknown or not filters.kinds:
+        raise InvalidInput(
+            f"Unknown kinds {', '.join(unknown) or '(none)'}; use any of: {', '.join(KINDS)}.",
+            [{"loc": ["kinds"], "msg": "unknown kind"}],
+        )
+    if filters.category and filters.category not in Category.values:
+        raise InvalidInput(
+            f"Unknown category {filters.category!r}; use one of: {', '.join(Category.values)}.",
+            [{"loc": ["category"], "msg": "unknown category"}],
+        )
+    if filters.since and filters.until and filters.since >= filters.until:
+        raise InvalidInput("since must be earlier than until", [{"loc": ["since"], "msg": "after until"}])
+    if filters.tags_mode not in ("any", "all"):
+        raise InvalidInput("tags_mode must be 'any' or 'all'", [{"loc": ["tags_mode"], "msg": "unknown"}])
+    compiled = query_compile(q)
+    # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
+    entries_only = bool(filters.category or filters.tags or filters.status == "archived")
+    rows: list[dict] = []
+    if "entries" in filters.kinds:
+        rows += _entries(compiled, scope, filters)
+    if "messages" in filters.kinds and not entries_only:
+        rows += _messages(compiled, scope, filters)
+    if "files" in filters.kinds and not entries_only:
+        rows += _files(compiled, scope, filters)
+    rows.sort(key=lambda row: (-row["score"], row["kind"], -row["id"]))
+    page = rows[filters.offset : filters.offset + filters.limit]
+    patterns = compiled.patterns
+    for row in page:
+        row["score"] = round(float(row["score"]), 6)
+        row["snippet"] = snippet_build(row["text"], patterns)
+    return SearchOutcome(
+        results=page, took_ms=round((time.perf_counter() - started) * 1000, 2), query=compiled
+    )
+
+
+def search_for_principal(
+    principal: Principal, *, q: str, agent: str | None = None, filters: SearchFilters
+) -> SearchOutcome:
+    """Search what this principal may see: its own agent when agent-bound, else the project (or the
+    one agent named)."""
+    if agent:
+        scope = SearchScope(principal.project_id, [agent_get_for_principal(principal, agent).pk])
+    elif principal.agent_id is not None:
+        scope = SearchScope(principal.project_id, [principal.agent_id])
+    else:
+        scope = SearchScope(principal.project_id, None)
+    return search_run(q=q, scope=scope, filters=filters)
+
+
+def search_for_agent(agent: Agent, *, q: str, filters: SearchFilters) -> SearchOutcome:
+    """Search one agent's memory (used by context injection)."""
+    return search_run(q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=filters)
+
+
+def default_limit() -> int:
+    return settings.MEMORY_SEARCH_DEFAULT_LIMIT

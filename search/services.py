@@ -1,0 +1,278 @@
+"""Context injection (seed 000 layer 4 + seed 001's workspace-file prompt) and vocabulary upkeep.
+
+The context block keeps seed 000's headings. When it is over budget, lessons go first (least relevant
+first), then decisions, then the handoff; if it is still over, the workspace files, recovery snapshot,
+tasks, project context and finally the instructions are shortened, so the returned text never exceeds
+the budget. Every section is built on its own: one that fails is logged and reported in `warnings`,
+never failing the request.
+"""
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from memoryproject.errors import InvalidInput
+from search.models import ContextBuild
+from search.selectors import SearchFilters, search_for_agent
+from search.sql import VOCABULARY_REBUILD
+from vault.models import Agent, Category, EntryStatus, VaultEntry
+from vault.selectors import workspace_prompt_build
+from vault.services import entries_mark_accessed
+from vault.text import token_estimate
+
+logger = logging.getLogger(__name__)
+
+TOP_DECISIONS = 3
+TOP_LESSONS = 2
+RECOVERY_MESSAGES = 3
+ITEM_CHARS = 400
+OPEN_TASK_RE = re.compile(r"^\s*[-*] \[ \]\s+(.+?)\s*$", re.MULTILINE)
+TRUNCATED = " …[truncated]"
+
+
+def vocabulary_rebuild() -> None:
+    """Add every word of every searched row to the typo vocabulary (after loads that skipped the
+    triggers; the triggers keep it current otherwise)."""
+    with connection.cursor() as cursor:
+        cursor.execute(VOCABULARY_REBUILD)
+
+
+def checkpoint_messages(agent: Agent) -> list[dict]:
+    """Messages ({"role", "text"}) of the agent's valid checkpoint, or [] when there is none.
+
+    The one adapter to sessions_app's checkpoints (issue 3), which may not be installed yet.
+    """
+    try:
+        from sessions_app.selectors import checkpoint_get_valid
+    except ImportError:
+        return []
+    checkpoint = checkpoint_get_valid(agent)
+    if checkpoint is None:
+        return []
+    return [m for m in (checkpoint.messages or []) if isinstance(m, dict)]
+
+
+def _one_line(text: str, limit: int = ITEM_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def instructions_block(agent: Agent) -> str:
+    base = f"/api/v1/agents/{agent.slug}"
+    return (
+        "## MEMORY: When asked to save/learn/remember, WRITE it through the memory API (don't just say you will).\n"
+        f'Save: POST {base}/entries {{"category": "decisions|lessons|tasks|projects|handoffs", '
+        '"content": "markdown", "tags": ["optional"]}\n'
+        f"Tasks as '- [ ] description'; close a session with POST {base}/sleep; "
+        f"search with GET /api/v1/search?q=...&agent={agent.slug}"
+    )
+
+
+@dataclass
+class _Item:
+    text: str
+    entry_id: int | None = None
+    score: float | None = None
+
+
+@dataclass
+class _Section:
+    name: str
+    heading: str
+    items: list[_Item] = field(default_factory=list)
+    bullet: str = ""
+    dropped: int = 0
+    truncated: bool = False
+
+    def render(self) -> str:
+        if not self.items:
+            return ""
+        body = "\n".join(f"{self.bullet}{item.text}" for item in self.items)
+        return f"{self.heading}\n{body}" if self.heading else body
+
+
+def _ranked(agent: Agent, command: str, category: str, limit: int) -> list[_Item]:
+    entries = []
+    if command.strip():
+        try:
+            outcome = search_for_agent(
+                agent, q=command, filters=SearchFilters(category=category, kinds=("entries",), limit=limit)
+            )
+            entries = [(row["id"], row["text"], row["score"]) for row in outcome.results]
+        except InvalidInput:
+            entries = []  # a command with nothing searchable in it: fall back to the newest
+    if not entries:
+        newest = VaultEntry.objects.filter(
+            agent=agent, category=category, status=EntryStatus.ACTIVE
+        ).order_by("-created_at", "-id")[:limit]
+        entries = [(e.pk, e.content, None) for e in newest]
+    return [_Item(_one_line(text), entry_id, score) for entry_id, text, score in entries]
+
+
+def _handoff(agent: Agent) -> list[_Item]:
+    entry = (
+        VaultEntry.objects.filter(agent=agent, category=Category.HANDOFFS, status=EntryStatus.ACTIVE)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    return [_Item(entry.content.strip(), entry.pk)] if entry else []
+
+
+def _tasks(agent: Agent) -> list[_Item]:
+    items = []
+    entries = VaultEntry.objects.filter(
+        agent=agent, category=Category.TASKS, status=EntryStatus.ACTIVE
+    ).order_by("-created_at", "-id")
+    for entry in entries.iterator():
+        for line in OPEN_TASK_RE.findall(entry.content):
+            items.append(_Item(_one_line(line, 300), entry.pk))
+    return items
+
+
+def _recovery(agent: Agent) -> list[_Item]:
+    messages = checkpoint_messages(agent)[-RECOVERY_MESSAGES:]
+    return [
+        _Item(f"[{m.get('role', 'user')}]: {_one_line(str(m.get('text', '')), ITEM_CHARS)}") for m in messages
+    ]
+
+
+def _shorten(section: _Section, chars_to_cut: int) -> None:
+    """Cut whole items from the end, then the last item's text, by at least chars_to_cut."""
+    while section.items and chars_to_cut > 0:
+        last = section.items[-1]
+        if len(section.items) > 1 and len(last.text) + 1 <= chars_to_cut + len(TRUNCATED):
+            chars_to_cut -= len(last.text) + 1 + len(section.bullet)
+            section.items.pop()
+            section.dropped += 1
+            section.truncated = True
+            continue
+        keep = len(last.text) - chars_to_cut - len(TRUNCATED)
+        if keep < 20:
+            section.items.pop()
+            section.dropped += 1
+        else:
+            last.text = last.text[:keep].rstrip() + TRUNCATED
+        section.truncated = True
+        return
+
+
+def context_build(
+    *, agent: Agent, command: str = "", budget_tokens: int | None = None, created_by: str = ""
+) -> dict:
+    """Assemble the memory context for a new session of `agent` under a token budget.
+
+    Returns {"text", "token_estimate", "budget_tokens", "sections", "cited", "warnings"}; the cited
+    entries get their access counted (ranking boost) and the build is recorded as a ContextBuild.
+    """
+    budget = settings.MEMORY_TOKEN_BUDGET if budget_tokens is None else budget_tokens
+    if not isinstance(budget, int) or not 50 <= budget <= settings.MEMORY_CONTEXT_MAX_BUDGET:
+        raise InvalidInput(
+            f"budget_tokens must be between 50 and {settings.MEMORY_CONTEXT_MAX_BUDGET}",
+            [{"loc": ["budget_tokens"], "msg": "out of range"}],
+        )
+    if "\x00" in command or len(command) > 10000:
+        raise InvalidInput(
+            "command must be at most 10000 characters without NUL", [{"loc": ["command"], "msg": "invalid"}]
+        )
+    warnings: list[dict] = []
+
+    def gather(name: str, build: Callable[[], list[_Item]]) -> list[_Item]:
+        try:
+            with transaction.atomic():
+                return build()
+        except Exception as exc:  # a failing section must never fail the whole context
+            logger.exception("context section %s failed for agent %s", name, agent.pk)
+            warnings.append({"section": name, "detail": f"{type(exc).__name__}: {exc}"[:300]})
+            return []
+
+    project_text = agent.project.context.strip()
+    sections = {
+        "project": _Section("project", "Project:", [_Item(project_text)] if project_text else []),
+        "handoff": _Section("handoff", "Last Session:", gather("handoff", lambda: _handoff(agent))),
+        "decisions": _Section(
+            "decisions",
+            "Relevant Decisions:",
+            gather("decisions", lambda: _ranked(agent, command, Category.DECISIONS, TOP_DECISIONS)),
+            bullet="- ",
+        ),
+        "lessons": _Section(
+            "lessons",
+            "Relevant Lessons:",
+            gather("lessons", lambda: _ranked(agent, command, Category.LESSONS, TOP_LESSONS)),
+            bullet="- ",
+        ),
+        "tasks": _Section("tasks", "Open Tasks:", gather("tasks", lambda: _tasks(agent)), bullet="- [ ] "),
+        "recovery": _Section(
+            "recovery", "Recovering previous session:", gather("recovery", lambda: _recovery(agent))
+        ),
+        "workspace": _Section("workspace", "Workspace:", []),
+        "instructions": _Section("instructions", "", [_Item(instructions_block(agent))]),
+    }
+    workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
+    sections["workspace"].items = [item for item in workspace if item.text]
+
+    def render() -> str:
+        body = [s.render() for name, s in sections.items() if name != "instructions"]
+        memory = "\n\n".join(["## MEMORY CONTEXT", *[b for b in body if b]])
+        tail = sections["instructions"].render()
+        return f"{memory}\n---\n{tail}" if tail else memory
+
+    text = render()
+    # Seed 000's drop order: lessons, then decisions, then the handoff (least relevant items first).
+    for name in ("lessons", "decisions", "handoff"):
+        section = sections[name]
+        while section.items and token_estimate(text) > budget:
+            section.items.pop()
+            section.dropped += 1
+            text = render()
+    # Still over: shorten what is left, the least essential first.
+    for name in ("workspace", "recovery", "tasks", "project", "instructions"):
+        section = sections[name]
+        while section.items and token_estimate(text) > budget:
+            _shorten(section, len(text) - budget * 4)
+            text = render()
+    if token_estimate(text) > budget:
+        text = text[: budget * 4]
+
+    cited = sorted(
+        {
+            item.entry_id
+            for name in ("handoff", "decisions", "lessons", "tasks")
+            for item in sections[name].items
+            if item.entry_id is not None
+        }
+    )
+    summary = {
+        name: {
+            "included": len(section.items),
+            "dropped": section.dropped,
+            "truncated": section.truncated,
+            "entry_ids": [item.entry_id for item in section.items if item.entry_id is not None],
+        }
+        for name, section in sections.items()
+    }
+    with transaction.atomic():
+        ContextBuild.objects.create(
+            project_id=agent.project_id,
+            agent=agent,
+            command=command,
+            budget_tokens=budget,
+            token_estimate=token_estimate(text),
+            entry_ids=cited,
+            sections=summary,
+            warnings=warnings,
+            created_by=created_by[:200],
+        )
+        entries_mark_accessed(cited)
+    return {
+        "text": text,
+        "token_estimate": token_estimate(text),
+        "budget_tokens": budget,
+        "sections": summary,
+        "cited": cited,
+        "warnings": warnings,
+    }

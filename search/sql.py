@@ -1,0 +1,111 @@
+"""SQL for the typo-tolerance vocabulary, shared by the migration and the rebuild service.
+
+Words are 'simple' lexemes (lower-cased, accents kept) of 4-32 characters without digits or
+punctuation: a query word of five or more letters with one edit can only be one edit away from a
+word of at least four.
+"""
+
+WORD_FILTER = "length(lexeme) BETWEEN 4 AND 32 AND lexeme !~ '[0-9_./@:''-]'"
+
+VOCABULARY_ADD_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION search_vocabulary_add(txt text) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+  WITH words AS (
+    SELECT lexeme AS word FROM unnest(to_tsvector('simple', coalesce(txt, '')))
+    WHERE {WORD_FILTER}
+  ), added AS (
+    -- Sorted so that two writers adding the same new words lock them in the same order.
+    INSERT INTO search_vocabularyword (word)
+    SELECT w.word FROM words w
+    WHERE NOT EXISTS (SELECT 1 FROM search_vocabularyword v WHERE v.word = w.word)
+    ORDER BY w.word
+    ON CONFLICT DO NOTHING
+    RETURNING word
+  )
+  INSERT INTO search_vocabularydeletion (key, word)
+  SELECT key, word FROM (
+    SELECT word AS key, word FROM added
+    UNION
+    SELECT substr(word, 1, i - 1) || substr(word, i + 1), word
+    FROM added, generate_series(1, length(word)) AS i
+  ) k
+  ORDER BY key, word
+  ON CONFLICT DO NOTHING;
+$$;
+"""
+
+TRIGGER_FUNCTIONS = """
+CREATE OR REPLACE FUNCTION search_vocabulary_entry_trg() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM search_vocabulary_add(NEW.content || ' ' || array_to_string(NEW.tags, ' '));
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION search_vocabulary_message_trg() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM search_vocabulary_add(NEW.text);
+  RETURN NULL;
+END $$;
+
+-- Daily notes grow by appends: when the new content extends the old, only the tail is new.
+CREATE OR REPLACE FUNCTION search_vocabulary_file_trg() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND left(NEW.content, length(OLD.content)) = OLD.content THEN
+    PERFORM search_vocabulary_add(substr(NEW.content, length(OLD.content) + 1));
+  ELSE
+    PERFORM search_vocabulary_add(NEW.path || ' ' || NEW.content);
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER search_vocabulary_ins AFTER INSERT ON vault_vaultentry
+  FOR EACH ROW EXECUTE FUNCTION search_vocabulary_entry_trg();
+CREATE TRIGGER search_vocabulary_upd AFTER UPDATE ON vault_vaultentry
+  FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM NEW.content OR OLD.tags IS DISTINCT FROM NEW.tags)
+  EXECUTE FUNCTION search_vocabulary_entry_trg();
+CREATE TRIGGER search_vocabulary_ins AFTER INSERT ON sessions_app_message
+  FOR EACH ROW EXECUTE FUNCTION search_vocabulary_message_trg();
+CREATE TRIGGER search_vocabulary_upd AFTER UPDATE ON sessions_app_message
+  FOR EACH ROW WHEN (OLD.text IS DISTINCT FROM NEW.text)
+  EXECUTE FUNCTION search_vocabulary_message_trg();
+CREATE TRIGGER search_vocabulary_ins AFTER INSERT ON vault_workspacefile
+  FOR EACH ROW EXECUTE FUNCTION search_vocabulary_file_trg();
+CREATE TRIGGER search_vocabulary_upd AFTER UPDATE ON vault_workspacefile
+  FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM NEW.content)
+  EXECUTE FUNCTION search_vocabulary_file_trg();
+"""
+
+DROP_TRIGGERS = """
+DROP TRIGGER IF EXISTS search_vocabulary_ins ON vault_vaultentry;
+DROP TRIGGER IF EXISTS search_vocabulary_upd ON vault_vaultentry;
+DROP TRIGGER IF EXISTS search_vocabulary_ins ON sessions_app_message;
+DROP TRIGGER IF EXISTS search_vocabulary_upd ON sessions_app_message;
+DROP TRIGGER IF EXISTS search_vocabulary_ins ON vault_workspacefile;
+DROP TRIGGER IF EXISTS search_vocabulary_upd ON vault_workspacefile;
+DROP FUNCTION IF EXISTS search_vocabulary_entry_trg();
+DROP FUNCTION IF EXISTS search_vocabulary_message_trg();
+DROP FUNCTION IF EXISTS search_vocabulary_file_trg();
+DROP FUNCTION IF EXISTS search_vocabulary_add(text);
+"""
+
+# Set-based (re)build from every searched table: used after bulk loads that bypassed the triggers.
+VOCABULARY_REBUILD = f"""
+INSERT INTO search_vocabularyword (word)
+SELECT DISTINCT lexeme FROM (
+  SELECT content || ' ' || array_to_string(tags, ' ') AS txt FROM vault_vaultentry
+  UNION ALL SELECT text FROM sessions_app_message
+  UNION ALL SELECT path || ' ' || content FROM vault_workspacefile
+) t, unnest(to_tsvector('simple', t.txt))
+WHERE {WORD_FILTER}
+ORDER BY 1
+ON CONFLICT DO NOTHING;
+INSERT INTO search_vocabularydeletion (key, word)
+SELECT key, word FROM (
+  SELECT word AS key, word FROM search_vocabularyword
+  UNION
+  SELECT substr(word, 1, i - 1) || substr(word, i + 1), word
+  FROM search_vocabularyword, generate_series(1, length(word)) AS i
+) k
+ORDER BY key, word
+ON CONFLICT DO NOTHING;
+"""

@@ -1,0 +1,191 @@
+import pytest
+
+from search.models import ContextBuild
+from vault import services
+from vault.models import VaultEntry
+from vault.selectors import workspace_prompt_build
+from vault.text import token_estimate
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def memory(agent_a, make_entry):
+    """A realistic memory: handoff, decisions, lessons, tasks, workspace files."""
+    made = {
+        "handoff": make_entry(
+            agent_a, "Last time we migrated the ledger to PostgreSQL 16.", category="handoffs"
+        ),
+        "decisions": [
+            make_entry(agent_a, f"Decided the ledger uses PostgreSQL option {i} " + "detail " * 40)
+            for i in range(4)
+        ],
+        "lessons": [
+            make_entry(
+                agent_a, f"Learned the ledger PostgreSQL lesson {i} " + "detail " * 40, category="lessons"
+            )
+            for i in range(3)
+        ],
+        "tasks": make_entry(
+            agent_a, "- [ ] write the ledger report\n- [x] done thing\n- [ ] rotate keys", category="tasks"
+        ),
+    }
+    services.file_write(
+        agent=agent_a,
+        path="AGENTS.md",
+        content="You are the ledger agent.",
+        changed_by="t",
+        enabled=True,
+        sort_order=1,
+    )
+    services.file_write(
+        agent=agent_a, path="SOUL.md", content="Be careful.", changed_by="t", enabled=True, sort_order=2
+    )
+    services.file_write(agent=agent_a, path="memory/2026-01-01.md", content="daily", changed_by="t")
+    return made
+
+
+def build(api, token, agent="agent-a", **body):
+    return api.post(
+        f"/agents/{agent}/context", {"command": "work on the PostgreSQL ledger", **body}, token=token
+    )
+
+
+def test_it_builds_every_section_with_seed_headings(api, token_a, memory):
+    response = build(api, token_a, budget_tokens=8000)
+    assert response.status_code == 200, response.content
+    body = response.json()
+    text = body["text"]
+    assert text.startswith("## MEMORY CONTEXT")
+    for heading in ["Project:", "Last Session:", "Relevant Decisions:", "Relevant Lessons:", "Open Tasks:"]:
+        assert heading in text
+    assert "Payments platform." in text
+    assert (
+        "- [ ] write the ledger report" in text and "- [ ] rotate keys" in text and "done thing" not in text
+    )
+    assert "--- AGENTS.md ---\nYou are the ledger agent." in text
+    assert text.index("AGENTS.md") < text.index("SOUL.md")
+    assert "daily" not in text
+    assert "## MEMORY: When asked to save/learn/remember" in text
+    assert body["sections"]["decisions"]["included"] == 3
+    assert body["sections"]["lessons"]["included"] == 2
+    assert body["token_estimate"] == token_estimate(text) <= 8000
+    assert body["warnings"] == []
+
+
+def test_it_cites_entries_and_counts_access(api, token_a, memory):
+    body = build(api, token_a, budget_tokens=8000).json()
+    cited = set(body["cited"])
+    assert memory["handoff"].pk in cited and memory["tasks"].pk in cited
+    assert len(cited & {e.pk for e in memory["decisions"]}) == 3
+    for entry in VaultEntry.objects.filter(pk__in=cited):
+        assert entry.access_count == 1 and entry.last_accessed_at is not None
+    uncited = VaultEntry.objects.exclude(pk__in=cited).filter(agent__slug="agent-a")
+    assert all(e.access_count == 0 for e in uncited)
+    record = ContextBuild.objects.get()
+    assert sorted(record.entry_ids) == sorted(cited) and record.command == "work on the PostgreSQL ledger"
+    build(api, token_a, budget_tokens=8000)
+    assert VaultEntry.objects.get(pk=memory["handoff"].pk).access_count == 2
+
+
+@pytest.mark.parametrize(
+    "budget", [200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 3000, 4000, 6000, 8000]
+)
+def test_text_never_exceeds_the_budget(api, token_a, memory, budget):
+    body = build(api, token_a, budget_tokens=budget).json()
+    assert token_estimate(body["text"]) <= budget
+    assert body["token_estimate"] <= budget
+    cited = set(body["cited"])
+    for entry in VaultEntry.objects.filter(pk__in=cited):
+        assert entry.content.split()[0] in body["text"]
+
+
+def test_it_drops_lessons_then_decisions_then_handoff(api, token_a, memory):
+    full = build(api, token_a, budget_tokens=8000).json()["token_estimate"]
+    seen = []
+    for budget in range(full, 150, -20):
+        sections = build(api, token_a, budget_tokens=budget).json()["sections"]
+        state = (
+            sections["lessons"]["included"],
+            sections["decisions"]["included"],
+            sections["handoff"]["included"],
+        )
+        seen.append(state)
+        if state[1]:
+            assert state[2] == 1  # the handoff outlives every decision
+        if state[0]:
+            assert state[1] == 3  # decisions stay whole while any lesson is left
+    assert (2, 3, 1) in seen and (0, 3, 1) in seen and (0, 0, 1) in seen and (0, 0, 0) in seen
+
+
+def test_default_budget_is_2000(api, token_a, agent_a, make_entry):
+    for _ in range(40):
+        make_entry(agent_a, "- [ ] task " + "x" * 300, category="tasks")
+    body = build(api, token_a).json()
+    assert body["budget_tokens"] == 2000
+    assert body["token_estimate"] <= 2000
+
+
+def test_it_uses_the_recovery_snapshot_when_a_checkpoint_exists(api, token_a, memory, monkeypatch):
+    from search import services as search_services
+
+    messages = [{"role": "user", "text": f"message {i}"} for i in range(5)]
+    monkeypatch.setattr(search_services, "checkpoint_messages", lambda agent: messages)
+    text = build(api, token_a, budget_tokens=8000).json()["text"]
+    assert "Recovering previous session:" in text
+    assert "[user]: message 4" in text and "[user]: message 2" in text and "message 1" not in text
+
+
+def test_without_a_checkpoint_there_is_no_recovery_section(api, token_a, memory):
+    assert "Recovering previous session" not in build(api, token_a, budget_tokens=8000).json()["text"]
+
+
+def test_a_failing_section_is_reported_not_fatal(api, token_a, memory, monkeypatch):
+    from search import services as search_services
+
+    def broken(agent):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(search_services, "_tasks", broken)
+    body = build(api, token_a, budget_tokens=8000).json()
+    assert body["warnings"][0]["section"] == "tasks" and "boom" in body["warnings"][0]["detail"]
+    assert "Relevant Decisions:" in body["text"]
+
+
+def test_an_empty_or_stopword_command_falls_back_to_newest(api, token_a, memory):
+    for command in ["", "the and of"]:
+        body = build(api, token_a, command=command, budget_tokens=8000).json()
+        assert body["sections"]["decisions"]["included"] == 3
+
+
+@pytest.mark.parametrize(
+    "body", [{"budget_tokens": 10}, {"budget_tokens": "lots"}, {"command": 5}, {"budget_tokens": 10**9}]
+)
+def test_it_rejects_bad_input(api, token_a, agent_a, body):
+    response = api.post("/agents/agent-a/context", body, token=token_a)
+    assert response.status_code in (400, 422)
+    assert response.json()["detail"]
+
+
+def test_tenancy(api, memory, token_b, admin_token, outsider_token, read_token_a):
+    assert build(api, token_b).status_code == 404
+    assert build(api, admin_token).status_code == 200
+    assert build(api, read_token_a).status_code == 200
+    assert build(api, None).status_code == 401
+    assert build(api, admin_token, agent="nobody").status_code == 404
+
+
+def test_outsider_gets_its_own_agent_not_ours(api, memory, outsider_token):
+    response = build(api, outsider_token, budget_tokens=8000)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["cited"] == []
+    assert "Payments platform" not in body["text"] and "ledger" not in body["text"].lower()
+
+
+def test_workspace_prompt_build_orders_and_skips(agent_a):
+    services.file_write(agent=agent_a, path="B.md", content="bee", changed_by="t", enabled=True, sort_order=5)
+    services.file_write(agent=agent_a, path="A.md", content="ay", changed_by="t", enabled=True, sort_order=5)
+    services.file_write(agent=agent_a, path="Z.md", content="zed", changed_by="t", enabled=True, sort_order=1)
+    services.file_write(agent=agent_a, path="off.md", content="off", changed_by="t", enabled=False)
+    assert workspace_prompt_build(agent_a) == "--- Z.md ---\nzed\n\n--- A.md ---\nay\n\n--- B.md ---\nbee"

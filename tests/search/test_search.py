@@ -1,0 +1,325 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from search.query import edit_distance_one, query_compile, snippet_build
+from search.selectors import SearchFilters, SearchScope, search_run
+from vault import services
+
+pytestmark = pytest.mark.django_db
+
+
+def ids(response):
+    assert response.status_code == 200, response.json()
+    return [r["id"] for r in response.json()["results"]]
+
+
+def find(agent, q, **filters):
+    outcome = search_run(
+        q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=SearchFilters(**filters)
+    )
+    return [r["id"] for r in outcome.results]
+
+
+# --- tenancy ------------------------------------------------------------------------------------
+
+
+def test_it_needs_a_token(api, project):
+    assert api.get("/search", q="postgres").status_code == 401
+
+
+def test_agent_token_sees_only_its_own_agent(api, entry_a, entry_b, token_a, token_b):
+    assert ids(api.get("/search", token=token_a, q="PostgreSQL OR cache")) == [entry_a.pk]
+    assert ids(api.get("/search", token=token_b, q="PostgreSQL OR cache")) == [entry_b.pk]
+
+
+def test_agent_token_cannot_name_another_agent(api, entry_b, token_a):
+    response = api.get("/search", token=token_a, q="cache", agent="agent-b")
+    assert response.status_code == 404
+
+
+def test_project_token_sees_every_agent_and_can_filter_by_agent(api, entry_a, entry_b, admin_token):
+    assert set(ids(api.get("/search", token=admin_token, q="PostgreSQL OR cache"))) == {
+        entry_a.pk,
+        entry_b.pk,
+    }
+    assert ids(api.get("/search", token=admin_token, q="PostgreSQL OR cache", agent="agent-b")) == [
+        entry_b.pk
+    ]
+
+
+def test_outsider_sees_nothing_of_another_project(api, entry_a, outsider_token):
+    assert ids(api.get("/search", token=outsider_token, q="PostgreSQL")) == []
+    assert api.get("/search", token=outsider_token, q="PostgreSQL", agent="agent-a").status_code == 200
+
+
+def test_read_token_may_search(api, entry_a, read_token_a):
+    assert ids(api.get("/search", token=read_token_a, q="postgres")) == [entry_a.pk]
+
+
+# --- input --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"q": ""},
+        {"q": "   "},
+        {"q": "-onlyexcluded"},
+        {"q": "x" * 1001},
+        {"q": "db", "kinds": "entries,bogus"},
+        {"q": "db", "limit": 101},
+        {"q": "db", "limit": 0},
+        {"q": "db", "category": "nope"},
+        {"q": "db", "status": "weird"},
+        {"q": "db", "since": "not-a-date"},
+        {"q": "db", "since": "2030-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"},
+    ],
+)
+def test_it_rejects_bad_input_with_a_4xx(api, token_a, query):
+    response = api.get("/search", token=token_a, **query)
+    assert 400 <= response.status_code < 500, response.content
+    assert response.json()["detail"]
+
+
+def test_it_survives_tsquery_syntax_in_the_query(api, token_a, entry_a):
+    for q in ["a & b | !c", "'quoted' :* <-> (", "postgres'sql", "\\ backslash", "OR", '"unclosed phrase']:
+        response = api.get("/search", token=token_a, q=q)
+        assert response.status_code in (200, 422), (q, response.content)
+
+
+# --- query semantics ----------------------------------------------------------------------------
+
+
+def test_stemming_matches_other_word_forms(agent_a, make_entry):
+    entry = make_entry(agent_a, "The deployments were failing because of migrations")
+    assert find(agent_a, "deploy migration") == [entry.pk]
+
+
+def test_prefix_matches_the_start_of_a_word(agent_a, make_entry):
+    entry = make_entry(agent_a, "Playwright runs the WebKit suite nightly")
+    assert find(agent_a, "Playwr") == [entry.pk]
+
+
+def test_a_one_letter_typo_still_matches(agent_a, make_entry):
+    entry = make_entry(agent_a, "Karpenter provisions spot instances for the workers")
+    other = make_entry(agent_a, "Nothing about nodes here")
+    for typo in ["Karpentr", "Karpentre", "Karpemter", "Karpeenter"]:
+        assert find(agent_a, typo) == [entry.pk], typo
+    assert other.pk not in find(agent_a, "Karpentr")
+
+
+def test_typo_tolerance_does_not_apply_to_short_words(agent_a, make_entry):
+    make_entry(agent_a, "the cache")
+    entry = make_entry(agent_a, "the layers")
+    assert find(agent_a, "layerz") == [entry.pk]  # six letters, one edit: matched
+    assert find(agent_a, "cahe") == []  # four letters: too short for typo matching
+    assert find(agent_a, "cxchx") == []  # two edits away
+
+
+def test_phrase_requires_the_words_in_order(agent_a, make_entry):
+    together = make_entry(agent_a, "we use a connection pool for the ledger")
+    apart = make_entry(agent_a, "the pool of workers handles each connection")
+    assert find(agent_a, '"connection pool"') == [together.pk]
+    assert set(find(agent_a, "connection pool")) == {together.pk, apart.pk}
+
+
+def test_exclusion_removes_matching_entries(agent_a, make_entry):
+    redis = make_entry(agent_a, "cache sessions in Redis")
+    memcached = make_entry(agent_a, "cache pages in Memcached")
+    assert find(agent_a, "cache -redis") == [memcached.pk]
+    assert find(agent_a, 'cache -"in redis"') == [memcached.pk]
+    assert set(find(agent_a, "cache")) == {redis.pk, memcached.pk}
+
+
+def test_or_matches_either_side(agent_a, make_entry):
+    kafka = make_entry(agent_a, "Kafka carries the events")
+    rabbit = make_entry(agent_a, "RabbitMQ carries the jobs")
+    make_entry(agent_a, "Celery runs the tasks")
+    assert set(find(agent_a, "kafka OR rabbitmq")) == {kafka.pk, rabbit.pk}
+
+
+def test_a_question_finds_the_entry_that_answers_it(agent_a, make_entry):
+    answer = make_entry(
+        agent_a, "We decided to use PostgreSQL for the payments ledger because of ACID transactions."
+    )
+    make_entry(agent_a, "Payments UI uses React")
+    make_entry(agent_a, "The database backups run nightly", category="lessons")
+    assert find(agent_a, "what did we decide about the database for payments?")[0] == answer.pk
+    assert find(agent_a, "what database do we use for payments?")[0] == answer.pk
+
+
+def test_more_matched_terms_rank_higher(agent_a, make_entry):
+    one = make_entry(agent_a, "Redis is fast", importance=1.0)
+    two = make_entry(agent_a, "Redis sessions were dropped", importance=0.0)
+    assert find(agent_a, "why did we drop redis for sessions") == [two.pk, one.pk]
+
+
+def test_portuguese_query_finds_portuguese_entry(agent_a, make_entry):
+    entry = make_entry(agent_a, "Decidimos usar filas para processar os pagamentos pendentes")
+    make_entry(agent_a, "We use queues for emails")
+    assert find(agent_a, "o que decidimos sobre os pagamentos?") == [entry.pk]
+    assert entry.pk in find(agent_a, "pagamento pendente")
+
+
+def test_stopword_only_query_still_searches(agent_a, make_entry):
+    entry = make_entry(agent_a, "this is the one")
+    assert find(agent_a, "the one") == [entry.pk]
+
+
+def test_compiled_query_drops_stopwords_and_keeps_syntax(db):
+    compiled = query_compile('what did we decide about "connection pool" -redis')
+    labels = [t.label for t in compiled.terms]
+    assert labels == ["decide", "connection pool"]
+    assert compiled.terms[1].required
+    assert "!" in compiled.match
+
+
+def test_edit_distance_one():
+    assert edit_distance_one("karpenter", "karpentr")
+    assert edit_distance_one("karpenter", "karpetner")
+    assert edit_distance_one("karpenter", "karpenmer")
+    assert edit_distance_one("karpenter", "karpennter")
+    assert not edit_distance_one("karpenter", "karpenter")
+    assert not edit_distance_one("karpenter", "krapentre")
+
+
+# --- vocabulary ---------------------------------------------------------------------------------
+
+
+def test_vocabulary_follows_edits_messages_and_files(agent_a, make_entry, make_message):
+    from search.models import VocabularyDeletion, VocabularyWord
+
+    entry = make_entry(agent_a, "plain words")
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="zephyrine"), changed_by="t"
+    )
+    make_message(agent_a, "quixotical")
+    services.file_write(agent=agent_a, path="notes.md", content="flibbertigibbet", changed_by="t")
+    services.file_append(agent=agent_a, path="notes.md", text=" snollygoster", changed_by="t")
+    for word in ["zephyrine", "quixotical", "flibbertigibbet", "snollygoster"]:
+        assert VocabularyWord.objects.filter(word=word).exists(), word
+    assert VocabularyDeletion.objects.filter(key="zephyine", word="zephyrine").exists()
+    assert find(agent_a, "zephirine", kinds=("entries",)) == [entry.pk]
+
+
+# --- filters ------------------------------------------------------------------------------------
+
+
+def test_category_filter(agent_a, make_entry):
+    decision = make_entry(agent_a, "Use Kafka", category="decisions")
+    lesson = make_entry(agent_a, "Kafka needs tuning", category="lessons")
+    assert find(agent_a, "kafka", category="decisions") == [decision.pk]
+    assert find(agent_a, "kafka", category="lessons") == [lesson.pk]
+
+
+def test_tags_any_and_all(api, agent_a, token_a, make_entry):
+    both = make_entry(agent_a, "Kafka one", tags=["infra", "queue"])
+    infra = make_entry(agent_a, "Kafka two", tags=["infra"])
+    make_entry(agent_a, "Kafka three", tags=["other"])
+    assert set(ids(api.get("/search", token=token_a, q="kafka", tag=["infra", "queue"]))) == {
+        both.pk,
+        infra.pk,
+    }
+    assert ids(api.get("/search", token=token_a, q="kafka", tag=["infra", "queue"], tags_mode="all")) == [
+        both.pk
+    ]
+
+
+def test_time_range(agent_a, make_entry):
+    now = timezone.now()
+    old = make_entry(agent_a, "Kafka old", created_at=now - timedelta(days=30))
+    new = make_entry(agent_a, "Kafka new", created_at=now - timedelta(days=1))
+    assert find(agent_a, "kafka", since=now - timedelta(days=7)) == [new.pk]
+    assert find(agent_a, "kafka", until=now - timedelta(days=7)) == [old.pk]
+
+
+def test_archived_entries_only_when_asked(agent_a, make_entry):
+    active = make_entry(agent_a, "Kafka active")
+    archived = make_entry(agent_a, "Kafka archived", status="archived")
+    assert find(agent_a, "kafka") == [active.pk]
+    assert find(agent_a, "kafka", status="archived") == [archived.pk]
+    assert set(find(agent_a, "kafka", status="all")) == {active.pk, archived.pk}
+
+
+def test_kinds_limit_and_offset(api, agent_a, token_a, make_entry, make_message):
+    entry = make_entry(agent_a, "Kafka entry")
+    message = make_message(agent_a, "we talked about Kafka today")
+    internal = make_message(agent_a, "Kafka internal note", internal=True)
+    file, _ = services.file_write(
+        agent=agent_a, path="memory/2026-01-01.md", content="Kafka in notes", changed_by="t"
+    )
+    response = api.get("/search", token=token_a, q="kafka")
+    results = response.json()["results"]
+    assert {(r["kind"], r["id"]) for r in results} == {
+        ("entry", entry.pk),
+        ("message", message.pk),
+        ("file", file.pk),
+    }
+    assert internal.pk not in [r["id"] for r in results if r["kind"] == "message"]
+    by_kind = {r["kind"]: r for r in results}
+    assert by_kind["message"]["session"] == "chat-1" and by_kind["message"]["role"] == "user"
+    assert by_kind["file"]["path"] == "memory/2026-01-01.md"
+    only = api.get("/search", token=token_a, q="kafka", kinds="messages,files").json()["results"]
+    assert {r["kind"] for r in only} == {"message", "file"}
+    first = ids(api.get("/search", token=token_a, q="kafka", limit=1))
+    second = ids(api.get("/search", token=token_a, q="kafka", limit=1, offset=1))
+    assert len(first) == len(second) == 1 and first != second
+
+
+def test_default_limit_is_ten(api, agent_a, token_a, make_entry):
+    for i in range(12):
+        make_entry(agent_a, f"Kafka note {i}")
+    assert len(ids(api.get("/search", token=token_a, q="kafka"))) == 10
+
+
+# --- ranking ------------------------------------------------------------------------------------
+
+
+def test_recent_entries_rank_higher_when_text_ties(agent_a, make_entry):
+    now = timezone.now()
+    old = make_entry(agent_a, "Kafka retention is seven days", created_at=now - timedelta(days=200))
+    new = make_entry(agent_a, "Kafka retention is seven days", created_at=now - timedelta(days=1))
+    assert find(agent_a, "kafka retention") == [new.pk, old.pk]
+
+
+def test_important_entries_rank_higher_when_text_ties(agent_a, make_entry):
+    now = timezone.now()
+    low = make_entry(agent_a, "Kafka retention is seven days", importance=0.1, created_at=now)
+    high = make_entry(agent_a, "Kafka retention is seven days", importance=0.9, created_at=now)
+    assert find(agent_a, "kafka retention") == [high.pk, low.pk]
+
+
+def test_accessed_entries_rank_higher_when_text_ties(agent_a, make_entry):
+    now = timezone.now()
+    first = make_entry(agent_a, "Kafka retention is seven days", created_at=now)
+    second = make_entry(agent_a, "Kafka retention is seven days", created_at=now)
+    assert find(agent_a, "kafka retention")[0] == second.pk  # ties broken by newest id
+    services.entries_mark_accessed([first.pk])
+    assert find(agent_a, "kafka retention")[0] == first.pk
+
+
+def test_decisions_decay_slower_than_handoffs(agent_a, make_entry):
+    now = timezone.now()
+    decision = make_entry(
+        agent_a, "Kafka retention", category="decisions", created_at=now - timedelta(days=20)
+    )
+    handoff = make_entry(agent_a, "Kafka retention", category="handoffs", created_at=now - timedelta(days=20))
+    assert find(agent_a, "kafka retention") == [decision.pk, handoff.pk]
+
+
+# --- snippets -----------------------------------------------------------------------------------
+
+
+def test_snippet_contains_the_match(api, agent_a, token_a, make_entry):
+    filler = "Lorem words about nothing in particular. " * 10
+    make_entry(agent_a, filler + "We chose Kafka for the event bus. " + filler)
+    result = api.get("/search", token=token_a, q="kafka").json()["results"][0]
+    assert "**Kafka**" in result["snippet"]
+    assert len(result["snippet"]) <= 140
+
+
+def test_snippet_marks_stemmed_and_typo_matches(db):
+    assert "**deployments**" in snippet_build("The deployments failed", ["deploy"])
+    assert snippet_build("short text", []) == "short text"
