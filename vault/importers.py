@@ -566,15 +566,15 @@ def _section_content(title: str, body: str) -> str:
 
 def _entry_block_parse(block: str, marker_id: str) -> tuple[datetime | None, list[str], str, bool]:
     """(date, tags, content, header_ok) of the text after a marker."""
-    block = block.strip("\n")
+    block = block.strip("\n").rstrip()
+    if block.endswith("\n---") or block == "---":
+        block = block[:-3]
     first, _, rest = block.partition("\n")
     header = re.match(r"^##[ \t]+(.*)$", first)
     if not header:
-        return None, [], block, False
+        return None, [], block.strip(), False
     date_part, _, tag_part = header.group(1).partition("·")
-    content = rest.rstrip()
-    if content.endswith("\n---") or content == "---":
-        content = content[:-3]
+    content = rest
     return date_parse(date_part.strip()), HEADER_TAG_RE.findall(tag_part), content.strip(), True
 
 
