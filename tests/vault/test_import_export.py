@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from vault import exporters, importers, services
-from vault.models import Project, VaultEntry, WorkspaceFile
+from vault import importers, services
+from vault.models import VaultEntry, WorkspaceFile
 
 
 def write(root: Path, relative: str, text: str) -> Path:
