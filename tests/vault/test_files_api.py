@@ -297,3 +297,10 @@ def test_it_requires_a_token(api, agent_a):
     assert (
         api.post("/agents/agent-a/memory-tool", {"command": "view", "path": "/memories"}).status_code == 401
     )
+
+
+def test_workspace_files_show_up_in_the_admin(admin_client, agent_a):
+    file = WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md")
+    listing = admin_client.get("/admin/vault/workspacefile/", {"q": "MEMORY"})
+    assert listing.status_code == 200 and b"MEMORY.md" in listing.content
+    assert admin_client.get(f"/admin/vault/workspacefile/{file.pk}/change/").status_code == 200
