@@ -12,6 +12,7 @@ from memoryproject.errors import DomainError
 from search.api import router as search_router
 from sessions_app.api import router as sessions_router
 from vault.api import router as vault_router
+from vault.files_api import router as files_router
 from vault.review_api import router as review_router
 from vault.selectors import token_authenticate
 
@@ -120,3 +121,4 @@ api.add_router("", vault_router)
 api.add_router("", review_router)
 api.add_router("", sessions_router)
 api.add_router("", search_router)
+api.add_router("", files_router)

@@ -6,7 +6,16 @@ from django.utils.html import format_html
 
 from memoryproject.errors import DomainError
 from vault import services
-from vault.models import Agent, ApiToken, EntryVersion, Project, ProjectContextVersion, VaultEntry
+from vault.models import (
+    Agent,
+    ApiToken,
+    EntryVersion,
+    Project,
+    ProjectContextVersion,
+    VaultEntry,
+    WorkspaceFile,
+    WorkspaceFileVersion,
+)
 from vault.text import tags_normalise, text_check
 
 
@@ -217,4 +226,44 @@ class EntryVersionAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+
+class WorkspaceFileVersionInline(admin.TabularInline):
+    model = WorkspaceFileVersion
+    extra = 0
+    can_delete = False
+    fields = ("action", "changed_by", "changed_at", "content")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(WorkspaceFile)
+class WorkspaceFileAdmin(admin.ModelAdmin):
+    """Read-only: files change through the API and the services, which version every write."""
+
+    list_display = ("path", "agent", "enabled", "sort_order", "size", "updated_at", "deleted_at")
+    list_filter = ("enabled", "agent__project", "agent")
+    search_fields = ("path", "content", "agent__slug")
+    readonly_fields = (
+        "project",
+        "agent",
+        "path",
+        "content",
+        "enabled",
+        "sort_order",
+        "size",
+        "created_at",
+        "updated_at",
+        "deleted_at",
+    )
+    exclude = ("search_vector",)
+    inlines = [WorkspaceFileVersionInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False

@@ -7,7 +7,17 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from memoryproject.errors import NotFound
-from vault.models import Agent, ApiToken, Category, EntryStatus, EntryVersion, Project, VaultEntry
+from vault.models import (
+    Agent,
+    ApiToken,
+    Category,
+    EntryStatus,
+    EntryVersion,
+    Project,
+    VaultEntry,
+    WorkspaceFile,
+    WorkspaceFileVersion,
+)
 from vault.principal import Principal
 from vault.services import TOKEN_PREFIX, token_hash
 
@@ -184,3 +194,27 @@ def workspace_prompt_build(agent: Agent) -> str:
         "sort_order", "path"
     )
     return "\n\n".join(f"--- {file.path} ---\n{file.content.strip()}" for file in files)
+
+
+# --- Workspace files ------------------------------------------------------------------------------
+
+
+def files_list(*, agent: Agent, prefix: str = "") -> QuerySet[WorkspaceFile]:
+    """An agent's live files in prompt order (sort order, then path), optionally under a path prefix."""
+    files = WorkspaceFile.objects.filter(agent=agent, deleted_at__isnull=True)
+    if prefix:
+        files = files.filter(path__startswith=prefix)
+    return files.order_by("sort_order", "path")
+
+
+def file_get(*, agent: Agent, path: str) -> WorkspaceFile:
+    """The agent's live file at path; NotFound when there is none (or it was deleted)."""
+    file = WorkspaceFile.objects.filter(agent=agent, path=path, deleted_at__isnull=True).first()
+    if file is None:
+        raise NotFound(f"File {path!r} not found.")
+    return file
+
+
+def file_history(file: WorkspaceFile) -> QuerySet[WorkspaceFileVersion]:
+    """Earlier contents of a file, newest first."""
+    return WorkspaceFileVersion.objects.filter(file=file).order_by("-changed_at", "-id")

@@ -106,10 +106,40 @@ def project_context_set(*, project: Project, content: str, changed_by: str) -> P
 
 
 def agent_ensure(*, project: Project, slug: str, name: str = "") -> Agent:
-    """Return the project's agent with this slug, creating it on first use (safe under concurrency)."""
+    """Return the project's agent with this slug, creating it on first use (safe under concurrency).
+
+    A new agent gets seed 001's four workspace files (AGENTS.md, SOUL.md, PROFILE.md, MEMORY.md), in the
+    same transaction as the agent row: only the writer whose insert won creates them, so two first uses
+    racing each other never create them twice.
+    """
     slug_check(slug, field="agent")
-    agent, _ = Agent.objects.get_or_create(project=project, slug=slug, defaults={"name": name or slug})
+    existing = Agent.objects.filter(project=project, slug=slug).first()
+    if existing is not None:
+        return existing
+    with transaction.atomic():
+        agent, created = Agent.objects.get_or_create(
+            project=project, slug=slug, defaults={"name": name or slug}
+        )
+        if created:
+            _workspace_defaults_create(agent)
     return agent
+
+
+def _workspace_defaults_create(agent: Agent) -> None:
+    from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
+
+    WorkspaceFile.objects.bulk_create(
+        WorkspaceFile(
+            project_id=agent.project_id,
+            agent=agent,
+            path=path,
+            content=content,
+            size=len(content.encode("utf-8")),
+            enabled=True,
+            sort_order=sort_order,
+        )
+        for path, content, sort_order in DEFAULT_WORKSPACE_FILES
+    )
 
 
 def token_create(
@@ -461,15 +491,8 @@ def file_write(
     file_path_check(path, markdown_only=markdown_only)
     text_check(content, allow_empty=True)
     with transaction.atomic():
-        file = (
-            WorkspaceFile.objects.select_for_update()
-            .filter(agent=agent, path=path, deleted_at__isnull=True)
-            .first()
-        )
-        created = file is None
-        if created:
-            file = WorkspaceFile(project_id=agent.project_id, agent=agent, path=path)
-        elif file.content != content:
+        file, created = _file_lock_or_create(agent, path)
+        if not created and file.content != content:
             WorkspaceFileVersion.objects.create(
                 file=file, action=VersionAction.EDIT, content=file.content, changed_by=changed_by[:200]
             )
@@ -481,6 +504,26 @@ def file_write(
             file.sort_order = sort_order
         file.save()
     return file, created
+
+
+def _file_lock_or_create(agent: Agent, path: str) -> tuple[WorkspaceFile, bool]:
+    """Lock the live file at path, or insert it; a concurrent insert of the same path is waited for and
+    locked instead (the partial unique constraint decides who created it). Call inside a transaction."""
+    file = (
+        WorkspaceFile.objects.select_for_update()
+        .filter(agent=agent, path=path, deleted_at__isnull=True)
+        .first()
+    )
+    if file is not None:
+        return file, False
+    try:
+        with transaction.atomic():
+            return WorkspaceFile.objects.create(project_id=agent.project_id, agent=agent, path=path), True
+    except IntegrityError:
+        return (
+            WorkspaceFile.objects.select_for_update().get(agent=agent, path=path, deleted_at__isnull=True),
+            False,
+        )
 
 
 def file_append(*, agent: Agent, path: str, text: str, changed_by: str, header: str = "") -> WorkspaceFile:
@@ -666,3 +709,120 @@ def entries_mark_accessed(entry_ids: list[int]) -> int:
     return VaultEntry.objects.filter(pk__in=ids).update(
         access_count=F("access_count") + 1, last_accessed_at=timezone.now()
     )
+
+
+def file_path_rules_check(path: str) -> str:
+    """The path rules for a file written through the API: seed 001's rules, with `.md` required except
+    under `memories/`, where the memory tool may keep any text file (notes.txt, prefs.xml...)."""
+    return file_path_check(path, markdown_only=not path.startswith("memories/"))
+
+
+def _file_locked(agent: Agent, path: str) -> WorkspaceFile:
+    file = (
+        WorkspaceFile.objects.select_for_update()
+        .filter(agent=agent, path=path, deleted_at__isnull=True)
+        .first()
+    )
+    if file is None:
+        raise NotFound(f"File {path!r} not found.")
+    return file
+
+
+def file_edit(
+    *, agent: Agent, path: str, old_text: str, new_text: str, replace_all: bool = False, changed_by: str
+) -> tuple[WorkspaceFile, int]:
+    """Exact find-and-replace in a file (seed 001's edit_workspace_memory_file); returns (file, count).
+
+    The text must be present, and present once unless replace_all: an ambiguous edit is refused rather
+    than guessed. The previous content is versioned.
+    """
+    if not isinstance(old_text, str) or old_text == "":
+        raise InvalidInput("old_text must not be empty", [{"loc": ["old_text"], "msg": "empty"}])
+    text_check(new_text, field="new_text", allow_empty=True)
+    with transaction.atomic():
+        file = _file_locked(agent, path)
+        count = file.content.count(old_text)
+        if count == 0:
+            raise InvalidInput(
+                f"old_text was not found in {path}; nothing was replaced.",
+                [{"loc": ["old_text"], "msg": "not found"}],
+            )
+        if count > 1 and not replace_all:
+            raise InvalidInput(
+                f"old_text occurs {count} times in {path}; include more context to make it unique, "
+                "or set replace_all to replace every occurrence. Nothing was replaced.",
+                [{"loc": ["old_text"], "msg": f"found {count} times"}],
+            )
+        content = file.content.replace(old_text, new_text)
+        text_check(content, allow_empty=True)
+        if content != file.content:
+            WorkspaceFileVersion.objects.create(
+                file=file, action=VersionAction.EDIT, content=file.content, changed_by=changed_by[:200]
+            )
+            file.content = content
+            file.size = len(content.encode("utf-8"))
+            file.save(update_fields=["content", "size", "updated_at"])
+    return file, count
+
+
+def file_delete(*, agent: Agent, path: str, deleted_by: str) -> WorkspaceFile:
+    """Soft-delete a file: it leaves listings, prompts and search, and its last content is versioned."""
+    with transaction.atomic():
+        file = _file_locked(agent, path)
+        WorkspaceFileVersion.objects.create(
+            file=file, action=VersionAction.DELETE, content=file.content, changed_by=deleted_by[:200]
+        )
+        file.deleted_at = timezone.now()
+        file.save(update_fields=["deleted_at", "updated_at"])
+    return file
+
+
+def file_settings_set(
+    *, agent: Agent, path: str, enabled: bool | None = None, sort_order: int | None = None
+) -> WorkspaceFile:
+    """Change whether a file is injected into the system prompt, and where (sort order)."""
+    if sort_order is not None and not -1_000_000 <= sort_order <= 1_000_000:
+        raise InvalidInput(
+            "sort_order must be between -1000000 and 1000000",
+            [{"loc": ["sort_order"], "msg": "out of range"}],
+        )
+    with transaction.atomic():
+        file = _file_locked(agent, path)
+        if enabled is not None:
+            file.enabled = enabled
+        if sort_order is not None:
+            file.sort_order = sort_order
+        file.save(update_fields=["enabled", "sort_order", "updated_at"])
+    return file
+
+
+def file_rename(*, agent: Agent, old_path: str, new_path: str, markdown_only: bool = True) -> WorkspaceFile:
+    """Move a file to a new path, history included; the destination must not exist."""
+    file_path_check(new_path, markdown_only=markdown_only)
+    with transaction.atomic():
+        file = _file_locked(agent, old_path)
+        if WorkspaceFile.objects.filter(agent=agent, path=new_path, deleted_at__isnull=True).exists():
+            raise Conflict(f"The destination {new_path} already exists.")
+        file.path = new_path
+        try:
+            with transaction.atomic():
+                file.save(update_fields=["path", "updated_at"])
+        except IntegrityError:
+            raise Conflict(f"The destination {new_path} already exists.") from None
+    return file
+
+
+def file_create(
+    *, agent: Agent, path: str, content: str, changed_by: str, markdown_only: bool = True
+) -> WorkspaceFile:
+    """Create a file that must not exist yet (the memory tool's `create`); Conflict when it does."""
+    file_path_check(path, markdown_only=markdown_only)
+    text_check(content, allow_empty=True)
+    with transaction.atomic():
+        file, created = _file_lock_or_create(agent, path)
+        if not created:
+            raise Conflict(f"File {path} already exists")
+        file.content = content
+        file.size = len(content.encode("utf-8"))
+        file.save(update_fields=["content", "size", "updated_at"])
+    return file

@@ -184,6 +184,9 @@ def test_outsider_gets_its_own_agent_not_ours(api, memory, outsider_token):
 
 
 def test_workspace_prompt_build_orders_and_skips(agent_a):
+    defaults = workspace_prompt_build(agent_a)
+    assert defaults.startswith("--- AGENTS.md ---") and "--- MEMORY.md ---" in defaults
+    agent_a.files.update(enabled=False)
     services.file_write(agent=agent_a, path="B.md", content="bee", changed_by="t", enabled=True, sort_order=5)
     services.file_write(agent=agent_a, path="A.md", content="ay", changed_by="t", enabled=True, sort_order=5)
     services.file_write(agent=agent_a, path="Z.md", content="zed", changed_by="t", enabled=True, sort_order=1)

@@ -16,6 +16,7 @@ def ids(response):
 
 
 def find(agent, q, **filters):
+    filters.setdefault("kinds", ("entries",))  # agents start with workspace files that match common words
     outcome = search_run(
         q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=SearchFilters(**filters)
     )
@@ -165,7 +166,7 @@ def test_portuguese_query_finds_portuguese_entry(agent_a, make_entry):
 
 def test_stopword_only_query_still_searches(agent_a, make_entry):
     entry = make_entry(agent_a, "this is the one")
-    assert find(agent_a, "the one") == [entry.pk]
+    assert find(agent_a, "the one", kinds=("entries",)) == [entry.pk]
 
 
 def test_compiled_query_drops_stopwords_and_keeps_syntax(db):

@@ -1,0 +1,306 @@
+import threading
+
+import pytest
+from django.db import connection
+
+from tests.conftest import ApiClient
+from vault import services
+from vault.models import Agent, WorkspaceFile
+from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
+
+
+def test_it_creates_the_four_workspace_files_with_a_new_agent(agent_a):
+    files = list(WorkspaceFile.objects.filter(agent=agent_a).order_by("sort_order"))
+    assert [(f.path, f.enabled, f.sort_order) for f in files] == [
+        ("AGENTS.md", True, 0),
+        ("SOUL.md", True, 1),
+        ("PROFILE.md", True, 2),
+        ("MEMORY.md", True, 3),
+    ]
+    assert all(f.content.strip() and f.size == len(f.content.encode()) for f in files)
+
+
+def test_it_does_not_recreate_workspace_files_for_an_existing_agent(agent_a):
+    services.file_delete(agent=agent_a, path="SOUL.md", deleted_by="t")
+    assert services.agent_ensure(project=agent_a.project, slug="agent-a") == agent_a
+    assert not WorkspaceFile.objects.filter(agent=agent_a, path="SOUL.md", deleted_at__isnull=True).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_creates_workspace_files_once_when_first_uses_race(project):
+    errors = []
+
+    def first_use():
+        try:
+            services.agent_ensure(project=project, slug="racer")
+        except Exception as exc:  # noqa: BLE001 - any failure fails the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    agent = Agent.objects.get(project=project, slug="racer")
+    assert WorkspaceFile.objects.filter(agent=agent).count() == len(DEFAULT_WORKSPACE_FILES)
+
+
+def test_it_lists_files_in_sort_order_with_a_prefix_filter(api, agent_a, token_a):
+    services.daily_note_append(agent=agent_a, when=services.timezone.now(), text="- note\n")
+    response = api.get("/agents/agent-a/files", token=token_a)
+    assert response.status_code == 200
+    body = response.json()
+    assert [f["path"] for f in body["items"]][:4] == ["AGENTS.md", "SOUL.md", "PROFILE.md", "MEMORY.md"]
+    assert body["count"] == 5
+    daily = api.get("/agents/agent-a/files", token=token_a, prefix="memory/").json()
+    assert daily["count"] == 1 and daily["items"][0]["enabled"] is False
+    assert "content" not in daily["items"][0]
+
+
+def test_it_reads_a_file(api, agent_a, read_token_a):
+    response = api.get("/agents/agent-a/files/MEMORY.md", token=read_token_a)
+    assert response.status_code == 200
+    assert response.json()["content"].startswith("# MEMORY.md")
+    assert api.get("/agents/agent-a/files/NOPE.md", token=read_token_a).status_code == 404
+
+
+def test_it_writes_and_says_created_or_updated(api, agent_a, token_a):
+    created = api.put("/agents/agent-a/files/notes/plan.md", {"content": "# Plan\n"}, token=token_a)
+    assert created.status_code == 201
+    assert created.json()["created"] is True and created.json()["overwritten"] is False
+    assert created.json()["enabled"] is False
+    updated = api.put(
+        "/agents/agent-a/files/notes/plan.md", {"content": "# Plan v2\n", "enabled": True}, token=token_a
+    )
+    assert updated.status_code == 200
+    assert updated.json()["created"] is False and updated.json()["overwritten"] is True
+    assert updated.json()["enabled"] is True and updated.json()["size"] == len("# Plan v2\n")
+    history = api.get("/agents/agent-a/files/notes/plan.md/history", token=token_a).json()
+    assert [v["content"] for v in history] == ["# Plan\n"]
+
+
+def test_it_keeps_every_previous_content_in_the_history_newest_first(api, agent_a, token_a):
+    for text in ("one\n", "two\n", "three\n"):
+        api.put("/agents/agent-a/files/log.md", {"content": text}, token=token_a)
+    api.post("/agents/agent-a/files/log.md/edit", {"old_text": "three", "new_text": "four"}, token=token_a)
+    history = api.get("/agents/agent-a/files/log.md/history", token=token_a).json()
+    assert [v["content"] for v in history] == ["three\n", "two\n", "one\n"]
+    assert {v["action"] for v in history} == {"edit"}
+    assert api.get("/agents/agent-a/files/log.md", token=token_a).json()["content"] == "four\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        ("notes.txt", "must end in .md"),
+        ("a/../b.md", "no '..' segments"),
+        ("a\\b.md", "no backslashes"),
+        ("a//b.md", "no empty or '.' segments"),
+        ("./a.md", "no empty or '.' segments"),
+        ("x" * 300 + ".md", "at most 255 characters"),
+    ],
+)
+def test_it_rejects_paths_breaking_a_rule_naming_it(api, agent_a, token_a, path, rule):
+    response = api.put(f"/agents/agent-a/files/{path}", {"content": "x"}, token=token_a)
+    assert response.status_code == 422, response.content
+    assert rule in response.json()["detail"]
+    assert not WorkspaceFile.objects.filter(agent=agent_a, path=path).exists()
+
+
+def test_it_rejects_an_absolute_path_naming_the_rule(agent_a):
+    with pytest.raises(services.InvalidInput, match="relative paths only"):
+        services.file_write(agent=agent_a, path="/etc/x.md", content="x", changed_by="t")
+    with pytest.raises(services.InvalidInput, match="relative paths only"):
+        services.file_write(agent=agent_a, path="C:/x.md", content="x", changed_by="t")
+
+
+def test_it_rejects_an_absolute_path_through_the_api(api, agent_a, token_a):
+    # "//etc/x.md" reaches the view as "/etc/x.md".
+    response = api.put("/agents/agent-a/files//etc/x.md", {"content": "x"}, token=token_a)
+    assert response.status_code in (404, 422)
+    assert not WorkspaceFile.objects.filter(path__contains="etc").exists()
+
+
+def test_it_rejects_nul_in_content_and_path(api, agent_a, token_a):
+    response = api.put("/agents/agent-a/files/a.md", {"content": "a\x00b"}, token=token_a)
+    assert response.status_code == 422 and "NUL" in response.json()["detail"]
+    with pytest.raises(services.InvalidInput, match="no NUL"):
+        services.file_write(agent=agent_a, path="a\x00.md", content="x", changed_by="t")
+
+
+def test_it_allows_any_extension_under_memories(api, agent_a, token_a):
+    response = api.put("/agents/agent-a/files/memories/prefs.xml", {"content": "<a/>"}, token=token_a)
+    assert response.status_code == 201
+
+
+def test_it_edits_by_exact_find_and_replace_returning_the_count(api, agent_a, token_a):
+    api.put("/agents/agent-a/files/t.md", {"content": "cat dog cat\n"}, token=token_a)
+    once = api.post("/agents/agent-a/files/t.md/edit", {"old_text": "dog", "new_text": "cow"}, token=token_a)
+    assert once.status_code == 200 and once.json()["replacements"] == 1
+    assert once.json()["content"] == "cat cow cat\n"
+    every = api.post(
+        "/agents/agent-a/files/t.md/edit",
+        {"old_text": "cat", "new_text": "fox", "replace_all": True},
+        token=token_a,
+    )
+    assert every.json()["replacements"] == 2 and every.json()["content"] == "fox cow fox\n"
+
+
+def test_it_refuses_an_edit_whose_text_is_absent(api, agent_a, token_a):
+    api.put("/agents/agent-a/files/t.md", {"content": "cat\n"}, token=token_a)
+    response = api.post(
+        "/agents/agent-a/files/t.md/edit", {"old_text": "dog", "new_text": "x"}, token=token_a
+    )
+    assert response.status_code == 422 and "not found" in response.json()["detail"]
+    assert api.get("/agents/agent-a/files/t.md/history", token=token_a).json() == []
+
+
+def test_it_refuses_an_ambiguous_edit_without_replace_all(api, agent_a, token_a):
+    api.put("/agents/agent-a/files/t.md", {"content": "cat cat\n"}, token=token_a)
+    response = api.post(
+        "/agents/agent-a/files/t.md/edit", {"old_text": "cat", "new_text": "x"}, token=token_a
+    )
+    assert response.status_code == 422 and "2 times" in response.json()["detail"]
+    assert api.get("/agents/agent-a/files/t.md", token=token_a).json()["content"] == "cat cat\n"
+
+
+def test_it_refuses_an_empty_old_text(api, agent_a, token_a):
+    response = api.post(
+        "/agents/agent-a/files/MEMORY.md/edit", {"old_text": "", "new_text": "x"}, token=token_a
+    )
+    assert response.status_code == 422
+
+
+def test_it_soft_deletes_a_file_keeping_its_content(api, agent_a, token_a):
+    api.put("/agents/agent-a/files/gone.md", {"content": "bye\n"}, token=token_a)
+    assert api.delete("/agents/agent-a/files/gone.md", token=token_a).status_code == 204
+    assert api.get("/agents/agent-a/files/gone.md", token=token_a).status_code == 404
+    row = WorkspaceFile.objects.get(agent=agent_a, path="gone.md")
+    assert row.deleted_at is not None and row.versions.get().content == "bye\n"
+    assert api.delete("/agents/agent-a/files/gone.md", token=token_a).status_code == 404
+    assert api.put("/agents/agent-a/files/gone.md", {"content": "back"}, token=token_a).status_code == 201
+
+
+def test_it_changes_enabled_and_sort_order(api, agent_a, token_a):
+    response = api.patch(
+        "/agents/agent-a/files/MEMORY.md", {"enabled": False, "sort_order": 9}, token=token_a
+    )
+    assert response.status_code == 200
+    assert response.json()["enabled"] is False and response.json()["sort_order"] == 9
+    paths = [f["path"] for f in api.get("/agents/agent-a/files", token=token_a).json()["items"]]
+    assert paths[-1] == "MEMORY.md"
+    bad = api.patch("/agents/agent-a/files/MEMORY.md", {"sort_order": 10**9}, token=token_a)
+    assert bad.status_code == 422
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_edits_are_all_kept(agent_a, token_a):
+    services.file_write(
+        agent=agent_a, path="c.md", content="".join(f"<{i}>" for i in range(8)), changed_by="t"
+    )
+    failures = []
+
+    def edit(i):
+        api = ApiClient(token_a)
+        try:
+            r = api.post("/agents/agent-a/files/c.md/edit", {"old_text": f"<{i}>", "new_text": f"[{i}]"})
+            if r.status_code != 200:
+                failures.append(r.content)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=edit, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    file = WorkspaceFile.objects.get(agent=agent_a, path="c.md")
+    assert file.content == "".join(f"[{i}]" for i in range(8))
+    assert file.versions.count() == 8
+
+
+# --- Tenancy: agent A's tokens, agent B's token, another project's admin ------------------------
+
+
+ENDPOINTS = [
+    ("get", "/agents/agent-a/files", None),
+    ("get", "/agents/agent-a/files/MEMORY.md", None),
+    ("get", "/agents/agent-a/files/MEMORY.md/history", None),
+    ("put", "/agents/agent-a/files/MEMORY.md", {"content": "hacked"}),
+    ("patch", "/agents/agent-a/files/MEMORY.md", {"enabled": False}),
+    ("post", "/agents/agent-a/files/MEMORY.md/edit", {"old_text": "MEMORY", "new_text": "x"}),
+    ("delete", "/agents/agent-a/files/MEMORY.md", None),
+    ("post", "/agents/agent-a/memory-tool", {"command": "view", "path": "/memories"}),
+    (
+        "post",
+        "/agents/agent-a/memory-tool",
+        {"command": "create", "path": "/memories/x.md", "file_text": "x"},
+    ),
+    ("get", "/agents/agent-a/export", None),
+]
+
+
+def _call(api, method, path, data, token):
+    if method in ("get", "delete"):
+        return getattr(api, method)(path, token=token)
+    return getattr(api, method)(path, data, token=token)
+
+
+@pytest.mark.parametrize(("method", "path", "data"), ENDPOINTS)
+def test_it_hides_agent_a_files_from_agent_b(api, agent_a, token_b, method, path, data):
+    before = list(WorkspaceFile.objects.filter(agent=agent_a).values_list("path", "content", "enabled"))
+    assert _call(api, method, path, data, token_b).status_code == 404
+    assert (
+        list(WorkspaceFile.objects.filter(agent=agent_a).values_list("path", "content", "enabled")) == before
+    )
+
+
+@pytest.mark.parametrize(("method", "path", "data"), ENDPOINTS)
+def test_another_projects_admin_reaches_only_its_own_agent_a(
+    api, agent_a, outsider_token, outsider_agent, method, path, data
+):
+    services.file_write(agent=agent_a, path="MEMORY.md", content="MEMORY acme-secret\n", changed_by="t")
+    services.file_write(
+        agent=agent_a, path="memories/x.md", content="acme-secret", changed_by="t", markdown_only=False
+    )
+    before = list(
+        WorkspaceFile.objects.filter(agent=agent_a).values_list("path", "content", "enabled", "deleted_at")
+    )
+    response = _call(api, method, path, data, outsider_token)
+    assert b"acme-secret" not in response.content
+    after = list(
+        WorkspaceFile.objects.filter(agent=agent_a).values_list("path", "content", "enabled", "deleted_at")
+    )
+    assert after == before
+
+
+@pytest.mark.parametrize("persona", ["token_a", "admin_token"])
+@pytest.mark.parametrize(("method", "path", "data"), ENDPOINTS)
+def test_it_lets_agent_a_and_the_project_admin_in(api, agent_a, request, persona, method, path, data):
+    response = _call(api, method, path, data, request.getfixturevalue(persona))
+    assert 200 <= response.status_code < 300, response.content
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "data"), [e for e in ENDPOINTS if e[0] != "get" and "view" not in str(e[2])]
+)
+def test_it_refuses_writes_with_a_read_token(api, agent_a, read_token_a, method, path, data):
+    assert _call(api, method, path, data, read_token_a).status_code == 403
+
+
+def test_it_requires_a_token(api, agent_a):
+    assert api.get("/agents/agent-a/files").status_code == 401
+    assert (
+        api.post("/agents/agent-a/memory-tool", {"command": "view", "path": "/memories"}).status_code == 401
+    )
+
+
+def test_workspace_files_show_up_in_the_admin(admin_client, agent_a):
+    file = WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md")
+    listing = admin_client.get("/admin/vault/workspacefile/", {"q": "MEMORY"})
+    assert listing.status_code == 200 and b"MEMORY.md" in listing.content
+    assert admin_client.get(f"/admin/vault/workspacefile/{file.pk}/change/").status_code == 200

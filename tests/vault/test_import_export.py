@@ -1,0 +1,506 @@
+import io
+import json
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from vault import importers, services
+from vault.models import VaultEntry, WorkspaceFile
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def snapshot(root: Path) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def run(path, project, **options):
+    return importers.import_memory_dir(path=path, project=project, **options)
+
+
+@pytest.fixture
+def target(db):
+    return services.project_create(slug="target")
+
+
+@pytest.fixture
+def seed000(tmp_path):
+    root = tmp_path / ".memory"
+    write(root, "_project.md", "# Payments\nStack: Django + PostgreSQL.\n")
+    write(
+        root,
+        "dev/decisions.md",
+        "<!-- id:1773679871839 -->\n## 2026-03-16T16:51 · #react #typescript\nWe decided to use SSE.\n---\n\n"
+        "<!-- id:1773679800000 -->\n## 2026-03-15T09:00\nUse PostgreSQL #database\n\nwith a line\n---\n",
+    )
+    write(
+        root,
+        "dev/lessons.md",
+        "<!-- id:1773600000000 -->\n## not-a-date · #x\nDate is broken here.\n---\n"
+        "<!-- id:1773600000001 -->\n## 2026-03-14T10:00\n\n---\n"
+        "<!-- id:1773600000002 -->\nno header at all\n---\n",
+    )
+    write(root, "dev/tasks.md", "- [ ] ship it\n- [x] write tests\n")
+    write(
+        root,
+        "analyst.md",
+        "# Analyst memory\n\n## Decisões Técnicas\nAdotamos Kafka.\n\n## Aprendizados\nCache precisa de versão.\n\n"
+        "## Open tasks\n- [ ] review\n\n## Random thoughts\nSomething else.\n",
+    )
+    write(root, "bmad-master.md", "## Tasks\n- [ ] old\n")  # already migrated: folder exists
+    write(root, "bmad-master/handoffs.md", "<!-- id:1 -->\n## 2026-03-01T00:00\nLast session summary.\n---\n")
+    write(
+        root,
+        "conversations/dev.json",
+        json.dumps(
+            {
+                "agentId": "dev",
+                "savedAt": "2026-03-15T23:04:23.463Z",
+                "messages": [
+                    {"role": "user", "text": "hi"},
+                    {"role": "agent", "text": "We decided to use Redis for caching."},
+                    {"role": "robot", "text": "?"},
+                ],
+            }
+        ),
+    )
+    write(root, "conversations/broken.json", "{not json")
+    write(
+        root,
+        ".vault/checkpoints/dev.json",
+        json.dumps(
+            {
+                "agentId": "dev",
+                "savedAt": 1773679871839,
+                "messages": [{"role": "user", "text": "x"}],
+                "chatId": "chat_abc",
+                "modelId": "claude-opus-4-6",
+            }
+        ),
+    )
+    write(root, ".vault/checkpoints/corrupt.json", "{{{")
+    write(root, ".vault/index.json", "{}")
+    return root
+
+
+def test_it_imports_a_seed000_memory_folder(seed000, target):
+    before = snapshot(seed000)
+    report = run(seed000.parent, target)
+    assert snapshot(seed000) == before  # sources are never modified
+    target.refresh_from_db()
+    assert target.context.startswith("# Payments")
+    dev = VaultEntry.objects.filter(agent__slug="dev", agent__project=target)
+    sse = dev.get(legacy_id="1773679871839")
+    assert (sse.category, sse.content, sse.tags) == (
+        "decisions",
+        "We decided to use SSE.",
+        ["react", "typescript"],
+    )
+    assert sse.created_at.isoformat() == "2026-03-16T16:51:00+00:00"
+    assert sse.source == "import"
+    assert dev.get(legacy_id="1773679800000").content == "Use PostgreSQL #database\n\nwith a line"
+    broken_date = dev.get(legacy_id="1773600000000")
+    assert broken_date.created_at.timestamp() == 1773600000.0  # from the id
+    assert dev.get(legacy_id="1773600000002").content == "no header at all"
+    assert not dev.filter(legacy_id="1773600000001").exists()  # empty: skipped and reported
+    assert dev.get(category="tasks").content == "- [ ] ship it\n- [x] write tests"
+    analyst = {e.category: e.content for e in VaultEntry.objects.filter(agent__slug="analyst")}
+    assert analyst["decisions"] == "Adotamos Kafka."
+    assert analyst["tasks"] == "**Open tasks**\n\n- [ ] review"
+    assert set(
+        VaultEntry.objects.filter(agent__slug="analyst", category="lessons").values_list("content", flat=True)
+    ) == {"Cache precisa de versão.", "**Random thoughts**\n\nSomething else."}
+    assert VaultEntry.objects.filter(agent__slug="bmad-master").count() == 1
+    assert report.counts["legacy flat files skipped (already migrated to a folder)"] == 1
+    assert report.counts["conversations parsed, pending sessions"] == 1
+    assert report.counts["checkpoints parsed, pending sessions"] == 1
+    conversation = next(p for p in report.pending if p.kind == "conversation")
+    assert [m.role for m in conversation.messages] == ["user", "assistant"]
+    checkpoint = next(p for p in report.pending if p.kind == "checkpoint")
+    assert (checkpoint.chat_id, checkpoint.model_id, checkpoint.agent) == (
+        "chat_abc",
+        "claude-opus-4-6",
+        "dev",
+    )
+    problems = "\n".join(report.problems)
+    for expected in (
+        "broken.json: corrupt JSON",
+        "corrupt.json: corrupt JSON",
+        "unknown role 'robot'",
+        "empty entry",
+        "unreadable date",
+        "no '## date",
+    ):
+        assert expected in problems
+
+
+def test_running_the_seed000_import_twice_imports_nothing_new(seed000, target):
+    run(seed000.parent, target)
+    count = VaultEntry.objects.count()
+    second = run(seed000.parent, target)
+    assert VaultEntry.objects.count() == count
+    assert not any(key.startswith("entries created") for key in second.counts)
+    assert second.counts["entries already imported (skipped)"] == count
+    assert second.counts["project context unchanged"] == 1
+
+
+def test_dry_run_writes_nothing_but_counts(seed000, target):
+    report = run(seed000, target, dry_run=True)
+    assert report.counts["entries created (decisions)"] == 3
+    assert VaultEntry.objects.count() == 0 and not target.agents.exists()
+    target.refresh_from_db()
+    assert target.context == ""
+    assert "Dry run" in report.summary()
+
+
+def test_agent_map_renames_agents(seed000, target):
+    run(seed000, target, agent_map={"dev": "developer"})
+    assert VaultEntry.objects.filter(agent__slug="developer").exists()
+    assert not VaultEntry.objects.filter(agent__slug="dev").exists()
+
+
+def test_invalid_agent_ids_are_reported_not_crashed(tmp_path, target):
+    write(tmp_path, "Bad Agent/decisions.md", "<!-- id:1 -->\n## 2026-01-01\nx\n---\n")
+    write(tmp_path, "_project.md", "ctx")
+    report = run(tmp_path, target)
+    assert "not valid" in "\n".join(report.problems)
+    assert VaultEntry.objects.count() == 0
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", "# Long-term\n- User prefers Python\n")
+    write(
+        root,
+        "SESSION-STATE.md",
+        "# SESSION-STATE.md -- Active Working Memory\n- [2025-01-15T10:30:00+00:00] **preference**: dark mode\n",
+    )
+    write(root, "SOUL.md", "I am Qanot.\n")
+    write(root, "memory/2025-01-15.md", "# Daily Notes -- 2025-01-15\n## [10:30:00]\n**User:** hi\n")
+    write(root, "memory/working-buffer.md", "# Working Buffer\n")
+    write(root, "memories/user.xml", "<user><name>Sardor</name></user>")
+    write(root, "memories/projects/qanot.md", "notes")
+    (root / "memories" / "blob.bin").write_bytes(b"\xff\xfe\x00binary")
+    write(root, "notes.md", "lower-case free file, not an agent")
+    return root
+
+
+def test_it_imports_a_seed002_workspace(workspace, target):
+    before = snapshot(workspace)
+    report = run(workspace, target, default_agent="qanot")
+    assert snapshot(workspace) == before
+    files = {f.path: f for f in WorkspaceFile.objects.filter(agent__slug="qanot", deleted_at__isnull=True)}
+    assert files["MEMORY.md"].content == "# Long-term\n- User prefers Python\n"
+    assert files["MEMORY.md"].versions.count() == 1  # the starting text is kept as a version
+    assert (files["SESSION-STATE.md"].enabled, files["SESSION-STATE.md"].sort_order) == (True, 4)
+    assert files["memory/2025-01-15.md"].enabled is False
+    assert files["memories/user.xml"].content.startswith("<user>")
+    assert "memories/projects/qanot.md" in files and "memory/working-buffer.md" in files
+    assert "memories/blob.bin" not in files and "not UTF-8" in "\n".join(report.problems)
+    assert not VaultEntry.objects.exists()  # notes.md is not a flat agent file in a workspace
+    again = run(workspace, target, default_agent="qanot")
+    assert not again.counts["files created"] and not again.counts["files updated"]
+    assert again.counts["files unchanged"] == 7
+
+
+def test_a_file_edited_after_import_is_not_overwritten_by_a_reimport(workspace, target):
+    run(workspace, target, default_agent="qanot")
+    agent = target.agents.get(slug="qanot")
+    services.file_write(agent=agent, path="MEMORY.md", content="edited since\n", changed_by="t")
+    report = run(workspace, target, default_agent="qanot")
+    assert (
+        WorkspaceFile.objects.get(agent=agent, path="MEMORY.md", deleted_at__isnull=True).content
+        == "edited since\n"
+    )
+    assert report.counts["files skipped (edited since an earlier import)"] == 1
+
+
+@pytest.fixture
+def bmad(tmp_path):
+    root = tmp_path / "project" / ".bmad" / "memory"
+    session = root / "sessions" / "sess-2026-01-11-abc123"
+    write(
+        session,
+        "manifest.json",
+        json.dumps(
+            {
+                "session_id": "sess-2026-01-11-abc123",
+                "created_at": "2026-01-11T10:00:00Z",
+                "updated_at": "2026-01-11T14:30:00Z",
+                "user_id": "user-789",
+                "agent_ids": ["bmad-master", "architect", "analyst"],
+                "metadata": {"project_name": "payment-system", "tags": ["payments"]},
+            }
+        ),
+    )
+    write(
+        session,
+        "conversation.jsonl",
+        "\n".join(
+            [
+                json.dumps(
+                    {
+                        "id": "msg-000",
+                        "timestamp": "2026-01-11T10:05:00Z",
+                        "agent_id": "architect",
+                        "role": "user",
+                        "content": "Which DB?",
+                    }
+                ),
+                json.dumps(
+                    {
+                        "id": "msg-001",
+                        "timestamp": "2026-01-11T10:05:23Z",
+                        "agent_id": "architect",
+                        "role": "assistant",
+                        "content": "I recommend PostgreSQL.",
+                        "context": {"parent_message_id": "msg-000"},
+                    }
+                ),
+                "{truncated",
+            ]
+        )
+        + "\n",
+    )
+    write(
+        session,
+        "decisions.jsonl",
+        json.dumps(
+            {
+                "id": "dec-001",
+                "timestamp": "2026-01-11T10:10:00Z",
+                "made_by": "architect",
+                "approved_by": ["user-789"],
+                "decision": "Use PostgreSQL for primary database",
+                "rationale": "ACID compliance required",
+                "alternatives_considered": [
+                    {"option": "MongoDB", "rejected_reason": "Eventual consistency risk"}
+                ],
+                "impact": "high",
+                "tags": ["database", "architecture"],
+            }
+        )
+        + "\n"
+        + json.dumps({"id": "dec-002"})
+        + "\n",
+    )
+    write(
+        session,
+        "findings.jsonl",
+        json.dumps(
+            {
+                "id": "finding-003",
+                "timestamp": "2026-01-11T10:08:15Z",
+                "discovered_by": "analyst",
+                "category": "scalability",
+                "severity": "high",
+                "description": "Database connection pooling not configured",
+                "evidence": "Connection pool config missing from application.yml",
+                "recommendation": "Implement HikariCP with max 50 connections",
+                "status": "open",
+                "tags": ["performance"],
+            }
+        )
+        + "\n",
+    )
+    write(
+        session,
+        "preferences.jsonl",
+        json.dumps(
+            {
+                "id": "pref-001",
+                "timestamp": "2026-01-11T10:00:00Z",
+                "category": "communication",
+                "key": "response_style",
+                "value": "concise_with_examples",
+                "context": "User prefers brief explanations followed by code examples",
+                "confidence": 0.9,
+                "learned_from": ["sess-2026-01-10-xyz"],
+            }
+        )
+        + "\n",
+    )
+    write(root, "sessions/broken-session/manifest.json", "{oops")
+    write(root, "shared/user-preferences.json", json.dumps({"theme": "dark", "language": "pt-BR"}))
+    write(
+        root,
+        "shared/agent-knowledge.json",
+        json.dumps([{"id": "k1", "content": "Deploys happen on Fridays", "agent_id": "analyst"}]),
+    )
+    write(root, "shared/corrupt.json", "[1,")
+    return tmp_path / "project"
+
+
+def test_it_imports_a_seed004_bmad_folder(bmad, target):
+    before = snapshot(bmad)
+    report = run(bmad, target, default_agent="main")
+    assert snapshot(bmad) == before
+    decision = VaultEntry.objects.get(legacy_id="sess-2026-01-11-abc123/dec-001")
+    assert decision.agent.slug == "architect" and decision.category == "decisions"
+    assert "Rationale: ACID compliance required" in decision.content
+    assert "MongoDB (rejected: Eventual consistency risk)" in decision.content
+    assert decision.importance == 0.8 and decision.created_at.isoformat() == "2026-01-11T10:10:00+00:00"
+    assert set(decision.tags) >= {"database", "architecture", "payments"}
+    finding = VaultEntry.objects.get(legacy_id="sess-2026-01-11-abc123/finding-003")
+    assert finding.agent.slug == "analyst" and finding.category == "lessons"
+    for text in (
+        "Severity: high",
+        "Evidence: Connection pool config missing",
+        "Recommendation: Implement HikariCP",
+    ):
+        assert text in finding.content
+    preference = VaultEntry.objects.get(legacy_id="sess-2026-01-11-abc123/pref-001")
+    assert (
+        preference.agent.slug == "bmad-master"
+        and "response_style = concise_with_examples" in preference.content
+    )
+    assert "preference" in preference.tags and preference.importance == 0.9
+    shared = VaultEntry.objects.filter(legacy_id__startswith="shared/")
+    assert {e.agent.slug for e in shared} == {"main", "analyst"}
+    assert shared.filter(content__contains="theme = dark").exists()
+    conversation = next(p for p in report.pending if p.kind == "conversation")
+    assert conversation.external_id == "sess-2026-01-11-abc123" and conversation.agent == "bmad-master"
+    assert [m.client_id for m in conversation.messages] == ["msg-000", "msg-001"]
+    assert conversation.messages[1].parent_client_id == "msg-000"
+    problems = "\n".join(report.problems)
+    for expected in ("conversation.jsonl:3", "decisions.jsonl:2", "broken-session", "corrupt.json"):
+        assert expected in problems
+    count = VaultEntry.objects.count()
+    second = run(bmad, target, default_agent="main")
+    assert VaultEntry.objects.count() == count
+    assert not any(key.startswith("entries created") for key in second.counts)
+
+
+def test_import_conversations_mines_handoffs_decisions_and_lessons(seed000, target):
+    report = importers.import_conversations(path=seed000, project=target)
+    dev = VaultEntry.objects.filter(agent__slug="dev")
+    assert dev.get(category="handoffs").content == "[User]: hi\n[Agent]: We decided to use Redis for caching."
+    assert dev.get(category="decisions").content == "We decided to use Redis for caching."
+    assert "auto-extract" in dev.get(category="decisions").tags
+    target.refresh_from_db()
+    assert target.context.startswith("# Payments")
+    assert "corrupt JSON" in "\n".join(report.problems)
+    count = VaultEntry.objects.count()
+    importers.import_conversations(path=seed000 / "conversations", project=target)
+    assert VaultEntry.objects.count() == count
+
+
+def test_export_then_import_into_an_empty_project_gives_the_same_memory(
+    tmp_path, project, agent_a, agent_b, target
+):
+    services.entry_create(
+        agent=agent_a, category="decisions", content="Use SSE #realtime", tags=["arch"], importance=0.9
+    )
+    archived = services.entry_create(
+        agent=agent_a, category="lessons", content="Old lesson\n\n---\n\nwith a rule"
+    )
+    services.entry_update(
+        entry_id=archived.pk, changes=services.EntryChanges(status="archived"), changed_by="t"
+    )
+    services.entry_create(agent=agent_b, category="tasks", content="- [ ] ship", legacy_id="1773679871839")
+    services.file_write(agent=agent_a, path="memory/2026-01-01.md", content="# day\n", changed_by="t")
+    services.file_write(
+        agent=agent_a, path="memories/x.txt", content="tool file", changed_by="t", markdown_only=False
+    )
+    services.file_settings_set(agent=agent_a, path="SOUL.md", enabled=False, sort_order=7)
+    call_command("export_memory_dir", str(tmp_path / "out"), "--project", project.slug, stdout=io.StringIO())
+    decisions = (tmp_path / "out" / "agent-a" / "decisions.md").read_text()
+    assert "<!-- id:" in decisions and "· #arch #realtime" in decisions and decisions.rstrip().endswith("---")
+    run(tmp_path / "out", target)
+
+    def entries(p):
+        return sorted(
+            (e.agent.slug, e.category, e.content, e.tags, e.created_at, e.status, e.importance)
+            for e in VaultEntry.objects.filter(project=p).select_related("agent")
+        )
+
+    def files(p):
+        return sorted(
+            (f.agent.slug, f.path, f.content, f.enabled, f.sort_order)
+            for f in WorkspaceFile.objects.filter(project=p, deleted_at__isnull=True).select_related("agent")
+        )
+
+    target.refresh_from_db()
+    assert entries(target) == entries(project)
+    assert files(target) == files(project)
+    assert target.context == project.context
+    assert VaultEntry.objects.get(project=target, category="tasks").legacy_id == "1773679871839"
+    # Importing the same export again adds nothing.
+    again = run(tmp_path / "out", target)
+    assert entries(target) == entries(project) and not any(
+        k.startswith("entries created") for k in again.counts
+    )
+
+
+def test_the_export_endpoint_returns_a_zip_of_the_same_layout(api, agent_a, token_a, entry_a):
+    response = api.get("/agents/agent-a/export", token=token_a)
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    names = set(archive.namelist())
+    assert {
+        "_project.md",
+        "agent-a/decisions.md",
+        "agent-a/workspace/MEMORY.md",
+        "agent-a/workspace/.workspace.json",
+    } <= names
+    assert "We decided to use PostgreSQL #database" in archive.read("agent-a/decisions.md").decode()
+    assert not any(name.startswith("agent-b") for name in names)
+
+
+def test_the_commands_print_progress_and_a_summary(seed000, target):
+    out = io.StringIO()
+    call_command(
+        "import_memory_dir", str(seed000), "--project", "target", "--agent-map", "dev=developer", stdout=out
+    )
+    text = out.getvalue()
+    assert "dev/decisions.md" in text and "Import summary:" in text and "Problems" in text
+    out = io.StringIO()
+    call_command("import_conversations", str(seed000), "--project", "target", "--dry-run", stdout=out)
+    assert "Dry run" in out.getvalue()
+
+
+def test_the_commands_reject_bad_arguments(tmp_path, target):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="does not exist"):
+        call_command("import_memory_dir", str(tmp_path), "--project", "nope")
+    with pytest.raises(CommandError, match="not old=new"):
+        call_command("import_memory_dir", str(tmp_path), "--project", "target", "--agent-map", "dev")
+    with pytest.raises(CommandError, match="not a folder"):
+        call_command("import_memory_dir", str(tmp_path / "missing"), "--project", "target")
+
+
+def test_a_large_import_shows_progress_and_finishes_in_reasonable_time(tmp_path, target):
+    root = tmp_path / ".memory"
+    per_file = 1000
+    for agent in ("a1", "a2"):
+        for category in ("decisions", "lessons", "tasks", "projects", "handoffs"):
+            blocks = [
+                f"<!-- id:{agent}{category}{i} -->\n## 2026-01-{1 + i % 28:02d}T10:00 · #bulk\n"
+                f"Entry {i} of {category} for {agent}: some words about caching and queues.\n---\n"
+                for i in range(per_file)
+            ]
+            write(root, f"{agent}/{category}.md", "\n".join(blocks))
+    lines = []
+    started = time.perf_counter()
+    report = run(root, target, progress=lines.append)
+    elapsed = time.perf_counter() - started
+    assert VaultEntry.objects.filter(project=target).count() == 10_000
+    assert sum(v for k, v in report.counts.items() if k.startswith("entries created")) == 10_000
+    assert any("10000 entries stored" in line for line in lines)
+    assert sum("entries stored" in line for line in lines) == 10
+    print(f"\nimported 10,000 entries in {elapsed:.1f} s")
+    assert elapsed < 120
+    started = time.perf_counter()
+    again = run(root, target)
+    print(f"re-import (all skipped) in {time.perf_counter() - started:.1f} s")
+    assert again.counts["entries already imported (skipped)"] == 10_000

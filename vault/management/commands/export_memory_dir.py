@@ -1,0 +1,34 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from vault import exporters
+from vault.management.commands.import_memory_dir import project_get
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the project's memory as seed 000's .memory/ layout: readable markdown (an Obsidian vault) "
+        "that import_memory_dir reads back."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="the folder to write (created if missing)")
+        parser.add_argument("--project", default="default", help="project slug (default: default)")
+        parser.add_argument("--agent", action="append", help="export only this agent (repeatable)")
+
+    def handle(self, *args, **options):
+        project = project_get(options["project"])
+        agents = project.agents.order_by("slug")
+        if options["agent"]:
+            agents = agents.filter(slug__in=options["agent"])
+            missing = set(options["agent"]) - set(agents.values_list("slug", flat=True))
+            if missing:
+                raise CommandError(f"No such agent in {project.slug}: {', '.join(sorted(missing))}")
+        summary = exporters.export_memory_dir(
+            path=Path(options["path"]), project=project, agents=agents, progress=self.stdout.write
+        )
+        self.stdout.write(
+            f"Exported {len(summary.agents)} agent(s), {summary.entries} entries in {summary.files} files to "
+            f"{summary.path}."
+        )

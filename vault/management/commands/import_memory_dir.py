@@ -1,0 +1,44 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memoryproject.errors import DomainError
+from vault import importers
+from vault.models import Project
+
+
+def project_get(slug: str) -> Project:
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise CommandError(f"Project {slug!r} does not exist (create it with token_create --create-project).")
+    return project
+
+
+class Command(BaseCommand):
+    help = (
+        "Import memory from a seed 000 .memory/ folder, a seed 002 workspace or a seed 004 .bmad/memory/ "
+        "folder (or a project folder holding them). Idempotent; source files are never modified."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="the folder to import")
+        parser.add_argument("--project", default="default", help="target project slug (default: default)")
+        parser.add_argument("--agent-map", default="", help="rename agents: old=new,old2=new2")
+        parser.add_argument(
+            "--agent", default="main", help="agent for what names none (a bare workspace, shared files)"
+        )
+        parser.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+
+    def handle(self, *args, **options):
+        try:
+            report = importers.import_memory_dir(
+                path=Path(options["path"]),
+                project=project_get(options["project"]),
+                agent_map=importers.agent_map_parse(options["agent_map"]),
+                default_agent=options["agent"],
+                dry_run=options["dry_run"],
+                progress=self.stdout.write,
+            )
+        except DomainError as exc:
+            raise CommandError(exc.detail) from None
+        self.stdout.write(report.summary())
