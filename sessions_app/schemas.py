@@ -1,49 +1,41 @@
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from ninja import Field, Schema
-from pydantic import model_validator
+from pydantic import AliasChoices
 
 from vault.schemas import EntryOut
 
 from .compaction import message_tokens
 
-_CAMEL = {
-    "toolCalls": "tool_calls",
-    "toolCallId": "tool_call_id",
-    "chatId": "chat_id",
-    "modelId": "model_id",
-    "clientId": "id",
-}
 
-
-def _camel_to_snake(data: Any) -> Any:
-    if isinstance(data, dict):
-        data = dict(data)
-        for camel, snake in _CAMEL.items():
-            if camel in data and snake not in data:
-                data[snake] = data.pop(camel)
-    return data
+def _alias(*names: str) -> AliasChoices:
+    """Accept seed 000/003's camelCase spelling too (chatId, toolCalls...)."""
+    return AliasChoices(*names)
 
 
 class MessageIn(Schema):
     """One message. `id` is the caller's client id (idempotency); seed 003's `content`, `toolCalls`,
     `toolCallId` and `timestamp` are accepted as well."""
 
-    id: str | None = Field(None, max_length=200, description="Client id: a retry with it is not stored twice")
+    id: str | None = Field(
+        None,
+        max_length=200,
+        description="Client id: a retry with it is not stored twice",
+        validation_alias=_alias("id", "client_id", "clientId"),
+    )
     role: str = Field(..., max_length=32, description="user, assistant (or agent), tool, system")
     text: str | None = Field(None, description="The message text (alias: content)")
     content: str | None = None
     internal: bool = False
-    tool_calls: list[dict] = Field(default_factory=list, max_length=1000)
-    tool_call_id: str | None = Field(None, max_length=200)
+    tool_calls: list[dict] = Field(
+        default_factory=list, max_length=1000, validation_alias=_alias("tool_calls", "toolCalls")
+    )
+    tool_call_id: str | None = Field(
+        None, max_length=200, validation_alias=_alias("tool_call_id", "toolCallId")
+    )
     state: dict = Field(default_factory=dict)
     timestamp: datetime | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        return _camel_to_snake(data)
 
     def as_input(self) -> dict:
         return {
@@ -63,19 +55,14 @@ class MessagesIn(Schema):
     (`{"agentId", "savedAt", "messages": [{"role", "text"}]}`), which implies mode "full"."""
 
     session: str | None = Field(None, max_length=200, description="The agent tool's chat id (alias: chatId)")
-    chat_id: str | None = Field(None, max_length=200)
-    model_id: str | None = Field(None, max_length=200)
+    chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
+    model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
     mode: Literal["append", "full"] | None = Field(
         None, description="full: the messages are the whole conversation; only its new tail is stored"
     )
     agentId: str | None = Field(None, max_length=64)  # noqa: N815 - seed 000's field name
     savedAt: str | int | float | None = None  # noqa: N815
     messages: list[MessageIn] = Field(..., max_length=10_000)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        return _camel_to_snake(data)
 
     @property
     def is_full(self) -> bool:
@@ -173,13 +160,8 @@ class SessionStateOut(Schema):
 class CheckpointIn(Schema):
     session: str | None = Field(None, max_length=200)
     messages: list[MessageIn] | None = Field(None, max_length=10_000)
-    chat_id: str | None = Field(None, max_length=200)
-    model_id: str | None = Field(None, max_length=200)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        return _camel_to_snake(data)
+    chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
+    model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
 
 
 class CheckpointMessage(Schema):
@@ -207,15 +189,10 @@ class CheckpointOut(Schema):
 
 class SleepIn(Schema):
     session: str | None = Field(None, max_length=200)
-    chat_id: str | None = Field(None, max_length=200)
-    model_id: str | None = Field(None, max_length=200)
+    chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
+    model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
     messages: list[MessageIn] | None = Field(None, max_length=10_000)
     summary: str = ""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        return _camel_to_snake(data)
 
 
 class SleepOut(Schema):
