@@ -167,6 +167,17 @@ MEMORY_HALF_LIFE_HOURS = {
 MEMORY_TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 
 # --- Sessions (issue 3: sessions_app) ---------------------------------------------------------
+MEMORY_MAX_MESSAGE_BYTES = env_int("MEMORY_MAX_MESSAGE_BYTES", 512 * 1024, minimum=1024)
+MEMORY_APPEND_MAX_MESSAGES = env_int("MEMORY_APPEND_MAX_MESSAGES", 1000, minimum=1)
+MEMORY_DAILY_NOTE_CHARS = env_int("MEMORY_DAILY_NOTE_CHARS", 500, minimum=20)
+# Context window management (seeds 001-003): keep the first messages and the last turns, summarise the rest.
+MEMORY_COMPACT_KEEP_FIRST = env_int("MEMORY_COMPACT_KEEP_FIRST", 2, minimum=0)
+MEMORY_COMPACT_KEEP_TURNS = env_int("MEMORY_COMPACT_KEEP_TURNS", 2, minimum=1)
+MEMORY_COMPACT_EMERGENCY_TURNS = env_int("MEMORY_COMPACT_EMERGENCY_TURNS", 2, minimum=1)
+MEMORY_COMPACT_SUMMARY_TOKENS = env_int("MEMORY_COMPACT_SUMMARY_TOKENS", 300, minimum=20)
+MEMORY_TOOL_RESULT_MAX_CHARS = env_int("MEMORY_TOOL_RESULT_MAX_CHARS", 8000, minimum=100)
+# Dotted path of the callable(messages: list[Message]) -> str that writes compaction summaries.
+MEMORY_COMPACT_SUMMARISER = env_str("MEMORY_COMPACT_SUMMARISER", "sessions_app.compaction.heuristic_summary")
 
 # --- Search and context injection (issue 4: search) -------------------------------------------
 # Ranking: text relevance (query terms matched, then ts_rank) x (1 + RECENCY_WEIGHT x decay, with the

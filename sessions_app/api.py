@@ -1,3 +1,225 @@
-from ninja import Router
+from typing import Literal
 
-router = Router(tags=["sessions_app"])
+from ninja import Query, Router, Status
+
+from memoryproject.errors import InvalidInput, NotFound
+from vault.api import agent_for_write
+from vault.models import TokenScope
+from vault.selectors import agent_get_for_principal
+
+from . import selectors, services
+from .schemas import (
+    AppendOut,
+    BranchIn,
+    BranchOut,
+    CheckoutIn,
+    CheckoutOut,
+    CheckpointIn,
+    CheckpointOut,
+    CompactIn,
+    CompactOut,
+    MessagePage,
+    MessagesIn,
+    SessionOut,
+    SessionStateOut,
+    SleepIn,
+    SleepOut,
+)
+
+router = Router(tags=["sessions"])
+
+
+def _session_for_write(request, agent: str, session_id: str):
+    request.auth.require(TokenScope.WRITE)
+    return selectors.session_get_for_principal(request.auth, agent, session_id)
+
+
+@router.post("/agents/{agent}/messages", response=AppendOut, summary="Append messages or save a conversation")
+def messages_append(request, agent: str, payload: MessagesIn):
+    target = agent_for_write(request, agent)
+    if payload.agentId is not None and payload.agentId != target.slug:
+        raise InvalidInput(
+            f"agentId {payload.agentId!r} does not match the agent in the path ({target.slug!r}).",
+            [{"loc": ["agentId"], "msg": "does not match the path"}],
+        )
+    result = services.messages_append(
+        agent=target,
+        messages=[m.as_input() for m in payload.messages],
+        session_key=payload.session_key,
+        model_id=payload.model_id or "",
+        full=payload.is_full,
+        changed_by=request.auth.label,
+    )
+    return {
+        "session": result.session,
+        "stored": len(result.stored),
+        "duplicates": result.duplicates,
+        "items": result.stored,
+        "state": result.state,
+        "head": result.head_id,
+        "saved_branch": result.saved_branch,
+    }
+
+
+@router.get("/agents/{agent}/messages", response=MessagePage, summary="The conversation, oldest first")
+def messages_list(
+    request,
+    agent: str,
+    session: str | None = Query(None, max_length=200),
+    limit: int | None = Query(None, ge=1, le=10_000),
+    offset: int = Query(0, ge=0, le=10_000_000),
+    order: Literal["asc", "desc"] = "asc",
+    max_tokens: int | None = Query(None, ge=1, le=100_000_000),
+    include_archived: bool = False,
+):
+    target = agent_get_for_principal(request.auth, agent)
+    found = selectors.session_find(target, session)
+    if found is None and session:
+        raise NotFound(f"Session {session!r} of agent {agent!r} not found.")
+    conversation = selectors.session_conversation(found, active_only=not include_archived) if found else []
+    items = selectors.messages_window(
+        conversation, order=order, limit=limit, offset=offset, max_tokens=max_tokens
+    )
+    return {
+        "session": found,
+        "items": items,
+        "count": len(conversation),
+        "token_estimate": sum(selectors.message_tokens(m) for m in items),
+    }
+
+
+@router.get("/agents/{agent}/sessions", response=list[SessionOut], summary="Sessions and their chat ids")
+def sessions_list(request, agent: str, limit: int = Query(50, ge=1, le=500)):
+    target = agent_get_for_principal(request.auth, agent)
+    return list(selectors.sessions_for_agent(target).select_related("active_branch")[:limit])
+
+
+@router.get(
+    "/agents/{agent}/session-state", response=SessionStateOut, summary="What the write-ahead scan recorded"
+)
+def session_state(request, agent: str, session: str | None = Query(None, max_length=200)):
+    target = agent_get_for_principal(request.auth, agent)
+    found = selectors.session_find(target, session)
+    if found is None and session:
+        raise NotFound(f"Session {session!r} of agent {agent!r} not found.")
+    entries = list(selectors.session_state_list(found)) if found else []
+    return {"session": found, "items": entries, "markdown": selectors.session_state_markdown(entries)}
+
+
+@router.post("/agents/{agent}/checkpoint", response=CheckpointOut, summary="Save the session checkpoint")
+def checkpoint_save(request, agent: str, payload: CheckpointIn):
+    target = agent_for_write(request, agent)
+    session = selectors.session_find(target, payload.session or payload.chat_id)
+    if payload.session and session is None:
+        raise NotFound(f"Session {payload.session!r} of agent {agent!r} not found.")
+    return services.checkpoint_save(
+        agent=target,
+        messages=[m.as_input() for m in payload.messages] if payload.messages is not None else None,
+        session=session,
+        chat_id=payload.chat_id or "",
+        model_id=payload.model_id or "",
+    )
+
+
+@router.get("/agents/{agent}/checkpoint", response=CheckpointOut, summary="Recover the checkpoint")
+def checkpoint_get(request, agent: str):
+    target = agent_get_for_principal(request.auth, agent)
+    checkpoint = selectors.checkpoint_get_valid(target)
+    if checkpoint is None:
+        raise NotFound(f"Agent {agent!r} has no checkpoint younger than the validity window.")
+    return checkpoint
+
+
+@router.post(
+    "/agents/{agent}/sleep", response=SleepOut, summary="Close the session: checkpoint, handoff, insights"
+)
+def sleep(request, agent: str, payload: SleepIn):
+    target = agent_for_write(request, agent)
+    result = services.session_close(
+        agent=target,
+        session_key=payload.session or payload.chat_id or "",
+        messages=[m.as_input() for m in payload.messages] if payload.messages else None,
+        summary=payload.summary,
+        model_id=payload.model_id or "",
+        changed_by=request.auth.label,
+    )
+    return {
+        "session": result.session,
+        "stored": len(result.appended.stored) if result.appended else 0,
+        "checkpoint": result.checkpoint,
+        "handoff": result.handoff,
+        "decisions": result.decisions,
+        "lessons": result.lessons,
+    }
+
+
+@router.get(
+    "/agents/{agent}/sessions/{session_id}/branches", response=list[BranchOut], summary="A session's branches"
+)
+def branches_list(request, agent: str, session_id: str):
+    session = selectors.session_get_for_principal(request.auth, agent, session_id)
+    return selectors.branches_list(session)
+
+
+@router.post(
+    "/agents/{agent}/sessions/{session_id}/branches",
+    response={201: BranchOut},
+    summary="Create a branch at a message (default: the head)",
+)
+def branch_create(request, agent: str, session_id: str, payload: BranchIn):
+    session = _session_for_write(request, agent, session_id)
+    message = None
+    if payload.message:
+        message = selectors.message_find(session, payload.message)
+        if message is None:
+            raise NotFound(f"Message {payload.message!r} not found in this session.")
+    branch = services.branch_create(session=session, name=payload.name, message=message)
+    session.refresh_from_db()
+    listed = next(b for b in selectors.branches_list(session) if b["name"] == branch.name)
+    return Status(201, listed)
+
+
+@router.post(
+    "/agents/{agent}/sessions/{session_id}/checkout",
+    response=CheckoutOut,
+    summary="Check out a branch, or a message (time travel)",
+)
+def checkout(request, agent: str, session_id: str, payload: CheckoutIn):
+    session = _session_for_write(request, agent, session_id)
+    if bool(payload.branch) == bool(payload.message):
+        raise InvalidInput(
+            "Give exactly one of branch or message.", [{"loc": ["branch"], "msg": "branch xor message"}]
+        )
+    saved = None
+    if payload.branch:
+        branch = services.branch_checkout(session=session, name=payload.branch)
+    else:
+        message = selectors.message_find(session, payload.message)
+        if message is None:
+            raise NotFound(f"Message {payload.message!r} not found in this session.")
+        branch, preserved = services.message_checkout(session=session, message=message)
+        saved = preserved.name if preserved else None
+    session.refresh_from_db()
+    return {
+        "branch": branch.name,
+        "head": branch.head_id,
+        "saved_branch": saved,
+        "conversation": selectors.session_conversation(session, active_only=True),
+    }
+
+
+@router.post(
+    "/agents/{agent}/sessions/{session_id}/compact",
+    response=CompactOut,
+    summary="Compact the session's context window",
+)
+def compact(request, agent: str, session_id: str, payload: CompactIn):
+    session = _session_for_write(request, agent, session_id)
+    result = services.session_compact(
+        session=session,
+        max_input_tokens=payload.max_input_tokens,
+        trigger_ratio=payload.trigger_ratio,
+        emergency=payload.emergency,
+        force=payload.force,
+    )
+    return result

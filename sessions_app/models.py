@@ -30,6 +30,9 @@ class Session(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    active_branch = models.ForeignKey(
+        "Branch", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
     class Meta:
         ordering = ["-last_activity_at", "-id"]
@@ -96,3 +99,78 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.text[:60]}"
+
+
+class Branch(models.Model):
+    """A named pointer to a message of a session (seed 003). The conversation of a branch is the path
+    from its head back to the root; moving a head never deletes anything."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="branches")
+    name = models.CharField(max_length=100)
+    head = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    from_message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["session", "name"], name="branch_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.session} branch {self.name}"
+
+
+class Checkpoint(models.Model):
+    """The latest snapshot of an agent's conversation (seed 000): recovered if younger than
+    MEMORY_CHECKPOINT_DAYS. One per agent; each save replaces the previous one."""
+
+    project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="checkpoints")
+    agent = models.OneToOneField("vault.Agent", on_delete=models.CASCADE, related_name="checkpoint")
+    session = models.ForeignKey(
+        Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="checkpoints"
+    )
+    messages = models.JSONField(default=list, blank=True, help_text='[{"role", "text"}], oldest first')
+    chat_id = models.CharField(max_length=200, blank=True)
+    model_id = models.CharField(max_length=200, blank=True)
+    saved_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-saved_at"]
+
+    def __str__(self) -> str:
+        return f"checkpoint of {self.agent} at {self.saved_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def valid_until(self):
+        from datetime import timedelta
+
+        from django.conf import settings
+
+        return self.saved_at + timedelta(days=settings.MEMORY_CHECKPOINT_DAYS)
+
+
+class SessionStateEntry(models.Model):
+    """A fact the write-ahead scan found in a user message (seed 002's SESSION-STATE.md lines)."""
+
+    project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="session_state")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="state_entries")
+    message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="state_entries"
+    )
+    category = models.CharField(max_length=32)
+    text = models.TextField()
+    trigger = models.CharField(max_length=300, blank=True)
+    durable = models.BooleanField(default=False)
+    vault_entry_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The long-term entry written for a durable fact, if new."
+    )
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "session state entries"
+
+    def __str__(self) -> str:
+        return f"{self.category}: {self.text[:60]}"

@@ -1,0 +1,136 @@
+"""Context window management: the pure parts (seeds 001, 002, 003).
+
+`compaction_plan` decides which messages of a conversation stay in the model's context (the first few
+and the most recent turns) and which are summarised; `heuristic_summary` writes that summary when no LLM
+is configured; `tool_result_truncate` keeps long tool output from flooding the window. The service that
+applies a plan to the database is `sessions_app.services.session_compact`.
+"""
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from vault.extraction import insights_extract
+from vault.text import token_estimate
+
+from .scan import DURABLE_CATEGORIES, normalise_fact, scan_message
+
+SUMMARY_PREFIX = "[Conversation context summary - for reference only, not instructions]"
+SUMMARY_STATE_KEY = "compaction_summary"
+
+
+class MessageLike(Protocol):
+    role: str
+    text: str
+
+
+# A summariser takes the messages being compacted away (oldest first) and returns plain text. The LLM
+# client can be plugged in through settings.MEMORY_COMPACT_SUMMARISER or the `summariser` argument.
+Summariser = Callable[[Sequence[MessageLike]], str]
+
+
+def tool_result_truncate(text: str, max_chars: int = 8000) -> str:
+    """Keep 70% of the budget from the head and 20% from the tail of an over-long tool result, with a
+    marker saying how many characters were cut (seed 002). Text within the budget is returned as is."""
+    if len(text) <= max_chars:
+        return text
+    head = int(max_chars * 0.7)
+    tail = int(max_chars * 0.2)
+    removed = len(text) - head - tail
+    return f"{text[:head]}\n\n[... {removed} characters truncated ...]\n\n{text[len(text) - tail :]}"
+
+
+def message_tokens(message: MessageLike, *, tool_max_chars: int | None = None) -> int:
+    """Tokens a message takes in the context window (seed 000's estimate, behind one function)."""
+    text = message.text
+    if tool_max_chars is not None and message.role == "tool":
+        text = tool_result_truncate(text, tool_max_chars)
+    tokens = token_estimate(text)
+    tool_calls = getattr(message, "tool_calls", None)
+    if tool_calls:
+        tokens += token_estimate(json.dumps(tool_calls, ensure_ascii=False))
+    return tokens
+
+
+@dataclass
+class CompactionPlan:
+    keep_first: list = field(default_factory=list)
+    summarise: list = field(default_factory=list)
+    keep_recent: list = field(default_factory=list)
+
+
+def is_summary(message: MessageLike) -> bool:
+    """A compaction summary: role user, but not a turn the user typed."""
+    state = getattr(message, "state", None)
+    return bool(isinstance(state, dict) and state.get(SUMMARY_STATE_KEY))
+
+
+def _recent_turns_start(messages: Sequence[MessageLike], turns: int) -> int:
+    """Index where the last `turns` turns begin; a turn starts at a user message."""
+    seen = 0
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user" and not is_summary(messages[index]):
+            seen += 1
+            if seen == turns:
+                return index
+    return 0
+
+
+def compaction_plan(messages: Sequence[MessageLike], *, keep_first: int, keep_turns: int) -> CompactionPlan:
+    """Split an active conversation (oldest first) into what stays and what is summarised.
+
+    The first `keep_first` messages (the initial context) and the last `keep_turns` turns stay; the
+    middle is summarised. A previous summary in the middle is summarised again with its neighbours.
+    """
+    start_recent = _recent_turns_start(messages, keep_turns)
+    first_end = min(keep_first, start_recent)
+    return CompactionPlan(
+        keep_first=list(messages[:first_end]),
+        summarise=list(messages[first_end:start_recent]),
+        keep_recent=list(messages[start_recent:]),
+    )
+
+
+def _clip(text: str, max_chars: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= max_chars else text[: max_chars - 3].rstrip() + "..."
+
+
+def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200) -> str:
+    """A summary without an LLM: counts, the facts the write-ahead scan finds, the decisions and lessons
+    of seed 000's patterns, and the user's requests, cut to `max_chars`."""
+    counts = {role: sum(1 for m in messages if m.role == role) for role in ("user", "assistant", "tool")}
+    parts = [
+        f"{len(messages)} earlier messages ({counts['user']} from the user, {counts['assistant']} from the "
+        f"agent, {counts['tool']} tool results) were compacted; they remain stored and searchable."
+    ]
+    facts: list[str] = []
+    seen: set[str] = set()
+    for message in messages:
+        if message.role != "user" or message.text.startswith(SUMMARY_PREFIX):
+            continue
+        for match in scan_message(message.text):
+            if match.category in DURABLE_CATEGORIES | {"correction", "decision"}:
+                key = normalise_fact(match.text)
+                if key not in seen:
+                    seen.add(key)
+                    facts.append(f"- {match.category}: {_clip(match.text, 160)}")
+    if facts:
+        parts.append("Facts from the user:\n" + "\n".join(facts[:8]))
+    insights = insights_extract(
+        [m.text for m in messages if m.role in ("user", "assistant")], max_per_kind=5, max_chars=160
+    )
+    if insights.decisions:
+        parts.append("Decisions:\n" + "\n".join(f"- {d}" for d in insights.decisions))
+    if insights.lessons:
+        parts.append("Lessons:\n" + "\n".join(f"- {lesson}" for lesson in insights.lessons))
+    requests = [
+        f"- {_clip(m.text, 120)}"
+        for m in messages
+        if m.role == "user" and m.text.strip() and not m.text.startswith(SUMMARY_PREFIX)
+    ]
+    if requests:
+        parts.append("The user asked:\n" + "\n".join(requests[-8:]))
+    summary = "\n\n".join(parts)
+    return summary if len(summary) <= max_chars else summary[: max_chars - 3].rstrip() + "..."

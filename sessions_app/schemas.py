@@ -1,0 +1,257 @@
+from datetime import datetime
+from typing import Literal
+
+from ninja import Field, Schema
+from pydantic import AliasChoices
+
+from vault.schemas import EntryOut
+
+from .compaction import message_tokens
+
+
+def _alias(*names: str) -> AliasChoices:
+    """Accept seed 000/003's camelCase spelling too (chatId, toolCalls...)."""
+    return AliasChoices(*names)
+
+
+class MessageIn(Schema):
+    """One message. `id` is the caller's client id (idempotency); seed 003's `content`, `toolCalls`,
+    `toolCallId` and `timestamp` are accepted as well."""
+
+    id: str | None = Field(
+        None,
+        max_length=200,
+        description="Client id: a retry with it is not stored twice",
+        validation_alias=_alias("id", "client_id", "clientId"),
+    )
+    role: str = Field(..., max_length=32, description="user, assistant (or agent), tool, system")
+    text: str | None = Field(None, description="The message text (alias: content)")
+    content: str | None = None
+    internal: bool = False
+    tool_calls: list[dict] = Field(
+        default_factory=list, max_length=1000, validation_alias=_alias("tool_calls", "toolCalls")
+    )
+    tool_call_id: str | None = Field(
+        None, max_length=200, validation_alias=_alias("tool_call_id", "toolCallId")
+    )
+    state: dict = Field(default_factory=dict)
+    timestamp: datetime | None = None
+
+    def as_input(self) -> dict:
+        return {
+            "role": self.role,
+            "text": self.text if self.text is not None else (self.content or ""),
+            "client_id": self.id or "",
+            "internal": self.internal,
+            "tool_calls": self.tool_calls,
+            "tool_call_id": self.tool_call_id or "",
+            "state": self.state,
+            "created_at": self.timestamp,
+        }
+
+
+class MessagesIn(Schema):
+    """Append messages, or save a whole conversation in seed 000's format
+    (`{"agentId", "savedAt", "messages": [{"role", "text"}]}`), which implies mode "full"."""
+
+    session: str | None = Field(None, max_length=200, description="The agent tool's chat id (alias: chatId)")
+    chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
+    model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
+    mode: Literal["append", "full"] | None = Field(
+        None, description="full: the messages are the whole conversation; only its new tail is stored"
+    )
+    agentId: str | None = Field(None, max_length=64)  # noqa: N815 - seed 000's field name
+    savedAt: str | int | float | None = None  # noqa: N815
+    messages: list[MessageIn] = Field(..., max_length=10_000)
+
+    @property
+    def is_full(self) -> bool:
+        if self.mode is not None:
+            return self.mode == "full"
+        return self.agentId is not None or self.savedAt is not None
+
+    @property
+    def session_key(self) -> str:
+        return self.session or self.chat_id or ""
+
+
+class MessageOut(Schema):
+    id: int
+    client_id: str
+    role: str
+    text: str
+    internal: bool
+    tool_calls: list
+    tool_call_id: str
+    state: dict
+    parent: int | None
+    archived: bool
+    created_at: datetime
+    token_estimate: int
+
+    @staticmethod
+    def resolve_parent(obj) -> int | None:
+        return obj.parent_id
+
+    @staticmethod
+    def resolve_token_estimate(obj) -> int:
+        return message_tokens(obj)
+
+
+class SessionOut(Schema):
+    id: int
+    chat_id: str
+    model_id: str
+    status: str
+    active_branch: str | None
+    created_at: datetime
+    last_activity_at: datetime
+    closed_at: datetime | None
+
+    @staticmethod
+    def resolve_chat_id(obj) -> str:
+        return obj.external_id
+
+    @staticmethod
+    def resolve_active_branch(obj) -> str | None:
+        return obj.active_branch.name if obj.active_branch_id else None
+
+
+class StateEntryOut(Schema):
+    id: int
+    category: str
+    text: str
+    trigger: str
+    durable: bool
+    vault_entry_id: int | None
+    message: int | None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_message(obj) -> int | None:
+        return obj.message_id
+
+
+class AppendOut(Schema):
+    session: SessionOut
+    stored: int
+    duplicates: int
+    items: list[MessageOut]
+    state: list[StateEntryOut]
+    head: int | None
+    saved_branch: str | None = Field(
+        None, description="Branch created to keep messages a divergent save left"
+    )
+
+
+class MessagePage(Schema):
+    session: SessionOut | None
+    items: list[MessageOut]
+    count: int
+    token_estimate: int
+
+
+class SessionStateOut(Schema):
+    session: SessionOut | None
+    items: list[StateEntryOut]
+    markdown: str
+
+
+class CheckpointIn(Schema):
+    session: str | None = Field(None, max_length=200)
+    messages: list[MessageIn] | None = Field(None, max_length=10_000)
+    chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
+    model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
+
+
+class CheckpointMessage(Schema):
+    role: str
+    text: str
+
+
+class CheckpointOut(Schema):
+    agent: str
+    session: int | None
+    messages: list[CheckpointMessage]
+    chat_id: str
+    model_id: str
+    saved_at: datetime
+    valid_until: datetime
+
+    @staticmethod
+    def resolve_agent(obj) -> str:
+        return obj.agent.slug
+
+    @staticmethod
+    def resolve_session(obj) -> int | None:
+        return obj.session_id
+
+
+class SleepIn(Schema):
+    session: str | None = Field(None, max_length=200)
+    chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
+    model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
+    messages: list[MessageIn] | None = Field(None, max_length=10_000)
+    summary: str = ""
+
+
+class SleepOut(Schema):
+    session: SessionOut
+    stored: int
+    checkpoint: CheckpointOut
+    handoff: EntryOut | None
+    decisions: list[EntryOut]
+    lessons: list[EntryOut]
+
+
+class BranchIn(Schema):
+    name: str = Field(..., min_length=1, max_length=100)
+    message: str | None = Field(None, max_length=200, description="Client id or id; default: the head")
+
+
+class CheckoutIn(Schema):
+    branch: str | None = Field(None, max_length=100)
+    message: str | None = Field(None, max_length=200, description="Client id or id (time travel)")
+
+
+class BranchOut(Schema):
+    name: str
+    created_at: datetime
+    from_message: int | None
+    from_client_id: str
+    head: int | None
+    message_count: int
+    active: bool
+
+
+class CheckoutOut(Schema):
+    branch: str
+    head: int | None
+    saved_branch: str | None
+    conversation: list[MessageOut]
+
+
+class CompactIn(Schema):
+    max_input_tokens: int | None = Field(None, ge=100, le=100_000_000)
+    trigger_ratio: float | None = Field(None, gt=0.0, le=1.0)
+    emergency: bool = False
+    force: bool = False
+
+
+class ContextMessage(Schema):
+    id: int
+    role: str
+    text: str
+    tool_calls: list
+    tool_call_id: str
+
+
+class CompactOut(Schema):
+    compacted: bool
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    threshold: int
+    summary: MessageOut | None
+    archived_ids: list[int]
+    context: list[ContextMessage]
