@@ -12,6 +12,7 @@ from memoryproject.errors import DomainError
 from search.api import router as search_router
 from sessions_app.api import router as sessions_router
 from vault.api import router as vault_router
+from vault.maintenance_api import router as maintenance_router
 from vault.selectors import token_authenticate
 
 logger = logging.getLogger(__name__)
@@ -118,3 +119,4 @@ def healthz(request):
 api.add_router("", vault_router)
 api.add_router("", sessions_router)
 api.add_router("", search_router)
+api.add_router("", maintenance_router)

@@ -218,3 +218,6 @@ class EntryVersionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+from vault import maintenance_admin  # noqa: E402, F401  (registers the maintenance admins)
