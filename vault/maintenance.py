@@ -186,7 +186,10 @@ def _handoff_text(messages: list[Message], header: str) -> str:
 
 def _session_trim(run: CompactionRun, session_id: int, now: datetime) -> None:
     keep = settings.MEMORY_CONVERSATION_KEEP
-    session = Session.objects.select_for_update().select_related("agent").get(pk=session_id)
+    # FOR NO KEY UPDATE of the session row only: two compactions of one session run one after the other,
+    # while agents keep appending messages (their foreign-key checks take KEY SHARE, which this allows).
+    session = Session.objects.select_for_update(of=("self",), no_key=True).select_related("agent")
+    session = session.get(pk=session_id)
     active = list(Message.objects.filter(session=session, archived=False).order_by("created_at", "id"))
     if len(active) <= keep:
         return
@@ -288,7 +291,7 @@ def _summary_chunks(entries: list[VaultEntry]) -> list[tuple[list[VaultEntry], s
 def _category_cap(run: CompactionRun, agent_id: int, category: str, now: datetime) -> None:
     cap, keep = settings.MEMORY_VAULT_CAP, settings.MEMORY_VAULT_KEEP
     entries = list(
-        VaultEntry.objects.select_for_update()
+        VaultEntry.objects.select_for_update(of=("self",))
         .filter(agent_id=agent_id, category=category, status=EntryStatus.ACTIVE)
         .select_related("agent")
         .order_by("-created_at", "-id")
@@ -934,7 +937,11 @@ def retention_step_purge(run: CompactionRun, project: Project, now: datetime) ->
     due = RetentionMark.objects.filter(project=project, marked_at__lte=cutoff).order_by("pk")
     for mark in list(due):
         if mark.kind == RetentionMark.Kind.ENTRY:
-            entry = VaultEntry.objects.select_for_update().select_related("agent").filter(pk=mark.object_id)
+            entry = (
+                VaultEntry.objects.select_for_update(of=("self",))
+                .select_related("agent")
+                .filter(pk=mark.object_id)
+            )
             entry = entry.first()
             if entry is None or entry.status != EntryStatus.ARCHIVED:
                 mark.delete()
@@ -945,7 +952,11 @@ def retention_step_purge(run: CompactionRun, project: Project, now: datetime) ->
             _change(run, "purge", "delete-entry", f"entry {mark.object_id}",
                     f"archived by retention on {mark.marked_at:%Y-%m-%d}, grace period over")  # fmt: skip
         else:
-            message = Message.objects.select_for_update().select_related("agent").filter(pk=mark.object_id)
+            message = (
+                Message.objects.select_for_update(of=("self",))
+                .select_related("agent")
+                .filter(pk=mark.object_id)
+            )
             message = message.first()
             if message is None or not message.archived:
                 mark.delete()
