@@ -531,12 +531,11 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
             ("MEMORY.md", "memory_update", memory),
             ("PROFILE.md", "profile_update", profile),
         ):
+            content = contract[field] + "\n" if contract[field] else ""
             if (
-                contract[field]
-                and contract[field] != before
-                and _file_replace_if_unchanged(
-                    agent=agent, path=path, expected=before, content=contract[field]
-                )
+                content
+                and content != before
+                and _file_replace_if_unchanged(agent=agent, path=path, expected=before, content=content)
             ):
                 written.append(path)
     result["written"] = written
