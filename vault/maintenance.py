@@ -688,7 +688,7 @@ def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str
         kept.append(line)
     days_by_fact: dict[str, set[str]] = {}
     text_by_fact: dict[str, str] = {}
-    for path, content in notes:
+    for path, content in reversed(notes):  # newest first: the latest wording of a fact wins
         for line in content.splitlines():
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
