@@ -52,7 +52,9 @@ def test_deterministic_merge_keeps_recurring_facts_and_drops_duplicates(agent_a,
 
 
 def test_llm_consolidation_replaces_memory(agent_a, notes, fake_llm):
-    fake_llm.reply_json({"should_update": True, "reason": "patterns", "memory_content": "# MEMORY.md\n- Python\n"})
+    fake_llm.reply_json(
+        {"should_update": True, "reason": "patterns", "memory_content": "# MEMORY.md\n- Python\n"}
+    )
     result = services.consolidation_run(agent=agent_a)
     assert result["used"] == "llm" and result["updated"] is True
     assert memory(agent_a).content == "# MEMORY.md\n- Python\n"

@@ -18,7 +18,10 @@ from vault.redaction import BUILTIN_PATTERNS, redact
         ('api_key="xyz123"', 'api_key="[REDACTED]"'),
         ("opaque AbCdEfGh1234567890AbCdEfGh12345678 blob", "opaque [REDACTED] blob"),
         # Left alone: commit hashes, ordinary words about passwords.
-        ("commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a", "commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a"),
+        (
+            "commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a",
+            "commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a",
+        ),
         ("the password reset flow", "the password reset flow"),
     ],
 )
@@ -54,7 +57,9 @@ def test_import_and_file_writes_are_redacted(agent_a):
     entry = services.entry_create(agent=agent_a, category="projects", content="Owner: jane@acme.io",
                                   source="import", legacy_id="1")  # fmt: skip
     assert entry.content == "Owner: [REDACTED]"
-    file, _ = services.file_write(agent=agent_a, path="PROFILE.md", content="email jane@acme.io", changed_by="t")
+    file, _ = services.file_write(
+        agent=agent_a, path="PROFILE.md", content="email jane@acme.io", changed_by="t"
+    )
     assert file.content == "email [REDACTED]"
     appended = services.file_append(agent=agent_a, path="notes.md", text="key sk-live-0123456789abcdefXYZ",
                                     changed_by="t")  # fmt: skip

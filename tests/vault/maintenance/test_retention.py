@@ -25,7 +25,9 @@ def test_expired_entries_are_archived_then_purged_after_the_grace_period(agent_a
     assert run.counts["entries_expired"] == 2
     assert VaultEntry.objects.get(pk=lesson.pk).status == "archived"
     assert VaultEntry.objects.get(pk=decision.pk).status == "active"  # 365 days for decisions
-    services.entry_update(entry_id=restored.pk, changes=services.EntryChanges(status="active"), changed_by="t")
+    services.entry_update(
+        entry_id=restored.pk, changes=services.EntryChanges(status="active"), changed_by="t"
+    )
 
     later = start + timedelta(days=31)
     run = services.retention_run(project=agent_a.project, dry_run=False, now=later)
@@ -33,16 +35,26 @@ def test_expired_entries_are_archived_then_purged_after_the_grace_period(agent_a
     assert not VaultEntry.objects.filter(pk=lesson.pk).exists()
     assert not EntryVersion.objects.filter(entry_id=lesson.pk).exists()  # the content is really gone
     audit = DeletionAudit.objects.get()
-    assert (audit.reason, audit.kind, audit.object_id, audit.category) == ("purge", "entry", lesson.pk, "lessons")
+    assert (audit.reason, audit.kind, audit.object_id, audit.category) == (
+        "purge",
+        "entry",
+        lesson.pk,
+        "lessons",
+    )
     assert audit.versions_deleted == 2 and audit.content_chars == len("Old lesson about caches")
     assert VaultEntry.objects.get(pk=restored.pk).status == "active"
     assert not RetentionMark.objects.exists()
 
 
 def test_expired_messages_are_archived_then_purged(agent_a):
-    session = session_make(agent_a, ["old question here", "old answer"], start=timezone.now() - timedelta(days=100))
+    session = session_make(
+        agent_a, ["old question here", "old answer"], start=timezone.now() - timedelta(days=100)
+    )
     now = timezone.now()
-    assert services.retention_run(project=agent_a.project, dry_run=False, now=now).counts["messages_expired"] == 2
+    assert (
+        services.retention_run(project=agent_a.project, dry_run=False, now=now).counts["messages_expired"]
+        == 2
+    )
     assert Message.objects.filter(session=session, archived=True).count() == 2
     run = services.retention_run(project=agent_a.project, dry_run=False, now=now + timedelta(days=30))
     assert run.counts["messages_purged"] == 2
@@ -92,7 +104,10 @@ def test_forget_by_ids_deletes_with_an_audit_row(api, admin_token, entry_a, entr
 
 def test_forget_by_criteria(api, admin_token, agent_a):
     keep = services.entry_create(agent=agent_a, category="lessons", content="keep me #public")
-    gone = [services.entry_create(agent=agent_a, category="lessons", content=f"secret {i} #sensitive") for i in range(3)]
+    gone = [
+        services.entry_create(agent=agent_a, category="lessons", content=f"secret {i} #sensitive")
+        for i in range(3)
+    ]
     services.entry_create(agent=agent_a, category="decisions", content="other category #sensitive")
     response = api.post("/forget", {"category": "lessons", "tags": ["sensitive"]}, token=admin_token)
     assert response.json()["count"] == 3
@@ -106,7 +121,9 @@ def test_forget_messages_in_a_time_range(api, admin_token, agent_a):
     session_make(agent_a, ["today"], external_id="chat-2")
     since = (timezone.now() - timedelta(days=2)).isoformat()
     until = (timezone.now() - timedelta(hours=12)).isoformat()
-    body = api.post("/forget", {"kinds": ["messages"], "since": since, "until": until}, token=admin_token).json()
+    body = api.post(
+        "/forget", {"kinds": ["messages"], "since": since, "until": until}, token=admin_token
+    ).json()
     assert body["messages"] == 2 and Message.objects.count() == 1
 
 
@@ -116,7 +133,9 @@ def test_forget_tenancy(api, token_a, read_token_a, outsider_token, project, ent
     assert api.post("/forget", {"ids": [entry_a.pk]}, token=read_token_a).status_code == 403
     writer = services.token_create(project=project, scope=TokenScope.WRITE)[1]
     assert api.post("/forget", {"ids": [entry_a.pk]}, token=writer).status_code == 403
-    assert api.post("/forget", {"ids": [entry_a.pk]}, token=outsider_token).json()["not_found"] == [entry_a.pk]
+    assert api.post("/forget", {"ids": [entry_a.pk]}, token=outsider_token).json()["not_found"] == [
+        entry_a.pk
+    ]
     assert api.post("/forget", {"ids": [entry_b.pk]}, token=token_a).json()["not_found"] == [entry_b.pk]
     assert api.post("/forget", {"agent": "agent-b", "category": "lessons"}, token=token_a).status_code == 404
     assert VaultEntry.objects.count() == 2
