@@ -13,6 +13,7 @@ from search.api import router as search_router
 from sessions_app.api import router as sessions_router
 from vault.api import router as vault_router
 from vault.files_api import router as files_router
+from vault.maintenance_api import router as maintenance_router
 from vault.review_api import router as review_router
 from vault.selectors import token_authenticate
 
@@ -122,3 +123,5 @@ api.add_router("", review_router)
 api.add_router("", sessions_router)
 api.add_router("", search_router)
 api.add_router("", files_router)
+
+api.add_router("", maintenance_router)

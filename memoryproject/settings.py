@@ -1,5 +1,6 @@
 """Settings for the memory server, all read from the environment (see README "Configuration")."""
 
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -192,6 +193,59 @@ MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, 
 MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
 
 # --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM (issue 5) ---
+# Optional LLM (any OpenAI-compatible chat-completions endpoint). Without LLM_BASE_URL and LLM_MODEL,
+# extraction and consolidation use heuristics.
+LLM_BASE_URL = env_str("LLM_BASE_URL", "").rstrip("/")
+if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured("LLM_BASE_URL must start with http:// or https://")
+LLM_API_KEY = env_str("LLM_API_KEY", "")
+LLM_MODEL = env_str("LLM_MODEL", "")
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60, minimum=0.1)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2, minimum=0, maximum=10)
+LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 1.0, minimum=0)
+LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 1000, minimum=16)
+MEMORY_PROMPTS_DIR = BASE_DIR / "prompts"
+# Post-conversation extraction (seed 001).
+MEMORY_EXTRACTION_ENABLED = env_bool("MEMORY_EXTRACTION_ENABLED", True)
+MEMORY_EXTRACTION_MIN_MESSAGES = env_int("MEMORY_EXTRACTION_MIN_MESSAGES", 4, minimum=1)
+MEMORY_EXTRACTION_MIN_USER_CHARS = env_int("MEMORY_EXTRACTION_MIN_USER_CHARS", 10, minimum=0)
+MEMORY_EXTRACTION_COOLDOWN_MINUTES = env_float("MEMORY_EXTRACTION_COOLDOWN_MINUTES", 5, minimum=0)
+MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES = env_int("MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES", 30, minimum=1)
+MEMORY_EXTRACTION_MESSAGE_CHARS = env_int("MEMORY_EXTRACTION_MESSAGE_CHARS", 2000, minimum=50)
+# Consolidation ("emergence", seed 001): days of daily notes read.
+MEMORY_CONSOLIDATE_DAYS = env_int("MEMORY_CONSOLIDATE_DAYS", 7, minimum=1, maximum=366)
+# Retention (seed 004): days after the last update before an item is archived; 0 keeps forever.
+MEMORY_RETENTION_ENABLED = env_bool("MEMORY_RETENTION_ENABLED", True)
+MEMORY_RETENTION_DAYS = {
+    "messages": env_int("MEMORY_RETENTION_MESSAGES_DAYS", 90, minimum=0),
+    "handoffs": env_int("MEMORY_RETENTION_HANDOFFS_DAYS", 90, minimum=0),
+    "lessons": env_int("MEMORY_RETENTION_LESSONS_DAYS", 180, minimum=0),
+    "tasks": env_int("MEMORY_RETENTION_TASKS_DAYS", 180, minimum=0),
+    "decisions": env_int("MEMORY_RETENTION_DECISIONS_DAYS", 365, minimum=0),
+    "projects": env_int("MEMORY_RETENTION_PROJECTS_DAYS", 730, minimum=0),
+}
+MEMORY_PURGE_GRACE_DAYS = env_int("MEMORY_PURGE_GRACE_DAYS", 30, minimum=0)
+MEMORY_RETENTION_CRON = env_str("MEMORY_RETENTION_CRON", "30 3 * * *")
+if len(MEMORY_RETENTION_CRON.split()) != 5:
+    raise ImproperlyConfigured("MEMORY_RETENTION_CRON must be a five-field cron expression")
+# Per-agent size limit (seed 004: 10 MB, keep the most relevant 80% when over it).
+MEMORY_AGENT_MAX_BYTES = env_int("MEMORY_AGENT_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
+MEMORY_SIZE_KEEP_RATIO = env_float("MEMORY_SIZE_KEEP_RATIO", 0.8, minimum=0.1, maximum=0.99)
+# Redaction (seed 004): built-in pattern names, plus one optional extra regex.
+MEMORY_REDACTION_PATTERNS = env_list("MEMORY_REDACTION_PATTERNS", ["email", "api_key", "password"])
+MEMORY_REDACTION_EXTRA_REGEX = env_str("MEMORY_REDACTION_EXTRA_REGEX", "")
+_REDACTION_NAMES = ("email", "api_key", "password", "bearer", "private_key")  # vault/redaction.py
+if set(MEMORY_REDACTION_PATTERNS) - set(_REDACTION_NAMES):
+    raise ImproperlyConfigured(
+        f"MEMORY_REDACTION_PATTERNS may name only: {', '.join(_REDACTION_NAMES)}; "
+        f"got {', '.join(MEMORY_REDACTION_PATTERNS)}"
+    )
+if MEMORY_REDACTION_EXTRA_REGEX:
+    try:
+        re.compile(MEMORY_REDACTION_EXTRA_REGEX)
+    except re.error as exc:
+        raise ImproperlyConfigured(f"MEMORY_REDACTION_EXTRA_REGEX is not a valid regex: {exc}") from None
+
 
 # --- Workspace files, memory tool, import/export (issue 6) ------------------------------------
 

@@ -267,3 +267,6 @@ class WorkspaceFileAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+from vault import maintenance_admin  # noqa: E402, F401  (registers the maintenance admins)

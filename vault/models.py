@@ -45,6 +45,9 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     context = models.TextField(blank=True, help_text="Project context injected into every agent's prompt.")
     context_updated_at = models.DateTimeField(null=True, blank=True)
+    redaction_enabled = models.BooleanField(
+        default=True, help_text="Replace emails, API keys and passwords with [REDACTED] before storing."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -324,3 +327,139 @@ class ReviewPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug}/{self.category or 'all'}"
+
+
+# --- Maintenance (issue 5): compaction runs, merges, session marks, deletion audit -----------------
+
+
+class RunKind(models.TextChoices):
+    COMPACTION = "compaction", "Compaction"
+    RETENTION = "retention", "Retention and size"
+
+
+class RunTrigger(models.TextChoices):
+    SCHEDULE = "schedule", "Schedule"
+    API = "api", "API"
+    COMMAND = "command", "Management command"
+    ADMIN = "admin", "Admin"
+
+
+class CompactionRun(models.Model):
+    """One maintenance run: what each step counted and the list of changes with their reasons.
+
+    `changes` holds {"step", "action", "target", "reason"} dicts; `counts` maps step counters to ints.
+    Dry runs are computed the same way and returned without being stored.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="maintenance_runs")
+    kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.COMPACTION)
+    trigger = models.CharField(max_length=16, choices=RunTrigger.choices, default=RunTrigger.SCHEDULE)
+    dry_run = models.BooleanField(default=False)
+    started_at = models.DateTimeField(db_index=True)
+    duration_ms = models.FloatField(default=0)
+    counts = models.JSONField(default=dict, blank=True)
+    changes = models.JSONField(default=list, blank=True)
+    notes = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["project", "kind", "-started_at"], name="compactionrun_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.kind} run at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+class EntryMerge(models.Model):
+    """An entry merged into a compaction summary: the summary links to every entry it replaced."""
+
+    summary = models.ForeignKey(VaultEntry, on_delete=models.CASCADE, related_name="merged_links")
+    entry = models.ForeignKey(VaultEntry, on_delete=models.CASCADE, related_name="merged_into_links")
+    run = models.ForeignKey(CompactionRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["summary", "id"]
+        constraints = [models.UniqueConstraint(fields=["summary", "entry"], name="entrymerge_unique")]
+
+    def __str__(self) -> str:
+        return f"entry {self.entry_id} merged into {self.summary_id}"
+
+
+class SessionMark(models.Model):
+    """A hash of what a maintenance job last read from a session, so unchanged input is not mined twice."""
+
+    class Purpose(models.TextChoices):
+        COMPACTION = "compaction", "Compaction mining"
+        EXTRACTION = "extraction", "Post-conversation extraction"
+
+    session = models.ForeignKey("sessions_app.Session", on_delete=models.CASCADE, related_name="+")
+    purpose = models.CharField(max_length=16, choices=Purpose.choices)
+    content_hash = models.CharField(max_length=64)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "purpose"], name="sessionmark_unique_purpose")
+        ]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id} {self.purpose} {self.content_hash[:10]}"
+
+
+class AgentMaintenance(models.Model):
+    """Per-agent maintenance state kept in the database (not in a process) so every worker sees it."""
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="maintenance")
+    last_extraction_at = models.DateTimeField(null=True, blank=True)
+    last_consolidation_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"maintenance state of {self.agent}"
+
+
+class RetentionMark(models.Model):
+    """When retention archived something (an entry or a message): it is purged after the grace period."""
+
+    class Kind(models.TextChoices):
+        ENTRY = "entry", "Vault entry"
+        MESSAGE = "message", "Session message"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    object_id = models.BigIntegerField()
+    marked_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "object_id"], name="retentionmark_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_id} expired at {self.marked_at:%Y-%m-%d}"
+
+
+class DeletionAudit(models.Model):
+    """One row per deleted item (forget or purge). The content itself is not kept: only its hash and size,
+    so an audit can prove what was deleted without keeping what was asked to be forgotten."""
+
+    class Reason(models.TextChoices):
+        FORGET = "forget", "Forget request"
+        PURGE = "purge", "Retention purge"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    agent_slug = models.CharField(max_length=64, blank=True)
+    kind = models.CharField(max_length=8)
+    object_id = models.BigIntegerField()
+    category = models.CharField(max_length=16, blank=True)
+    reason = models.CharField(max_length=8, choices=Reason.choices)
+    criteria = models.JSONField(default=dict, blank=True)
+    content_sha256 = models.CharField(max_length=64)
+    content_chars = models.PositiveIntegerField(default=0)
+    versions_deleted = models.PositiveIntegerField(default=0)
+    item_created_at = models.DateTimeField(null=True, blank=True)
+    deleted_by = models.CharField(max_length=200, blank=True)
+    deleted_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-deleted_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.kind} {self.object_id} at {self.deleted_at:%Y-%m-%d %H:%M}"

@@ -31,6 +31,7 @@ from vault.models import (
     WorkspaceFileVersion,
     slug_validator,
 )
+from vault.redaction import redact_for_project
 from vault.text import tags_normalise, text_check
 
 TOKEN_PREFIX = "mem_"
@@ -295,6 +296,7 @@ def entry_create(
     holds are stored as `pending` with a ReviewItem saying why.
     """
     _category_check(category)
+    content = redact_for_project(content, agent.project_id)
     text_check(content)
     importance = _importance_check(importance)
     confidence = _importance_check(confidence) if confidence is not None else None
@@ -389,7 +391,11 @@ def entry_update(
         entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
         new = {
             "category": changes.category if changes.category is not None else entry.category,
-            "content": changes.content if changes.content is not None else entry.content,
+            "content": (
+                redact_for_project(changes.content, entry.project_id)
+                if changes.content is not None
+                else entry.content
+            ),
             "importance": importance if importance is not None else entry.importance,
             "status": changes.status if changes.status is not None else entry.status,
         }
@@ -489,6 +495,7 @@ def file_write(
 ) -> tuple[WorkspaceFile, bool]:
     """Create or overwrite a workspace file; the previous content is versioned. Returns (file, created)."""
     file_path_check(path, markdown_only=markdown_only)
+    content = redact_for_project(content, agent.project_id)
     text_check(content, allow_empty=True)
     with transaction.atomic():
         file, created = _file_lock_or_create(agent, path)
@@ -533,6 +540,7 @@ def file_append(*, agent: Agent, path: str, text: str, changed_by: str, header: 
     are both kept. Appends are not versioned: the previous content is a prefix of the new one.
     """
     file_path_check(path)
+    text = redact_for_project(text, agent.project_id)
     text_check(text, allow_empty=True)
     with transaction.atomic():
         file = (
@@ -826,3 +834,49 @@ def file_create(
         file.size = len(content.encode("utf-8"))
         file.save(update_fields=["content", "size", "updated_at"])
     return file
+
+
+# --- Maintenance (issue 5): implemented in vault/maintenance.py, imported lazily because it builds on
+# the services above. These are the names the API, commands, tasks and other apps call. ------------
+
+
+def compaction_run(*, project: Project, dry_run: bool, now: datetime | None = None, trigger: str = "api"):
+    """Seed 000's compaction for one project; returns the CompactionRun (unsaved for a dry run)."""
+    from vault import maintenance
+
+    return maintenance.compaction_run(project=project, dry_run=dry_run, now=now, trigger=trigger)
+
+
+def compaction_run_all(*, dry_run: bool, now: datetime | None = None, trigger: str = "schedule"):
+    """Compaction of every project, one recorded run each."""
+    from vault import maintenance
+
+    return maintenance.compaction_run_all(dry_run=dry_run, now=now, trigger=trigger)
+
+
+def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) -> bool:
+    """Queue seed 001's post-conversation extraction (call on session close or when it goes quiet)."""
+    from vault import maintenance
+
+    return maintenance.extraction_enqueue(agent=agent, session_id=session_id, trigger_source=trigger_source)
+
+
+def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
+    """Fold recent daily notes into MEMORY.md (seed 001's emergence)."""
+    from vault import maintenance
+
+    return maintenance.consolidation_run(agent=agent, now=now)
+
+
+def retention_run(*, project: Project, dry_run: bool, now: datetime | None = None, trigger: str = "api"):
+    """Seed 004's retention, purge and size limit for one project; returns the run record."""
+    from vault import maintenance
+
+    return maintenance.retention_run(project=project, dry_run=dry_run, now=now, trigger=trigger)
+
+
+def forget(**kwargs) -> dict:
+    """Seed 004's selective deletion, audited (see vault.maintenance.forget for the arguments)."""
+    from vault import maintenance
+
+    return maintenance.forget(**kwargs)

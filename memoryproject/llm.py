@@ -1,0 +1,130 @@
+"""Optional LLM client: OpenAI-compatible chat completions over plain HTTP.
+
+Configured by LLM_BASE_URL (e.g. http://localhost:11434/v1), LLM_API_KEY and LLM_MODEL. Every failure
+(network, timeout, HTTP error after retries, a reply without text, text that is not the JSON asked for)
+is raised as the one LLMError, so callers have a single thing to catch before falling back to heuristics.
+Prompt templates live in prompts/*.md and are filled with string.Template ($name placeholders), because
+the prompts themselves contain JSON braces.
+"""
+
+import http.client
+import json
+import logging
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from string import Template
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+_FENCE_RE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+class LLMError(Exception):
+    """The LLM could not give a usable answer."""
+
+
+def llm_configured() -> bool:
+    return bool(settings.LLM_BASE_URL and settings.LLM_MODEL)
+
+
+def prompt_render(name: str, **values: str) -> str:
+    """Fill prompts/<name>.md; a missing placeholder value is an error, not a silent '$name'."""
+    path = settings.MEMORY_PROMPTS_DIR / f"{name}.md"
+    try:
+        template = Template(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LLMError(f"prompt template {path} is missing") from None
+    try:
+        return template.substitute(values)
+    except KeyError as exc:
+        raise LLMError(f"prompt template {name} needs a value for {exc}") from None
+
+
+def _post(url: str, body: bytes, headers: dict) -> dict:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=settings.LLM_TIMEOUT_SECONDS) as response:
+        raw = response.read()
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise LLMError(f"the LLM server answered with something that is not JSON: {raw[:200]!r}") from None
+
+
+def llm_chat(messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2) -> str:
+    """Send a chat and return the assistant's text. Retries timeouts, connection errors, 429 and 5xx."""
+    if not llm_configured():
+        raise LLMError("no LLM is configured (set LLM_BASE_URL and LLM_MODEL)")
+    payload = {
+        "model": settings.LLM_MODEL,
+        "messages": messages,
+        "temperature": temperature,
+        "max_tokens": max_tokens or settings.LLM_MAX_TOKENS,
+    }
+    body = json.dumps(payload).encode("utf-8")
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if settings.LLM_API_KEY:
+        headers["Authorization"] = f"Bearer {settings.LLM_API_KEY}"
+    url = f"{settings.LLM_BASE_URL}/chat/completions"
+    attempts = settings.LLM_MAX_RETRIES + 1
+    last_problem = ""
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(settings.LLM_RETRY_BACKOFF_SECONDS * (2 ** (attempt - 1)))
+        try:
+            reply = _post(url, body, headers)
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode("utf-8", errors="replace")
+            last_problem = f"HTTP {exc.code}: {detail}"
+            if exc.code not in RETRYABLE_STATUS:
+                raise LLMError(f"the LLM server refused the request ({last_problem})") from None
+        except TimeoutError:
+            last_problem = f"no answer within {settings.LLM_TIMEOUT_SECONDS} s"
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError | socket.timeout):
+                last_problem = f"no answer within {settings.LLM_TIMEOUT_SECONDS} s"
+            else:
+                last_problem = f"cannot reach {settings.LLM_BASE_URL}: {exc.reason}"
+        except (ConnectionError, http.client.HTTPException) as exc:
+            last_problem = f"connection failed: {exc!r}"
+        else:
+            return _reply_text(reply)
+        logger.warning("LLM call attempt %d/%d failed: %s", attempt + 1, attempts, last_problem)
+    raise LLMError(f"the LLM call failed after {attempts} attempt(s): {last_problem}")
+
+
+def _reply_text(reply: dict) -> str:
+    try:
+        content = reply["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise LLMError(f"the LLM reply has no choices[0].message.content: {str(reply)[:200]}") from None
+    if not isinstance(content, str) or not content.strip():
+        raise LLMError("the LLM reply is empty")
+    return content
+
+
+def json_from_text(text: str) -> dict:
+    """The JSON object in a reply: bare, wrapped in ``` or ```json fences, or surrounded by prose."""
+    candidates = [match.group(1) for match in _FENCE_RE.finditer(text)]
+    candidates.append(text)
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate.strip())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise LLMError(f"the LLM reply is not a JSON object: {text[:200]!r}")
+
+
+def llm_json(messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2) -> dict:
+    """Chat, then parse the reply as a JSON object (markdown fences accepted)."""
+    return json_from_text(llm_chat(messages, max_tokens=max_tokens, temperature=temperature))

@@ -1,0 +1,89 @@
+"""A local server speaking the OpenAI chat-completions protocol, for testing the LLM client offline."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+
+def completion(content: str) -> dict:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "test-model",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+    }
+
+
+class FakeLLM:
+    def __init__(self):
+        self.replies: list[tuple[int, str, float]] = []
+        self.requests: list[dict] = []
+        self.received = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                fake.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(body or b"{}")}
+                )
+                fake.received.set()
+                status, text, delay = fake.replies.pop(0) if len(fake.replies) > 1 else fake.replies[0]
+                if delay:
+                    time.sleep(delay)
+                data = text.encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def reply(self, content: str, *, status: int = 200, delay: float = 0.0) -> "FakeLLM":
+        self.replies.append((status, json.dumps(completion(content)), delay))
+        return self
+
+    def reply_json(self, value: dict, *, fenced: bool = False, delay: float = 0.0) -> "FakeLLM":
+        text = json.dumps(value)
+        return self.reply(f"Here it is:\n```json\n{text}\n```" if fenced else text, delay=delay)
+
+    def reply_raw(self, body: str, *, status: int = 200, delay: float = 0.0) -> "FakeLLM":
+        self.replies.append((status, body, delay))
+        return self
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_llm(settings):
+    fake = FakeLLM()
+    settings.LLM_BASE_URL = fake.base_url
+    settings.LLM_MODEL = "test-model"
+    settings.LLM_API_KEY = "sk-test"
+    settings.LLM_TIMEOUT_SECONDS = 5
+    settings.LLM_MAX_RETRIES = 2
+    settings.LLM_RETRY_BACKOFF_SECONDS = 0
+    yield fake
+    fake.close()

@@ -1,0 +1,102 @@
+import pytest
+
+from memoryproject.llm import LLMError, json_from_text, llm_chat, llm_configured, llm_json, prompt_render
+
+
+def test_it_sends_an_openai_chat_completion_request(fake_llm):
+    fake_llm.reply("hello")
+    assert llm_chat([{"role": "user", "content": "hi"}], max_tokens=50) == "hello"
+    request = fake_llm.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer sk-test"
+    assert request["json"]["model"] == "test-model"
+    assert request["json"]["messages"] == [{"role": "user", "content": "hi"}]
+    assert request["json"]["max_tokens"] == 50
+    assert request["json"]["temperature"] == 0.2
+
+
+def test_it_retries_a_5xx_and_then_succeeds(fake_llm):
+    fake_llm.reply_raw('{"error": "overloaded"}', status=503).reply("ok")
+    assert llm_chat([{"role": "user", "content": "hi"}]) == "ok"
+    assert len(fake_llm.requests) == 2
+
+
+def test_it_gives_up_after_the_configured_retries(fake_llm):
+    fake_llm.reply_raw('{"error": "boom"}', status=500)
+    with pytest.raises(LLMError, match="after 3 attempt"):
+        llm_chat([{"role": "user", "content": "hi"}])
+    assert len(fake_llm.requests) == 3
+
+
+def test_it_does_not_retry_a_client_error(fake_llm):
+    fake_llm.reply_raw('{"error": "bad model"}', status=400)
+    with pytest.raises(LLMError, match="HTTP 400"):
+        llm_chat([{"role": "user", "content": "hi"}])
+    assert len(fake_llm.requests) == 1
+
+
+def test_it_times_out_and_retries(fake_llm, settings):
+    settings.LLM_TIMEOUT_SECONDS = 0.3
+    settings.LLM_MAX_RETRIES = 1
+    fake_llm.reply("late", delay=1.0)
+    with pytest.raises(LLMError, match="no answer within 0.3 s"):
+        llm_chat([{"role": "user", "content": "hi"}])
+    assert len(fake_llm.requests) == 2
+
+
+def test_it_reports_a_reply_that_is_not_json(fake_llm):
+    fake_llm.reply_raw("<html>gateway</html>")
+    with pytest.raises(LLMError, match="not JSON"):
+        llm_chat([{"role": "user", "content": "hi"}])
+
+
+def test_it_reports_a_reply_without_choices(fake_llm):
+    fake_llm.reply_raw('{"object": "chat.completion", "choices": []}')
+    with pytest.raises(LLMError, match="no choices"):
+        llm_chat([{"role": "user", "content": "hi"}])
+
+
+def test_it_parses_json_wrapped_in_markdown_fences(fake_llm):
+    fake_llm.reply_json({"should_update": True, "reason": "x"}, fenced=True)
+    assert llm_json([{"role": "user", "content": "hi"}]) == {"should_update": True, "reason": "x"}
+
+
+def test_it_rejects_a_reply_that_is_not_a_json_object(fake_llm):
+    fake_llm.reply("I think you should update the memory.")
+    with pytest.raises(LLMError, match="not a JSON object"):
+        llm_json([{"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": 1}', '```\n{"a": 1}\n```', '```json\n{"a": 1}\n```', 'Sure! {"a": 1} Done.', ' \n{"a": 1}\n'],
+)
+def test_json_from_text_accepts_the_usual_wrappings(text):
+    assert json_from_text(text) == {"a": 1}
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "```json\n{broken\n```", ""])
+def test_json_from_text_rejects_anything_else(text):
+    with pytest.raises(LLMError):
+        json_from_text(text)
+
+
+def test_without_configuration_it_is_off_and_says_so(settings):
+    settings.LLM_BASE_URL = ""
+    settings.LLM_MODEL = ""
+    assert llm_configured() is False
+    with pytest.raises(LLMError, match="no LLM is configured"):
+        llm_chat([{"role": "user", "content": "hi"}])
+
+
+def test_every_prompt_template_renders():
+    values = dict(date="2026-01-01", agent="dev", profile="p", memory="m", daily_path="memory/x.md",
+                  daily="d", transcript="User: hi", days="7", notes="n")  # fmt: skip
+    for name in ("extraction-system", "extraction-user", "consolidation-system", "consolidation-user"):
+        assert "$" not in prompt_render(name, **values).replace("$REDACTED", "")
+    assert "User: hi" in prompt_render("extraction-user", **values)
+
+
+def test_a_missing_template_value_is_an_error():
+    with pytest.raises(LLMError, match="needs a value"):
+        prompt_render("extraction-user", date="2026-01-01")

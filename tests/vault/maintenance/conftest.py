@@ -1,0 +1,31 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from sessions_app.models import Message, Session
+from tests.fake_llm import fake_llm  # noqa: F401
+
+
+def session_make(agent, texts, *, start=None, external_id="chat-1"):
+    """A session whose messages alternate user / assistant unless a text starts with 'role:'."""
+    start = start or timezone.now() - timedelta(hours=1)
+    session = Session.objects.create(project_id=agent.project_id, agent=agent, external_id=external_id)
+    for i, text in enumerate(texts):
+        role = "user" if i % 2 == 0 else "assistant"
+        if ":" in text[:10] and text.split(":", 1)[0] in ("user", "assistant", "tool", "system"):
+            role, text = text.split(":", 1)
+        Message.objects.create(
+            project_id=agent.project_id,
+            agent=agent,
+            session=session,
+            role=role,
+            text=text,
+            created_at=start + timedelta(seconds=i),
+        )
+    return session
+
+
+@pytest.fixture
+def make_session():
+    return session_make

@@ -1,0 +1,75 @@
+import pytest
+from django.conf import settings as django_settings
+
+from vault import services
+from vault.models import VaultEntry, WorkspaceFile
+from vault.redaction import BUILTIN_PATTERNS, redact
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("mail bob.smith@example.com now", "mail [REDACTED] now"),
+        ("key sk-proj-abcdefghijklmnop1234 here", "key [REDACTED] here"),
+        ("gh token ghp_abcdefghijklmnopqrstuvwxyz012345", "gh token [REDACTED]"),
+        ("aws AKIAABCDEFGHIJKLMNOP", "aws [REDACTED]"),
+        ("password: hunter2, then", "password: [REDACTED], then"),
+        ("My password is s3cret!", "My password is [REDACTED]"),
+        ('api_key="xyz123"', 'api_key="[REDACTED]"'),
+        ("opaque AbCdEfGh1234567890AbCdEfGh12345678 blob", "opaque [REDACTED] blob"),
+        # Left alone: commit hashes, ordinary words about passwords.
+        (
+            "commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a",
+            "commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a",
+        ),
+        ("the password reset flow", "the password reset flow"),
+    ],
+)
+def test_default_patterns(text, expected):
+    assert redact(text) == expected
+
+
+def test_the_settings_list_of_pattern_names_matches_the_module():
+    from memoryproject import settings as project_settings
+
+    assert set(project_settings._REDACTION_NAMES) == set(BUILTIN_PATTERNS)
+    assert django_settings.MEMORY_REDACTION_PATTERNS == ["email", "api_key", "password"]
+
+
+def test_an_extra_regex_can_be_configured(settings):
+    settings.MEMORY_REDACTION_EXTRA_REGEX = r"\bCUST-\d{6}\b"
+    assert redact("customer CUST-123456") == "customer [REDACTED]"
+
+
+@pytest.mark.django_db
+def test_api_writes_are_redacted(api, token_a, agent_a):
+    response = api.post("/agents/agent-a/entries", {"category": "lessons", "content": "Ask ops@acme.io #ops"},
+                        token=token_a)  # fmt: skip
+    assert response.status_code == 201 and response.json()["content"] == "Ask [REDACTED] #ops"
+    entry_id = response.json()["id"]
+    patched = api.patch(f"/entries/{entry_id}", {"content": "password: swordfish"}, token=token_a).json()
+    assert patched["content"] == "password: [REDACTED]"
+    assert "swordfish" not in str(list(VaultEntry.objects.values_list("content", flat=True)))
+
+
+@pytest.mark.django_db
+def test_import_and_file_writes_are_redacted(agent_a):
+    entry = services.entry_create(agent=agent_a, category="projects", content="Owner: jane@acme.io",
+                                  source="import", legacy_id="1")  # fmt: skip
+    assert entry.content == "Owner: [REDACTED]"
+    file, _ = services.file_write(
+        agent=agent_a, path="PROFILE.md", content="email jane@acme.io", changed_by="t"
+    )
+    assert file.content == "email [REDACTED]"
+    appended = services.file_append(agent=agent_a, path="notes.md", text="key sk-live-0123456789abcdefXYZ",
+                                    changed_by="t")  # fmt: skip
+    assert appended.content == "key [REDACTED]"
+    assert WorkspaceFile.objects.filter(content__contains="jane@").count() == 0
+
+
+@pytest.mark.django_db
+def test_a_project_can_switch_redaction_off(agent_a):
+    agent_a.project.redaction_enabled = False
+    agent_a.project.save(update_fields=["redaction_enabled"])
+    entry = services.entry_create(agent=agent_a, category="lessons", content="Write to jane@acme.io")
+    assert entry.content == "Write to jane@acme.io"

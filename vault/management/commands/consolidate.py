@@ -1,0 +1,29 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from vault import maintenance, services
+from vault.models import Agent
+
+
+class Command(BaseCommand):
+    help = "Fold the last days of daily notes into MEMORY.md (seed 001's emergence) now."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", help="project slug (with --agent)")
+        parser.add_argument("--agent", help="agent slug; default: every agent with recent daily notes")
+
+    def handle(self, *args, **options):
+        if options["agent"]:
+            agent = Agent.objects.filter(slug=options["agent"], project__slug=options["project"] or "default")
+            agent = agent.first()
+            if agent is None:
+                raise CommandError(
+                    f"No agent {options['agent']!r} in project {options['project'] or 'default'!r}."
+                )
+            results = [services.consolidation_run(agent=agent)]
+        else:
+            results = maintenance.consolidation_run_all()
+        for result in results:
+            state = "updated" if result["updated"] else "unchanged"
+            self.stdout.write(f"{result['agent']}: MEMORY.md {state} ({result['reason']})")
+        if not results:
+            self.stdout.write("No agent has daily notes in the window.")
