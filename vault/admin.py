@@ -6,7 +6,15 @@ from django.utils.html import format_html
 
 from memoryproject.errors import DomainError
 from vault import services
-from vault.models import Agent, ApiToken, EntryVersion, Project, ProjectContextVersion, VaultEntry
+from vault.models import (
+    Agent,
+    ApiToken,
+    EntryVersion,
+    Project,
+    ProjectContextVersion,
+    ProjectMembership,
+    VaultEntry,
+)
 from vault.text import tags_normalise, text_check
 
 
@@ -218,3 +226,11 @@ class EntryVersionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(ProjectMembership)
+class ProjectMembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "project", "created_at"]
+    list_filter = ["project"]
+    search_fields = ["user__username", "project__slug"]
+    autocomplete_fields = ["project"]
