@@ -54,7 +54,7 @@ class ProjectContextForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 14}),
         required=False,
         strip=False,
-        label="Project context",
+        label="Markdown",
         help_text="Markdown injected into every agent's prompt. The previous text is kept as a version.",
     )
 

@@ -1,5 +1,6 @@
 """Reads of long-term memory, with tenancy enforced here: callers pass the Principal asking."""
 
+import re
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
@@ -293,6 +294,11 @@ def entries_search_for_user(user, query: str, *, limit: int = 50) -> QuerySet[Va
         | SearchQuery(query, search_type="websearch", config="english")
         | SearchQuery(query, search_type="websearch", config="portuguese")
     )
+    words = re.findall(r"\w+", query)
+    if words and re.fullmatch(r"[\w\s]+", query):
+        # Plain words also match as prefixes ("postgres" finds "PostgreSQL"); the words are \w only,
+        # so they are safe in a raw tsquery.
+        matches |= SearchQuery(" & ".join(f"{word}:*" for word in words), search_type="raw", config="simple")
     return (
         entries_for_user(user)
         .filter(search_vector=matches)

@@ -496,3 +496,11 @@ def test_it_will_not_revoke_another_projects_token_through_this_project(
     assert client_a.post(reverse("vault-token-revoke", args=["acme", token.pk])).status_code == 404
     token.refresh_from_db()
     assert token.revoked_at is None
+
+
+def test_search_matches_word_prefixes_and_survives_odd_input(client_a, entry_a):
+    assert (
+        "<mark>PostgreSQL</mark>" in client_a.get(reverse("vault-search"), {"q": "postgres"}).content.decode()
+    )
+    for odd in ['"unclosed', "a & | ! (", ":*", "-", "'"]:
+        assert client_a.get(reverse("vault-search"), {"q": odd}).status_code == 200
