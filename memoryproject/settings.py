@@ -94,7 +94,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "vault-dashboard"
+LOGOUT_REDIRECT_URL = "login"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
@@ -250,6 +252,11 @@ if MEMORY_REDACTION_EXTRA_REGEX:
 # --- Workspace files, memory tool, import/export (issue 6) ------------------------------------
 
 # --- Curator UI (issue 7) ---------------------------------------------------------------------
+# Members of this group (or staff) may use the curator pages; ProjectMembership limits them to projects.
+MEMORY_CURATOR_GROUP = env_str("MEMORY_CURATOR_GROUP", "curator")
+# Storage shown per agent on the dashboard (entry content + workspace files) is measured against this.
+MEMORY_AGENT_STORAGE_LIMIT_BYTES = env_int("MEMORY_AGENT_STORAGE_LIMIT_BYTES", 50 * 1024 * 1024, minimum=1024)
+MEMORY_UI_PAGE_SIZE = env_int("MEMORY_UI_PAGE_SIZE", 20, minimum=1, maximum=200)
 
 # --- Trust: review queue, duplicates, conflicts, poisoning (issue 8) -------------------------
 

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.http import JsonResponse
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from memoryproject.api import api, health_status
 
@@ -21,4 +21,5 @@ urlpatterns = [
     path("api/v1/", api.urls),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
     path("healthz", healthz, name="healthz"),
+    path("", include("vault.urls")),
 ]

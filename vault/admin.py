@@ -12,6 +12,7 @@ from vault.models import (
     EntryVersion,
     Project,
     ProjectContextVersion,
+    ProjectMembership,
     VaultEntry,
     WorkspaceFile,
     WorkspaceFileVersion,
@@ -270,3 +271,11 @@ class WorkspaceFileAdmin(admin.ModelAdmin):
 
 
 from vault import maintenance_admin  # noqa: E402, F401  (registers the maintenance admins)
+
+
+@admin.register(ProjectMembership)
+class ProjectMembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "project", "created_at"]
+    list_filter = ["project"]
+    search_fields = ["user__username", "project__slug"]
+    autocomplete_fields = ["project"]

@@ -463,3 +463,24 @@ class DeletionAudit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.kind} {self.object_id} at {self.deleted_at:%Y-%m-%d %H:%M}"
+
+
+class ProjectMembership(models.Model):
+    """Gives a curator (a user in the curator group, or staff) the pages of one project.
+
+    Superusers see every project. Staff without any membership see every project too (they can
+    already use the admin); anyone with memberships sees only those projects.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "project"], name="projectmembership_unique_user_project")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project.slug}"

@@ -1,9 +1,12 @@
 """Reads of long-term memory, with tenancy enforced here: callers pass the Principal asking."""
 
-from datetime import timedelta
+import re
+from datetime import datetime, time, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db.models import Count, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from memoryproject.errors import NotFound
@@ -14,6 +17,7 @@ from vault.models import (
     EntryStatus,
     EntryVersion,
     Project,
+    ProjectContextVersion,
     VaultEntry,
     WorkspaceFile,
     WorkspaceFileVersion,
@@ -218,3 +222,190 @@ def file_get(*, agent: Agent, path: str) -> WorkspaceFile:
 def file_history(file: WorkspaceFile) -> QuerySet[WorkspaceFileVersion]:
     """Earlier contents of a file, newest first."""
     return WorkspaceFileVersion.objects.filter(file=file).order_by("-changed_at", "-id")
+
+
+# --- Curator pages (issue 7): what a logged-in user may see -----------------------------------
+
+
+def user_is_curator(user) -> bool:
+    """Staff, or members of the curator group (MEMORY_CURATOR_GROUP), may use the curator pages."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    return user.is_staff or user.groups.filter(name=settings.MEMORY_CURATOR_GROUP).exists()
+
+
+def projects_for_user(user) -> QuerySet[Project]:
+    """The projects whose pages this user may see.
+
+    Superusers: all. Anyone with ProjectMembership rows: exactly those projects. Staff without
+    memberships: all (they can already use the admin). Other curators without memberships: none.
+    """
+    if not user_is_curator(user):
+        return Project.objects.none()
+    if user.is_superuser:
+        return Project.objects.all()
+    member_of = Project.objects.filter(memberships__user=user)
+    if user.is_staff and not member_of.exists():
+        return Project.objects.all()
+    return member_of
+
+
+def project_get_for_user(user, slug: str) -> Project:
+    project = projects_for_user(user).filter(slug=slug).first()
+    if project is None:
+        raise NotFound(f"Project {slug!r} not found.")
+    return project
+
+
+def agents_for_user(user) -> QuerySet[Agent]:
+    return Agent.objects.filter(project__in=projects_for_user(user)).select_related("project")
+
+
+def agent_get_for_user(user, project_slug: str, agent_slug: str) -> Agent:
+    agent = agents_for_user(user).filter(project__slug=project_slug, slug=agent_slug).first()
+    if agent is None:
+        raise NotFound(f"Agent {project_slug}/{agent_slug} not found.")
+    return agent
+
+
+def entries_for_user(user) -> QuerySet[VaultEntry]:
+    return VaultEntry.objects.filter(project__in=projects_for_user(user))
+
+
+def entry_get_for_user(user, entry_id: int) -> VaultEntry:
+    if not 1 <= entry_id <= MAX_ID:
+        raise NotFound(f"Entry {entry_id} not found.")
+    entry = entries_for_user(user).select_related("agent", "project").filter(pk=entry_id).first()
+    if entry is None:
+        raise NotFound(f"Entry {entry_id} not found.")
+    return entry
+
+
+def entry_version_get(entry: VaultEntry, version_id: int) -> EntryVersion:
+    version = entry_history(entry).filter(pk=version_id).first() if 1 <= version_id <= MAX_ID else None
+    if version is None:
+        raise NotFound(f"Version {version_id} of entry {entry.pk} not found.")
+    return version
+
+
+def category_counts(agent: Agent, *, status: str | None = EntryStatus.ACTIVE) -> dict[str, int]:
+    """Number of an agent's entries per category, every category present."""
+    entries = VaultEntry.objects.filter(agent=agent)
+    if status:
+        entries = entries.filter(status=status)
+    counts = dict.fromkeys(Category.values, 0)
+    for row in entries.values("category").annotate(n=Count("id")):
+        counts[row["category"]] = row["n"]
+    return counts
+
+
+def agent_tags(agent: Agent, *, limit: int = 50) -> list[str]:
+    """The agent's most used tags, for the tag filter."""
+    rows = (
+        VaultEntry.objects.filter(agent=agent)
+        .annotate(tag=Func("tags", function="unnest"))
+        .values("tag")
+        .annotate(n=Count("id"))
+        .order_by("-n", "tag")[:limit]
+    )
+    return [row["tag"] for row in rows]
+
+
+def dashboard_agents(user) -> list[dict]:
+    """Per visible agent: active entries per category and storage used (entry content + live files)."""
+    entry_bytes = (
+        VaultEntry.objects.filter(agent=OuterRef("pk"))
+        .values("agent")
+        .annotate(total=Sum(Func("content", function="octet_length", output_field=IntegerField())))
+        .values("total")
+    )
+    file_bytes = (
+        WorkspaceFile.objects.filter(agent=OuterRef("pk"), deleted_at__isnull=True)
+        .values("agent")
+        .annotate(total=Sum("size"))
+        .values("total")
+    )
+    agents = agents_for_user(user).annotate(
+        entry_bytes=Coalesce(Subquery(entry_bytes, output_field=IntegerField()), 0),
+        file_bytes=Coalesce(Subquery(file_bytes, output_field=IntegerField()), 0),
+        **{
+            f"n_{category}": Count(
+                "entries", filter=Q(entries__category=category, entries__status=EntryStatus.ACTIVE)
+            )
+            for category in Category.values
+        },
+    )
+    limit = settings.MEMORY_AGENT_STORAGE_LIMIT_BYTES
+    result = []
+    for agent in agents.order_by("project__slug", "slug"):
+        used = agent.entry_bytes + agent.file_bytes
+        result.append(
+            {
+                "agent": agent,
+                "counts": {category: getattr(agent, f"n_{category}") for category in Category.values},
+                "total": sum(getattr(agent, f"n_{category}") for category in Category.values),
+                "storage_bytes": used,
+                "storage_limit": limit,
+                "storage_percent": min(100.0, round(100.0 * used / limit, 1)),
+            }
+        )
+    return result
+
+
+def entries_recent_for_user(user, *, limit: int = 10) -> QuerySet[VaultEntry]:
+    return entries_for_user(user).select_related("agent", "project").order_by("-created_at", "-id")[:limit]
+
+
+def entries_created_per_day(user, *, days: int = 30) -> list[tuple]:
+    """(date, count) for each of the last `days` days (today included, in TIME_ZONE), zeros kept."""
+    today = timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    start = timezone.make_aware(datetime.combine(first, time.min))
+    rows = (
+        entries_for_user(user)
+        .filter(created_at__gte=start)
+        .annotate(day=TruncDate("created_at", tzinfo=timezone.get_current_timezone()))
+        .values("day")
+        .annotate(n=Count("id"))
+    )
+    by_day = {row["day"]: row["n"] for row in rows}
+    return [(first + timedelta(days=i), by_day.get(first + timedelta(days=i), 0)) for i in range(days)]
+
+
+def entries_search_for_user(user, query: str, *, limit: int = 50) -> QuerySet[VaultEntry]:
+    """A simple full-text match over the entries this user may see (the search app replaces it)."""
+    query = query.strip()
+    if not query:
+        return VaultEntry.objects.none()
+    matches = (
+        SearchQuery(query, search_type="websearch", config="simple")
+        | SearchQuery(query, search_type="websearch", config="english")
+        | SearchQuery(query, search_type="websearch", config="portuguese")
+    )
+    words = re.findall(r"\w+", query)
+    if words and re.fullmatch(r"[\w\s]+", query):
+        # Plain words also match as prefixes ("postgres" finds "PostgreSQL"); the words are \w only,
+        # so they are safe in a raw tsquery.
+        matches |= SearchQuery(" & ".join(f"{word}:*" for word in words), search_type="raw", config="simple")
+    return (
+        entries_for_user(user)
+        .filter(search_vector=matches)
+        .annotate(rank=SearchRank("search_vector", matches))
+        .select_related("agent", "project")
+        .order_by("-rank", "-created_at", "-id")[:limit]
+    )
+
+
+def token_list_for_project(project: Project) -> QuerySet[ApiToken]:
+    return ApiToken.objects.filter(project=project).select_related("agent").order_by("-created_at", "-id")
+
+
+def token_get_for_user(user, project: Project, token_id: int) -> ApiToken:
+    token = token_list_for_project(project).filter(pk=token_id).first() if 1 <= token_id <= MAX_ID else None
+    if token is None or not projects_for_user(user).filter(pk=project.pk).exists():
+        raise NotFound(f"Token {token_id} not found.")
+    return token
+
+
+def project_context_history(project: Project, *, limit: int = 20):
+    return ProjectContextVersion.objects.filter(project=project).order_by("-changed_at", "-id")[:limit]

@@ -32,7 +32,7 @@ from vault.models import (
     slug_validator,
 )
 from vault.redaction import redact_for_project
-from vault.text import tags_normalise, text_check
+from vault.text import tags_normalise, task_line_set, text_check
 
 TOKEN_PREFIX = "mem_"
 DEFAULT_PROJECT_SLUG = "default"
@@ -880,3 +880,19 @@ def forget(**kwargs) -> dict:
     from vault import maintenance
 
     return maintenance.forget(**kwargs)
+
+
+# --- Curator pages (issue 7) ---------------------------------------------------------------------
+
+
+def entry_task_toggle(*, entry_id: int, line: int, done: bool, changed_by: str) -> VaultEntry:
+    """Tick or untick the markdown task (`- [ ]` / `- [x]`) on line `line` (0-based) of an entry.
+
+    `done` is the state wanted. The line must still be a task line, so a stale page cannot tick the
+    wrong line after an edit; ticking what is already in that state changes nothing. Versioned
+    through entry_update.
+    """
+    with transaction.atomic():
+        entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
+        content = task_line_set(entry.content, line, done)
+        return entry_update(entry_id=entry_id, changes=EntryChanges(content=content), changed_by=changed_by)

@@ -82,3 +82,38 @@ def text_check(
 def token_estimate(text: str) -> int:
     """Seed 000's estimate: ceil(chars / 4). The one place to plug in a real tokenizer."""
     return -(-len(text) // 4)
+
+
+# Markdown task list items: "- [ ] do it", "* [x] done", "1. [ ] first". Fenced code is skipped.
+TASK_LINE_RE = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)\[( |x|X)\](\s)")
+FENCE_RE = re.compile(r"^\s*(```|~~~)")
+
+
+def task_lines(content: str) -> list[tuple[int, bool]]:
+    """(line number, done) for each markdown task item outside fenced code, in order."""
+    found = []
+    fence = None
+    for number, line in enumerate(content.split("\n")):
+        marker = FENCE_RE.match(line)
+        if marker:
+            fence = None if fence == marker.group(1) else (fence or marker.group(1))
+            continue
+        if fence is None:
+            match = TASK_LINE_RE.match(line)
+            if match:
+                found.append((number, match.group(2) != " "))
+    return found
+
+
+def task_line_set(content: str, line: int, done: bool) -> str:
+    """The content with the task on `line` set to done/not done; InvalidInput if it is no task line."""
+    if line not in dict(task_lines(content)):
+        raise InvalidInput(
+            f"Line {line + 1} is not a task any more; reload the entry and try again.",
+            [{"loc": ["line"], "msg": "not a task line"}],
+        )
+    lines = content.split("\n")
+    lines[line] = TASK_LINE_RE.sub(
+        lambda m: f"{m.group(1)}[{'x' if done else ' '}]{m.group(3)}", lines[line], count=1
+    )
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from vault.models import EntryVersion, VaultEntry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_it_logs_in_and_shows_the_dashboard(logged_in, entry_a):
+    page = logged_in
+    page.goto("/")
+    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
+    expect(page.get_by_role("link", name="agent-a")).to_be_visible()
+    expect(page.locator("svg[role=img]")).to_be_visible()
+
+
+def test_it_redirects_to_login_and_back(page, curator, entry_a):
+    page.goto(f"/entries/{entry_a.pk}/")
+    expect(page).to_have_url(re.compile(r"/login/\?next="))
+    page.get_by_label("Username").fill("cora")
+    page.get_by_label("Password").fill("cora-password-1")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name=f"Entry #{entry_a.pk}")).to_be_visible()
+
+
+def test_it_edits_an_entry_inline_and_shows_the_version(logged_in, entry_a):
+    page = logged_in
+    page.goto("/projects/acme/agents/agent-a/")
+    card = page.locator(f"#entry-{entry_a.pk}")
+    card.get_by_role("link", name="Edit").click()
+    content = page.locator(f"#entry-{entry_a.pk} textarea[name=content]")
+    expect(content).to_be_visible()
+    assert page.url.endswith("/projects/acme/agents/agent-a/")  # swapped in place, no navigation
+    content.fill("We use **PostgreSQL 18** #database")
+    page.locator(f"#entry-{entry_a.pk}").get_by_role("button", name="Save").click()
+    expect(card.locator("strong")).to_have_text("PostgreSQL 18")
+    expect(card.get_by_role("status")).to_contain_text("Saved")
+    card.get_by_role("link", name=f"#{entry_a.pk}").click()
+    history = page.locator("#history")
+    expect(history).to_contain_text("version")
+    expect(history).to_contain_text("by user:cora")
+    expect(history.locator("table.diff")).to_contain_text("We decided to use PostgreSQL")
+    assert EntryVersion.objects.get(entry_id=entry_a.pk).content == "We decided to use PostgreSQL #database"
+
+
+def test_it_deletes_an_entry_after_confirmation(logged_in, entry_a):
+    page = logged_in
+    page.goto("/projects/acme/agents/agent-a/")
+    card = page.locator(f"#entry-{entry_a.pk}")
+    card.get_by_role("link", name="Delete").click()
+    confirm = card.get_by_role("alertdialog")
+    expect(confirm).to_contain_text(f"Delete entry #{entry_a.pk}?")
+    assert VaultEntry.objects.filter(pk=entry_a.pk).exists()  # asking deleted nothing
+    confirm.get_by_role("link", name="Cancel").click()
+    expect(card.get_by_role("alertdialog")).to_have_count(0)
+    card.get_by_role("link", name="Delete").click()
+    card.get_by_role("button", name="Yes, delete").click()
+    expect(page.locator(f"#entry-{entry_a.pk}")).to_contain_text("deleted")
+    assert not VaultEntry.objects.filter(pk=entry_a.pk).exists()
+    assert EntryVersion.objects.get(entry_id=entry_a.pk).action == "delete"
+
+
+def test_it_ticks_a_task(logged_in, task_entry):
+    page = logged_in
+    page.goto("/projects/acme/agents/agent-a/?category=tasks")
+    card = page.locator(f"#entry-{task_entry.pk}")
+    boxes = card.get_by_role("checkbox")
+    expect(boxes).to_have_count(2)
+    boxes.nth(1).click()
+    expect(card.get_by_role("checkbox").nth(1)).to_have_attribute("aria-checked", "true")
+    expect(card.get_by_role("checkbox").nth(0)).to_have_attribute("aria-checked", "false")
+    task_entry.refresh_from_db()
+    assert task_entry.content == "Release checklist\n\n- [ ] write notes\n- [x] tag build\n"
+
+
+def test_it_switches_tabs_and_searches(logged_in, entry_a, entry_b, agent_a):
+    from vault import services
+
+    services.entry_create(agent=agent_a, category="lessons", content="Retry with backoff")
+    page = logged_in
+    page.goto("/projects/acme/agents/agent-a/")
+    page.get_by_role("navigation", name="Categories").get_by_role("link", name=re.compile("Lessons")).click()
+    expect(page.locator("#vault-panel")).to_contain_text("Retry with backoff")
+    expect(page).to_have_url(re.compile(r"category=lessons"))
+    page.get_by_role("search").first.get_by_label("Search memory").fill("postgresql")
+    page.get_by_role("search").first.get_by_role("button", name="Search").click()
+    expect(page.locator(".results mark").first).to_have_text("PostgreSQL")
+    expect(page.locator(".results")).not_to_contain_text("Cache keys")  # agent B's lesson is not matched

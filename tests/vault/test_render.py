@@ -1,0 +1,50 @@
+import re
+
+import pytest
+
+from memoryproject.errors import InvalidInput
+from vault.render import bar_chart, diff_html, markdown_with_tasks
+from vault.text import task_line_set, task_lines
+
+
+def test_it_finds_task_lines_outside_code_fences():
+    content = "- [ ] a\n* [x] b\n1. [X] c\n```\n- [ ] in code\n```\n  - [ ] nested\n- not a task"
+    assert task_lines(content) == [(0, False), (1, True), (2, True), (6, False)]
+
+
+def test_it_sets_a_task_line_and_refuses_other_lines():
+    assert task_line_set("- [ ] a\n- [x] b", 0, True) == "- [x] a\n- [x] b"
+    assert task_line_set("- [ ] a\n- [x] b", 1, False) == "- [ ] a\n- [ ] b"
+    with pytest.raises(InvalidInput):
+        task_line_set("text\n- [ ] a", 0, True)
+
+
+def test_it_makes_task_boxes_tickable_only_when_they_match_the_source():
+    html = markdown_with_tasks("- [ ] a\n- [x] b", toggle_url="/t/", csrf_token="c")
+    assert html.count("<form") == 2 and 'name="line" value="1"' in html
+    read_only = markdown_with_tasks("- [ ] a", toggle_url=None, csrf_token=None)
+    assert "<form" not in read_only and "☐" in read_only
+
+
+def test_it_strips_every_kind_of_html_from_markdown():
+    html = markdown_with_tasks(
+        '<script>x()</script><iframe src=y></iframe><a href="javascript:z()" onclick="w()">l</a>\n\n'
+        "[m](javascript:alert(1)) ![i](http://e/i.png)",
+        toggle_url=None,
+        csrf_token=None,
+    )
+    for bad in ("<script", "<iframe", '<a href="javascript', "<img"):
+        assert bad not in html
+    assert not re.search(r"<[^>]*onclick", html)  # as escaped text it is harmless
+
+
+def test_the_diff_escapes_content():
+    html = diff_html("<script>a</script>", "<b>b</b>", before_label="<v1>", after_label="now")
+    assert "<script>" not in html and "<b>" not in html and "&lt;v1&gt;" in html
+
+
+def test_the_chart_scales_bars_to_the_busiest_day():
+    chart = bar_chart([("d1", 0), ("d2", 5), ("d3", 10)], width=300, height=104)
+    assert [bar.height for bar in chart.bars] == [0.0, 50.0, 100.0]
+    assert chart.total == 15 and chart.top == 10
+    assert bar_chart([("d1", 0)]).bars[0].height == 0.0

@@ -1,0 +1,75 @@
+"""Forms of the curator pages. They parse input only; the services check and store it."""
+
+from django import forms
+
+from vault.models import Category, EntrySource, EntryStatus, TokenScope
+
+
+class EntryForm(forms.Form):
+    category = forms.ChoiceField(choices=Category.choices)
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), strip=False)
+    tags = forms.CharField(
+        required=False,
+        help_text="Separated by spaces or commas. #hashtags in the content are added too.",
+    )
+    importance = forms.FloatField(
+        min_value=0.0, max_value=1.0, initial=0.5, widget=forms.NumberInput(attrs={"step": "0.05"})
+    )
+    status = forms.ChoiceField(choices=EntryStatus.choices, initial=EntryStatus.ACTIVE)
+
+    @classmethod
+    def for_entry(cls, entry, **kwargs):
+        return cls(
+            initial={
+                "category": entry.category,
+                "content": entry.content,
+                "tags": " ".join(entry.tags),
+                "importance": entry.importance,
+                "status": entry.status,
+            },
+            **kwargs,
+        )
+
+    def clean_tags(self) -> list[str]:
+        return [tag for tag in self.cleaned_data["tags"].replace(",", " ").split() if tag]
+
+
+class EntryFilterForm(forms.Form):
+    category = forms.ChoiceField(choices=Category.choices, required=False)
+    tag = forms.CharField(required=False, max_length=64)
+    source = forms.ChoiceField(choices=[("", "Any source"), *EntrySource.choices], required=False)
+    status = forms.ChoiceField(
+        choices=[(EntryStatus.ACTIVE, "Active"), (EntryStatus.ARCHIVED, "Archived"), ("all", "All")],
+        required=False,
+    )
+
+
+class TaskToggleForm(forms.Form):
+    line = forms.IntegerField(min_value=0, max_value=1_000_000)
+    done = forms.TypedChoiceField(choices=[("1", "done"), ("0", "not done")], coerce=lambda v: v == "1")
+
+
+class ProjectContextForm(forms.Form):
+    content = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 14}),
+        required=False,
+        strip=False,
+        label="Markdown",
+        help_text="Markdown injected into every agent's prompt. The previous text is kept as a version.",
+    )
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False, help_text="What uses it, e.g. 'laptop agent'.")
+    agent = forms.ModelChoiceField(
+        queryset=None, required=False, empty_label="Project-wide", to_field_name="slug"
+    )
+    scope = forms.ChoiceField(choices=TokenScope.choices, initial=TokenScope.WRITE)
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].queryset = project.agents.order_by("slug")
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=500, label="Search memory")

@@ -1,0 +1,175 @@
+"""HTML for the curator pages: sanitised markdown, task checkboxes, version diffs, search highlights.
+
+Content is written by agents and imported from elsewhere, so nothing in it may reach the page as
+HTML: raw HTML in markdown is escaped by the parser (its HTML processors are removed) and the result
+is cleaned again by nh3 with a short allow-list, so neither script nor event handlers nor
+javascript: links survive.
+"""
+
+import difflib
+import re
+from dataclasses import dataclass
+
+import markdown
+import nh3
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from vault.text import task_lines
+
+ALLOWED_TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6",
+    "hr", "i", "li", "ol", "p", "pre", "s", "strong", "sub", "sup", "table", "tbody", "td", "th",
+    "thead", "tr", "ul",
+}  # fmt: skip
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "td": {"align"}, "th": {"align"}, "ol": {"start"}}
+URL_SCHEMES = {"http", "https", "mailto"}
+# A task item as Python-Markdown renders it (tight and loose lists), after sanitising.
+TASK_HTML_RE = re.compile(r"<li>(<p>)?\[( |x|X)\]\s")
+
+
+def _markdown() -> markdown.Markdown:
+    md = markdown.Markdown(extensions=["fenced_code", "tables", "sane_lists"], output_format="html")
+    # Without these two processors raw HTML in the content is escaped instead of passed through.
+    md.preprocessors.deregister("html_block")
+    md.inlinePatterns.deregister("html")
+    return md
+
+
+def markdown_html(text: str) -> str:
+    """Sanitised HTML for markdown text (a plain str: callers mark it safe after adding their own)."""
+    html = _markdown().convert(text)
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes=URL_SCHEMES,
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+@dataclass(frozen=True)
+class TaskBox:
+    line: int
+    done: bool
+
+
+def markdown_with_tasks(text: str, *, toggle_url: str | None, csrf_token: str | None) -> SafeString:
+    """Render markdown; task items get a checkbox, which is a small form when toggle_url is given.
+
+    Checkboxes are matched to source lines in order. If the counts differ (a task inside some
+    construct the scan does not know), the boxes are shown but cannot be ticked rather than risk
+    ticking the wrong line.
+    """
+    html = markdown_html(text)
+    tasks = task_lines(text)
+    found = TASK_HTML_RE.findall(html)
+    tickable = toggle_url is not None and csrf_token is not None and len(found) == len(tasks)
+    boxes = iter(tasks)
+
+    def replace(match: re.Match) -> str:
+        done = match.group(2) != " "
+        opening = '<li class="task">' + (match.group(1) or "")
+        if not tickable:
+            mark = "☑" if done else "☐"
+            return opening + format_html('<span class="task-box" aria-hidden="true">{}</span> ', mark)
+        line, _ = next(boxes)
+        label = "Mark as not done" if done else "Mark as done"
+        return opening + format_html(
+            '<form class="task-toggle" method="post" action="{url}" hx-post="{url}" '
+            'hx-target="closest .entry" hx-swap="outerHTML">'
+            '<input type="hidden" name="csrfmiddlewaretoken" value="{csrf}">'
+            '<input type="hidden" name="line" value="{line}">'
+            '<input type="hidden" name="done" value="{want}">'
+            '<button type="submit" class="task-box" role="checkbox" aria-checked="{checked}" '
+            'title="{label}" aria-label="{label}">{mark}</button></form> ',
+            url=toggle_url,
+            csrf=csrf_token,
+            line=line,
+            want="0" if done else "1",
+            checked="true" if done else "false",
+            label=label,
+            mark="☑" if done else "☐",
+        )
+
+    return mark_safe(TASK_HTML_RE.sub(replace, html))  # noqa: S308 - sanitised above, our markup added
+
+
+def diff_html(before: str, after: str, *, before_label: str, after_label: str) -> SafeString:
+    """A side-by-side diff table. difflib escapes &, < and > in every line it prints."""
+    table = difflib.HtmlDiff(wrapcolumn=70).make_table(
+        before.splitlines(),
+        after.splitlines(),
+        fromdesc=escape(before_label),
+        todesc=escape(after_label),
+        context=True,
+        numlines=2,
+    )
+    return mark_safe(table)  # noqa: S308 - difflib escapes the content lines; labels escaped above
+
+
+def highlight(text: str, query: str, *, length: int = 240) -> SafeString:
+    """An escaped excerpt of text around the first match of the query's words, matches in <mark>."""
+    words = [w for w in re.findall(r"\w+", query.lower()) if w not in {"or", "and", "not"}]
+    lowered = text.lower()
+    first = min((lowered.find(w) for w in words if w in lowered), default=0)
+    start = max(0, first - length // 3)
+    excerpt = text[start : start + length]
+    html = escape(excerpt)
+    if words:
+        pattern = re.compile("(" + "|".join(re.escape(escape(w)) for w in words) + r")\w*", re.IGNORECASE)
+        html = pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", html)
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + length < len(text) else ""
+    return mark_safe(prefix + html + suffix)  # noqa: S308 - built from escaped text
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    day: object
+    count: int
+
+
+@dataclass(frozen=True)
+class Chart:
+    bars: list[Bar]
+    width: int
+    height: int
+    top: int
+    total: int
+    first_day: object
+    last_day: object
+
+
+def bar_chart(points: list[tuple], *, width: int = 600, height: int = 140) -> Chart:
+    """Geometry for a server-rendered SVG bar chart of (day, count) points; the tallest bar fills it."""
+    top = max((count for _, count in points), default=0)
+    slot = width / max(len(points), 1)
+    bars = []
+    for index, (day, count) in enumerate(points):
+        bar_height = 0.0 if top == 0 else round((height - 4) * count / top, 1)
+        if count and bar_height < 2:
+            bar_height = 2.0
+        bars.append(
+            Bar(
+                x=round(index * slot + 1, 1),
+                y=round(height - bar_height, 1),
+                width=round(max(slot - 2, 1), 1),
+                height=bar_height,
+                day=day,
+                count=count,
+            )
+        )
+    return Chart(
+        bars=bars,
+        width=width,
+        height=height,
+        top=top,
+        total=sum(count for _, count in points),
+        first_day=points[0][0] if points else None,
+        last_day=points[-1][0] if points else None,
+    )
