@@ -30,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryproject.errors import DomainError
-from vault import services
+from vault import services, trust
 from vault.exporters import WORKSPACE_DIR, WORKSPACE_MANIFEST
 from vault.extraction import SECTION_MAP, _title_normalise, insights_extract, section_classify
 from vault.models import (
@@ -43,6 +43,7 @@ from vault.models import (
     WorkspaceFile,
     WorkspaceFileVersion,
 )
+from vault.redaction import redact_for_project
 from vault.text import TAG_RE, tags_normalise, text_check
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
 
@@ -296,7 +297,8 @@ class Importer:
         if item.category not in Category.values:
             self.report.problem(where, f"unknown category {item.category!r}; entry skipped")
             return
-        content = item.content.strip()
+        # Redacted before anything else, so re-imports compare against what was stored.
+        content = redact_for_project(item.content.strip(), agent.project_id)
         try:
             text_check(content)
         except DomainError as exc:
@@ -319,6 +321,8 @@ class Importer:
                 agent=agent,
                 category=item.category,
                 content=content,
+                content_hash=trust.content_hash(content),
+                sketch=trust.sketch(trust.word_set(content)),
                 tags=self._tags(item.tags, content, where),
                 importance=float(importance),
                 status=item.status if item.status in EntryStatus.values else EntryStatus.ACTIVE,

@@ -504,3 +504,21 @@ def test_a_large_import_shows_progress_and_finishes_in_reasonable_time(tmp_path,
     again = run(root, target)
     print(f"re-import (all skipped) in {time.perf_counter() - started:.1f} s")
     assert again.counts["entries already imported (skipped)"] == 10_000
+
+
+def test_imported_entries_are_redacted_and_later_duplicates_are_caught(tmp_path, target):
+    root = tmp_path / ".memory"
+    write(
+        root,
+        "dev/lessons.md",
+        "<!-- id:1 -->\n## 2026-03-16T16:51\nThe staging login is ops@example.com with password: hunter22\n---\n",
+    )
+    run(root.parent, target)
+    again = run(root.parent, target)
+    entry = VaultEntry.objects.get(agent__project=target)
+    assert "ops@example.com" not in entry.content and "hunter22" not in entry.content
+    assert "[REDACTED]" in entry.content
+    assert again.counts["entries already imported (skipped)"] == 1
+    # The imported entry takes part in duplicate detection like any other.
+    duplicate = services.entry_create(agent=entry.agent, category="lessons", content=entry.content)
+    assert duplicate.pk == entry.pk and duplicate.duplicate_of == entry.pk
