@@ -135,16 +135,49 @@ COMPACTION_COUNTERS = (
 )
 
 
+def checkpoint_corruption(messages) -> str | None:
+    """Why a checkpoint's stored messages cannot be recovered (seed 000 deletes such files), or None.
+    A readable checkpoint holds a list of {"role": str, "text": str} objects."""
+    if not isinstance(messages, list):
+        return f"messages is a {type(messages).__name__}, not a list"
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return f"message {index} is not an object"
+        if not isinstance(message.get("role"), str) or not isinstance(message.get("text"), str):
+            return f"message {index} needs string 'role' and 'text'"
+    return None
+
+
 def compaction_step_expired_checkpoints(run: CompactionRun, project: Project, now: datetime) -> None:
     """Step A (seed 000): remove checkpoints older than MEMORY_CHECKPOINT_DAYS, and corrupt ones.
 
-    The Checkpoint model belongs to the sessions app, which is merged after this branch: until then this
-    step records 0 and says so. After the merge it deletes checkpoints of `project` whose saved time is
-    older than now - MEMORY_CHECKPOINT_DAYS (and those whose stored messages cannot be read), adding one
-    change per removed checkpoint and counting them in run.counts["checkpoints_removed"].
-    """
-    run.counts["checkpoints_removed"] = 0
-    run.notes.append("step A (expired checkpoints): no Checkpoint model on this branch yet; nothing removed")
+    A checkpoint expires when `now` reaches saved_at + MEMORY_CHECKPOINT_DAYS (the moment recovery stops
+    returning it). One change per removed checkpoint, counted in counts["checkpoints_removed"]."""
+    from sessions_app.models import Checkpoint
+
+    days = settings.MEMORY_CHECKPOINT_DAYS
+    cutoff = now - timedelta(days=days)
+    for checkpoint in Checkpoint.objects.filter(project=project).select_related("agent").order_by("pk"):
+        if checkpoint.saved_at <= cutoff:
+            reason = f"saved {checkpoint.saved_at.isoformat()}, older than MEMORY_CHECKPOINT_DAYS={days:g}"
+        else:
+            problem = checkpoint_corruption(checkpoint.messages)
+            if problem is None:
+                continue
+            reason = f"corrupt: {problem}"
+        deleted, _ = Checkpoint.objects.filter(pk=checkpoint.pk, saved_at=checkpoint.saved_at).delete()
+        if not deleted:  # replaced by a fresh save meanwhile: that one is not expired
+            continue
+        _count(run, "checkpoints_removed")
+        _change(
+            run,
+            "A",
+            "remove-checkpoint",
+            checkpoint.agent.slug,
+            reason,
+            saved_at=checkpoint.saved_at.isoformat(),
+            chat_id=checkpoint.chat_id,
+        )
 
 
 def _session_digest(messages: list[Message]) -> str:
