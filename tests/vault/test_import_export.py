@@ -10,7 +10,6 @@ import time_machine
 from django.core.management import call_command
 
 from sessions_app.models import Checkpoint, Message, Session
-
 from vault import importers, services
 from vault.models import VaultEntry, WorkspaceFile
 
