@@ -131,8 +131,11 @@ COMPACTION_COUNTERS = (
     "categories_capped",
     "entries_merged",
     "summaries_created",
+    "archive_proposed",
     "errors",
 )
+# At most this many "propose_archive" changes are listed per run (all are counted).
+ARCHIVE_PROPOSALS_LISTED = 100
 
 
 def checkpoint_corruption(messages) -> str | None:
@@ -385,6 +388,42 @@ def compaction_step_cap_categories(run: CompactionRun, project: Project, now: da
         )
 
 
+def compaction_step_propose_archive(run: CompactionRun, project: Project, now: datetime) -> None:
+    """Citations (issue 8): active entries older than MEMORY_UNCITED_DAYS that no context build ever
+    cited and nobody ever read (access_count 0, never accessed) are proposed for archiving, oldest
+    first, as "propose_archive" changes in the run's record. Nothing is archived: a curator decides."""
+    days = settings.MEMORY_UNCITED_DAYS
+    stale = (
+        VaultEntry.objects.filter(
+            project=project,
+            status=EntryStatus.ACTIVE,
+            created_at__lt=now - timedelta(days=days),
+            last_accessed_at__isnull=True,
+            access_count=0,
+        )
+        .select_related("agent")
+        .order_by("created_at", "id")
+    )
+    total = stale.count()
+    _count(run, "archive_proposed", total)
+    for entry in stale[:ARCHIVE_PROPOSALS_LISTED]:
+        _change(
+            run,
+            "citations",
+            "propose_archive",
+            f"{entry.agent.slug}/{entry.category}/{entry.pk}",
+            f"never cited in {days:g} days",
+            entry_id=entry.pk,
+            created_at=entry.created_at.isoformat(),
+            preview=_preview(entry.content, 80),
+        )
+    if total > ARCHIVE_PROPOSALS_LISTED:
+        run.notes.append(
+            f"citations: {total} entries never cited in {days:g} days; the oldest "
+            f"{ARCHIVE_PROPOSALS_LISTED} are listed"
+        )
+
+
 def compaction_step_search_index(run: CompactionRun, project: Project, now: datetime) -> None:
     """Steps D and E of the seed (index rebuild, legacy files) have nothing to do here: search vectors
     are generated columns that PostgreSQL keeps current, and there are no legacy files."""
@@ -395,6 +434,7 @@ COMPACTION_STEPS = (
     compaction_step_expired_checkpoints,
     compaction_step_trim_sessions,
     compaction_step_cap_categories,
+    compaction_step_propose_archive,
     compaction_step_search_index,
 )
 

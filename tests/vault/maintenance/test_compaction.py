@@ -338,3 +338,51 @@ def test_compact_command_supports_dry_run(agent_a, capsys):
     assert "messages_archived=6" in capsys.readouterr().out
     assert CompactionRun.objects.filter(project=agent_a.project, trigger="command").count() == 1
     assert Session.objects.count() == 1
+
+
+def test_entries_never_cited_for_long_are_proposed_for_archiving_not_archived(
+    agent_a, agent_b, outsider_agent, settings
+):
+    from search.services import context_build
+
+    settings.MEMORY_UNCITED_DAYS = 90
+    now = timezone.now()
+
+    def make(agent, content, days, **kwargs):
+        return services.entry_create(
+            agent=agent, category="lessons", content=content, created_at=now - timedelta(days=days), **kwargs
+        )
+
+    stale = make(agent_a, "Stale lesson about cobol", 120)
+    stale_b = make(agent_b, "Another stale lesson about fortran", 95)
+    young = make(agent_a, "Young lesson about rust", 89)
+    cited = make(agent_a, "Cited lesson about kafka partitions", 150)
+    read = make(agent_a, "Read lesson about redis", 150)
+    archived = make(agent_a, "Archived lesson about perl", 150, status="archived")
+    foreign = make(outsider_agent, "Outsider lesson about cobol", 150)
+    context_build(agent=agent_a, command="kafka partitions")  # cites `cited`
+    services.entries_mark_accessed([read.pk])
+    run = services.compaction_run(project=agent_a.project, dry_run=False)
+    proposals = [c for c in run.changes if c["action"] == "propose_archive"]
+    assert [c["details"]["entry_id"] for c in proposals] == [stale.pk, stale_b.pk]  # oldest first
+    assert proposals[0]["reason"] == "never cited in 90 days" and proposals[0]["step"] == "citations"
+    assert run.counts["archive_proposed"] == 2
+    recorded = CompactionRun.objects.get(pk=run.pk)
+    assert [c["details"]["entry_id"] for c in recorded.changes if c["action"] == "propose_archive"] == [
+        stale.pk,
+        stale_b.pk,
+    ]
+    # proposals only: nothing changed status
+    statuses = dict(
+        VaultEntry.objects.filter(
+            pk__in=[stale.pk, stale_b.pk, young.pk, cited.pk, read.pk, archived.pk, foreign.pk]
+        ).values_list("pk", "status")
+    )
+    assert statuses[stale.pk] == statuses[stale_b.pk] == statuses[foreign.pk] == "active"
+    assert statuses[archived.pk] == "archived"
+    # once cited, it is no longer proposed
+    context_build(agent=agent_a, command="stale cobol")
+    again = services.compaction_run(project=agent_a.project, dry_run=True)
+    assert [c["details"]["entry_id"] for c in again.changes if c["action"] == "propose_archive"] == [
+        stale_b.pk
+    ]
