@@ -259,6 +259,13 @@ MEMORY_AGENT_STORAGE_LIMIT_BYTES = env_int("MEMORY_AGENT_STORAGE_LIMIT_BYTES", 5
 MEMORY_UI_PAGE_SIZE = env_int("MEMORY_UI_PAGE_SIZE", 20, minimum=1, maximum=200)
 
 # --- Trust: review queue, duplicates, conflicts, poisoning (issue 8) -------------------------
+# Citations (issue 8 item 6): an entry older than this many days that no context build or read ever
+# cited sinks in search (score x (1 - penalty)) and compaction proposes archiving it (never archives).
+MEMORY_UNCITED_DAYS = env_float("MEMORY_UNCITED_DAYS", 90, minimum=1)
+MEMORY_SEARCH_UNCITED_PENALTY = env_float("MEMORY_SEARCH_UNCITED_PENALTY", 0.1, minimum=0.0, maximum=0.9)
+# Search with status=all: entries that are not active (superseded, pending, rejected, archived) are
+# multiplied by this, so the live entry of a supersede chain ranks above the one it replaced.
+MEMORY_SEARCH_INACTIVE_FACTOR = env_float("MEMORY_SEARCH_INACTIVE_FACTOR", 0.5, minimum=0.0, maximum=1.0)
 
 # --- Session continuity and lifecycle (issue 9) -----------------------------------------------
 

@@ -23,7 +23,9 @@ def search(
     since: datetime | None = None,
     until: datetime | None = None,
     kinds: str = Query("entries,messages,files", max_length=100),
-    status: Literal["active", "archived", "all"] = "active",
+    status: Literal["active", "archived", "pending", "superseded", "rejected", "all"] = Query(
+        "active", description="Entries with this status; 'all' ranks non-active ones lower"
+    ),
     limit: int = Query(None, ge=1, le=100),
     offset: int = Query(0, ge=0, le=10_000),
 ):

@@ -16,6 +16,12 @@ class SearchResultOut(Schema):
     status: str | None = None
     importance: float | None = None
     access_count: int | None = None
+    source: str | None = Field(None, description="Entries: api, ui, import, extraction, compaction...")
+    created_by: str | None = Field(None, description="Entries: the token, curator or process that wrote it")
+    confidence: float | None = Field(None, description="Entries: confidence of heuristic or LLM extraction")
+    source_session_id: int | None = Field(None, description="Entries: the session it was extracted from")
+    supersedes: int | None = Field(None, description="Entries: the entry this one replaced")
+    superseded_by: int | None = Field(None, description="Entries: the entry that replaced this one")
     session: str | None = Field(None, description="Messages: the session's external id")
     session_id: int | None = None
     role: str | None = None

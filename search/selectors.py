@@ -8,14 +8,18 @@ in the same scan. The score is
                               x (1 + w_access x access)
 
 where decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
-x 0.5 ^ (hours since last access / access half-life). Terms matched dominate, so a recent or important
+x 0.5 ^ (hours since last access / access half-life). Two more factors for trust (issue 8): an entry
+older than MEMORY_UNCITED_DAYS that was never accessed (never cited in a context, never read) gets
+x (1 - MEMORY_SEARCH_UNCITED_PENALTY), and with status=all an entry that is not active (superseded,
+pending, rejected, archived) gets x MEMORY_SEARCH_INACTIVE_FACTOR, so the live entry of a supersede
+chain ranks first. Terms matched dominate, so a recent or important
 entry wins only over entries that answer the query about as well. Everything is computed at query
 time: nothing periodically rewrites stored decay factors.
 """
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
@@ -45,7 +49,7 @@ class SearchFilters:
     since: datetime | None = None
     until: datetime | None = None
     kinds: tuple[str, ...] = KINDS
-    status: str = EntryStatus.ACTIVE  # "active", "archived" or "all"
+    status: str = EntryStatus.ACTIVE  # an EntryStatus value, or "all"
     limit: int = 10
     offset: int = 0
 
@@ -94,6 +98,9 @@ def _common_params(compiled: CompiledQuery, filters: SearchFilters, scope: Searc
         "wi": settings.MEMORY_SEARCH_IMPORTANCE_WEIGHT,
         "wa": settings.MEMORY_SEARCH_ACCESS_WEIGHT,
         "access_hl": settings.MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS,
+        "uncited_before": timezone.now() - timedelta(days=settings.MEMORY_UNCITED_DAYS),
+        "uncited_factor": 1 - settings.MEMORY_SEARCH_UNCITED_PENALTY,
+        "inactive_factor": settings.MEMORY_SEARCH_INACTIVE_FACTOR,
     }
 
 
@@ -146,11 +153,16 @@ def _entries(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters
     sql = f"""
         WITH cand AS ({_candidates_sql("vault_vaultentry", where)})
         SELECT e.id, a.slug AS agent, e.category, e.content AS text, e.tags, e.status, e.importance,
-               e.access_count, e.created_at, e.updated_at,
+               e.access_count, e.created_at, e.updated_at, e.source, e.created_by, e.confidence,
+               e.source_session_id, e.supersedes_id AS supersedes,
+               (SELECT s.id FROM vault_vaultentry s WHERE s.supersedes_id = e.id) AS superseded_by,
                {_text_score_sql("e", compiled, params)}
                * (1 + %(wr)s * {_decay_sql("extract(epoch FROM (%(now)s - e.created_at))", _half_life_case("e.category"))})
                * (1 + %(wi)s * (2 * e.importance - 1))
-               * (1 + %(wa)s * {access}) AS score
+               * (1 + %(wa)s * {access})
+               * CASE WHEN e.last_accessed_at IS NULL AND e.created_at < %(uncited_before)s
+                      THEN %(uncited_factor)s ELSE 1 END
+               * CASE WHEN e.status = 'active' THEN 1 ELSE %(inactive_factor)s END AS score
         FROM cand JOIN vault_vaultentry e ON e.id = cand.id JOIN vault_agent a ON a.id = e.agent_id
         ORDER BY score DESC, e.id DESC
         LIMIT %(n)s
@@ -208,8 +220,11 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
 def search_run(*, q: str, scope: SearchScope, filters: SearchFilters) -> SearchOutcome:
     """Search the kinds asked for within a scope; results best first, each with a snippet."""
     started = time.perf_counter()
-    if filters.status not in ("active", "archived", "all"):
-        raise InvalidInput(f"Unknown status {filters.status!r}; use active, archived or all.")
+    if filters.status not in (*EntryStatus.values, "all"):
+        raise InvalidInput(
+            f"Unknown status {filters.status!r}; use {', '.join(EntryStatus.values)} or all.",
+            [{"loc": ["status"], "msg": "unknown status"}],
+        )
     unknown = [kind for kind in filters.kinds if kind not in KINDS]
     if unknown or not filters.kinds:
         raise InvalidInput(
@@ -227,7 +242,7 @@ def search_run(*, q: str, scope: SearchScope, filters: SearchFilters) -> SearchO
         raise InvalidInput("tags_mode must be 'any' or 'all'", [{"loc": ["tags_mode"], "msg": "unknown"}])
     compiled = query_compile(q)
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
-    entries_only = bool(filters.category or filters.tags or filters.status == "archived")
+    entries_only = bool(filters.category or filters.tags or filters.status not in ("active", "all"))
     rows: list[dict] = []
     if "entries" in filters.kinds:
         rows += _entries(compiled, scope, filters)

@@ -1,5 +1,4 @@
-"""Import memory from the layouts of the seeds into the vault, workspace files and (after the sessions
-merge) sessions.
+"""Import memory from the layouts of the seeds into the vault, workspace files and sessions.
 
 - seed 000 `.memory/`: `_project.md`; `{agent}/{category}.md` with `<!-- id:... -->` markers and
   `## date · #tags` headers; legacy flat `{agent}.md` files split on `## Title` sections; the
@@ -188,7 +187,6 @@ class ImportReport:
     dry_run: bool = False
     counts: Counter = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
-    pending: list[ParsedConversation | ParsedCheckpoint] = field(default_factory=list)
     progress: Callable[[str], None] | None = None
 
     def say(self, message: str) -> None:
@@ -407,21 +405,151 @@ class Importer:
         self.report.counts["project context replaced (previous text versioned)"] += 1
 
 
-# --- Sessions: parsed now, stored after the sessions merge ----------------------------------------
+# --- Sessions: conversations and checkpoints ------------------------------------------------------
+
+
+def _session_agent(importer: Importer, slug: str) -> Agent | None:
+    # `slug` is already mapped (--agent-map) and the agent already ensured by the parser.
+    agent = importer._agents.get(slug)
+    return agent if agent is not None else Agent.objects.filter(project=importer.project, slug=slug).first()
+
+
+def conversation_store(importer: Importer, item: ParsedConversation) -> None:
+    """Store a parsed conversation as the session with its `external_id`, through the sessions service
+    `messages_append` (so the write-ahead scan and the daily notes see imported messages too).
+
+    Idempotent: messages whose client id is already in that session are skipped, and a conversation with
+    nothing new does not touch (or reopen) its session. Dates are kept: each message keeps its own
+    timestamp (or the conversation's `saved_at` when the source has none), and a session created by the
+    import gets the dates of its first and last messages. Messages are stored in order as one chain on the
+    session's active branch; a source tree whose parent links differ from that order is flattened and
+    reported."""
+    from sessions_app import services as session_services
+    from sessions_app.models import Message, Session
+
+    report = importer.report
+    agent = _session_agent(importer, item.agent)
+    if agent is None:
+        report.counts["conversations skipped (no valid agent)"] += 1
+        return
+    messages = []
+    for message in item.messages:
+        if message.role in ("user", "system") and not message.text.strip():
+            report.problem(item.source, f"message {message.client_id} has empty text; skipped")
+            continue
+        messages.append(message)
+    session = Session.objects.filter(agent=agent, external_id=item.external_id[:200]).first()
+    known = (
+        set(
+            Message.objects.filter(
+                session=session, client_id__in=[m.client_id for m in messages]
+            ).values_list("client_id", flat=True)
+        )
+        if session is not None
+        else set()
+    )
+    new = [m for m in messages if m.client_id not in known]
+    report.counts["messages already imported (skipped)"] += len(messages) - len(new)
+    if not new:
+        report.counts["conversations already imported (skipped)"] += 1
+        return
+    created = session is None
+    fallback = item.saved_at or timezone.now()
+    previous = None
+    flattened = 0
+    for message in new:
+        if message.parent_client_id and previous is not None and message.parent_client_id != previous:
+            flattened += 1
+        previous = message.client_id
+    chunk_size = settings.MEMORY_APPEND_MAX_MESSAGES
+    try:
+        with transaction.atomic():
+            for start in range(0, len(new), chunk_size):
+                result = session_services.messages_append(
+                    agent=agent,
+                    messages=[
+                        {
+                            "role": m.role,
+                            "text": m.text,
+                            "client_id": m.client_id,
+                            "internal": m.internal,
+                            "created_at": m.created_at or fallback,
+                        }
+                        for m in new[start : start + chunk_size]
+                    ],
+                    session=session,
+                    session_key=item.external_id[:200],
+                    model_id=item.model_id[:200],
+                    changed_by="import",
+                )
+                session = result.session
+                report.counts["messages stored"] += len(result.stored)
+            if created:
+                dates = [m.created_at or fallback for m in new]
+                Session.objects.filter(pk=session.pk).update(
+                    created_at=min(dates), last_activity_at=max(dates)
+                )
+    except DomainError as exc:
+        report.problem(item.source, f"conversation not stored: {exc.detail}")
+        return
+    report.counts["sessions created" if created else "sessions updated"] += 1
+    if flattened:
+        report.problem(
+            item.source,
+            f"{flattened} message(s) answer an earlier message than the one before them; stored in order "
+            "on one branch",
+        )
+
+
+def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
+    """Store a parsed checkpoint as the agent's Checkpoint with the sessions service `checkpoint_save`,
+    keeping its `saved_at`. An expired checkpoint is not stored (seed 000 would discard it). The agent
+    keeps one checkpoint: an imported one replaces it only when it is newer, so a re-import (same
+    `saved_at`) changes nothing."""
+    from sessions_app import services as session_services
+    from sessions_app.models import Checkpoint, Session
+
+    report = importer.report
+    agent = _session_agent(importer, item.agent)
+    if agent is None:
+        report.counts["checkpoints skipped (no valid agent)"] += 1
+        return
+    if item.expired:
+        report.counts["checkpoints not stored (expired)"] += 1
+        return
+    existing = Checkpoint.objects.filter(agent=agent).first()
+    if existing is not None and existing.saved_at >= item.saved_at:
+        report.counts["checkpoints skipped (same or newer already stored)"] += 1
+        return
+    session = (
+        Session.objects.filter(agent=agent, external_id=item.chat_id[:200]).first() if item.chat_id else None
+    )
+    try:
+        with transaction.atomic():
+            checkpoint = session_services.checkpoint_save(
+                agent=agent,
+                messages=[
+                    {"role": m.role, "text": m.text, "internal": m.internal}
+                    for m in item.messages
+                    if m.role not in ("user", "system") or m.text.strip()
+                ],
+                session=session,
+                chat_id=item.chat_id[:200],
+                model_id=item.model_id[:200],
+            )
+            Checkpoint.objects.filter(pk=checkpoint.pk).update(saved_at=item.saved_at)
+    except DomainError as exc:
+        report.problem(item.source, f"checkpoint not stored: {exc.detail}")
+        return
+    report.counts["checkpoints stored"] += 1
 
 
 def sessions_store(importer: Importer, item: ParsedConversation | ParsedCheckpoint) -> None:
-    """Store a parsed conversation as a session with its messages, or a checkpoint as a Checkpoint.
-
-    TO CONNECT after the sessions app is merged: for a ParsedConversation, find or create the agent's
-    session with `external_id` (and `model_id`) and append `messages` with the sessions services (their
-    `client_id` makes a re-import skip what is stored; `parent_client_id` links the tree; `created_at`
-    keeps the date; `internal` keeps internal messages out of handoffs); for a ParsedCheckpoint, save a
-    Checkpoint with `messages`, `chat_id`, `model_id` and `saved_at` unless `expired`. Until then the
-    item is kept in the report as "parsed, pending sessions".
-    """
-    importer.report.pending.append(item)
-    importer.report.counts[f"{item.kind}s parsed, pending sessions"] += 1
+    """Store a parsed conversation as a session with its messages, or a checkpoint as a Checkpoint."""
+    if item.kind == "checkpoint":
+        checkpoint_store(importer, item)
+    else:
+        conversation_store(importer, item)
 
 
 def _message_parse(
@@ -941,7 +1069,7 @@ BMAD_KINDS = (
 
 def bmad_session_import(importer: Importer, directory: Path) -> None:
     """One `sessions/{id}/` folder: manifest, the three record files into the vault, the conversation
-    into a session (pending the sessions merge)."""
+    into a session."""
     report = importer.report
     report.say(f"{directory}")
     manifest = {}

@@ -131,20 +131,56 @@ COMPACTION_COUNTERS = (
     "categories_capped",
     "entries_merged",
     "summaries_created",
+    "archive_proposed",
     "errors",
 )
+# At most this many "propose_archive" changes are listed per run (all are counted).
+ARCHIVE_PROPOSALS_LISTED = 100
+
+
+def checkpoint_corruption(messages) -> str | None:
+    """Why a checkpoint's stored messages cannot be recovered (seed 000 deletes such files), or None.
+    A readable checkpoint holds a list of {"role": str, "text": str} objects."""
+    if not isinstance(messages, list):
+        return f"messages is a {type(messages).__name__}, not a list"
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return f"message {index} is not an object"
+        if not isinstance(message.get("role"), str) or not isinstance(message.get("text"), str):
+            return f"message {index} needs string 'role' and 'text'"
+    return None
 
 
 def compaction_step_expired_checkpoints(run: CompactionRun, project: Project, now: datetime) -> None:
     """Step A (seed 000): remove checkpoints older than MEMORY_CHECKPOINT_DAYS, and corrupt ones.
 
-    The Checkpoint model belongs to the sessions app, which is merged after this branch: until then this
-    step records 0 and says so. After the merge it deletes checkpoints of `project` whose saved time is
-    older than now - MEMORY_CHECKPOINT_DAYS (and those whose stored messages cannot be read), adding one
-    change per removed checkpoint and counting them in run.counts["checkpoints_removed"].
-    """
-    run.counts["checkpoints_removed"] = 0
-    run.notes.append("step A (expired checkpoints): no Checkpoint model on this branch yet; nothing removed")
+    A checkpoint expires when `now` reaches saved_at + MEMORY_CHECKPOINT_DAYS (the moment recovery stops
+    returning it). One change per removed checkpoint, counted in counts["checkpoints_removed"]."""
+    from sessions_app.models import Checkpoint
+
+    days = settings.MEMORY_CHECKPOINT_DAYS
+    cutoff = now - timedelta(days=days)
+    for checkpoint in Checkpoint.objects.filter(project=project).select_related("agent").order_by("pk"):
+        if checkpoint.saved_at <= cutoff:
+            reason = f"saved {checkpoint.saved_at.isoformat()}, older than MEMORY_CHECKPOINT_DAYS={days:g}"
+        else:
+            problem = checkpoint_corruption(checkpoint.messages)
+            if problem is None:
+                continue
+            reason = f"corrupt: {problem}"
+        deleted, _ = Checkpoint.objects.filter(pk=checkpoint.pk, saved_at=checkpoint.saved_at).delete()
+        if not deleted:  # replaced by a fresh save meanwhile: that one is not expired
+            continue
+        _count(run, "checkpoints_removed")
+        _change(
+            run,
+            "A",
+            "remove-checkpoint",
+            checkpoint.agent.slug,
+            reason,
+            saved_at=checkpoint.saved_at.isoformat(),
+            chat_id=checkpoint.chat_id,
+        )
 
 
 def _session_digest(messages: list[Message]) -> str:
@@ -352,6 +388,42 @@ def compaction_step_cap_categories(run: CompactionRun, project: Project, now: da
         )
 
 
+def compaction_step_propose_archive(run: CompactionRun, project: Project, now: datetime) -> None:
+    """Citations (issue 8): active entries older than MEMORY_UNCITED_DAYS that no context build ever
+    cited and nobody ever read (access_count 0, never accessed) are proposed for archiving, oldest
+    first, as "propose_archive" changes in the run's record. Nothing is archived: a curator decides."""
+    days = settings.MEMORY_UNCITED_DAYS
+    stale = (
+        VaultEntry.objects.filter(
+            project=project,
+            status=EntryStatus.ACTIVE,
+            created_at__lt=now - timedelta(days=days),
+            last_accessed_at__isnull=True,
+            access_count=0,
+        )
+        .select_related("agent")
+        .order_by("created_at", "id")
+    )
+    total = stale.count()
+    _count(run, "archive_proposed", total)
+    for entry in stale[:ARCHIVE_PROPOSALS_LISTED]:
+        _change(
+            run,
+            "citations",
+            "propose_archive",
+            f"{entry.agent.slug}/{entry.category}/{entry.pk}",
+            f"never cited in {days:g} days",
+            entry_id=entry.pk,
+            created_at=entry.created_at.isoformat(),
+            preview=_preview(entry.content, 80),
+        )
+    if total > ARCHIVE_PROPOSALS_LISTED:
+        run.notes.append(
+            f"citations: {total} entries never cited in {days:g} days; the oldest "
+            f"{ARCHIVE_PROPOSALS_LISTED} are listed"
+        )
+
+
 def compaction_step_search_index(run: CompactionRun, project: Project, now: datetime) -> None:
     """Steps D and E of the seed (index rebuild, legacy files) have nothing to do here: search vectors
     are generated columns that PostgreSQL keeps current, and there are no legacy files."""
@@ -362,6 +434,7 @@ COMPACTION_STEPS = (
     compaction_step_expired_checkpoints,
     compaction_step_trim_sessions,
     compaction_step_cap_categories,
+    compaction_step_propose_archive,
     compaction_step_search_index,
 )
 

@@ -1,6 +1,7 @@
 """Writes to long-term memory. Every entry point (API, admin, pages, commands, tasks) calls these."""
 
 import hashlib
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -533,15 +534,20 @@ def _file_lock_or_create(agent: Agent, path: str) -> tuple[WorkspaceFile, bool]:
         )
 
 
-def file_append(*, agent: Agent, path: str, text: str, changed_by: str, header: str = "") -> WorkspaceFile:
+def file_append(
+    *, agent: Agent, path: str, text: str, changed_by: str, header: str = "", unless_present: str = ""
+) -> WorkspaceFile:
     """Append to a workspace file, creating it (with `header` first) when missing.
 
     The row is locked while appending so that concurrent appends (two exchanges finishing at once)
-    are both kept. Appends are not versioned: the previous content is a prefix of the new one.
+    are both kept. Appends are not versioned: the previous content is a prefix of the new one. With
+    `unless_present`, nothing is appended when the file already contains that text (checked under the
+    lock, so two identical concurrent appends store it once).
     """
     file_path_check(path)
     text = redact_for_project(text, agent.project_id)
     text_check(text, allow_empty=True)
+    unless_present = redact_for_project(unless_present, agent.project_id) if unless_present else ""
     with transaction.atomic():
         file = (
             WorkspaceFile.objects.select_for_update()
@@ -558,6 +564,8 @@ def file_append(*, agent: Agent, path: str, text: str, changed_by: str, header: 
                 file = WorkspaceFile.objects.select_for_update().get(
                     agent=agent, path=path, deleted_at__isnull=True
                 )
+        if unless_present and unless_present in file.content:
+            return file
         file.content = file.content + text
         file.size = len(file.content.encode("utf-8"))
         file.save(update_fields=["content", "size", "updated_at"])
@@ -568,18 +576,27 @@ def daily_note_path(day) -> str:
     return f"memory/{day:%Y-%m-%d}.md"
 
 
+_DAILY_TIME_HEADING_RE = re.compile(r"^\s*## \[\d{1,2}:\d{2}(?::\d{2})?\]\n")
+
+
 def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: str = "") -> WorkspaceFile:
     """Append to the agent's daily note for `when`'s date (seed 002: memory/YYYY-MM-DD.md).
 
-    Daily notes are disabled files: searched, not injected into the system prompt.
+    Daily notes are disabled files: searched, not injected into the system prompt. A block that opens
+    with a `## [HH:MM:SS]` time heading (a logged exchange) is logged once a day: when the note already
+    holds the same exchange under another time, it is not appended again (a replayed conversation
+    leaves one copy, issue 8).
     """
     day = timezone.localtime(when).date()
+    heading = _DAILY_TIME_HEADING_RE.match(text)
+    body = text[heading.end() :].strip() if heading else ""
     return file_append(
         agent=agent,
         path=daily_note_path(day),
         text=text,
         changed_by=changed_by,
         header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+        unless_present=f"]\n{body}\n" if body else "",
     )
 
 

@@ -2,11 +2,14 @@ import io
 import json
 import time
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import time_machine
 from django.core.management import call_command
 
+from sessions_app.models import Checkpoint, Message, Session
 from vault import importers, services
 from vault.models import VaultEntry, WorkspaceFile
 
@@ -91,6 +94,11 @@ def seed000(tmp_path):
     return root
 
 
+# Two days after the seed 000 checkpoint was saved (2026-03-16T16:51:11.839Z): it is still valid.
+CHECKPOINT_VALID = datetime(2026, 3, 18, 12, 0, tzinfo=UTC)
+
+
+@time_machine.travel(CHECKPOINT_VALID, tick=False)
 def test_it_imports_a_seed000_memory_folder(seed000, target):
     before = snapshot(seed000)
     report = run(seed000.parent, target)
@@ -120,16 +128,27 @@ def test_it_imports_a_seed000_memory_folder(seed000, target):
     ) == {"Cache precisa de versão.", "**Random thoughts**\n\nSomething else."}
     assert VaultEntry.objects.filter(agent__slug="bmad-master").count() == 1
     assert report.counts["legacy flat files skipped (already migrated to a folder)"] == 1
-    assert report.counts["conversations parsed, pending sessions"] == 1
-    assert report.counts["checkpoints parsed, pending sessions"] == 1
-    conversation = next(p for p in report.pending if p.kind == "conversation")
-    assert [m.role for m in conversation.messages] == ["user", "assistant"]
-    checkpoint = next(p for p in report.pending if p.kind == "checkpoint")
-    assert (checkpoint.chat_id, checkpoint.model_id, checkpoint.agent) == (
+    assert report.counts["sessions created"] == 1 and report.counts["messages stored"] == 2
+    session = Session.objects.get(agent__project=target)
+    assert (session.agent.slug, session.external_id) == ("dev", "dev-conversation")
+    saved_at = datetime(2026, 3, 15, 23, 4, 23, 463000, tzinfo=UTC)
+    assert session.created_at == saved_at and session.last_activity_at == saved_at
+    messages = list(Message.objects.filter(session=session).order_by("created_at", "id"))
+    assert [(m.role, m.text) for m in messages] == [
+        ("user", "hi"),
+        ("assistant", "We decided to use Redis for caching."),
+    ]
+    assert all(m.created_at == saved_at for m in messages)  # no timestamps in seed 000: its savedAt
+    assert messages[1].parent_id == messages[0].pk and messages[0].parent_id is None
+    assert report.counts["checkpoints stored"] == 1
+    checkpoint = Checkpoint.objects.get(agent__project=target)
+    assert (checkpoint.chat_id, checkpoint.model_id, checkpoint.agent.slug) == (
         "chat_abc",
         "claude-opus-4-6",
         "dev",
     )
+    assert checkpoint.messages == [{"role": "user", "text": "x"}]
+    assert checkpoint.saved_at == datetime(2026, 3, 16, 16, 51, 11, 839000, tzinfo=UTC)  # kept, not now
     problems = "\n".join(report.problems)
     for expected in (
         "broken.json: corrupt JSON",
@@ -142,14 +161,60 @@ def test_it_imports_a_seed000_memory_folder(seed000, target):
         assert expected in problems
 
 
+@time_machine.travel(CHECKPOINT_VALID, tick=False)
 def test_running_the_seed000_import_twice_imports_nothing_new(seed000, target):
     run(seed000.parent, target)
     count = VaultEntry.objects.count()
+    stored = (Session.objects.count(), Message.objects.count(), Checkpoint.objects.get().pk)
+    files = sorted(WorkspaceFile.objects.values_list("path", "content"))
     second = run(seed000.parent, target)
     assert VaultEntry.objects.count() == count
     assert not any(key.startswith("entries created") for key in second.counts)
     assert second.counts["entries already imported (skipped)"] == count
     assert second.counts["project context unchanged"] == 1
+    assert (Session.objects.count(), Message.objects.count(), Checkpoint.objects.get().pk) == stored
+    assert Checkpoint.objects.get().saved_at == datetime(2026, 3, 16, 16, 51, 11, 839000, tzinfo=UTC)
+    assert sorted(WorkspaceFile.objects.values_list("path", "content")) == files  # daily notes too
+    assert second.counts["conversations already imported (skipped)"] == 1
+    assert second.counts["checkpoints skipped (same or newer already stored)"] == 1
+    assert not second.counts["messages stored"] and not second.counts["sessions created"]
+
+
+def test_an_expired_checkpoint_is_not_stored_and_a_newer_one_is_not_replaced(seed000, target):
+    with time_machine.travel(datetime(2026, 4, 1, tzinfo=UTC), tick=False):
+        report = run(seed000.parent, target)
+    assert report.counts["checkpoints not stored (expired)"] == 1
+    assert not Checkpoint.objects.exists()
+    with time_machine.travel(CHECKPOINT_VALID, tick=False):
+        dev = target.agents.get(slug="dev")
+        from sessions_app import services as session_services
+
+        session_services.checkpoint_save(agent=dev, messages=[{"role": "user", "text": "newer"}])
+        report = run(seed000.parent, target)
+    assert report.counts["checkpoints skipped (same or newer already stored)"] == 1
+    assert Checkpoint.objects.get().messages == [{"role": "user", "text": "newer"}]
+
+
+def test_a_conversation_that_grew_since_the_last_import_gets_only_its_new_messages(tmp_path, target):
+    root = tmp_path / ".memory"
+    conversation = {
+        "agentId": "dev",
+        "savedAt": "2026-03-15T10:00:00Z",
+        "messages": [{"role": "user", "text": "hi"}, {"role": "agent", "text": "hello"}],
+    }
+    write(root, "dev/decisions.md", "")
+    write(root, "conversations/dev.json", json.dumps(conversation))
+    run(root, target)
+    session = Session.objects.get()
+    Session.objects.filter(pk=session.pk).update(status="closed")
+    run(root, target)
+    assert Session.objects.get().status == "closed"  # nothing new: the closed session is left alone
+    conversation["messages"].append({"role": "user", "text": "and now?"})
+    write(root, "conversations/dev.json", json.dumps(conversation))
+    report = run(root, target)
+    assert report.counts["messages stored"] == 1 and report.counts["sessions updated"] == 1
+    texts = list(Message.objects.order_by("created_at", "id").values_list("text", flat=True))
+    assert texts == ["hi", "hello", "and now?"]
 
 
 def test_dry_run_writes_nothing_but_counts(seed000, target):
@@ -367,16 +432,28 @@ def test_it_imports_a_seed004_bmad_folder(bmad, target):
     shared = VaultEntry.objects.filter(legacy_id__startswith="shared/")
     assert {e.agent.slug for e in shared} == {"main", "analyst"}
     assert shared.filter(content__contains="theme = dark").exists()
-    conversation = next(p for p in report.pending if p.kind == "conversation")
-    assert conversation.external_id == "sess-2026-01-11-abc123" and conversation.agent == "bmad-master"
-    assert [m.client_id for m in conversation.messages] == ["msg-000", "msg-001"]
-    assert conversation.messages[1].parent_client_id == "msg-000"
+    session = Session.objects.get(external_id="sess-2026-01-11-abc123")
+    assert session.agent.slug == "bmad-master" and session.project == target
+    messages = list(Message.objects.filter(session=session).order_by("created_at", "id"))
+    assert [(m.client_id, m.role, m.text) for m in messages] == [
+        ("msg-000", "user", "Which DB?"),
+        ("msg-001", "assistant", "I recommend PostgreSQL."),
+    ]
+    assert messages[1].parent_id == messages[0].pk  # the source's parent link
+    assert [m.created_at.isoformat() for m in messages] == [
+        "2026-01-11T10:05:00+00:00",
+        "2026-01-11T10:05:23+00:00",
+    ]
+    assert session.created_at == messages[0].created_at and session.last_activity_at == messages[1].created_at
     problems = "\n".join(report.problems)
     for expected in ("conversation.jsonl:3", "decisions.jsonl:2", "broken-session", "corrupt.json"):
         assert expected in problems
     count = VaultEntry.objects.count()
     second = run(bmad, target, default_agent="main")
     assert VaultEntry.objects.count() == count
+    assert Message.objects.count() == 2 and Session.objects.count() == 1
+    assert second.counts["conversations already imported (skipped)"] == 1
+    assert not second.counts["messages stored"]
     assert not any(key.startswith("entries created") for key in second.counts)
 
 

@@ -1,12 +1,15 @@
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from sessions_app.models import Message, Session
+from sessions_app import services as session_services
+from sessions_app.models import Checkpoint, Message, Session
+from sessions_app.selectors import checkpoint_get_valid
 from tests.conftest import ApiClient
 from tests.vault.maintenance.conftest import session_make
 from vault import services
@@ -153,10 +156,62 @@ def test_step_c_merges_older_entries_into_one_summary(agent_a, agent_b):
     assert EntryVersion.objects.filter(entry_id=long_one.pk, status="active").count() == 1
 
 
-def test_step_a_is_recorded_until_checkpoints_exist(agent_a):
-    run = services.compaction_run(project=agent_a.project, dry_run=False)
-    assert run.counts["checkpoints_removed"] == 0
-    assert any("step A" in note for note in run.notes)
+SAVED = datetime(2026, 3, 16, 16, 51, 11, tzinfo=UTC)
+
+
+def checkpoint_make(agent, messages=None, saved_at=SAVED):
+    with time_machine.travel(saved_at, tick=False):
+        return session_services.checkpoint_save(
+            agent=agent, messages=messages or [{"role": "user", "text": "where were we?"}], chat_id="c1"
+        )
+
+
+def test_step_a_removes_a_checkpoint_exactly_when_it_expires(agent_a, agent_b, settings):
+    settings.MEMORY_CHECKPOINT_DAYS = 7
+    checkpoint_make(agent_a)
+    checkpoint_make(agent_b, saved_at=SAVED + timedelta(days=1))
+    boundary = SAVED + timedelta(days=7)
+    with time_machine.travel(boundary - timedelta(microseconds=1), tick=False):
+        assert checkpoint_get_valid(agent_a) is not None
+        run = services.compaction_run(project=agent_a.project, dry_run=False)
+    assert run.counts["checkpoints_removed"] == 0 and Checkpoint.objects.count() == 2
+    with time_machine.travel(boundary, tick=False):
+        assert checkpoint_get_valid(agent_a) is None  # recovery and compaction agree on the boundary
+        run = services.compaction_run(project=agent_a.project, dry_run=False)
+    assert run.counts["checkpoints_removed"] == 1
+    assert list(Checkpoint.objects.values_list("agent__slug", flat=True)) == [agent_b.slug]
+    [change] = [c for c in run.changes if c["step"] == "A"]
+    assert change["action"] == "remove-checkpoint" and change["target"] == agent_a.slug
+    assert "older than MEMORY_CHECKPOINT_DAYS=7" in change["reason"]
+    assert CompactionRun.objects.get(pk=run.pk).counts["checkpoints_removed"] == 1
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [{"role": "user"}, "text", [1, 2], [{"role": "user"}], [{"role": "user", "text": 5}]],
+)
+def test_step_a_removes_corrupt_checkpoints(agent_a, agent_b, messages):
+    checkpoint = checkpoint_make(agent_a)
+    checkpoint_make(agent_b)
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(messages=messages)
+    with time_machine.travel(SAVED + timedelta(hours=1), tick=False):
+        run = services.compaction_run(project=agent_a.project, dry_run=False)
+    assert run.counts["checkpoints_removed"] == 1
+    assert not Checkpoint.objects.filter(agent=agent_a).exists()
+    assert Checkpoint.objects.filter(agent=agent_b).exists()  # a readable, fresh one stays
+    assert any(c["reason"].startswith("corrupt:") for c in run.changes)
+
+
+def test_step_a_dry_run_reports_and_keeps_the_checkpoint(agent_a, outsider_agent):
+    checkpoint_make(agent_a)
+    checkpoint_make(outsider_agent)
+    with time_machine.travel(SAVED + timedelta(days=30), tick=False):
+        dry = services.compaction_run(project=agent_a.project, dry_run=True)
+        assert dry.counts["checkpoints_removed"] == 1 and Checkpoint.objects.count() == 2
+        real = services.compaction_run(project=agent_a.project, dry_run=False)
+    assert real.counts["checkpoints_removed"] == 1
+    # another project's checkpoint is not this run's business
+    assert list(Checkpoint.objects.values_list("agent", flat=True)) == [outsider_agent.pk]
 
 
 def test_a_dry_run_reports_the_same_and_changes_nothing(agent_a):
@@ -283,3 +338,51 @@ def test_compact_command_supports_dry_run(agent_a, capsys):
     assert "messages_archived=6" in capsys.readouterr().out
     assert CompactionRun.objects.filter(project=agent_a.project, trigger="command").count() == 1
     assert Session.objects.count() == 1
+
+
+def test_entries_never_cited_for_long_are_proposed_for_archiving_not_archived(
+    agent_a, agent_b, outsider_agent, settings
+):
+    from search.services import context_build
+
+    settings.MEMORY_UNCITED_DAYS = 90
+    now = timezone.now()
+
+    def make(agent, content, days, **kwargs):
+        return services.entry_create(
+            agent=agent, category="lessons", content=content, created_at=now - timedelta(days=days), **kwargs
+        )
+
+    stale = make(agent_a, "Stale lesson about cobol", 120)
+    stale_b = make(agent_b, "Another stale lesson about fortran", 95)
+    young = make(agent_a, "Young lesson about rust", 89)
+    cited = make(agent_a, "Cited lesson about kafka partitions", 150)
+    read = make(agent_a, "Read lesson about redis", 150)
+    archived = make(agent_a, "Archived lesson about perl", 150, status="archived")
+    foreign = make(outsider_agent, "Outsider lesson about cobol", 150)
+    context_build(agent=agent_a, command="kafka partitions")  # cites `cited`
+    services.entries_mark_accessed([read.pk])
+    run = services.compaction_run(project=agent_a.project, dry_run=False)
+    proposals = [c for c in run.changes if c["action"] == "propose_archive"]
+    assert [c["details"]["entry_id"] for c in proposals] == [stale.pk, stale_b.pk]  # oldest first
+    assert proposals[0]["reason"] == "never cited in 90 days" and proposals[0]["step"] == "citations"
+    assert run.counts["archive_proposed"] == 2
+    recorded = CompactionRun.objects.get(pk=run.pk)
+    assert [c["details"]["entry_id"] for c in recorded.changes if c["action"] == "propose_archive"] == [
+        stale.pk,
+        stale_b.pk,
+    ]
+    # proposals only: nothing changed status
+    statuses = dict(
+        VaultEntry.objects.filter(
+            pk__in=[stale.pk, stale_b.pk, young.pk, cited.pk, read.pk, archived.pk, foreign.pk]
+        ).values_list("pk", "status")
+    )
+    assert statuses[stale.pk] == statuses[stale_b.pk] == statuses[foreign.pk] == "active"
+    assert statuses[archived.pk] == "archived"
+    # once cited, it is no longer proposed
+    context_build(agent=agent_a, command="stale cobol")
+    again = services.compaction_run(project=agent_a.project, dry_run=True)
+    assert [c["details"]["entry_id"] for c in again.changes if c["action"] == "propose_archive"] == [
+        stale_b.pk
+    ]
