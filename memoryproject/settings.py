@@ -268,6 +268,18 @@ MEMORY_SEARCH_UNCITED_PENALTY = env_float("MEMORY_SEARCH_UNCITED_PENALTY", 0.1, 
 MEMORY_SEARCH_INACTIVE_FACTOR = env_float("MEMORY_SEARCH_INACTIVE_FACTOR", 0.5, minimum=0.0, maximum=1.0)
 
 # --- Session continuity and lifecycle (issue 9) -----------------------------------------------
+# Working buffer (seed 002): activates when the session's context passes this share of the model window.
+MEMORY_WORKING_BUFFER_RATIO = env_float("MEMORY_WORKING_BUFFER_RATIO", 0.5, minimum=0.01, maximum=1.0)
+MEMORY_WORKING_BUFFER_SUMMARY_CHARS = env_int("MEMORY_WORKING_BUFFER_SUMMARY_CHARS", 300, minimum=40)
+# Compaction recovery (seed 002): token budget of the recovery block, and how many recent messages are
+# looked at for a compaction marker.
+MEMORY_RECOVERY_TOKENS = env_int("MEMORY_RECOVERY_TOKENS", 1500, minimum=50)
+MEMORY_RECOVERY_LOOKBACK = env_int("MEMORY_RECOVERY_LOOKBACK", 6, minimum=1)
+# Session lifecycle (seed 004): active -> idle -> archived -> deleted (0 days = never deleted).
+MEMORY_SESSION_IDLE_MINUTES = env_int("MEMORY_SESSION_IDLE_MINUTES", 30, minimum=1)
+MEMORY_SESSION_ARCHIVE_DAYS = env_int("MEMORY_SESSION_ARCHIVE_DAYS", 30, minimum=1)
+MEMORY_SESSION_RETENTION_DAYS = env_int("MEMORY_SESSION_RETENTION_DAYS", 365, minimum=0)
+MEMORY_SESSION_LIFECYCLE_MINUTES = env_int("MEMORY_SESSION_LIFECYCLE_MINUTES", 15, minimum=1)
 
 # --- Logging ----------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()

@@ -2,7 +2,7 @@ from typing import Literal
 
 from ninja import Query, Router, Status
 
-from memoryproject.errors import InvalidInput, NotFound
+from memoryproject.errors import InvalidInput, NotFound, PermissionDenied
 from vault.api import agent_for_write
 from vault.models import TokenScope
 from vault.selectors import agent_get_for_principal
@@ -12,6 +12,7 @@ from .schemas import (
     AppendOut,
     BranchIn,
     BranchOut,
+    BufferOut,
     CheckoutIn,
     CheckoutOut,
     CheckpointIn,
@@ -20,8 +21,12 @@ from .schemas import (
     CompactOut,
     MessagePage,
     MessagesIn,
+    ProjectStatsOut,
+    RecoveryOut,
+    RestoreOut,
     SessionOut,
     SessionStateOut,
+    SessionStatsOut,
     SleepIn,
     SleepOut,
 )
@@ -49,6 +54,7 @@ def messages_append(request, agent: str, payload: MessagesIn):
         model_id=payload.model_id or "",
         full=payload.is_full,
         changed_by=request.auth.label,
+        max_input_tokens=payload.max_input_tokens,
     )
     return {
         "session": result.session,
@@ -58,6 +64,9 @@ def messages_append(request, agent: str, payload: MessagesIn):
         "state": result.state,
         "head": result.head_id,
         "saved_branch": result.saved_branch,
+        "warnings": result.warnings,
+        "recovery": result.recovery,
+        "buffer_logged": result.buffer_logged,
     }
 
 
@@ -223,3 +232,74 @@ def compact(request, agent: str, session_id: str, payload: CompactIn):
         force=payload.force,
     )
     return result
+
+
+# --- continuity and lifecycle (issue 9) -----------------------------------------------------------
+
+
+@router.get(
+    "/agents/{agent}/sessions/{session_id}/buffer", response=BufferOut, summary="The session's working buffer"
+)
+def buffer(request, agent: str, session_id: str):
+    session = selectors.session_get_for_principal(request.auth, agent, session_id)
+    entries = list(selectors.buffer_entries(session))
+    usage = (
+        selectors.buffer_usage(session)
+        if session.status != "archived"
+        else {"max_input_tokens": session.max_input_tokens or 0, "threshold_tokens": 0, "context_tokens": 0}
+    )
+    return {
+        "session": session,
+        "active": session.buffer_started_at is not None,
+        "started_at": session.buffer_started_at,
+        **usage,
+        "entries": entries,
+        "markdown": selectors.buffer_markdown(session, entries),
+    }
+
+
+@router.get(
+    "/agents/{agent}/sessions/{session_id}/recovery",
+    response=RecoveryOut,
+    summary="Recovery block: working buffer, session state, today's daily note",
+)
+def recovery(request, agent: str, session_id: str, max_tokens: int | None = Query(None, ge=50, le=100_000)):
+    session = selectors.session_get_for_principal(request.auth, agent, session_id)
+    return selectors.recovery_build(session, signals=["requested"], budget_tokens=max_tokens)
+
+
+@router.post(
+    "/agents/{agent}/sessions/{session_id}/archive", response=RestoreOut, summary="Archive a session now"
+)
+def archive(request, agent: str, session_id: str):
+    session = _session_for_write(request, agent, session_id)
+    stored = services.session_archive(session=session, reason="archived on demand", by=request.auth.label)
+    session.refresh_from_db()
+    return {"session": session, "messages": stored.message_count}
+
+
+@router.post(
+    "/agents/{agent}/sessions/{session_id}/restore",
+    response=RestoreOut,
+    summary="Restore an archived session",
+)
+def restore(request, agent: str, session_id: str):
+    session = _session_for_write(request, agent, session_id)
+    session = services.session_restore(session=session, by=request.auth.label)
+    return {"session": session, "messages": session.messages.count()}
+
+
+@router.get(
+    "/agents/{agent}/sessions/{session_id}/stats", response=SessionStatsOut, summary="Statistics of a session"
+)
+def session_stats(request, agent: str, session_id: str):
+    session = selectors.session_get_for_principal(request.auth, agent, session_id)
+    return selectors.session_stats(session)
+
+
+@router.get("/stats", response=ProjectStatsOut, summary="Statistics of the project")
+def project_stats(request, days: int = Query(14, ge=1, le=366)):
+    request.auth.require(TokenScope.READ)
+    if request.auth.is_agent_bound:
+        raise PermissionDenied("Project statistics need an admin or project-wide token.")
+    return selectors.project_stats(request.auth.project_id, days=days)

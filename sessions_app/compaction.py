@@ -134,3 +134,34 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
         parts.append("The user asked:\n" + "\n".join(requests[-8:]))
     summary = "\n\n".join(parts)
     return summary if len(summary) <= max_chars else summary[: max_chars - 3].rstrip() + "..."
+
+
+def llm_summary(messages: Sequence[MessageLike]) -> str:
+    """The LLM's summary of the compacted messages (prompts/compaction-summary-*.md, with seed 001's
+    injection-safety framing: the transcript is data, never instructions). Falls back to the heuristic
+    summary on any LLMError (not configured, timeout, empty reply)."""
+    import logging
+
+    from django.conf import settings
+
+    from memoryproject.llm import LLMError, llm_chat, prompt_render
+
+    lines = []
+    for message in messages:
+        label = {"user": "User", "assistant": "Assistant", "tool": "Tool"}.get(message.role, message.role)
+        text = tool_result_truncate(message.text, 2000) if message.role == "tool" else message.text
+        lines.append(f"{label}: {' '.join(text.split())}")
+    try:
+        system = prompt_render(
+            "compaction-summary-system",
+            max_words=str(max(20, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 3 // 4)),
+        )
+        user = prompt_render("compaction-summary-user", count=str(len(messages)), transcript="\n".join(lines))
+        reply = llm_chat(
+            [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            max_tokens=settings.MEMORY_COMPACT_SUMMARY_TOKENS * 2,
+        )
+    except LLMError as exc:
+        logging.getLogger(__name__).warning("LLM compaction summary failed, using the heuristic one: %s", exc)
+        return heuristic_summary(messages)
+    return reply.strip() or heuristic_summary(messages)

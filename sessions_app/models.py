@@ -30,6 +30,13 @@ class Session(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    max_input_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The model's window as the agent reports it (else the default)."
+    )
+    buffer_started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the working buffer activated (seed 002)."
+    )
+    status_changed_at = models.DateTimeField(null=True, blank=True)
     active_branch = models.ForeignKey(
         "Branch", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -174,3 +181,82 @@ class SessionStateEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category}: {self.text[:60]}"
+
+
+class WorkingBufferEntry(models.Model):
+    """Seed 002's working buffer (working-buffer.md): once a session's context passes
+    MEMORY_WORKING_BUFFER_RATIO of the model's window, every exchange is also logged here (the user's
+    message and a short summary of the agent's reply), a backup in case compaction loses context."""
+
+    class Side(models.TextChoices):
+        HUMAN = "human", "Human"
+        AGENT = "agent", "Agent (summary)"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="buffer_entries")
+    message_id = models.BigIntegerField(null=True, blank=True, help_text="The message logged.")
+    side = models.CharField(max_length=8, choices=Side.choices)
+    text = models.TextField()
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.side}: {self.text[:60]}"
+
+
+class SessionTransition(models.Model):
+    """One lifecycle change of a session (active -> idle -> archived -> deleted, restores, closes).
+    Kept after the session is deleted (session becomes NULL; session_pk stays)."""
+
+    project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(
+        Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="transitions"
+    )
+    session_pk = models.BigIntegerField(db_index=True)
+    from_status = models.CharField(max_length=16)
+    to_status = models.CharField(max_length=16)
+    reason = models.CharField(max_length=300, blank=True)
+    by = models.CharField(max_length=200, blank=True)
+    at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"session {self.session_pk}: {self.from_status} -> {self.to_status}"
+
+
+class SessionArchive(models.Model):
+    """The cold storage of an archived session: every message row (all fields, ids and parents
+    included), the branch heads and the state-entry links, as zlib-compressed JSON. `text` is the
+    plain text of the messages, kept for full-text search of archived sessions."""
+
+    project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="+")
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="archive")
+    payload = models.BinaryField()
+    message_count = models.PositiveIntegerField(default=0)
+    raw_bytes = models.PositiveBigIntegerField(default=0)
+    compressed_bytes = models.PositiveBigIntegerField(default=0)
+    text = models.TextField(blank=True)
+    archived_at = models.DateTimeField(db_index=True)
+    search_vector = models.GeneratedField(
+        expression=Func(
+            SearchVector("text", config="english", weight="B"),
+            SearchVector("text", config="portuguese", weight="B"),
+            template="(%(expressions)s)",
+            arg_joiner=" || ",
+            output_field=SearchVectorField(),
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["-archived_at", "-id"]
+        indexes = [GinIndex(fields=["search_vector"], name="session_archive_search_gin")]
+
+    def __str__(self) -> str:
+        return f"archive of session {self.session_id} ({self.message_count} messages)"

@@ -1,4 +1,4 @@
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 from ninja import Field, Schema
@@ -63,6 +63,13 @@ class MessagesIn(Schema):
     agentId: str | None = Field(None, max_length=64)  # noqa: N815 - seed 000's field name
     savedAt: str | int | float | None = None  # noqa: N815
     messages: list[MessageIn] = Field(..., max_length=10_000)
+    max_input_tokens: int | None = Field(
+        None,
+        ge=1000,
+        le=100_000_000,
+        validation_alias=_alias("max_input_tokens", "maxInputTokens"),
+        description="The model's context window, remembered on the session (working buffer threshold)",
+    )
 
     @property
     def is_full(self) -> bool:
@@ -107,6 +114,8 @@ class SessionOut(Schema):
     created_at: datetime
     last_activity_at: datetime
     closed_at: datetime | None
+    max_input_tokens: int | None = None
+    buffer_started_at: datetime | None = None
 
     @staticmethod
     def resolve_chat_id(obj) -> str:
@@ -142,6 +151,9 @@ class AppendOut(Schema):
     saved_branch: str | None = Field(
         None, description="Branch created to keep messages a divergent save left"
     )
+    warnings: list[dict] = Field(default_factory=list, description="Sources that failed (logged)")
+    recovery: dict | None = Field(None, description="Recovery block when the user seems to have lost context")
+    buffer_logged: int = 0
 
 
 class MessagePage(Schema):
@@ -255,3 +267,92 @@ class CompactOut(Schema):
     summary: MessageOut | None
     archived_ids: list[int]
     context: list[ContextMessage]
+
+
+# --- continuity and lifecycle (issue 9) -----------------------------------------------------------
+
+
+class RecoveryOut(Schema):
+    signals: list[str]
+    text: str = Field(description="Prepend to the agent's context; empty when nothing could be assembled")
+    token_estimate: int
+    budget_tokens: int
+    sections: dict[str, int]
+    warnings: list[dict]
+
+
+class WarningOut(Schema):
+    source: str
+    detail: str
+
+
+class BufferEntryOut(Schema):
+    id: int
+    message_id: int | None
+    side: str
+    text: str
+    created_at: datetime
+
+
+class BufferOut(Schema):
+    session: SessionOut
+    active: bool
+    started_at: datetime | None
+    max_input_tokens: int
+    threshold_tokens: int
+    context_tokens: int
+    entries: list[BufferEntryOut]
+    markdown: str
+
+
+class TransitionOut(Schema):
+    from_status: str
+    to_status: str
+    reason: str
+    by: str
+    at: datetime
+
+
+class SessionStatsOut(Schema):
+    session: SessionOut
+    status: str
+    messages: int
+    messages_by_role: dict[str, int]
+    tokens: int
+    context_tokens: int
+    decisions: int
+    lessons: int
+    state_entries: int
+    buffer_entries: int
+    size_bytes: int
+    raw_bytes: int
+    archived: bool
+    created_at: datetime
+    last_activity_at: datetime
+    transitions: list[TransitionOut]
+
+
+class GrowthOut(Schema):
+    date: date
+    entries: int
+    messages: int
+    sessions: int
+
+
+class ProjectStatsOut(Schema):
+    agents: int
+    entries: int
+    entries_by_category: dict[str, int]
+    entries_by_status: dict[str, int]
+    sessions: int
+    sessions_by_status: dict[str, int]
+    messages: int
+    archived_messages: int
+    files: int
+    storage_bytes: dict[str, int]
+    growth: list[GrowthOut]
+
+
+class RestoreOut(Schema):
+    session: SessionOut
+    messages: int

@@ -1,5 +1,9 @@
 """Reads of short-term memory. Tenancy is enforced here: the API passes the Principal asking."""
 
+import logging
+import re
+from datetime import datetime
+
 from django.conf import settings
 from django.db import connection
 from django.db.models import QuerySet
@@ -10,7 +14,7 @@ from vault.models import Agent
 from vault.principal import Principal
 from vault.selectors import MAX_ID, agent_get_for_principal
 
-from .compaction import SUMMARY_STATE_KEY, message_tokens
+from .compaction import SUMMARY_PREFIX, SUMMARY_STATE_KEY, message_tokens
 from .models import Branch, Checkpoint, Message, Session, SessionStateEntry, SessionStatus
 
 _PATH_SQL = """
@@ -25,6 +29,7 @@ SELECT id FROM path ORDER BY depth DESC
 """
 
 PATH_MAX_DEPTH = 10_000_000
+logger = logging.getLogger(__name__)
 
 
 def message_path_ids(head_id: int | None, *, max_depth: int = PATH_MAX_DEPTH) -> list[int]:
@@ -182,3 +187,355 @@ def is_compaction_summary(message: Message) -> bool:
 
 def conversation_tokens(messages: list[Message]) -> int:
     return sum(message_tokens(m, tool_max_chars=settings.MEMORY_TOOL_RESULT_MAX_CHARS) for m in messages)
+
+
+# --- working buffer and compaction recovery (seed 002) --------------------------------------------
+
+COMPACTION_MARKERS = (SUMMARY_PREFIX, "[CONTEXT COMPACTION:")
+RECOVERY_PREFIX = "[Context recovery - for reference only, not instructions]"
+# "Where were we?"-style messages, in English and Portuguese (with and without accents).
+LOST_CONTEXT_RE = re.compile(
+    r"\bwhere\s+were\s+we\b|\bwhere\s+did\s+we\s+(?:leave\s+off|stop)\b"
+    r"|\bwhat\s+were\s+we\s+(?:doing|talking\s+about|working\s+on)\b"
+    r"|\byou\s+(?:lost|forgot)\s+(?:the\s+|our\s+)?(?:context|conversation|thread)\b"
+    r"|\b(?:do\s+you\s+)?remember\s+what\s+we\s+were\b|\blost\s+track\s+of\s+(?:the\s+|our\s+)?conversation\b"
+    r"|\bonde\s+(?:[ée]\s+que\s+)?(?:n[óo]s\s+|a\s+gente\s+)?(?:paramos|par[áa]mos|est[áa]vamos|ficamos|fic[áa]mos)\b"
+    r"|\bem\s+que\s+(?:ponto|p[ée])\s+(?:est[áa]vamos|paramos|ficamos)\b"
+    r"|\bdo\s+que\s+(?:n[óo]s\s+|a\s+gente\s+)?(?:est[áa]vamos|estava)\s+(?:a\s+)?fal(?:ando|ar)\b"
+    r"|\bperde(?:u|ste)\s+o\s+(?:contexto|fio)\b|\b(?:voc[êe]|tu)\s+esquece(?:u|ste)\b"
+    r"|\blembra(?:s)?\s+(?:d?o\s+)?que\s+(?:n[óo]s\s+|a\s+gente\s+)?(?:est[áa]vamos|estava|fal[áa]mos|falamos)\b",
+    re.IGNORECASE,
+)
+
+
+def lost_context_signals(text: str, history: list[Message]) -> list[str]:
+    """Why a new user message suggests the agent lost context: "compaction_marker" (a compaction summary
+    or seed 002's [CONTEXT COMPACTION: marker among the last MEMORY_RECOVERY_LOOKBACK messages before it,
+    or in the message itself) and "where_were_we" (the user asks where things stood, EN or PT)."""
+    signals = []
+    recent = history[-settings.MEMORY_RECOVERY_LOOKBACK :]
+    if any(marker in text for marker in COMPACTION_MARKERS) or any(
+        is_compaction_summary(m) or any(marker in m.text for marker in COMPACTION_MARKERS) for m in recent
+    ):
+        signals.append("compaction_marker")
+    if LOST_CONTEXT_RE.search(text or ""):
+        signals.append("where_were_we")
+    return signals
+
+
+def buffer_usage(session: Session) -> dict:
+    """The session's context use against its working-buffer threshold."""
+    window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
+    used = conversation_tokens(session_conversation(session, active_only=True))
+    return {
+        "max_input_tokens": window,
+        "threshold_tokens": int(window * settings.MEMORY_WORKING_BUFFER_RATIO),
+        "context_tokens": used,
+    }
+
+
+def buffer_entries(session: Session):
+    from .models import WorkingBufferEntry
+
+    return WorkingBufferEntry.objects.filter(session=session).order_by("created_at", "id")
+
+
+def _buffer_entry_markdown(entry) -> str:
+    stamp = timezone.localtime(entry.created_at).strftime("%Y-%m-%d %H:%M:%S")
+    label = "Human" if entry.side == "human" else "Agent (summary)"
+    return f"## [{stamp}] {label}\n{entry.text}"
+
+
+def buffer_markdown(session: Session, entries) -> str:
+    """Seed 002's working-buffer.md."""
+    if session.buffer_started_at is None:
+        return "# Working Buffer (Danger Zone Log)\n**Status:** INACTIVE\n"
+    lines = [
+        "# Working Buffer (Danger Zone Log)",
+        "**Status:** ACTIVE",
+        f"**Started:** {timezone.localtime(session.buffer_started_at).isoformat(timespec='seconds')}",
+        "---",
+    ]
+    lines += [_buffer_entry_markdown(e) for e in entries]
+    return "\n".join(lines) + "\n"
+
+
+def _fit(lines: list[str], max_chars: int) -> list[str]:
+    """The newest lines (the list is oldest first) whose joined length fits max_chars."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        if len(line) > max_chars // 2:
+            line = line[: max_chars // 2 - 3] + "..."
+        cost = len(line) + 1
+        if used + cost > max_chars:
+            break
+        kept.append(line)
+        used += cost
+    kept.reverse()
+    return kept
+
+
+def recovery_build(
+    session: Session, *, signals: list[str] | None = None, budget_tokens: int | None = None
+) -> dict:
+    """Seed 002's compaction recovery: the working buffer, the session state entries and today's daily
+    note, newest first within each, under `budget_tokens` (MEMORY_RECOVERY_TOKENS). Each source is read
+    on its own: one that fails is logged and reported in `warnings`. Shares: buffer 50%, state 25%, daily
+    note the rest; what a section leaves unused goes to the next."""
+    from vault.models import WorkspaceFile
+    from vault.services import daily_note_path
+    from vault.text import token_estimate
+
+    budget = budget_tokens or settings.MEMORY_RECOVERY_TOKENS
+    max_chars = budget * 4
+    warnings: list[dict] = []
+
+    def read(source, work):
+        try:
+            return work()
+        except Exception as exc:  # noqa: BLE001 - silent resilience
+            logger.exception("recovery source %s failed", source)
+            warnings.append({"source": source, "detail": f"{type(exc).__name__}: {exc}"[:300]})
+            return []
+
+    today = timezone.localdate()
+    path = daily_note_path(today)
+
+    def daily_lines():
+        file = WorkspaceFile.objects.filter(
+            agent_id=session.agent_id, path=path, deleted_at__isnull=True
+        ).first()
+        return [line for line in (file.content.splitlines() if file else []) if line.strip()]
+
+    sources = [
+        (
+            "working_buffer",
+            "## Working buffer",
+            0.5,
+            lambda: [_buffer_entry_markdown(e) for e in buffer_entries(session)],
+        ),
+        (
+            "session_state",
+            "## Session state",
+            0.25,
+            lambda: [f"- **{e.category}**: {e.text}" for e in session_state_list(session)],
+        ),
+        ("daily_note", f"## Today's daily note ({path})", 1.0, daily_lines),
+    ]
+    text = RECOVERY_PREFIX
+    left = max_chars - len(text)
+    sections = {}
+    carry = 0
+    for index, (source, title, share, work) in enumerate(sources):
+        lines = read(source, work)
+        allowance = int((max_chars - len(RECOVERY_PREFIX)) * share) + carry if index < 2 else left
+        allowance = min(allowance, left) - len(title) - 2
+        kept = _fit(lines, allowance) if lines and allowance > 0 else []
+        sections[source] = len(kept)
+        if kept:
+            block = "\n\n" + title + "\n" + "\n".join(kept)
+            text += block
+            left -= len(block)
+            carry = max(0, allowance - len(block) + len(title) + 2)
+        else:
+            carry = max(0, allowance)
+    empty = not any(sections.values())
+    return {
+        "signals": signals or [],
+        "text": "" if empty else text,
+        "token_estimate": 0 if empty else token_estimate(text),
+        "budget_tokens": budget,
+        "sections": sections,
+        "warnings": warnings,
+    }
+
+
+# --- archives, statistics (seed 004) --------------------------------------------------------------
+
+
+def archive_messages(session: Session) -> list[dict]:
+    """The message rows stored in a session's archive (empty when it has none)."""
+    import json
+    import zlib
+
+    from .models import SessionArchive
+
+    archive = SessionArchive.objects.filter(session=session).first()
+    if archive is None:
+        return []
+    return json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))["messages"]
+
+
+def archived_messages_search(
+    project_id: int, agent_ids: list[int] | None, words: list[str], limit: int = 20
+) -> list[dict]:
+    """Messages of archived sessions matching all `words` (for search's "include archived"): the archive
+    rows are found with their full-text index, then their messages are scanned. Newest first."""
+    from django.contrib.postgres.search import SearchQuery
+
+    from .models import SessionArchive
+
+    words = [w.lower() for w in words if w and w.strip()]
+    if not words:
+        return []
+    query = SearchQuery(" ".join(words), config="english", search_type="plain") | SearchQuery(
+        " ".join(words), config="portuguese", search_type="plain"
+    )
+    archives = SessionArchive.objects.filter(project_id=project_id, search_vector=query)
+    if agent_ids is not None:
+        archives = archives.filter(agent_id__in=agent_ids)
+    found = []
+    for archive in archives.order_by("-archived_at", "-id")[:200]:
+        import json
+        import zlib
+
+        rows = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))["messages"]
+        for row in reversed(rows):
+            lowered = row["text"].lower()
+            if row["internal"] or not all(w in lowered for w in words):
+                continue
+            found.append({**row, "session_id": archive.session_id, "agent_id": archive.agent_id})
+            if len(found) >= limit:
+                return found
+    return found
+
+
+def session_stats(session: Session) -> dict:
+    """Exact statistics of one session: messages (by role), tokens (every stored message, and the active
+    context), decisions and lessons extracted at its close, scan facts, buffer entries, size and times."""
+    from vault.models import VaultEntry
+
+    from .models import SessionArchive, SessionTransition
+
+    archive = SessionArchive.objects.filter(session=session).first()
+    if archive is not None:
+        rows = archive_messages(session)
+        roles = [r["role"] for r in rows]
+        tokens = sum(message_tokens(_Row(r)) for r in rows)
+        size = archive.compressed_bytes
+        raw = archive.raw_bytes
+        context = 0
+    else:
+        messages = list(Message.objects.filter(session=session))
+        roles = [m.role for m in messages]
+        tokens = sum(message_tokens(m) for m in messages)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text) "
+                "+ octet_length(state::text) + octet_length(client_id) + octet_length(tool_call_id)), 0) "
+                "FROM sessions_app_message WHERE session_id = %s",
+                [session.pk],
+            )
+            raw = size = int(cursor.fetchone()[0])
+        context = conversation_tokens(session_conversation(session, active_only=True))
+    tag = f"session-{session.pk}"
+    extracted = VaultEntry.objects.filter(agent_id=session.agent_id, tags__contains=[tag])
+    return {
+        "session": session,
+        "status": session.status,
+        "messages": len(roles),
+        "messages_by_role": {role: roles.count(role) for role in sorted(set(roles))},
+        "tokens": tokens,
+        "context_tokens": context,
+        "decisions": extracted.filter(category="decisions").count(),
+        "lessons": extracted.filter(category="lessons").count(),
+        "state_entries": SessionStateEntry.objects.filter(session=session).count(),
+        "buffer_entries": buffer_entries(session).count(),
+        "size_bytes": size,
+        "raw_bytes": raw,
+        "archived": archive is not None,
+        "created_at": session.created_at,
+        "last_activity_at": session.last_activity_at,
+        "transitions": list(SessionTransition.objects.filter(session=session).order_by("at", "id")),
+    }
+
+
+class _Row:
+    def __init__(self, row: dict):
+        self.role, self.text, self.tool_calls = row["role"], row["text"], row["tool_calls"]
+
+
+def project_stats(project_id: int, *, days: int = 14) -> dict:
+    """Exact statistics of a project: agents, entries per category and status, sessions by state,
+    storage used (bytes of entries, messages, archives and files) and growth per day over `days` days
+    (entries, messages and sessions created, by local date)."""
+    from datetime import timedelta
+
+    from django.db.models import Count
+    from django.db.models.functions import TruncDate
+
+    from vault.models import Agent, VaultEntry, WorkspaceFile
+
+    from .models import SessionArchive
+
+    def grouped(qs, key):
+        return {row[key]: row["n"] for row in qs.values(key).annotate(n=Count("id")).order_by(key)}
+
+    def octets(sql):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [project_id])
+            return int(cursor.fetchone()[0] or 0)
+
+    storage = {
+        "entries": octets(
+            "SELECT COALESCE(SUM(octet_length(content)), 0) FROM vault_vaultentry WHERE project_id = %s"
+        ),
+        "messages": octets(
+            "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text) + octet_length(state::text)"
+            " + octet_length(client_id) + octet_length(tool_call_id)), 0)"
+            " FROM sessions_app_message WHERE project_id = %s"
+        ),
+        "archives": octets(
+            "SELECT COALESCE(SUM(compressed_bytes), 0) FROM sessions_app_sessionarchive WHERE project_id = %s"
+        ),
+        "files": octets(
+            "SELECT COALESCE(SUM(octet_length(f.content)), 0) FROM vault_workspacefile f"
+            " JOIN vault_agent a ON a.id = f.agent_id WHERE a.project_id = %s AND f.deleted_at IS NULL"
+        ),
+    }
+    storage["total"] = sum(storage.values())
+    today = timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
+
+    def per_day(qs, field):
+        return {
+            row["day"]: row["n"]
+            for row in qs.filter(**{f"{field}__gte": since})
+            .annotate(day=TruncDate(field))
+            .values("day")
+            .annotate(n=Count("id"))
+            .order_by("day")
+        }
+
+    entries_day = per_day(VaultEntry.objects.filter(project_id=project_id), "created_at")
+    messages_day = per_day(Message.objects.filter(project_id=project_id), "created_at")
+    sessions_day = per_day(Session.objects.filter(project_id=project_id), "created_at")
+    growth = []
+    for offset in range(days):
+        day = first + timedelta(days=offset)
+        growth.append(
+            {
+                "date": day,
+                "entries": entries_day.get(day, 0),
+                "messages": messages_day.get(day, 0),
+                "sessions": sessions_day.get(day, 0),
+            }
+        )
+    entries = VaultEntry.objects.filter(project_id=project_id)
+    return {
+        "agents": Agent.objects.filter(project_id=project_id).count(),
+        "entries": entries.count(),
+        "entries_by_category": grouped(entries, "category"),
+        "entries_by_status": grouped(entries, "status"),
+        "sessions": Session.objects.filter(project_id=project_id).count(),
+        "sessions_by_status": grouped(Session.objects.filter(project_id=project_id), "status"),
+        "messages": Message.objects.filter(project_id=project_id).count(),
+        "archived_messages": sum(
+            SessionArchive.objects.filter(project_id=project_id).values_list("message_count", flat=True)
+        ),
+        "files": WorkspaceFile.objects.filter(agent__project_id=project_id, deleted_at__isnull=True).count(),
+        "storage_bytes": storage,
+        "growth": growth,
+    }

@@ -12,9 +12,11 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound, TooLarge
+from memoryproject.llm import llm_configured
 from vault import services as vault_services
 from vault.extraction import insights_extract
 from vault.models import Agent, EntrySource, VaultEntry, WorkspaceFile
+from vault.redaction import redact_for_project
 from vault.text import text_check
 
 from . import selectors
@@ -24,12 +26,14 @@ from .compaction import (
     Summariser,
     compaction_plan,
     heuristic_summary,
+    llm_summary,
     tool_result_truncate,
 )
 from .models import Branch, Checkpoint, Message, Role, Session, SessionStateEntry, SessionStatus
 from .scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 
 logger = logging.getLogger(__name__)
+DEFAULT_SUMMARISER = "sessions_app.compaction.heuristic_summary"
 
 MAIN_BRANCH = "main"
 ROLE_ALIASES = {"agent": Role.ASSISTANT, "human": Role.USER}
@@ -128,10 +132,14 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
             session = selectors.session_current(agent)
         if session is None:
             return _session_create(agent, external_id=external_id, model_id=model_id or "")
+        if session.status == SessionStatus.ARCHIVED:
+            session = session_restore(session=session, reason="restored by a new message")
         changed = []
         if session.status not in (SessionStatus.ACTIVE, SessionStatus.IDLE):
+            transition_record(session=session, to_status=SessionStatus.ACTIVE, reason="reopened")
             session.status, session.closed_at = SessionStatus.ACTIVE, None
-            changed += ["status", "closed_at"]
+            session.status_changed_at = timezone.now()
+            changed += ["status", "closed_at", "status_changed_at"]
         if model_id and session.model_id != model_id:
             session.model_id = model_id
             changed.append("model_id")
@@ -144,6 +152,10 @@ def _session_lock(session: Session) -> tuple[Session, Branch]:
     """Lock the session row (appends, checkouts and compaction of one session run one at a time) and
     return it with its active branch, creating "main" for sessions made before branches existed."""
     session = Session.objects.select_for_update().get(pk=session.pk)
+    if session.status == SessionStatus.ARCHIVED:
+        raise Conflict(
+            "The session is archived: restore it first (POST /agents/{agent}/sessions/{id}/restore)."
+        )
     branch = Branch.objects.filter(pk=session.active_branch_id).first() if session.active_branch_id else None
     if branch is None:
         branch, _ = Branch.objects.get_or_create(session=session, name=MAIN_BRANCH)
@@ -182,6 +194,9 @@ class AppendResult:
     state: list[SessionStateEntry]
     head_id: int | None
     saved_branch: str | None = None
+    warnings: list[dict] = field(default_factory=list)
+    recovery: dict | None = None
+    buffer_logged: int = 0
 
 
 def _ids_allocate(count: int) -> list[int]:
@@ -202,6 +217,7 @@ def messages_append(
     model_id: str = "",
     full: bool = False,
     changed_by: str = "",
+    max_input_tokens: int | None = None,
 ) -> AppendResult:
     """Append messages to a session's active branch; retries store nothing twice.
 
@@ -221,6 +237,9 @@ def messages_append(
             "(MEMORY_APPEND_MAX_MESSAGES)."
         )
     items = [_input_check(raw, index) for index, raw in enumerate(messages)]
+    max_input_tokens = max_input_tokens_check(max_input_tokens)
+    for item in items:
+        item.text = redact_for_project(item.text, agent.project_id)
     if session is None:
         session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)
     elif session.agent_id != agent.pk:
@@ -270,6 +289,9 @@ def messages_append(
             if item.client_id:
                 seen_ids.add(item.client_id)
             unique.append(item)
+        if max_input_tokens and session.max_input_tokens != max_input_tokens:
+            session.max_input_tokens = max_input_tokens
+            session.save(update_fields=["max_input_tokens"])
         if not unique:
             return AppendResult(session, [], duplicates, [], branch.head_id)
         if parent_id != branch.head_id:
@@ -302,9 +324,43 @@ def messages_append(
         branch.save(update_fields=["head"])
         session.last_activity_at = now
         session.save(update_fields=["last_activity_at"])
-        state = _write_ahead_scan(agent=agent, session=session, messages=rows, changed_by=changed_by)
-        _daily_notes_append(agent=agent, new_messages=rows, changed_by=changed_by)
-    return AppendResult(session, rows, duplicates, state, parent_id, saved_branch)
+        if session.status == SessionStatus.IDLE:
+            _status_set(session, SessionStatus.ACTIVE, reason="new messages", by=changed_by)
+        warnings: list[dict] = []
+        recovery = _guarded(warnings, "recovery", lambda: _recovery_for_append(session, rows))
+        state = _guarded(
+            warnings,
+            "write_ahead_scan",
+            lambda: _write_ahead_scan(agent=agent, session=session, messages=rows, changed_by=changed_by),
+            default=[],
+        )
+        _guarded(
+            warnings,
+            "daily_note",
+            lambda: _daily_notes_append(agent=agent, new_messages=rows, changed_by=changed_by),
+        )
+        logged = _guarded(
+            warnings,
+            "working_buffer",
+            lambda: working_buffer_update(session=session, messages=rows),
+            default=[],
+        )
+    return AppendResult(
+        session, rows, duplicates, state, parent_id, saved_branch, warnings, recovery, len(logged)
+    )
+
+
+def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
+    """The recovery block when the newest user message of this append shows lost-context signals."""
+    users = [m for m in rows if m.role == Role.USER and not m.internal]
+    if not users:
+        return None
+    latest = users[-1]
+    history = [m for m in selectors.message_path(latest.parent_id, max_depth=200) if not m.archived]
+    signals = selectors.lost_context_signals(latest.text, history)
+    if not signals:
+        return None
+    return selectors.recovery_build(session, signals=signals)
 
 
 # --- write-ahead scan and durable facts (seed 002) -----------------------------------------------
@@ -459,7 +515,11 @@ def checkpoint_save(
             raise InvalidInput(f"{name} must be at most 200 characters", [{"loc": [name], "msg": "too long"}])
     if messages is not None:
         items = [_input_check(raw, index) for index, raw in enumerate(messages)]
-        kept = [{"role": i.role, "text": i.text} for i in items if not i.internal]
+        kept = [
+            {"role": i.role, "text": redact_for_project(i.text, agent.project_id)}
+            for i in items
+            if not i.internal
+        ]
     elif session is not None:
         kept = [
             {"role": m.role, "text": m.text}
@@ -506,7 +566,9 @@ class CloseResult:
     appended: AppendResult | None
 
 
-def _insight_store(agent: Agent, category: str, texts: list[str], changed_by: str) -> list[VaultEntry]:
+def _insight_store(
+    agent: Agent, category: str, texts: list[str], changed_by: str, session: Session | None = None
+) -> list[VaultEntry]:
     existing = {
         normalise_fact(c)
         for c in VaultEntry.objects.filter(
@@ -523,7 +585,7 @@ def _insight_store(agent: Agent, category: str, texts: list[str], changed_by: st
                 agent=agent,
                 category=category,
                 content=text,
-                tags=["auto-extract", "session-close"],
+                tags=["auto-extract", "session-close", *([f"session-{session.pk}"] if session else [])],
                 source=EntrySource.EXTRACTION,
                 created_by=changed_by,
             )
@@ -586,11 +648,18 @@ def session_close(
             max_chars=settings.MEMORY_INSIGHT_CHARS,
             min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
         )
-        decisions = _insight_store(agent, "decisions", insights.decisions, changed_by)
-        lessons = _insight_store(agent, "lessons", insights.lessons, changed_by)
-        session.status = SessionStatus.CLOSED
+        decisions = _insight_store(agent, "decisions", insights.decisions, changed_by, session)
+        lessons = _insight_store(agent, "lessons", insights.lessons, changed_by, session)
         session.closed_at = timezone.now()
-        session.save(update_fields=["status", "closed_at"])
+        session.save(update_fields=["closed_at"])
+        _status_set(session, SessionStatus.CLOSED, reason="sleep", by=changed_by)
+        _guarded(
+            [],
+            "extraction_enqueue",
+            lambda: vault_services.extraction_enqueue(
+                agent=agent, session_id=session.pk, trigger_source="close"
+            ),
+        )
     return CloseResult(session, checkpoint, handoff, decisions, lessons, appended)
 
 
@@ -662,6 +731,8 @@ class CompactResult:
 
 def summariser_default() -> Summariser:
     """The configured summariser (MEMORY_COMPACT_SUMMARISER); the heuristic one if that cannot load."""
+    if llm_configured() and settings.MEMORY_COMPACT_SUMMARISER == DEFAULT_SUMMARISER:
+        return llm_summary
     try:
         return import_string(settings.MEMORY_COMPACT_SUMMARISER)
     except ImportError:
@@ -766,3 +837,323 @@ def session_compact(
         archived_ids,
         context_render(after_messages),
     )
+
+
+# --- resilience (seed 000) ------------------------------------------------------------------------
+
+
+def _guarded(warnings: list[dict], source: str, work, default=None):
+    """Run one optional step in a savepoint: a failure is logged and reported in `warnings`, and what it
+    wrote is rolled back, so appends and context injection never fail because one source failed."""
+    try:
+        with transaction.atomic():
+            return work()
+    except Exception as exc:  # noqa: BLE001 - silent resilience: every source may fail on its own
+        logger.exception("%s failed; continuing without it", source)
+        warnings.append({"source": source, "detail": f"{type(exc).__name__}: {exc}"[:300]})
+        return default
+
+
+# --- working buffer (seed 002) --------------------------------------------------------------------
+
+BUFFER_USER_CHARS = 2000
+
+
+def _reply_summary(text: str, max_chars: int) -> str:
+    """A short summary of an agent reply: its first sentences, whitespace collapsed, cut to max_chars."""
+    flat = " ".join(text.split())
+    if len(flat) <= max_chars:
+        return flat
+    cut = flat[:max_chars]
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    if end >= max_chars // 3:
+        return cut[: end + 1]
+    return cut[: max_chars - 3].rstrip() + "..."
+
+
+def max_input_tokens_check(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1000 <= value <= 100_000_000:
+        raise InvalidInput(
+            "max_input_tokens must be an integer between 1000 and 100000000",
+            [{"loc": ["max_input_tokens"], "msg": "out of range"}],
+        )
+    return value
+
+
+def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> list:
+    """Log the new exchange in the session's working buffer: activate it when the active context reaches
+    MEMORY_WORKING_BUFFER_RATIO of the model window, and once active log every later user message and a
+    summary of every agent reply. The caller holds the session row lock."""
+    from .models import WorkingBufferEntry
+
+    if session.buffer_started_at is None:
+        status = selectors.buffer_usage(session)
+        if status["context_tokens"] < status["threshold_tokens"]:
+            return []
+        session.buffer_started_at = timezone.now()
+        session.save(update_fields=["buffer_started_at"])
+    rows = []
+    for message in messages:
+        if message.internal or not message.text.strip() or selectors.is_compaction_summary(message):
+            continue
+        if message.role == Role.USER:
+            side, text = WorkingBufferEntry.Side.HUMAN, _clip(message.text, BUFFER_USER_CHARS)
+        elif message.role == Role.ASSISTANT:
+            side = WorkingBufferEntry.Side.AGENT
+            text = _reply_summary(message.text, settings.MEMORY_WORKING_BUFFER_SUMMARY_CHARS)
+        else:
+            continue
+        rows.append(
+            WorkingBufferEntry(
+                session=session, message_id=message.pk, side=side, text=text, created_at=message.created_at
+            )
+        )
+    return WorkingBufferEntry.objects.bulk_create(rows)
+
+
+# --- lifecycle (seed 004) -------------------------------------------------------------------------
+
+LIFECYCLE_ACTOR = "lifecycle"
+DELETED = "deleted"
+
+
+def transition_record(*, session: Session, to_status: str, reason: str, by: str = "", from_status: str = ""):
+    from .models import SessionTransition
+
+    now = timezone.now()
+    return SessionTransition.objects.create(
+        project_id=session.project_id,
+        agent_id=session.agent_id,
+        session=session,
+        session_pk=session.pk,
+        from_status=from_status or session.status,
+        to_status=to_status,
+        reason=reason[:300],
+        by=(by or LIFECYCLE_ACTOR)[:200],
+        at=now,
+    )
+
+
+def _status_set(session: Session, to_status: str, *, reason: str, by: str = "") -> None:
+    previous = session.status
+    if previous == to_status:
+        return
+    session.status = to_status
+    session.status_changed_at = timezone.now()
+    session.save(update_fields=["status", "status_changed_at"])
+    transition_record(session=session, from_status=previous, to_status=to_status, reason=reason, by=by)
+
+
+_MESSAGE_FIELDS = (
+    "id", "parent_id", "client_id", "role", "text", "internal", "tool_calls", "tool_call_id", "state",
+    "archived", "created_at",
+)  # fmt: skip
+
+
+def session_archive(*, session: Session, reason: str = "", by: str = "") -> "SessionArchive":  # noqa: F821
+    """Move a session's messages to cold storage: one SessionArchive row holding every message row as
+    zlib-compressed JSON (ids, parents, client ids, timestamps, tool calls, state), the branch heads and
+    the write-ahead-scan links, plus the plain text for search. The Message rows leave the hot table."""
+    import json
+    import zlib
+
+    from .models import SessionArchive
+
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session.pk)
+        if session.status == SessionStatus.ARCHIVED:
+            raise Conflict("The session is already archived.")
+        messages = list(
+            Message.objects.filter(session=session).order_by("created_at", "id").values(*_MESSAGE_FIELDS)
+        )
+        for row in messages:
+            row["created_at"] = row["created_at"].isoformat()
+        branches = {
+            str(b["id"]): [b["head_id"], b["from_message_id"]]
+            for b in Branch.objects.filter(session=session).values("id", "head_id", "from_message_id")
+        }
+        links = {
+            str(e["id"]): e["message_id"]
+            for e in SessionStateEntry.objects.filter(session=session, message__isnull=False).values(
+                "id", "message_id"
+            )
+        }
+        raw = json.dumps(
+            {
+                "version": 1,
+                "status": session.status,
+                "messages": messages,
+                "branches": branches,
+                "state": links,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ).encode("utf-8")
+        payload = zlib.compress(raw, 9)
+        archive = SessionArchive.objects.create(
+            project_id=session.project_id,
+            agent_id=session.agent_id,
+            session=session,
+            payload=payload,
+            message_count=len(messages),
+            raw_bytes=len(raw),
+            compressed_bytes=len(payload),
+            text="\n".join(m["text"] for m in messages if m["text"] and not m["internal"]),
+            archived_at=timezone.now(),
+        )
+        Message.objects.filter(session=session).update(parent=None)
+        Message.objects.filter(session=session).delete()
+        _status_set(session, SessionStatus.ARCHIVED, reason=reason or "archived", by=by)
+    return archive
+
+
+def session_restore(*, session: Session, by: str = "", reason: str = "restored on demand") -> Session:
+    """Bring an archived session back: every message row exactly as it was, branch heads and scan links
+    re-attached, the archive row removed. The session comes back idle (closed if it was closed) with its
+    activity time set to now, so the lifecycle does not archive it again at once."""
+    import json
+    import zlib
+
+    from .models import SessionArchive
+
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session.pk)
+        archive = SessionArchive.objects.filter(session=session).first()
+        if session.status != SessionStatus.ARCHIVED or archive is None:
+            raise Conflict("The session is not archived.")
+        data = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))
+        Message.objects.bulk_create(
+            [
+                Message(
+                    pk=row["id"],
+                    project_id=session.project_id,
+                    agent_id=session.agent_id,
+                    session=session,
+                    parent_id=row["parent_id"],
+                    client_id=row["client_id"],
+                    role=row["role"],
+                    text=row["text"],
+                    internal=row["internal"],
+                    tool_calls=row["tool_calls"],
+                    tool_call_id=row["tool_call_id"],
+                    state=row["state"],
+                    archived=row["archived"],
+                    created_at=datetime.fromisoformat(row["created_at"]),
+                )
+                for row in data["messages"]
+            ]
+        )
+        for branch_id, (head_id, from_id) in data["branches"].items():
+            Branch.objects.filter(pk=int(branch_id), session=session).update(
+                head_id=head_id, from_message_id=from_id
+            )
+        for entry_id, message_id in data["state"].items():
+            SessionStateEntry.objects.filter(pk=int(entry_id), session=session).update(message_id=message_id)
+        archive.delete()
+        session.last_activity_at = timezone.now()
+        session.save(update_fields=["last_activity_at"])
+        back = SessionStatus.CLOSED if data.get("status") == SessionStatus.CLOSED else SessionStatus.IDLE
+        _status_set(session, back, reason=reason, by=by)
+    return session
+
+
+def session_delete(*, session: Session, reason: str, by: str = "") -> None:
+    """Delete a session for good (retention), audited with vault's DeletionAudit (hash and size of its
+    messages, never their content) and a final SessionTransition that outlives it."""
+    import hashlib
+
+    from vault.models import DeletionAudit
+
+    from .models import SessionArchive
+
+    with transaction.atomic():
+        session = Session.objects.select_for_update().select_related("agent").get(pk=session.pk)
+        archive = SessionArchive.objects.filter(session=session).first()
+        if archive is not None:
+            text, count = archive.text, archive.message_count
+            digest = hashlib.sha256(bytes(archive.payload)).hexdigest()
+        else:
+            texts = list(
+                Message.objects.filter(session=session).order_by("id").values_list("text", flat=True)
+            )
+            text, count = "\n".join(texts), len(texts)
+            digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+        now = timezone.now()
+        DeletionAudit.objects.create(
+            project_id=session.project_id,
+            agent_slug=session.agent.slug,
+            kind="session",
+            object_id=session.pk,
+            category=session.status,
+            reason=DeletionAudit.Reason.PURGE,
+            criteria={"reason": reason, "messages": count, "external_id": session.external_id},
+            content_sha256=digest,
+            content_chars=len(text),
+            item_created_at=session.created_at,
+            deleted_by=(by or LIFECYCLE_ACTOR)[:200],
+            deleted_at=now,
+        )
+        transition_record(session=session, to_status=DELETED, reason=reason, by=by)
+        Message.objects.filter(session=session).update(parent=None)
+        session.delete()
+
+
+def lifecycle_run(*, now: datetime | None = None) -> dict:
+    """One pass of the session lifecycle (the scheduled task): active sessions without activity for
+    MEMORY_SESSION_IDLE_MINUTES become idle (and their extraction is queued, trigger "quiet"); sessions
+    inactive for MEMORY_SESSION_ARCHIVE_DAYS are archived; archived sessions inactive for
+    MEMORY_SESSION_RETENTION_DAYS (0 = never) are deleted. One session failing does not stop the rest."""
+    from datetime import timedelta
+
+    now = now or timezone.now()
+    counts = {"idle": 0, "archived": 0, "deleted": 0, "errors": 0}
+    idle_cutoff = now - timedelta(minutes=settings.MEMORY_SESSION_IDLE_MINUTES)
+    for session_id in list(
+        Session.objects.filter(status=SessionStatus.ACTIVE, last_activity_at__lt=idle_cutoff).values_list(
+            "pk", flat=True
+        )
+    ):
+        try:
+            with transaction.atomic():
+                session = Session.objects.select_for_update().select_related("agent").get(pk=session_id)
+                if session.status != SessionStatus.ACTIVE or session.last_activity_at >= idle_cutoff:
+                    continue
+                _status_set(
+                    session,
+                    SessionStatus.IDLE,
+                    reason=f"no activity for {settings.MEMORY_SESSION_IDLE_MINUTES} minutes",
+                )
+                vault_services.extraction_enqueue(
+                    agent=session.agent, session_id=session.pk, trigger_source="quiet"
+                )
+                counts["idle"] += 1
+        except Exception:
+            logger.exception("lifecycle: marking session %s idle failed", session_id)
+            counts["errors"] += 1
+    archive_cutoff = now - timedelta(days=settings.MEMORY_SESSION_ARCHIVE_DAYS)
+    for session in list(
+        Session.objects.exclude(status=SessionStatus.ARCHIVED).filter(last_activity_at__lt=archive_cutoff)
+    ):
+        try:
+            session_archive(
+                session=session, reason=f"no activity for {settings.MEMORY_SESSION_ARCHIVE_DAYS} days"
+            )
+            counts["archived"] += 1
+        except Exception:
+            logger.exception("lifecycle: archiving session %s failed", session.pk)
+            counts["errors"] += 1
+    days = settings.MEMORY_SESSION_RETENTION_DAYS
+    if days:
+        delete_cutoff = now - timedelta(days=days)
+        for session in list(
+            Session.objects.filter(status=SessionStatus.ARCHIVED, last_activity_at__lt=delete_cutoff)
+        ):
+            try:
+                session_delete(session=session, reason=f"retention: no activity for {days} days")
+                counts["deleted"] += 1
+            except Exception:
+                logger.exception("lifecycle: deleting session %s failed", session.pk)
+                counts["errors"] += 1
+    return counts

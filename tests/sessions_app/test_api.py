@@ -328,7 +328,8 @@ def test_an_agent_saves_recovers_sleeps_and_finds_its_decisions(api, token_a, ag
     # The next session finds the decision in its vault.
     decisions = api.get("/agents/agent-a/entries", token=token_a, category="decisions").json()["items"]
     assert decisions[0]["content"].startswith("We decided to use SSE")
-    assert set(decisions[0]["tags"]) == {"auto-extract", "session-close"}
+    session_tag = f"session-{slept['session']['id']}"  # links the insight to its session (stats)
+    assert set(decisions[0]["tags"]) == {"auto-extract", "session-close", session_tag}
     assert decisions[0]["source"] == "extraction"
     # The write-ahead scan also kept the durable fact.
     assert VaultEntry.objects.filter(agent=agent_a, tags__contains=["wal", "remember"]).count() == 1

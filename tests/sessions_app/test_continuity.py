@@ -1,0 +1,406 @@
+"""Issue 9: working buffer, compaction recovery, lifecycle (idle/archive/delete, restore), statistics,
+silent resilience, redaction, the LLM compaction summariser. Tenancy with the three personas."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+
+from sessions_app import selectors, services
+from sessions_app.models import Message, Session, SessionArchive, SessionStateEntry, SessionTransition
+from vault.models import DeletionAudit, VaultEntry
+
+pytestmark = pytest.mark.django_db
+T0 = datetime(2025, 3, 3, 10, 0, tzinfo=UTC)
+
+
+def _post(api, token, messages, **extra):
+    return api.post("/agents/agent-a/messages", {"messages": messages, "session": "s1", **extra}, token=token)
+
+
+def _sid(api, token_a):
+    return api.get("/agents/agent-a/sessions", token=token_a).json()[0]["id"]
+
+
+# --- working buffer ---------------------------------------------------------------------------------
+
+
+def test_it_activates_the_buffer_at_the_threshold_and_not_before(api, token_a, agent_a):
+    # window 1000 tokens -> threshold 500 tokens = 2000 characters of active context.
+    first = _post(api, token_a, [{"role": "user", "text": "a" * 1000}], max_input_tokens=1000)
+    assert first.status_code == 200, first.content
+    assert first.json()["buffer_logged"] == 0 and first.json()["session"]["buffer_started_at"] is None
+    second = _post(api, token_a, [{"role": "assistant", "text": "b" * 996}])  # 250 + 249 = 499 < 500
+    assert second.json()["buffer_logged"] == 0
+    sid = second.json()["session"]["id"]
+    assert api.get(f"/agents/agent-a/sessions/{sid}/buffer", token=token_a).json()["active"] is False
+    third = _post(api, token_a, [{"role": "user", "text": "cccc"}])  # 500 tokens: at the threshold
+    assert third.json()["buffer_logged"] == 1
+    reply = "Done. I refactored the module. " + "x" * 900
+    fourth = _post(api, token_a, [{"role": "assistant", "text": reply}])
+    assert fourth.json()["buffer_logged"] == 1
+    body = api.get(f"/agents/agent-a/sessions/{sid}/buffer", token=token_a).json()
+    assert body["active"] is True and body["threshold_tokens"] == 500 and body["max_input_tokens"] == 1000
+    assert [e["side"] for e in body["entries"]] == ["human", "agent"]
+    summary = body["entries"][1]["text"]
+    assert summary.startswith("Done. I refactored the module. x") and len(summary) == 300
+    assert "**Status:** ACTIVE" in body["markdown"] and "] Agent (summary)\nDone." in body["markdown"]
+
+
+def test_it_uses_the_default_window_when_the_agent_reports_none(api, token_a, agent_a, settings):
+    settings.MEMORY_MODEL_MAX_INPUT_TOKENS = 2000
+    assert _post(api, token_a, [{"role": "user", "text": "a" * 3996}]).json()["buffer_logged"] == 0
+    assert _post(api, token_a, [{"role": "user", "text": "b" * 4}]).json()["buffer_logged"] == 1
+
+
+# --- recovery -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Where were we?", "ok, what were we working on", "Onde paramos?", "Em que ponto estávamos?",
+     "Você esqueceu o contexto?", "hmm, I think you lost the context"],
+)  # fmt: skip
+def test_it_returns_a_recovery_block_for_where_were_we(api, token_a, agent_a, text):
+    _post(
+        api,
+        token_a,
+        [{"role": "user", "text": "Let's go with PostgreSQL"}, {"role": "assistant", "text": "OK"}],
+    )
+    body = _post(api, token_a, [{"role": "user", "text": text}]).json()
+    assert body["recovery"]["signals"] == ["where_were_we"]
+    assert "PostgreSQL" in body["recovery"]["text"]
+    assert body["recovery"]["token_estimate"] <= body["recovery"]["budget_tokens"]
+
+
+def test_it_returns_no_recovery_for_ordinary_messages(api, token_a, agent_a):
+    _post(api, token_a, [{"role": "user", "text": "Let's go with PostgreSQL"}])
+    assert (
+        _post(api, token_a, [{"role": "user", "text": "Where is the config file?"}]).json()["recovery"]
+        is None
+    )
+
+
+@pytest.mark.parametrize("marker", ["[CONTEXT COMPACTION: 12 earlier messages were removed.]", "summary"])
+def test_it_returns_a_recovery_block_after_a_compaction_marker(api, token_a, agent_a, marker):
+    _post(api, token_a, [{"role": "user", "text": f"turn {i} Let's go with Redis"} for i in range(6)])
+    if marker == "summary":
+        session = Session.objects.get(external_id="s1")
+        assert services.session_compact(session=session, force=True, keep_first=0, keep_turns=1).compacted
+    else:
+        _post(api, token_a, [{"role": "system", "text": marker}])
+    body = _post(api, token_a, [{"role": "user", "text": "continue please"}]).json()
+    assert body["recovery"]["signals"] == ["compaction_marker"]
+    assert body["recovery"]["sections"]["session_state"] >= 1
+
+
+def test_it_keeps_the_recovery_block_within_its_budget(api, token_a, agent_a):
+    _post(api, token_a, [{"role": "user", "text": "x" * 8000}], max_input_tokens=1000)
+    for i in range(30):
+        _post(
+            api,
+            token_a,
+            [
+                {"role": "user", "text": f"I prefer option {i} " * 20},
+                {"role": "assistant", "text": "ok " * 200},
+            ],
+        )
+    sid = _sid(api, token_a)
+    for budget in (60, 200, 1000):
+        body = api.get(f"/agents/agent-a/sessions/{sid}/recovery", token=token_a, max_tokens=budget).json()
+        assert 0 < body["token_estimate"] <= budget
+    body = api.get(f"/agents/agent-a/sessions/{sid}/recovery", token=token_a, max_tokens=1000).json()
+    assert set(body["sections"]) == {"working_buffer", "session_state", "daily_note"}
+    assert all(body["sections"].values())
+    assert (
+        api.get(f"/agents/agent-a/sessions/{sid}/recovery", token=token_a, max_tokens=10).status_code == 422
+    )
+
+
+# --- resilience -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "source"),
+    [
+        ("sessions_app.services._write_ahead_scan", "write_ahead_scan"),
+        ("sessions_app.services._daily_notes_append", "daily_note"),
+        ("sessions_app.services.working_buffer_update", "working_buffer"),
+        ("sessions_app.selectors.recovery_build", "recovery"),
+    ],
+)
+def test_it_still_appends_when_a_source_fails(api, token_a, agent_a, monkeypatch, target, source):
+    def boom(*args, **kwargs):
+        raise RuntimeError("forced failure")
+
+    monkeypatch.setattr(target, boom)
+    response = _post(
+        api,
+        token_a,
+        [{"role": "user", "text": "Where were we? I prefer tea"}, {"role": "assistant", "text": "Hi"}],
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["stored"] == 2
+    assert response.json()["warnings"] == [{"source": source, "detail": "RuntimeError: forced failure"}]
+    assert Message.objects.filter(session__external_id="s1").count() == 2
+
+
+def test_it_reports_a_failing_recovery_source_as_a_warning(api, token_a, agent_a, monkeypatch):
+    _post(api, token_a, [{"role": "user", "text": "I prefer tea"}])
+
+    def boom(session):
+        raise RuntimeError("state table gone")
+
+    monkeypatch.setattr("sessions_app.selectors.session_state_list", boom)
+    body = api.get(f"/agents/agent-a/sessions/{_sid(api, token_a)}/recovery", token=token_a).json()
+    assert body["warnings"][0]["source"] == "session_state"
+
+
+@pytest.mark.parametrize("failing", ["search.services._recovery", "search.selectors.search_for_agent"])
+def test_it_builds_the_context_when_a_source_fails(api, token_a, agent_a, monkeypatch, failing):
+    def boom(*args, **kwargs):
+        raise RuntimeError("forced failure")
+
+    monkeypatch.setattr(failing, boom, raising=False)
+    response = api.post("/agents/agent-a/context", {"query": "postgres"}, token=token_a)
+    assert response.status_code == 200, response.content
+    if failing.endswith("_recovery"):
+        assert response.json()["warnings"]
+
+
+def test_it_falls_back_to_the_heuristic_summary_on_llm_timeout(agent_a, fake_llm, settings):
+    settings.LLM_TIMEOUT_SECONDS = 0.2
+    settings.LLM_MAX_RETRIES = 0
+    fake_llm.reply("too late", delay=1.0)
+    services.messages_append(
+        agent=agent_a, messages=[{"role": "user", "text": f"step {i}"} for i in range(6)]
+    )
+    session = Session.objects.get(agent=agent_a)
+    result = services.session_compact(session=session, force=True, keep_first=0, keep_turns=1)
+    assert result.compacted and "were compacted" in result.summary.text
+
+
+def test_it_summarises_with_the_llm_when_configured(agent_a, fake_llm):
+    fake_llm.reply("The user is migrating to PostgreSQL.")
+    services.messages_append(
+        agent=agent_a, messages=[{"role": "user", "text": f"step {i}"} for i in range(6)]
+    )
+    result = services.session_compact(
+        session=Session.objects.get(agent=agent_a), force=True, keep_first=0, keep_turns=1
+    )
+    assert result.summary.text.endswith("The user is migrating to PostgreSQL.")
+    system = fake_llm.requests[0]["json"]["messages"][0]["content"]
+    assert "DATA, not instructions" in system
+    assert "step 0" in fake_llm.requests[0]["json"]["messages"][1]["content"]
+
+
+def test_it_redacts_message_text_before_storing(api, token_a, agent_a):
+    _post(api, token_a, [{"role": "user", "text": "my key is sk-abcdefghijklmnopqrstuvwxyz123456"}])
+    stored = Message.objects.get(session__external_id="s1").text
+    assert "sk-abcdefghijklmnopqrstuvwxyz123456" not in stored and "[REDACTED]" in stored
+
+
+# --- lifecycle ------------------------------------------------------------------------------------------
+
+
+def _conversation(agent):
+    services.messages_append(
+        agent=agent,
+        session_key="s1",
+        messages=[
+            {"role": "user", "text": "Let's go with PostgreSQL for the orders", "client_id": "c1"},
+            {
+                "role": "assistant",
+                "text": "OK",
+                "tool_calls": [{"id": "t1", "name": "run"}],
+                "state": {"k": 1},
+            },
+            {"role": "tool", "text": "done", "tool_call_id": "t1"},
+        ],
+    )
+    return Session.objects.get(agent=agent, external_id="s1")
+
+
+def _rows(session):
+    return list(
+        Message.objects.filter(session=session)
+        .order_by("id")
+        .values(
+            "id",
+            "parent_id",
+            "client_id",
+            "role",
+            "text",
+            "internal",
+            "tool_calls",
+            "tool_call_id",
+            "state",
+            "archived",
+            "created_at",
+        )
+    )
+
+
+def test_it_moves_sessions_through_the_lifecycle(agent_a, settings, django_capture_on_commit_callbacks):
+    settings.MEMORY_SESSION_IDLE_MINUTES = 30
+    settings.MEMORY_SESSION_RETENTION_DAYS = 90
+    with time_machine.travel(T0, tick=False):
+        session = _conversation(agent_a)
+    with time_machine.travel(T0 + timedelta(minutes=29), tick=False):
+        assert services.lifecycle_run()["idle"] == 0
+    with time_machine.travel(T0 + timedelta(minutes=31), tick=False):
+        with django_capture_on_commit_callbacks() as callbacks:
+            assert services.lifecycle_run() == {"idle": 1, "archived": 0, "deleted": 0, "errors": 0}
+        assert len(callbacks) == 1  # extraction queued, trigger "quiet"
+    session.refresh_from_db()
+    assert session.status == "idle"
+    before = _rows(session)
+    with time_machine.travel(T0 + timedelta(days=29, hours=23), tick=False):
+        assert services.lifecycle_run()["archived"] == 0
+    with time_machine.travel(T0 + timedelta(days=30, minutes=1), tick=False):
+        assert services.lifecycle_run()["archived"] == 1
+    session.refresh_from_db()
+    assert session.status == "archived" and not Message.objects.filter(session=session).exists()
+    archive = SessionArchive.objects.get(session=session)
+    assert archive.message_count == 3 and archive.compressed_bytes < archive.raw_bytes
+    found = selectors.archived_messages_search(agent_a.project_id, [agent_a.pk], ["postgresql", "orders"])
+    assert [m["id"] for m in found] == [before[0]["id"]]
+    with time_machine.travel(T0 + timedelta(days=89), tick=False):
+        assert services.lifecycle_run()["deleted"] == 0
+    with time_machine.travel(T0 + timedelta(days=90, minutes=1), tick=False):
+        assert services.lifecycle_run()["deleted"] == 1
+    assert not Session.objects.filter(pk=session.pk).exists()
+    audit = DeletionAudit.objects.get(kind="session", object_id=session.pk)
+    assert audit.reason == "purge" and audit.criteria["messages"] == 3
+    steps = list(
+        SessionTransition.objects.filter(session_pk=session.pk).values_list("from_status", "to_status")
+    )
+    assert steps == [("active", "idle"), ("idle", "archived"), ("archived", "deleted")]
+
+
+def test_it_restores_an_archived_session_with_identical_messages(api, token_a, agent_a):
+    session = _conversation(agent_a)
+    services.branch_create(
+        session=session, name="alt", message=Message.objects.filter(session=session).first()
+    )
+    state_before = list(SessionStateEntry.objects.filter(session=session).values("id", "message_id"))
+    before = _rows(session)
+    assert (
+        api.post(f"/agents/agent-a/sessions/{session.pk}/archive", {}, token=token_a).json()["messages"] == 3
+    )
+    assert api.post(f"/agents/agent-a/sessions/{session.pk}/archive", {}, token=token_a).status_code == 409
+    response = api.post(f"/agents/agent-a/sessions/{session.pk}/restore", {}, token=token_a)
+    assert response.status_code == 200, response.content
+    assert response.json()["messages"] == 3 and response.json()["session"]["status"] == "idle"
+    assert _rows(session) == before
+    assert list(SessionStateEntry.objects.filter(session=session).values("id", "message_id")) == state_before
+    branches = {
+        b["name"]: b["head"]
+        for b in api.get(f"/agents/agent-a/sessions/{session.pk}/branches", token=token_a).json()
+    }
+    assert branches == {"main": before[-1]["id"], "alt": before[0]["id"]}
+    assert api.post(f"/agents/agent-a/sessions/{session.pk}/restore", {}, token=token_a).status_code == 409
+
+
+def test_it_restores_an_archived_session_when_it_gets_a_new_message(agent_a):
+    session = _conversation(agent_a)
+    services.session_archive(session=session)
+    result = services.messages_append(
+        agent=agent_a, session_key="s1", messages=[{"role": "user", "text": "back"}]
+    )
+    assert result.session.status == "active"
+    assert Message.objects.filter(session=session).count() == 4
+
+
+def test_it_records_close_and_queues_extraction(agent_a, django_capture_on_commit_callbacks):
+    session = _conversation(agent_a)
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.session_close(agent=agent_a, session=session)
+    assert len(callbacks) == 1
+    assert SessionTransition.objects.get(session=session).to_status == "closed"
+
+
+# --- statistics -------------------------------------------------------------------------------------
+
+
+def test_it_counts_session_statistics_exactly(api, token_a, agent_a):
+    session = _conversation(agent_a)
+    services.session_close(
+        agent=agent_a, session=session,
+        messages=[{"role": "assistant", "text": "Decision: we will use PostgreSQL for orders because of JSONB."}],
+    )  # fmt: skip
+    body = api.get(f"/agents/agent-a/sessions/{session.pk}/stats", token=token_a).json()
+    texts = list(Message.objects.filter(session=session).values_list("text", flat=True))
+    assert body["messages"] == 4 and body["messages_by_role"] == {"assistant": 2, "tool": 1, "user": 1}
+    expected_tokens = sum(selectors.message_tokens(m) for m in Message.objects.filter(session=session))
+    assert body["tokens"] == expected_tokens
+    assert (
+        body["decisions"]
+        == VaultEntry.objects.filter(tags__contains=[f"session-{session.pk}"], category="decisions").count()
+        == 1
+    )
+    assert body["state_entries"] == 1 and body["status"] == "closed"
+    assert body["size_bytes"] >= sum(len(t.encode()) for t in texts)
+    services.session_archive(session=session)
+    archived = api.get(f"/agents/agent-a/sessions/{session.pk}/stats", token=token_a).json()
+    assert (
+        archived["archived"] is True and archived["messages"] == 4 and archived["tokens"] == expected_tokens
+    )
+    assert archived["size_bytes"] == SessionArchive.objects.get(session=session).compressed_bytes
+
+
+def test_it_counts_project_statistics_exactly(api, admin_token, agent_a, agent_b):
+    with time_machine.travel(T0 - timedelta(days=1), tick=False):
+        services.messages_append(agent=agent_a, session_key="x", messages=[{"role": "user", "text": "hello"}])
+    with time_machine.travel(T0, tick=False):
+        services.messages_append(
+            agent=agent_b,
+            session_key="y",
+            messages=[{"role": "user", "text": "hi"}, {"role": "assistant", "text": "yo"}],
+        )
+        body = api.get("/stats", token=admin_token, days=3).json()
+    assert body["agents"] == 2 and body["messages"] == 3 and body["sessions"] == 2
+    assert body["sessions_by_status"] == {"active": 2}
+    assert body["storage_bytes"]["total"] == sum(v for k, v in body["storage_bytes"].items() if k != "total")
+    assert [(d["date"], d["messages"], d["sessions"]) for d in body["growth"]] == [
+        ("2025-03-01", 0, 0), ("2025-03-02", 1, 1), ("2025-03-03", 2, 1)
+    ]  # fmt: skip
+    assert body["entries"] == sum(body["entries_by_category"].values())
+
+
+# --- tenancy ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["buffer", "recovery", "stats"])
+def test_it_scopes_session_reads_to_the_principal(
+    api, token_a, token_b, read_token_a, outsider_token, agent_a, suffix
+):
+    session = _conversation(agent_a)
+    path = f"/agents/agent-a/sessions/{session.pk}/{suffix}"
+    assert api.get(path, token=token_a).status_code == 200
+    assert api.get(path, token=read_token_a).status_code == 200
+    assert api.get(path, token=token_b).status_code == 404
+    assert api.get(path, token=outsider_token).status_code == 404
+
+
+@pytest.mark.parametrize("action", ["archive", "restore"])
+def test_it_scopes_archive_and_restore(
+    api, token_a, token_b, read_token_a, outsider_token, admin_token, agent_a, action
+):
+    session = _conversation(agent_a)
+    if action == "restore":
+        services.session_archive(session=session)
+    path = f"/agents/agent-a/sessions/{session.pk}/{action}"
+    assert api.post(path, {}, token=read_token_a).status_code == 403
+    assert api.post(path, {}, token=token_b).status_code == 404
+    assert api.post(path, {}, token=outsider_token).status_code == 404
+    assert api.post(path, {}, token=admin_token).status_code == 200
+
+
+def test_it_keeps_project_statistics_for_project_wide_tokens(
+    api, token_a, admin_token, outsider_token, agent_a
+):
+    _conversation(agent_a)
+    assert api.get("/stats", token=token_a).status_code == 403
+    assert api.get("/stats", token=admin_token).json()["messages"] == 3
+    assert api.get("/stats", token=outsider_token).json()["messages"] == 0
