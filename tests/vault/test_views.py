@@ -106,7 +106,7 @@ def test_it_shows_another_curator_nothing_of_this_project_on_dashboard_and_searc
     assert "globex" in dashboard.lower()
     search = client_b.get(reverse("vault-search"), {"q": "postgresql"}).content.decode()
     assert "PostgreSQL" not in search
-    assert "0 entries match “postgresql”" in search
+    assert "0 results for “postgresql”" in search
 
 
 def test_it_lets_staff_without_memberships_see_every_project(project, other_project, entry_a):
