@@ -171,7 +171,9 @@ def test_the_dashboard_counts_entries_per_category_and_storage(
     page = client_a.get(reverse("vault-dashboard"))
     assert page.status_code == 200
     html = page.content.decode()
-    row = re.search(r'<tr>\s*<th scope="row"><a href="[^"]+">agent-a</a></th>(.*?)</tr>', html, re.S).group(1)
+    row = re.search(
+        r'<tr>\s*<th scope="row"><a href="[^"]+">agent-a</a>.*?</th>(.*?)</tr>', html, re.S
+    ).group(1)
     assert re.findall(r">(\d+)</a></td>", row) == ["1", "0", "1", "0", "0"]
     files = sum(len(f.content.encode()) for f in agent_a.files.filter(deleted_at__isnull=True))
     stored = len(entry_a.content.encode()) + len(task_entry.content.encode()) + files
@@ -422,7 +424,7 @@ def test_search_finds_and_highlights_entries(client_a, entry_a, entry_b):
     assert "<mark>PostgreSQL</mark>" in html and reverse("vault-entry-detail", args=[entry_a.pk]) in html
     assert "Cache keys" not in html
     partial = client_a.get(reverse("vault-search"), {"q": "cache"}, **HTMX).content.decode()
-    assert partial.lstrip().startswith('<div id="search-results">') and "<mark>Cache</mark> keys" in partial
+    assert partial.lstrip().startswith('<div id="search-results"') and "<mark>Cache</mark> keys" in partial
 
 
 def test_every_page_has_the_search_box(client_a, entry_a):
