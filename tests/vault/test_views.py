@@ -506,4 +506,5 @@ def test_search_matches_word_prefixes_and_survives_odd_input(client_a, entry_a):
         "<mark>PostgreSQL</mark>" in client_a.get(reverse("vault-search"), {"q": "postgres"}).content.decode()
     )
     for odd in ['"unclosed', "a & | ! (", ":*", "-", "'"]:
-        assert client_a.get(reverse("vault-search"), {"q": odd}).status_code == 200
+        response = client_a.get(reverse("vault-search"), {"q": odd})
+        assert response.status_code in (200, 422), odd  # a query with no words is explained, never a 500
