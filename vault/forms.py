@@ -73,3 +73,51 @@ class TokenCreateForm(forms.Form):
 
 class SearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500, label="Search memory")
+
+
+class SearchFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=500, label="Search")
+    kind = forms.ChoiceField(
+        choices=[("", "Everything"), ("entries", "Entries"), ("messages", "Messages"), ("files", "Files")],
+        required=False,
+    )
+    agent = forms.CharField(required=False, max_length=64)
+    category = forms.ChoiceField(choices=[("", "Any category"), *Category.choices], required=False)
+    status = forms.ChoiceField(
+        choices=[("active", "Active"), ("archived", "Archived"), ("all", "All")], required=False
+    )
+
+
+class ReviewActionForm(forms.Form):
+    action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject"), ("merge", "merge")])
+    content = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    supersede_conflicting = forms.BooleanField(required=False)
+    reason = forms.CharField(required=False, max_length=200)
+    into = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+
+
+class ReviewBulkForm(forms.Form):
+    action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
+    ids = forms.TypedMultipleChoiceField(coerce=int, choices=[])
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        raw = self.data.getlist("ids") if hasattr(self.data, "getlist") else []
+        self.fields["ids"].choices = [(v, v) for v in raw if str(v).isdigit() and len(str(v)) < 19]
+
+
+class FileForm(forms.Form):
+    path = forms.CharField(max_length=255, widget=forms.HiddenInput)
+    content = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 18}))
+
+
+class FileSettingsForm(forms.Form):
+    enabled = forms.BooleanField(required=False)
+    sort_order = forms.IntegerField(min_value=-1_000_000, max_value=1_000_000)
+
+
+class ReviewPolicyForm(forms.Form):
+    category = forms.ChoiceField(choices=[("", "All"), *Category.choices], required=False)
+    hold_agent_writes = forms.BooleanField(required=False)
+    hold_extracted = forms.BooleanField(required=False)
+    redaction = forms.ChoiceField(choices=[("", "unchanged"), ("1", "on"), ("0", "off")], required=False)

@@ -5,7 +5,7 @@ from datetime import datetime, time, timedelta
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import Count, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
@@ -14,10 +14,14 @@ from vault.models import (
     Agent,
     ApiToken,
     Category,
+    CompactionRun,
+    DeletionAudit,
     EntryStatus,
     EntryVersion,
     Project,
     ProjectContextVersion,
+    ReviewItem,
+    ReviewPolicy,
     VaultEntry,
     WorkspaceFile,
     WorkspaceFileVersion,
@@ -409,3 +413,132 @@ def token_get_for_user(user, project: Project, token_id: int) -> ApiToken:
 
 def project_context_history(project: Project, *, limit: int = 20):
     return ProjectContextVersion.objects.filter(project=project).order_by("-changed_at", "-id")[:limit]
+
+
+# --- Curator pages, phase 2 (issues 7 and 8): review queue, search, maintenance ------------------
+
+
+def review_queue_for_user(user, project: Project, *, category: str | None = None) -> QuerySet[VaultEntry]:
+    """Pending entries of a project the user curates, oldest first, with their review items (and the
+    other side of each duplicate or conflict) loaded. The curator twin of review_queue(principal)."""
+    project = project_get_for_user(user, project.slug)
+    entries = VaultEntry.objects.filter(project=project, status=EntryStatus.PENDING)
+    if category:
+        entries = entries.filter(category=category)
+    items = ReviewItem.objects.select_related("other_entry").order_by("created_at", "id")
+    return (
+        entries.select_related("agent", "project")
+        .prefetch_related(Prefetch("review_items", queryset=items))
+        .order_by("created_at", "id")
+    )
+
+
+def review_counts_for_user(user) -> dict[int, int]:
+    """Pending entries per project (project id → count) over the projects the user curates."""
+    rows = (
+        entries_for_user(user).filter(status=EntryStatus.PENDING).values("project_id").annotate(n=Count("id"))
+    )
+    return {row["project_id"]: row["n"] for row in rows}
+
+
+def entry_review_items(entry: VaultEntry) -> QuerySet[ReviewItem]:
+    """Every review item about this entry, or naming it as the other side, newest first."""
+    return (
+        ReviewItem.objects.filter(Q(entry=entry) | Q(other_entry=entry))
+        .select_related("entry", "other_entry")
+        .order_by("-created_at", "-id")
+    )
+
+
+def entry_superseded_by(entry: VaultEntry) -> VaultEntry | None:
+    return VaultEntry.objects.filter(supersedes_id=entry.pk).first()
+
+
+def search_for_user(user, *, q: str, filters, agent_slug: str | None = None) -> list[dict]:
+    """The search service over every project the user curates (one scope per project), merged best
+    first and cut to filters.limit; each row gains `project` (its slug)."""
+    from search.selectors import SearchScope, search_run
+
+    rows: list[dict] = []
+    for project in projects_for_user(user).order_by("slug"):
+        agent_ids = None
+        if agent_slug:
+            agent_ids = list(
+                Agent.objects.filter(project=project, slug=agent_slug).values_list("pk", flat=True)
+            )
+            if not agent_ids:
+                continue
+        outcome = search_run(q=q, scope=SearchScope(project.pk, agent_ids), filters=filters)
+        for row in outcome.results:
+            row["project"] = project.slug
+        rows += outcome.results
+    rows.sort(key=lambda row: (-row["score"], row["kind"], -row["id"]))
+    return rows[: filters.limit]
+
+
+def compaction_runs_for_project(project: Project, *, limit: int = 50) -> QuerySet[CompactionRun]:
+    return CompactionRun.objects.filter(project=project).order_by("-started_at", "-id")[:limit]
+
+
+def compaction_run_get(project: Project, run_id: int) -> CompactionRun:
+    run = CompactionRun.objects.filter(project=project, pk=run_id).first() if 1 <= run_id <= MAX_ID else None
+    if run is None:
+        raise NotFound(f"Run {run_id} not found.")
+    return run
+
+
+def last_compaction_runs_for_user(user) -> dict[int, CompactionRun]:
+    """The newest recorded compaction run per project the user curates (project id → run)."""
+    runs = (
+        CompactionRun.objects.filter(project__in=projects_for_user(user), kind="compaction")
+        .order_by("project_id", "-started_at", "-id")
+        .distinct("project_id")
+    )
+    return {run.project_id: run for run in runs}
+
+
+def deletion_audits_for_project(project: Project, *, limit: int = 100) -> QuerySet[DeletionAudit]:
+    return DeletionAudit.objects.filter(project=project).order_by("-deleted_at", "-id")[:limit]
+
+
+def maintenance_schedules() -> list:
+    """The django-q schedules of the vault's maintenance tasks, with their next run."""
+    from django_q.models import Schedule
+
+    return list(Schedule.objects.filter(func__startswith="vault.tasks.").order_by("next_run", "name"))
+
+
+def review_policies_for_project(project: Project) -> dict[str, ReviewPolicy]:
+    """Review policies by category ('' is the project-wide default)."""
+    return {policy.category: policy for policy in ReviewPolicy.objects.filter(project=project)}
+
+
+def sessions_with_counts(agent: Agent, *, limit: int = 200) -> list:
+    """The agent's sessions, most recently active first, each with `message_count`."""
+    from sessions_app.models import Session
+
+    return list(
+        Session.objects.filter(agent=agent)
+        .annotate(message_count=Count("messages"))
+        .order_by("-last_activity_at", "-id")[:limit]
+    )
+
+
+def session_get_for_agent(agent: Agent, session_id: int):
+    from sessions_app.models import Session
+
+    session = (
+        Session.objects.filter(agent=agent, pk=session_id).first() if 1 <= session_id <= MAX_ID else None
+    )
+    if session is None:
+        raise NotFound(f"Session {session_id} not found.")
+    return session
+
+
+def handoff_latest(agent: Agent) -> VaultEntry | None:
+    """The agent's newest live handoff entry (written when a session closes)."""
+    return (
+        VaultEntry.objects.filter(agent=agent, category=Category.HANDOFFS, status=EntryStatus.ACTIVE)
+        .order_by("-created_at", "-id")
+        .first()
+    )

@@ -913,3 +913,10 @@ def entry_task_toggle(*, entry_id: int, line: int, done: bool, changed_by: str) 
         entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
         content = task_line_set(entry.content, line, done)
         return entry_update(entry_id=entry_id, changes=EntryChanges(content=content), changed_by=changed_by)
+
+
+def project_redaction_set(*, project: Project, enabled: bool) -> Project:
+    """Switch the redaction of secrets in new messages and entries on or off for a project."""
+    Project.objects.filter(pk=project.pk).update(redaction_enabled=enabled)
+    project.redaction_enabled = enabled
+    return project

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from vault import views
+from vault import views, views_phase2
 
 urlpatterns = [
     path("", views.dashboard, name="vault-dashboard"),
@@ -13,7 +13,7 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("search/", views.search, name="vault-search"),
+    path("search/", views_phase2.search, name="vault-search"),
     path("projects/<str:project>/settings/", views.project_settings, name="vault-project-settings"),
     path("projects/<str:project>/context/", views.project_context_update, name="vault-project-context"),
     path("projects/<str:project>/tokens/", views.token_create, name="vault-token-create"),
@@ -35,5 +35,41 @@ urlpatterns = [
         "entries/<int:entry_id>/versions/<int:version_id>/restore/",
         views.entry_restore,
         name="vault-entry-restore",
+    ),
+    path("projects/<str:project>/review/", views_phase2.review_queue, name="vault-review"),
+    path("projects/<str:project>/review/bulk/", views_phase2.review_bulk, name="vault-review-bulk"),
+    path("projects/<str:project>/review/<int:entry_id>/", views_phase2.review_act, name="vault-review-act"),
+    path("projects/<str:project>/maintenance/", views_phase2.maintenance, name="vault-maintenance"),
+    path(
+        "projects/<str:project>/maintenance/compact/",
+        views_phase2.compaction_start,
+        name="vault-compaction-start",
+    ),
+    path(
+        "projects/<str:project>/maintenance/runs/<int:run_id>/",
+        views_phase2.maintenance_run,
+        name="vault-maintenance-run",
+    ),
+    path("projects/<str:project>/policies/", views_phase2.project_policies, name="vault-project-policies"),
+    path(
+        "projects/<str:project>/agents/<str:agent>/sessions/",
+        views_phase2.sessions_list,
+        name="vault-sessions",
+    ),
+    path(
+        "projects/<str:project>/agents/<str:agent>/sessions/<int:session_id>/",
+        views_phase2.session_detail,
+        name="vault-session",
+    ),
+    path("projects/<str:project>/agents/<str:agent>/files/", views_phase2.files, name="vault-file"),
+    path(
+        "projects/<str:project>/agents/<str:agent>/files/preview/",
+        views_phase2.file_preview,
+        name="vault-file-preview",
+    ),
+    path(
+        "projects/<str:project>/agents/<str:agent>/files/settings/",
+        views_phase2.file_settings,
+        name="vault-file-settings",
     ),
 ]

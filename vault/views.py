@@ -81,7 +81,17 @@ def _form_errors(form, exc: DomainError) -> None:
 def dashboard(request):
     projects = selectors.projects_for_user(request.user)
     agents = selectors.dashboard_agents(request.user)
-    by_project = {project.pk: {"project": project, "agents": []} for project in projects}
+    pending = selectors.review_counts_for_user(request.user)
+    last_runs = selectors.last_compaction_runs_for_user(request.user)
+    by_project = {
+        project.pk: {
+            "project": project,
+            "agents": [],
+            "pending": pending.get(project.pk, 0),
+            "last_run": last_runs.get(project.pk),
+        }
+        for project in projects
+    }
     for row in agents:
         by_project[row["agent"].project_id]["agents"].append(row)
     return render(
@@ -205,7 +215,15 @@ def entry_detail(request, entry_id):
     return render(
         request,
         "vault/entry_detail.html",
-        {"entry": entry, "project": entry.project, "agent": entry.agent, "history": history},
+        {
+            "entry": entry,
+            "project": entry.project,
+            "agent": entry.agent,
+            "history": history,
+            "chain": selectors.entry_chain(entry),
+            "superseded_by": selectors.entry_superseded_by(entry),
+            "review_items": selectors.entry_review_items(entry),
+        },
     )
 
 

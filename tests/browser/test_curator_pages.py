@@ -12,7 +12,7 @@ def test_it_logs_in_and_shows_the_dashboard(logged_in, entry_a):
     page = logged_in
     page.goto("/")
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
-    expect(page.get_by_role("link", name="agent-a")).to_be_visible()
+    expect(page.get_by_role("link", name="agent-a", exact=True)).to_be_visible()
     expect(page.locator("svg[role=img]")).to_be_visible()
 
 

@@ -106,7 +106,7 @@ def test_it_shows_another_curator_nothing_of_this_project_on_dashboard_and_searc
     assert "globex" in dashboard.lower()
     search = client_b.get(reverse("vault-search"), {"q": "postgresql"}).content.decode()
     assert "PostgreSQL" not in search
-    assert "0 entries match “postgresql”" in search
+    assert "0 results for “postgresql”" in search
 
 
 def test_it_lets_staff_without_memberships_see_every_project(project, other_project, entry_a):
@@ -171,7 +171,9 @@ def test_the_dashboard_counts_entries_per_category_and_storage(
     page = client_a.get(reverse("vault-dashboard"))
     assert page.status_code == 200
     html = page.content.decode()
-    row = re.search(r'<tr>\s*<th scope="row"><a href="[^"]+">agent-a</a></th>(.*?)</tr>', html, re.S).group(1)
+    row = re.search(
+        r'<tr>\s*<th scope="row"><a href="[^"]+">agent-a</a>.*?</th>(.*?)</tr>', html, re.S
+    ).group(1)
     assert re.findall(r">(\d+)</a></td>", row) == ["1", "0", "1", "0", "0"]
     files = sum(len(f.content.encode()) for f in agent_a.files.filter(deleted_at__isnull=True))
     stored = len(entry_a.content.encode()) + len(task_entry.content.encode()) + files
@@ -422,7 +424,7 @@ def test_search_finds_and_highlights_entries(client_a, entry_a, entry_b):
     assert "<mark>PostgreSQL</mark>" in html and reverse("vault-entry-detail", args=[entry_a.pk]) in html
     assert "Cache keys" not in html
     partial = client_a.get(reverse("vault-search"), {"q": "cache"}, **HTMX).content.decode()
-    assert partial.lstrip().startswith('<div id="search-results">') and "<mark>Cache</mark> keys" in partial
+    assert partial.lstrip().startswith('<div id="search-results"') and "<mark>Cache</mark> keys" in partial
 
 
 def test_every_page_has_the_search_box(client_a, entry_a):
@@ -504,4 +506,5 @@ def test_search_matches_word_prefixes_and_survives_odd_input(client_a, entry_a):
         "<mark>PostgreSQL</mark>" in client_a.get(reverse("vault-search"), {"q": "postgres"}).content.decode()
     )
     for odd in ['"unclosed', "a & | ! (", ":*", "-", "'"]:
-        assert client_a.get(reverse("vault-search"), {"q": odd}).status_code == 200
+        response = client_a.get(reverse("vault-search"), {"q": odd})
+        assert response.status_code in (200, 422), odd  # a query with no words is explained, never a 500

@@ -1,0 +1,79 @@
+/* Review queue keyboard shortcuts: j/k move, a approve, r reject, e edit, x select. No framework:
+   each action clicks the item's real button, so htmx (or the plain form) does the request. */
+(function () {
+  "use strict";
+  var list = document.querySelector("[data-review-queue]");
+  if (!list) return;
+  var current = null;
+
+  function items() {
+    return Array.prototype.slice.call(list.querySelectorAll(".review-item:not(.done)"));
+  }
+  function focusItem(item) {
+    if (current) current.classList.remove("current");
+    current = item || null;
+    if (!current) return;
+    current.classList.add("current");
+    current.focus({ preventScroll: true });
+    current.scrollIntoView({ block: "nearest" });
+  }
+  function move(step) {
+    var all = items();
+    if (!all.length) return focusItem(null);
+    var index = all.indexOf(current);
+    index = index === -1 ? 0 : Math.min(all.length - 1, Math.max(0, index + step));
+    focusItem(all[index]);
+  }
+  function press(action) {
+    if (!current) move(0);
+    if (!current) return;
+    var button = current.querySelector('button[name=action][value="' + action + '"]');
+    if (button) button.click();
+  }
+  function typing(target) {
+    return target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
+      (target.tagName === "INPUT" && target.type !== "checkbox"));
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape" && typing(event.target) && current) { current.focus(); return; }
+    if (typing(event.target)) return;
+    switch (event.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "a": press("approve"); break;
+      case "r": press("reject"); break;
+      case "x":
+        if (!current) move(0);
+        if (current) current.querySelector("input[type=checkbox][name=ids]").click();
+        break;
+      case "e":
+        if (!current) move(0);
+        if (!current) return;
+        var details = current.querySelector("details.edit-box");
+        details.open = true;
+        current.querySelector("textarea").focus();
+        break;
+      default: return;
+    }
+    event.preventDefault();
+  });
+
+  // After htmx answered for an item: a success marks it done and moves on; an error stays put.
+  document.body.addEventListener("htmx:afterRequest", function (event) {
+    var item = event.detail.elt.closest && event.detail.elt.closest(".review-item");
+    if (!item || !event.detail.successful) return;
+    item.classList.add("done");
+    item.querySelectorAll("button, input, textarea").forEach(function (el) { el.disabled = true; });
+    var count = document.getElementById("review-count");
+    if (count) count.textContent = String(items().length);
+    if (item === current) { current.classList.remove("current"); current = null; move(0); }
+  });
+
+  list.addEventListener("click", function (event) {
+    var item = event.target.closest(".review-item");
+    if (item && !item.classList.contains("done")) focusItem(item);
+  });
+  move(0);
+})();
