@@ -208,6 +208,36 @@ def _ids_allocate(count: int) -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
+REPLAY_MATCH_MESSAGES = 2
+
+
+def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> Session | None:
+    """The closed session a keyless full save is a replay of, if any.
+
+    Seed 000's frontend saves the whole conversation without a chat id and closes it with `sleep`; a
+    retry or replay of that save must land in the same session, not start a new copy of it. The agent's
+    most recently closed session is that session when its first messages have the same roles and texts.
+    """
+    head = [(item.role, item.text) for item in items[:REPLAY_MATCH_MESSAGES]]
+    if not head:
+        return None
+    if selectors.session_current(agent) is not None:
+        return None  # an open session takes the save, as before
+    candidate = (
+        Session.objects.filter(agent=agent, status=SessionStatus.CLOSED, external_id="")
+        .order_by("-last_activity_at", "-id")
+        .first()
+    )
+    if candidate is None:
+        return None
+    first = list(
+        Message.objects.filter(session=candidate)
+        .order_by("created_at", "id")
+        .values_list("role", "text")[: len(head)]
+    )
+    return candidate if first == head else None
+
+
 def messages_append(
     *,
     agent: Agent,
@@ -240,6 +270,8 @@ def messages_append(
     max_input_tokens = max_input_tokens_check(max_input_tokens)
     for item in items:
         item.text = redact_for_project(item.text, agent.project_id)
+    if session is None and full and not (session_key or "").strip():
+        session = _session_for_replay(agent, items)
     if session is None:
         session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)
     elif session.agent_id != agent.pk:

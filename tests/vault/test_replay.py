@@ -55,9 +55,16 @@ def test_replaying_a_conversation_ten_times_leaves_one_copy_of_each_memory(api, 
         response = api.post("/agents/agent-a/sleep", body(i), token=token_a)
         assert response.status_code == 200, response.content
     assert memory_state(agent_a) == after_one
-    if variant != "new-session-each-time":
-        assert Session.objects.filter(agent=agent_a).count() == 1
-        assert Message.objects.filter(agent=agent_a).count() == len(CONVERSATION)
+    # A keyless replay of a closed conversation lands in the same session too.
+    assert Session.objects.filter(agent=agent_a).count() == 1
+    assert Message.objects.filter(agent=agent_a).count() == len(CONVERSATION)
+
+
+def test_a_keyless_save_of_a_different_conversation_starts_a_new_session(api, token_a, agent_a):
+    api.post("/agents/agent-a/sleep", {"messages": CONVERSATION}, token=token_a)
+    other = [{"role": "user", "text": "Something else entirely"}, {"role": "assistant", "text": "Sure."}]
+    assert api.post("/agents/agent-a/sleep", {"messages": other}, token=token_a).status_code == 200
+    assert Session.objects.filter(agent=agent_a).count() == 2
 
 
 def test_a_daily_note_logs_the_same_exchange_once_a_day_and_keeps_different_ones(agent_a):
