@@ -18,6 +18,10 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for search.query
+
+from search.query import edit_distance_one  # noqa: E402
+
 ENTRIES: list[tuple[str, str, str, str, list[str], str]] = []
 QUESTIONS: list[tuple[str, str, str, tuple[str, ...]]] = []
 KINDS = {"q": "question", "p": "paraphrase", "t": "typo", "k": "keywords", "x": "prefix"}
@@ -3620,35 +3624,13 @@ def _strip_accents(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
 
 
-def one_edit(a: str, b: str) -> bool:
-    """True if a and b differ by exactly one insertion, deletion, substitution or transposition."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        if len(diff) == 1:
-            return True
-        return (
-            len(diff) == 2
-            and diff[1] == diff[0] + 1
-            and a[diff[0]] == b[diff[1]]
-            and a[diff[1]] == b[diff[0]]
-        )
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    return a[i:] == b[i + 1 :]
-
-
 def typo_pairs(question: str, answer_text: str) -> list[tuple[str, str]]:
     """(typo, intended) pairs: question words absent from the answer but one edit from a 5+ letter word in it."""
     answer_words = _words(answer_text)
     pairs = []
     for w in _words(question) - answer_words:
         for a in answer_words:
-            if len(a) >= 5 and one_edit(w, a):
+            if len(a) >= 5 and edit_distance_one(w, a):
                 pairs.append((w, a))
                 break
     return pairs

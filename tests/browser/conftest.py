@@ -4,29 +4,17 @@ One browser per test session (it is the slow part); a fresh context (cookies) pe
 """
 
 import os
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
 
+from memoryproject.browser import CHROMIUM, CHROMIUM_ARGS
 from vault import services
 from vault.models import ProjectMembership
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run inside one
 # unless told that this is intended (the test code itself stays synchronous).
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="session")

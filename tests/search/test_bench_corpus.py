@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from search.bench_corpus import CATEGORIES, corpus_generate, corpus_queries, corpus_vocabulary
+from search.query import edit_distance_one
 
 QUALITY = Path(__file__).resolve().parents[2] / "search" / "bench_data" / "quality.json"
 WORD = re.compile(r"\w+")
@@ -17,27 +18,6 @@ WORD = re.compile(r"\w+")
 
 def words(text: str) -> set[str]:
     return set(WORD.findall(text.lower()))
-
-
-def one_edit(a: str, b: str) -> bool:
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        if len(diff) == 1:
-            return True
-        return (
-            len(diff) == 2
-            and diff[1] == diff[0] + 1
-            and a[diff[0]] == b[diff[1]]
-            and a[diff[1]] == b[diff[0]]
-        )
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    return a[i:] == b[i + 1 :]
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +91,7 @@ def test_query_words_come_from_corpus_vocabulary(sample):
         unknown = [w for w in words(q) if w not in vocab and not any(c.isdigit() for c in w)]
         assert len(unknown) <= 1, q
         if unknown:
-            assert any(one_edit(unknown[0], v) for v in vocab), q
+            assert any(edit_distance_one(unknown[0], v) for v in vocab), q
             typos += 1
     assert 5 <= typos <= 80
 
@@ -166,6 +146,8 @@ def test_quality_typos_are_one_edit_from_answer_words(quality):
         if q["kind"] != "typo":
             continue
         answer_words = words(" ".join(by_key[a]["content"] for a in q["answers"]))
-        if any(one_edit(w, a) for w in words(q["q"]) - answer_words for a in answer_words if len(a) >= 5):
+        if any(
+            edit_distance_one(w, a) for w in words(q["q"]) - answer_words for a in answer_words if len(a) >= 5
+        ):
             real += 1
     assert real >= 30

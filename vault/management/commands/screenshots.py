@@ -15,20 +15,10 @@ from django.db import connection
 from django.test.testcases import LiveServerThread, _StaticFilesHandler
 from django.utils import timezone
 
+from memoryproject.browser import CHROMIUM, CHROMIUM_ARGS
 from vault import services
 from vault.models import ProjectMembership, TokenScope
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DEMO_USER, DEMO_PASSWORD = "demo", "demo-curator-password"
 
 
@@ -62,7 +52,7 @@ class Command(BaseCommand):
                 raise CommandError(f"Live server failed: {server.error}")
             base = f"http://localhost:{server.port}"
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
                 try:
                     self.shoot(browser, base, out, width, demo)
                 finally:
