@@ -216,8 +216,13 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
     return rows
 
 
-def search_run(*, q: str, scope: SearchScope, filters: SearchFilters) -> SearchOutcome:
-    """Search the kinds asked for within a scope; results best first, each with a snippet."""
+def search_run(
+    *, q: str, scope: SearchScope, filters: SearchFilters, compiled: CompiledQuery | None = None
+) -> SearchOutcome:
+    """Search the kinds asked for within a scope; results best first, each with a snippet.
+
+    `compiled` is `query_compile(q)` when the caller already has it (context injection runs several
+    searches for one command: the stemming and typo-vocabulary lookups are done once)."""
     started = time.perf_counter()
     if filters.status not in ("active", "archived", "all"):
         raise InvalidInput(f"Unknown status {filters.status!r}; use active, archived or all.")
@@ -236,7 +241,7 @@ def search_run(*, q: str, scope: SearchScope, filters: SearchFilters) -> SearchO
         raise InvalidInput("since must be earlier than until", [{"loc": ["since"], "msg": "after until"}])
     if filters.tags_mode not in ("any", "all"):
         raise InvalidInput("tags_mode must be 'any' or 'all'", [{"loc": ["tags_mode"], "msg": "unknown"}])
-    compiled = query_compile(q)
+    compiled = compiled or query_compile(q)
     if scope.agent_ids is not None and not scope.agent_ids:
         return SearchOutcome(results=[], took_ms=0.0, query=compiled)
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
@@ -273,9 +278,13 @@ def search_for_principal(
     return search_run(q=q, scope=scope, filters=filters)
 
 
-def search_for_agent(agent: Agent, *, q: str, filters: SearchFilters) -> SearchOutcome:
+def search_for_agent(
+    agent: Agent, *, q: str, filters: SearchFilters, compiled: CompiledQuery | None = None
+) -> SearchOutcome:
     """Search one agent's memory (used by context injection)."""
-    return search_run(q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=filters)
+    return search_run(
+        q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=filters, compiled=compiled
+    )
 
 
 def default_limit() -> int:

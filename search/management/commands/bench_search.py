@@ -25,6 +25,7 @@ from django.utils import timezone
 from search.bench_corpus import corpus_generate, corpus_queries
 from search.services import vocabulary_rebuild
 from vault import services as vault_services
+from vault import trust
 from vault.models import Agent, Project, TokenScope, VaultEntry
 
 COLUMNS = (
@@ -41,6 +42,9 @@ COLUMNS = (
     "created_at",
     "updated_at",
     "access_count",
+    "content_hash",
+    "sketch",
+    "source_message_ids",
 )
 
 
@@ -131,6 +135,9 @@ class Command(BaseCommand):
                         when,
                         when,
                         "0",
+                        trust.content_hash(e["content"]),
+                        "{" + ",".join(str(h) for h in trust.sketch(trust.word_set(e["content"]))) + "}",
+                        "{}",
                     )
                     buf.write("\t".join(fields) + "\n")
                     done += 1
