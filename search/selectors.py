@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
 from search.query import CompiledQuery, query_compile, snippet_build
-from vault.models import Agent, Category, EntryStatus
+from vault.models import SCOPE_AGENT_PREFIX, SCOPE_PROJECT_PREFIX, Agent, Category, EntryStatus
 from vault.principal import Principal
 from vault.selectors import agent_get_for_principal
 
@@ -83,10 +83,21 @@ def _text_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
     return f"({' + '.join(coverage)} + ts_rank({alias}.search_vector, %(q)s::tsquery))"
 
 
+def scope_tsquery(scope: SearchScope) -> str:
+    """The scope lexemes (vault.models.scope_lexemes) to AND into the match: the GIN index then
+    returns only this agent's (or project's) rows instead of every match, filtered afterwards."""
+    if scope.agent_ids is None:
+        return f"'{SCOPE_PROJECT_PREFIX}{int(scope.project_id)}'"
+    lexemes = [f"'{SCOPE_AGENT_PREFIX}{int(agent_id)}'" for agent_id in sorted(set(scope.agent_ids))]
+    return lexemes[0] if len(lexemes) == 1 else "( " + " | ".join(lexemes) + " )"
+
+
 def _common_params(compiled: CompiledQuery, filters: SearchFilters, scope: SearchScope) -> dict:
+    in_scope = scope_tsquery(scope)
     return {
         "q": compiled.match,
-        "q_all": compiled.match_all,
+        "q_scoped": f"( {compiled.match} ) & {in_scope}",
+        "q_all_scoped": f"( {compiled.match_all} ) & {in_scope}",
         "project": scope.project_id,
         "agents": scope.agent_ids,
         "since": filters.since,
@@ -118,9 +129,9 @@ def _scope_where(scope: SearchScope, filters: SearchFilters, time_column: str = 
 def _candidates_sql(table: str, where: list[str]) -> str:
     condition = " AND ".join(where)
     return f"""
-        (SELECT id FROM {table} WHERE {condition} AND search_vector @@ %(q_all)s::tsquery LIMIT %(k)s)
+        (SELECT id FROM {table} WHERE {condition} AND search_vector @@ %(q_all_scoped)s::tsquery LIMIT %(k)s)
         UNION
-        (SELECT id FROM {table} WHERE {condition} AND search_vector @@ %(q)s::tsquery LIMIT %(k)s)
+        (SELECT id FROM {table} WHERE {condition} AND search_vector @@ %(q_scoped)s::tsquery LIMIT %(k)s)
     """
 
 
@@ -217,8 +228,13 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
     return rows
 
 
-def search_run(*, q: str, scope: SearchScope, filters: SearchFilters) -> SearchOutcome:
-    """Search the kinds asked for within a scope; results best first, each with a snippet."""
+def search_run(
+    *, q: str, scope: SearchScope, filters: SearchFilters, compiled: CompiledQuery | None = None
+) -> SearchOutcome:
+    """Search the kinds asked for within a scope; results best first, each with a snippet.
+
+    `compiled` is `query_compile(q)` when the caller already has it (context injection runs several
+    searches for one command: the stemming and typo-vocabulary lookups are done once)."""
     started = time.perf_counter()
     if filters.status not in (*EntryStatus.values, "all"):
         raise InvalidInput(
@@ -240,7 +256,9 @@ def search_run(*, q: str, scope: SearchScope, filters: SearchFilters) -> SearchO
         raise InvalidInput("since must be earlier than until", [{"loc": ["since"], "msg": "after until"}])
     if filters.tags_mode not in ("any", "all"):
         raise InvalidInput("tags_mode must be 'any' or 'all'", [{"loc": ["tags_mode"], "msg": "unknown"}])
-    compiled = query_compile(q)
+    compiled = compiled or query_compile(q)
+    if scope.agent_ids is not None and not scope.agent_ids:
+        return SearchOutcome(results=[], took_ms=0.0, query=compiled)
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
     entries_only = bool(filters.category or filters.tags or filters.status not in ("active", "all"))
     rows: list[dict] = []
@@ -275,9 +293,13 @@ def search_for_principal(
     return search_run(q=q, scope=scope, filters=filters)
 
 
-def search_for_agent(agent: Agent, *, q: str, filters: SearchFilters) -> SearchOutcome:
+def search_for_agent(
+    agent: Agent, *, q: str, filters: SearchFilters, compiled: CompiledQuery | None = None
+) -> SearchOutcome:
     """Search one agent's memory (used by context injection)."""
-    return search_run(q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=filters)
+    return search_run(
+        q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=filters, compiled=compiled
+    )
 
 
 def default_limit() -> int:

@@ -3,6 +3,8 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Func
 
+from vault.models import scope_lexemes
+
 
 class SessionStatus(models.TextChoices):
     ACTIVE = "active", "Active"
@@ -82,6 +84,7 @@ class Message(models.Model):
         expression=Func(
             SearchVector("text", config="english", weight="B"),
             SearchVector("text", config="portuguese", weight="B"),
+            *scope_lexemes(),
             template="(%(expressions)s)",
             arg_joiner=" || ",
             output_field=SearchVectorField(),

@@ -9,6 +9,28 @@ from django.db.models import Func
 SLUG_PATTERN = r"^[a-z0-9._-]{1,64}$"
 slug_validator = RegexValidator(SLUG_PATTERN, "Use 1-64 characters of a-z, 0-9, '.', '_' or '-'.")
 
+# Scope lexemes: every search vector also holds '#a<agent id>' and '#p<project id>', so that search
+# ANDs the scope into its tsquery and the GIN index cuts the candidates to one agent or project
+# (search/selectors.py). '#' never survives PostgreSQL's text parser and the query compiler only
+# emits parser output or \w-words, so no user query can produce or prefix-match these lexemes; they
+# are never in text, snippets or the typo vocabulary (built from the text, not the vector).
+SCOPE_AGENT_PREFIX = "#a"
+SCOPE_PROJECT_PREFIX = "#p"
+
+
+def scope_lexeme(prefix: str, column: str) -> Func:
+    """IMMUTABLE `('<prefix>' || column::text)::tsvector` for a generated search vector (int -> text
+    and text -> tsvector are I/O casts of immutable functions on PostgreSQL 15 and 18)."""
+    return Func(
+        models.F(column),
+        template=f"('{prefix}' || %(expressions)s::text)::tsvector",
+        output_field=SearchVectorField(),
+    )
+
+
+def scope_lexemes() -> list[Func]:
+    return [scope_lexeme(SCOPE_AGENT_PREFIX, "agent_id"), scope_lexeme(SCOPE_PROJECT_PREFIX, "project_id")]
+
 
 class Category(models.TextChoices):
     DECISIONS = "decisions", "Decisions"
@@ -131,6 +153,7 @@ class VaultEntry(models.Model):
             SearchVector(Func("tags", function="memory_tags_text"), config="simple", weight="A"),
             SearchVector("content", config="english", weight="B"),
             SearchVector("content", config="portuguese", weight="B"),
+            *scope_lexemes(),
             template="(%(expressions)s)",
             arg_joiner=" || ",
             output_field=SearchVectorField(),
@@ -241,6 +264,7 @@ class WorkspaceFile(models.Model):
             SearchVector("path", config="simple", weight="A"),
             SearchVector("content", config="english", weight="B"),
             SearchVector("content", config="portuguese", weight="B"),
+            *scope_lexemes(),
             template="(%(expressions)s)",
             arg_joiner=" || ",
             output_field=SearchVectorField(),
