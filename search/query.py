@@ -57,6 +57,9 @@ class CompiledQuery:
     match_all: str  # every term, minus exclusions: the high-precision candidates
     excluded: list[str] = field(default_factory=list)
     corrections: dict[str, list[str]] = field(default_factory=dict)
+    # `match` without the exclusions: for looking up containers (an archived session) whose parts are
+    # then checked one by one, where excluding the whole container would lose the other parts.
+    match_terms: str = ""
 
     @property
     def patterns(self) -> list[str]:
@@ -288,6 +291,7 @@ def query_compile(q: str) -> CompiledQuery:
         match_all=match_all,
         excluded=[item.text for item in excluded_items],
         corrections={word: near for word, near in neighbours.items()},
+        match_terms=" & ".join(match_parts),
     )
 
 

@@ -17,6 +17,7 @@ entry wins only over entries that answer the query about as well. Everything is 
 time: nothing periodically rewrites stored decay factors.
 """
 
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -228,6 +229,61 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
     return rows
 
 
+def _archived_session_messages(
+    compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters
+) -> list[dict]:
+    """Messages of sessions moved to cold storage (issue 9), found when archived items are asked for.
+
+    The archives are found through their own full-text index; their messages are then matched with the
+    query's word patterns (the ones snippets use) and scored by how many query terms they contain."""
+    from sessions_app.selectors import archived_messages_matching
+
+    patterns = compiled.patterns
+    if not patterns:
+        return []
+    alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
+    any_term = re.compile(rf"(?<!\w)(?:{alternation})\w*", re.IGNORECASE)
+    excluded = [re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE) for word in compiled.excluded]
+    term_res = [
+        re.compile(rf"(?<!\w)(?:{'|'.join(term.patterns)})\w*", re.IGNORECASE)
+        for term in compiled.terms
+        if term.patterns
+    ]
+    rows = []
+    for row in archived_messages_matching(
+        project_id=scope.project_id, agent_ids=scope.agent_ids, tsquery=compiled.match_terms or compiled.match
+    ):
+        text = row["text"]
+        if row.get("internal") or not any_term.search(text) or any(x.search(text) for x in excluded):
+            continue
+        if (
+            filters.since
+            and row["created_at"] < filters.since
+            or filters.until
+            and row["created_at"] >= filters.until
+        ):
+            continue
+        matched = sum(1 for term in term_res if term.search(text))
+        rows.append(
+            {
+                "id": row["id"],
+                "agent": row["agent"],
+                "role": row["role"],
+                "text": text,
+                "archived": True,
+                "session": row["session"],
+                "session_id": row["session_id"],
+                "created_at": row["created_at"],
+                "score": float(matched),
+                "kind": "message",
+                "category": None,
+                "cold": True,
+            }
+        )
+    rows.sort(key=lambda r: (-r["score"], -r["id"]))
+    return rows[: filters.offset + filters.limit]
+
+
 def search_run(
     *, q: str, scope: SearchScope, filters: SearchFilters, compiled: CompiledQuery | None = None
 ) -> SearchOutcome:
@@ -266,6 +322,12 @@ def search_run(
         rows += _entries(compiled, scope, filters)
     if "messages" in filters.kinds and not entries_only:
         rows += _messages(compiled, scope, filters)
+    if (
+        "messages" in filters.kinds
+        and filters.status in ("archived", "all")
+        and not (filters.category or filters.tags)
+    ):
+        rows += _archived_session_messages(compiled, scope, filters)
     if "files" in filters.kinds and not entries_only:
         rows += _files(compiled, scope, filters)
     rows.sort(key=lambda row: (-row["score"], row["kind"], -row["id"]))

@@ -401,6 +401,42 @@ def archived_messages_search(
     return found
 
 
+def archived_messages_matching(
+    *, project_id: int, agent_ids: list[int] | None, tsquery: str, sessions_limit: int = 50
+) -> list[dict]:
+    """Every message row of the archived sessions whose text matches a tsquery (the search compiler's
+    `match`), newest archives first, each with its session's and agent's names. Search decides which
+    of these messages match and how well; this only finds the archives through their GIN index."""
+    import json
+    import zlib
+    from datetime import datetime
+
+    from .models import SessionArchive
+
+    archives = (
+        SessionArchive.objects.filter(project_id=project_id)
+        .extra(where=["sessions_app_sessionarchive.search_vector @@ %s::tsquery"], params=[tsquery])
+        .select_related("agent", "session")
+        .order_by("-archived_at", "-id")
+    )
+    if agent_ids is not None:
+        archives = archives.filter(agent_id__in=agent_ids)
+    rows = []
+    for archive in archives[:sessions_limit]:
+        payload = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))
+        for row in payload["messages"]:
+            rows.append(
+                {
+                    **row,
+                    "created_at": datetime.fromisoformat(row["created_at"]),
+                    "agent": archive.agent.slug,
+                    "session": archive.session.external_id,
+                    "session_id": archive.session_id,
+                }
+            )
+    return rows
+
+
 def session_stats(session: Session) -> dict:
     """Exact statistics of one session: messages (by role), tokens (every stored message, and the active
     context), decisions and lessons extracted at its close, scan facts, buffer entries, size and times."""
