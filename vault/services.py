@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
@@ -32,7 +32,7 @@ from vault.models import (
     WorkspaceFileVersion,
     slug_validator,
 )
-from vault.redaction import redact_for_project
+from vault.redaction import redact, redact_for_project
 from vault.text import tags_normalise, task_line_set, text_check
 
 TOKEN_PREFIX = "mem_"
@@ -250,17 +250,33 @@ def _conflicts_find(agent: Agent, category: str, content: str) -> list[tuple[Vau
     return found
 
 
+def _project_write_flags(project_id: int) -> tuple[bool, bool]:
+    """(redaction on, any review policy) for a project, in one query: the entry write path runs
+    under a lock and every round trip there counts."""
+    row = (
+        Project.objects.filter(pk=project_id)
+        .annotate(has_policy=Exists(ReviewPolicy.objects.filter(project_id=OuterRef("pk"))))
+        .values_list("redaction_enabled", "has_policy")
+        .first()
+    )
+    return (True, False) if row is None else (row[0] is not False, bool(row[1]))
+
+
 def _review_reasons(
-    *, agent: Agent, category: str, content: str, source: str
+    *, agent: Agent, category: str, content: str, source: str, has_policy: bool = True
 ) -> list[tuple[str, object, str]]:
     reasons = []
     if source in (EntrySource.API, EntrySource.EXTRACTION, EntrySource.COMPACTION):
         for finding in trust.poisoning_findings(content):
             reasons.append((ReviewKind.POISONING, None, finding))
         policy = (
-            ReviewPolicy.objects.filter(project_id=agent.project_id, category__in=[category, ""])
-            .order_by("-category")
-            .first()
+            None
+            if not has_policy
+            else (
+                ReviewPolicy.objects.filter(project_id=agent.project_id, category__in=[category, ""])
+                .order_by("-category")
+                .first()
+            )
         )
         if policy is not None:
             held = policy.hold_agent_writes if source == EntrySource.API else policy.hold_extracted
@@ -297,7 +313,8 @@ def entry_create(
     holds are stored as `pending` with a ReviewItem saying why.
     """
     _category_check(category)
-    content = redact_for_project(content, agent.project_id)
+    redaction_on, has_policy = _project_write_flags(agent.project_id)
+    content = redact(content) if redaction_on else content
     text_check(content)
     importance = _importance_check(importance)
     confidence = _importance_check(confidence) if confidence is not None else None
@@ -322,7 +339,9 @@ def entry_create(
                 return existing
             if existing is not None and score >= BORDERLINE_THRESHOLD:
                 borderline = (ReviewKind.DUPLICATE, existing, f"{score:.0%} similar to entry {existing.pk}")
-        reasons = _review_reasons(agent=agent, category=category, content=content, source=source)
+        reasons = _review_reasons(
+            agent=agent, category=category, content=content, source=source, has_policy=has_policy
+        )
         if borderline:
             reasons.append(borderline)
         entry = VaultEntry.objects.create(
