@@ -131,7 +131,7 @@ def test_sessions_list_shows_archived_sessions_with_restore(client_a, archived):
     url = reverse("vault-sessions", args=["acme", "agent-a"])
     html = client_a.get(url).content.decode()
     assert "Archived" in html
-    assert "3 <span class=\"small muted\">archived</span>" in html
+    assert '3 <span class="small muted">archived</span>' in html
     restore_url = _urls(archived)[1]
     assert restore_url in html
     response = client_a.post(restore_url, {"back": "list"})
@@ -184,5 +184,7 @@ def test_dashboard_shows_project_statistics(client_a, project, session, archived
     assert "Storage <strong>" in html
     today = stats["growth"][-1]
     assert today["messages"] == 1 and today["sessions"] == 2
-    assert f"Growth: {sum(d['entries'] + d['messages'] for d in stats['growth'])} entries and messages" in html
+    assert (
+        f"Growth: {sum(d['entries'] + d['messages'] for d in stats['growth'])} entries and messages" in html
+    )
     assert "Globex" not in html
