@@ -5,7 +5,7 @@ from datetime import datetime, time, timedelta
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import Count, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
@@ -514,12 +514,13 @@ def review_policies_for_project(project: Project) -> dict[str, ReviewPolicy]:
 
 
 def sessions_with_counts(agent: Agent, *, limit: int = 200) -> list:
-    """The agent's sessions, most recently active first, each with `message_count`."""
+    """The agent's sessions, most recently active first, each with `message_count` (hot rows) and
+    `archived_count` (messages in its archive, None when it has none)."""
     from sessions_app.models import Session
 
     return list(
         Session.objects.filter(agent=agent)
-        .annotate(message_count=Count("messages"))
+        .annotate(message_count=Count("messages"), archived_count=F("archive__message_count"))
         .order_by("-last_activity_at", "-id")[:limit]
     )
 

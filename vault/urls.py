@@ -61,6 +61,16 @@ urlpatterns = [
         views_phase2.session_detail,
         name="vault-session",
     ),
+    path(
+        "projects/<str:project>/agents/<str:agent>/sessions/<int:session_id>/archive/",
+        views_phase2.session_archive,
+        name="vault-session-archive",
+    ),
+    path(
+        "projects/<str:project>/agents/<str:agent>/sessions/<int:session_id>/restore/",
+        views_phase2.session_restore,
+        name="vault-session-restore",
+    ),
     path("projects/<str:project>/agents/<str:agent>/files/", views_phase2.files, name="vault-file"),
     path(
         "projects/<str:project>/agents/<str:agent>/files/preview/",

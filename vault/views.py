@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memoryproject.errors import DomainError, NotFound
+from sessions_app import selectors as session_selectors
 from vault import selectors, services
 from vault.forms import (
     EntryFilterForm,
@@ -30,6 +31,7 @@ from vault.models import Category, EntrySource, EntryStatus
 from vault.render import bar_chart, diff_html, highlight
 
 UNPROCESSABLE = 422
+DASHBOARD_GROWTH_DAYS = 14
 
 
 def is_htmx(request) -> bool:
@@ -89,11 +91,19 @@ def dashboard(request):
             "agents": [],
             "pending": pending.get(project.pk, 0),
             "last_run": last_runs.get(project.pk),
+            "stats": session_selectors.project_stats(project.pk, days=DASHBOARD_GROWTH_DAYS),
         }
         for project in projects
     }
     for row in agents:
         by_project[row["agent"].project_id]["agents"].append(row)
+    for group in by_project.values():
+        growth = group["stats"]["growth"]
+        group["growth_chart"] = bar_chart(
+            [(day["date"], day["entries"] + day["messages"]) for day in growth], height=60
+        )
+        group["growth_sessions"] = sum(day["sessions"] for day in growth)
+        group["growth_entries"] = sum(day["entries"] for day in growth)
     return render(
         request,
         "vault/dashboard.html",

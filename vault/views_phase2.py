@@ -10,7 +10,8 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memoryproject.errors import DomainError
+from memoryproject.errors import Conflict, DomainError
+from sessions_app.models import SessionStatus
 from vault import selectors, services
 from vault.forms import (
     FileForm,
@@ -212,6 +213,11 @@ def session_detail(request, project, agent, session_id):
         else session_selectors.session_conversation(session)
     )
     checkpoint = session_selectors.checkpoint_get_valid(agent)
+    archived = session.status == SessionStatus.ARCHIVED
+    buffer_entries = list(session_selectors.buffer_entries(session))
+    usage = None if archived else session_selectors.buffer_usage(session)
+    if usage:
+        usage["percent"] = round(100 * usage["context_tokens"] / max(usage["max_input_tokens"], 1), 1)
     return render(
         request,
         "vault/session_detail.html",
@@ -219,14 +225,60 @@ def session_detail(request, project, agent, session_id):
             "agent": agent,
             "project": agent.project,
             "session": session,
+            "archived": archived,
+            "archived_messages": session_selectors.archive_messages(session) if archived else [],
+            "can_archive": session.status in (SessionStatus.IDLE, SessionStatus.CLOSED),
             "branches": branches,
             "branch": chosen,
             "conversation": conversation,
             "state_entries": session_selectors.session_state_list(session),
             "checkpoint": checkpoint if checkpoint and checkpoint.session_id == session.pk else None,
             "handoff": selectors.handoff_latest(agent),
+            "buffer_entries": buffer_entries,
+            "buffer_usage": usage,
+            "buffer_markdown": session_selectors.buffer_markdown(session, buffer_entries),
+            "stats": session_selectors.session_stats(session),
         },
     )
+
+
+def _session_lifecycle(request, project, agent, session_id, *, action: str):
+    from sessions_app import services as session_services
+
+    agent = selectors.agent_get_for_user(request.user, project, agent)
+    session = selectors.session_get_for_agent(agent, session_id)
+    url = reverse("vault-session", args=[agent.project.slug, agent.slug, session.pk])
+    if request.POST.get("back") == "list":
+        url = reverse("vault-sessions", args=[agent.project.slug, agent.slug])
+    label = session.external_id or session.pk
+    try:
+        if action == "restore":
+            session_services.session_restore(session=session, by=actor(request))
+            note = f"Session {label} restored: its messages are back."
+        elif session.status == SessionStatus.ACTIVE:
+            raise Conflict("An active session is not archived; close it or wait until it is idle.")
+        else:
+            stored = session_services.session_archive(
+                session=session, reason="archived by a curator", by=actor(request)
+            )
+            note = f"Session {label} archived ({stored.message_count} messages compressed)."
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, note)
+    return redirect(url)
+
+
+@curator_required
+@require_POST
+def session_archive(request, project, agent, session_id):
+    return _session_lifecycle(request, project, agent, session_id, action="archive")
+
+
+@curator_required
+@require_POST
+def session_restore(request, project, agent, session_id):
+    return _session_lifecycle(request, project, agent, session_id, action="restore")
 
 
 # --- Workspace files -------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ def test_it_logs_in_and_shows_the_dashboard(logged_in, entry_a):
     page.goto("/")
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
     expect(page.get_by_role("link", name="agent-a", exact=True)).to_be_visible()
-    expect(page.locator("svg[role=img]")).to_be_visible()
+    expect(page.get_by_role("img", name="Entries created per day")).to_be_visible()
+    expect(page.get_by_role("img", name="Acme: entries and messages created per day")).to_be_visible()
 
 
 def test_it_redirects_to_login_and_back(page, curator, entry_a):
