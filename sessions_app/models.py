@@ -1,9 +1,7 @@
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models import Func
 
-from vault.models import scope_lexemes
+from vault.models import bilingual_vectors, search_vector_field
 
 
 class SessionStatus(models.TextChoices):
@@ -80,18 +78,7 @@ class Message(models.Model):
         default=False, help_text="Compacted away: kept and searchable, not active."
     )
     created_at = models.DateTimeField(db_index=True)
-    search_vector = models.GeneratedField(
-        expression=Func(
-            SearchVector("text", config="english", weight="B"),
-            SearchVector("text", config="portuguese", weight="B"),
-            *scope_lexemes(),
-            template="(%(expressions)s)",
-            arg_joiner=" || ",
-            output_field=SearchVectorField(),
-        ),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
+    search_vector = search_vector_field(*bilingual_vectors("text"))
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -245,17 +232,7 @@ class SessionArchive(models.Model):
     compressed_bytes = models.PositiveBigIntegerField(default=0)
     text = models.TextField(blank=True)
     archived_at = models.DateTimeField(db_index=True)
-    search_vector = models.GeneratedField(
-        expression=Func(
-            SearchVector("text", config="english", weight="B"),
-            SearchVector("text", config="portuguese", weight="B"),
-            template="(%(expressions)s)",
-            arg_joiner=" || ",
-            output_field=SearchVectorField(),
-        ),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
+    search_vector = search_vector_field(*bilingual_vectors("text"), scoped=False)
 
     class Meta:
         ordering = ["-archived_at", "-id"]
