@@ -11,6 +11,12 @@ class VocabularyWord(models.Model):
 
     word = models.CharField(max_length=64, primary_key=True)
 
+    class Meta:
+        indexes = [
+            # Byte-order index for prefix completion (search.query._analyse), whatever the collation.
+            models.Index(fields=["word"], name="vocabularyword_prefix", opclasses=["varchar_pattern_ops"])
+        ]
+
     def __str__(self) -> str:
         return self.word
 

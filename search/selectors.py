@@ -1,8 +1,8 @@
 """Search over vault entries, session messages and workspace files, ranked in SQL.
 
-Per kind, at most MEMORY_SEARCH_CANDIDATES matching rows are ranked: rows matching every query term
-first, then rows matching any, both straight from the GIN index and cut by the project/agent scope
-in the same scan. The score is
+Per kind, at most MEMORY_SEARCH_CANDIDATES rows matching any query term are ranked (plus, when more
+than that match, as many rows matching every term), straight from the GIN index and cut by the
+project/agent scope in the same scan. The score is
 
     (terms matched + ts_rank) x (1 + w_recency x decay) x (1 + w_importance x (2 x importance - 1))
                               x (1 + w_access x access)
@@ -28,7 +28,15 @@ from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
 from search.query import CompiledQuery, query_compile, snippet_build
-from vault.models import SCOPE_AGENT_PREFIX, SCOPE_PROJECT_PREFIX, Agent, Category, EntryStatus
+from vault.models import (
+    SCOPE_AGENT_PREFIX,
+    SCOPE_EPOCH_MARK,
+    SCOPE_EPOCH_SHIFT,
+    SCOPE_PROJECT_PREFIX,
+    Agent,
+    Category,
+    EntryStatus,
+)
 from vault.principal import Principal
 from vault.selectors import agent_get_for_principal
 
@@ -62,18 +70,24 @@ class SearchOutcome:
     query: CompiledQuery
 
 
+def _age_seconds_sql(column: str) -> str:
+    # date_part() answers in double precision; extract() would answer in numeric, whose exp() and
+    # division cost several times more per ranked row.
+    return f"date_part('epoch', %(now)s - {column})"
+
+
 def _decay_sql(age_expr: str, half_life_sql: str) -> str:
     # exp() raises on underflow in PostgreSQL, hence the clamp.
-    return f"exp(-{LN2} * least(greatest({age_expr}, 0) / 3600.0 / ({half_life_sql}), 1000))"
+    return f"exp(-{LN2}::float8 * least(greatest({age_expr}, 0) / 3600.0::float8 / ({half_life_sql}), 1000))"
 
 
 def _half_life_case(column: str) -> str:
     half_lives = settings.MEMORY_HALF_LIFE_HOURS
     whens = " ".join(
-        f"WHEN '{category}' THEN {float(half_lives.get(category, half_lives['decisions']))}"
+        f"WHEN '{category}' THEN {float(half_lives.get(category, half_lives['decisions']))}::float8"
         for category in Category.values
     )
-    return f"CASE {column} {whens} ELSE {float(half_lives['decisions'])} END"
+    return f"CASE {column} {whens} ELSE {float(half_lives['decisions'])}::float8 END"
 
 
 def _text_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
@@ -117,9 +131,12 @@ def _common_params(compiled: CompiledQuery, filters: SearchFilters, scope: Searc
 
 
 def _scope_where(scope: SearchScope, filters: SearchFilters, time_column: str = "created_at") -> list[str]:
-    where = ["project_id = %(project)s"]
+    # `+ 0` keeps the planner off the project and agent b-tree indexes: the scope lexemes already cut
+    # the GIN scan to the scope, and AND-ing a b-tree bitmap of every row of the agent on top of it
+    # only costs (0.9 ms at 100,000 entries, 8 ms at 1,000,000 for a large agent).
+    where = ["project_id + 0 = %(project)s"]
     if scope.agent_ids is not None:
-        where.append("agent_id = ANY(%(agents)s)")
+        where.append("agent_id + 0 = ANY(%(agents)s)")
     if filters.since is not None:
         where.append(f"{time_column} >= %(since)s")
     if filters.until is not None:
@@ -127,12 +144,125 @@ def _scope_where(scope: SearchScope, filters: SearchFilters, time_column: str = 
     return where
 
 
-def _candidates_sql(table: str, where: list[str]) -> str:
+def _prune_ratio(filters: SearchFilters) -> float:
+    """Smallest / largest possible product of the non-text score factors (see _entries); 0 when a
+    factor can reach zero (nothing can then be pruned)."""
+    wr = settings.MEMORY_SEARCH_RECENCY_WEIGHT
+    wi = settings.MEMORY_SEARCH_IMPORTANCE_WEIGHT
+    wa = settings.MEMORY_SEARCH_ACCESS_WEIGHT
+    uncited = 1 - settings.MEMORY_SEARCH_UNCITED_PENALTY
+    inactive = settings.MEMORY_SEARCH_INACTIVE_FACTOR if filters.status == "all" else 1.0
+    ranges = [
+        (min(1.0, 1 + wr), max(1.0, 1 + wr)),  # recency: decay in [0, 1]
+        (1 - abs(wi), 1 + abs(wi)),  # importance in [0, 1]
+        (min(1.0, 1 + wa), max(1.0, 1 + wa)),  # access in [0, 1]
+        (min(1.0, uncited), max(1.0, uncited)),
+        (min(1.0, inactive), max(1.0, inactive)),
+    ]
+    low = high = 1.0
+    for lo, hi in ranges:
+        low, high = low * lo, high * hi
+    return low / high if low > 0 else 0.0
+
+
+@dataclass
+class EpochWindows:
+    """tsquery alternatives of the epoch lexemes (vault.models.scope_epoch_lexeme) covering the newest
+    entry ids of a scope: `near` for rows matching any term, `wide` (8 times as many ids) for rows
+    matching every term. None where the window would cover the whole table."""
+
+    near: str | None = None
+    wide: str | None = None
+
+
+WIDE_WINDOW_FACTOR = 8
+MAX_WINDOW_LEXEMES = 96
+
+
+def _epoch_windows(scope: SearchScope) -> EpochWindows:
+    """The recency windows of an entry search.
+
+    Searching every row of a large agent that matches a common word costs in proportion to the
+    agent's whole history (at 1,000,000 entries: 25,000 matching rows and 100+ ms for one question).
+    An agent's newest rows are what an agent asks about most, and what the ranking favours, so rows
+    matching any term are first looked for among the newest ids only: the GIN scan then reads the
+    part of the posting lists that covers those ids (epoch lexemes AND-ed in), whatever the table's
+    size. Rows matching every term (the best answers, rarely many) are looked for in a window 8 times
+    wider, and the whole table is searched when the windows give less than a page."""
+    recent = settings.MEMORY_SEARCH_RECENT_IDS
+    if recent <= 0:
+        return EpochWindows()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(id) FROM vault_vaultentry")
+        (top,) = cursor.fetchone()
+    if top is None:
+        return EpochWindows()
+    if scope.agent_ids is None:
+        prefixes = [f"{SCOPE_PROJECT_PREFIX}{int(scope.project_id)}"]
+    else:
+        prefixes = [f"{SCOPE_AGENT_PREFIX}{int(agent_id)}" for agent_id in sorted(set(scope.agent_ids))]
+    # One epoch past the newest id: rows written while this search runs are not lost either.
+    last = (top >> SCOPE_EPOCH_SHIFT) + 1
+
+    def window(ids: int) -> str | None:
+        if top <= ids:
+            return None  # the window is the whole table
+        epochs = range((top - ids) >> SCOPE_EPOCH_SHIFT, last + 1)
+        if len(prefixes) * len(epochs) > MAX_WINDOW_LEXEMES:
+            return None
+        lexemes = [f"'{prefix}{SCOPE_EPOCH_MARK}{epoch}'" for prefix in prefixes for epoch in epochs]
+        return "( " + " | ".join(lexemes) + " )"
+
+    return EpochWindows(near=window(recent), wide=window(recent * WIDE_WINDOW_FACTOR))
+
+
+def _candidates_sql(
+    table: str, where: list[str], compiled: CompiledQuery, params: dict, windows: EpochWindows | None = None
+) -> str:
+    """CTEs ending in `cand`: the ids to rank, straight from the GIN index and cut by the scope (and
+    the recency windows) inside the scan.
+
+    Without windows: up to k rows matching any term; only when they overflow the cap (so an
+    arbitrary subset was kept) are up to k rows matching every term fetched too, so the best answers
+    are never lost to the cap. With windows (entries of a large table): any term in the near
+    window, every term in the wide one, and any term in the whole scope only when those two give
+    less than a page. The conditions on other CTEs' counts are one-time filters: a scan they
+    turn off is not run at all."""
+    windows = windows or EpochWindows()
     condition = " AND ".join(where)
+    multi = compiled.match_all != compiled.match
+
+    def scan(query_param: str, gate: str = "") -> str:
+        return (
+            f"SELECT id FROM {table} WHERE {gate + ' AND ' if gate else ''}{condition}"
+            f" AND search_vector @@ %({query_param})s::tsquery LIMIT %(k)s"
+        )
+
+    if windows.near is None:
+        if not multi:
+            return f"cand AS ({scan('q_scoped')})"
+        return f"""
+            anyq AS MATERIALIZED ({scan("q_scoped")}),
+            allq AS ({scan("q_all_scoped", "(SELECT count(*) FROM anyq) >= %(k)s")}),
+            cand AS (SELECT id FROM anyq UNION SELECT id FROM allq)
+        """
+    params["q_near"] = f"( {compiled.match} ) & {windows.near}"
+    if multi:
+        params["q_wide"] = (
+            f"( {compiled.match_all} ) & {windows.wide}" if windows.wide else params["q_all_scoped"]
+        )
+        wide_gate = ""
+    else:  # one term: the wide window only adds older rows, needed when the near one is short
+        params["q_wide"] = f"( {compiled.match} ) & {windows.wide}" if windows.wide else params["q_scoped"]
+        wide_gate = "(SELECT count(*) FROM anyq) < %(k)s"
+    params["page"] = max(1, params["n"])
     return f"""
-        (SELECT id FROM {table} WHERE {condition} AND search_vector @@ %(q_all_scoped)s::tsquery LIMIT %(k)s)
-        UNION
-        (SELECT id FROM {table} WHERE {condition} AND search_vector @@ %(q_scoped)s::tsquery LIMIT %(k)s)
+        anyq AS MATERIALIZED ({scan("q_near")}),
+        allq AS MATERIALIZED ({scan("q_wide", wide_gate)}),
+        fullq AS (
+            {scan("q_scoped", "(SELECT count(*) FROM (SELECT id FROM anyq UNION SELECT id FROM allq) w) < %(page)s")}
+        ),
+        cand AS (SELECT id FROM anyq UNION SELECT id FROM allq UNION SELECT id FROM fullq)
     """
 
 
@@ -143,14 +273,25 @@ def _fetch(sql: str, params: dict) -> list[dict]:
         return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _entries(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
+def _entries(
+    compiled: CompiledQuery,
+    scope: SearchScope,
+    filters: SearchFilters,
+    per_category: dict[str, int] | None = None,
+) -> list[dict]:
+    """Ranked entries; with `per_category` ({category: n}) the best n of each of those categories
+    (one query for several sections of a context) instead of the best offset + limit overall."""
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters)
-    if filters.category:
-        where.append("category = %(category)s")
+    # Category and status are checked on the GIN scan's rows (`|| ''`: no b-tree bitmap, as above).
+    if per_category:
+        where.append("category || '' = ANY(%(categories)s)")
+        params["categories"] = list(per_category)
+    elif filters.category:
+        where.append("category || '' = %(category)s")
         params["category"] = filters.category
     if filters.status != "all":
-        where.append("status = %(status)s")
+        where.append("status || '' = %(status)s")
         params["status"] = filters.status
     if filters.tags:
         where.append(
@@ -159,25 +300,66 @@ def _entries(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters
         params["tags"] = filters.tags
     access = (
         "CASE WHEN e.last_accessed_at IS NULL THEN 0 ELSE least(1.0, ln(1 + e.access_count) / ln(11)) * "
-        + _decay_sql("extract(epoch FROM (%(now)s - e.last_accessed_at))", "%(access_hl)s")
+        + _decay_sql(_age_seconds_sql("e.last_accessed_at"), "%(access_hl)s::float8")
         + " END"
     )
+    if per_category:
+        limits = " ".join(f"WHEN %(cat{i})s THEN %(lim{i})s" for i, _ in enumerate(per_category.items()))
+        for i, (category, n) in enumerate(per_category.items()):
+            params[f"cat{i}"], params[f"lim{i}"] = category, int(n)
+        params["n"] = sum(int(n) for n in per_category.values())
+        wanted = f"CASE category {limits} ELSE 1 END"
+        partition = "PARTITION BY category"
+        top = f"""
+            SELECT id, score FROM (
+                SELECT id, score, category,
+                       row_number() OVER (PARTITION BY category ORDER BY score DESC, id DESC) AS rank
+                FROM scored
+            ) ranked
+            WHERE rank <= {wanted}
+        """
+    else:
+        wanted, partition = "%(n)s", ""
+        top = "SELECT id, score FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
+    params["prune"] = _prune_ratio(filters)
+    # Text relevance is computed for every candidate; the other factors only for the candidates
+    # that can still reach the page: a row whose text score is below (the n-th best text score) x
+    # (smallest / largest possible product of the other factors) cannot outrank the n-th row, so
+    # its decay and access arithmetic is skipped. The display columns (and the supersede lookup)
+    # are read for the rows that make the page only.
     sql = f"""
-        WITH cand AS ({_candidates_sql("vault_vaultentry", where)})
+        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, _epoch_windows(scope))},
+        texted AS (
+            SELECT e.id, e.category, e.created_at, e.importance, e.last_accessed_at, e.access_count,
+                   e.status, {_text_score_sql("e", compiled, params)} AS ts
+            FROM cand JOIN vault_vaultentry e ON e.id = cand.id
+        ),
+        bounded AS (
+            SELECT t.*, nth_value(ts, {wanted}) OVER (
+                {partition} ORDER BY ts DESC ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+            ) AS nth
+            FROM texted t
+        ),
+        scored AS (
+            SELECT e.id, e.category,
+                   e.ts
+                   * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("e.created_at"), _half_life_case("e.category"))})
+                   * (1 + %(wi)s * (2 * e.importance - 1))
+                   * (1 + %(wa)s * {access})
+                   * CASE WHEN e.last_accessed_at IS NULL AND e.created_at < %(uncited_before)s
+                          THEN %(uncited_factor)s ELSE 1 END
+                   * CASE WHEN e.status = 'active' THEN 1 ELSE %(inactive_factor)s END AS score
+            FROM bounded e
+            WHERE e.ts >= coalesce(e.nth, 0) * %(prune)s
+        ),
+        top AS ({top})
         SELECT e.id, a.slug AS agent, e.category, e.content AS text, e.tags, e.status, e.importance,
                e.access_count, e.created_at, e.updated_at, e.source, e.created_by, e.confidence,
                e.source_session_id, e.supersedes_id AS supersedes,
                (SELECT s.id FROM vault_vaultentry s WHERE s.supersedes_id = e.id) AS superseded_by,
-               {_text_score_sql("e", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql("extract(epoch FROM (%(now)s - e.created_at))", _half_life_case("e.category"))})
-               * (1 + %(wi)s * (2 * e.importance - 1))
-               * (1 + %(wa)s * {access})
-               * CASE WHEN e.last_accessed_at IS NULL AND e.created_at < %(uncited_before)s
-                      THEN %(uncited_factor)s ELSE 1 END
-               * CASE WHEN e.status = 'active' THEN 1 ELSE %(inactive_factor)s END AS score
-        FROM cand JOIN vault_vaultentry e ON e.id = cand.id JOIN vault_agent a ON a.id = e.agent_id
-        ORDER BY score DESC, e.id DESC
-        LIMIT %(n)s
+               top.score
+        FROM top JOIN vault_vaultentry e ON e.id = top.id JOIN vault_agent a ON a.id = e.agent_id
+        ORDER BY top.score DESC, e.id DESC
     """
     rows = _fetch(sql, params)
     for row in rows:
@@ -185,16 +367,38 @@ def _entries(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters
     return rows
 
 
+def entries_best_by_category(
+    agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int]
+) -> dict[str, list[dict]]:
+    """The best active entries of each category in `limits` for one compiled command, ranked as
+    search ranks them, in one query (context injection: top decisions and top lessons)."""
+    unknown = [c for c in limits if c not in Category.values]
+    if unknown:
+        raise InvalidInput(
+            f"Unknown categories: {', '.join(unknown)}", [{"loc": ["category"], "msg": "unknown"}]
+        )
+    rows = _entries(
+        compiled,
+        SearchScope(agent.project_id, [agent.pk]),
+        SearchFilters(kinds=("entries",), status=EntryStatus.ACTIVE),
+        per_category=limits,
+    )
+    best: dict[str, list[dict]] = {category: [] for category in limits}
+    for row in rows:
+        best[row["category"]].append(row)
+    return best
+
+
 def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters) + ["NOT internal"]
     half_life = float(settings.MEMORY_HALF_LIFE_HOURS["messages"])
     sql = f"""
-        WITH cand AS ({_candidates_sql("sessions_app_message", where)})
+        WITH {_candidates_sql("sessions_app_message", where, compiled, params)}
         SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
                m.session_id, m.created_at,
                {_text_score_sql("m", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql("extract(epoch FROM (%(now)s - m.created_at))", str(half_life))})
+               * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("m.created_at"), f"{half_life}::float8")})
                AS score
         FROM cand JOIN sessions_app_message m ON m.id = cand.id
         JOIN vault_agent a ON a.id = m.agent_id JOIN sessions_app_session s ON s.id = m.session_id
@@ -213,10 +417,10 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
     where = _scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
     half_life = float(settings.MEMORY_HALF_LIFE_HOURS["files"])
     sql = f"""
-        WITH cand AS ({_candidates_sql("vault_workspacefile", where)})
+        WITH {_candidates_sql("vault_workspacefile", where, compiled, params)}
         SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,
                {_text_score_sql("f", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql("extract(epoch FROM (%(now)s - f.updated_at))", str(half_life))})
+               * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("f.updated_at"), f"{half_life}::float8")})
                AS score
         FROM cand JOIN vault_workspacefile f ON f.id = cand.id JOIN vault_agent a ON a.id = f.agent_id
         ORDER BY score DESC, f.id DESC

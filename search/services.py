@@ -16,7 +16,9 @@ pass for a heading or a role marker, and each entry carries a short source tag s
 import logging
 import re
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -24,7 +26,7 @@ from django.db import connection, transaction
 from memoryproject.errors import InvalidInput
 from search.models import ContextBuild
 from search.query import CompiledQuery, query_compile
-from search.selectors import SearchFilters, search_for_agent
+from search.selectors import entries_best_by_category
 from search.sql import VOCABULARY_REBUILD
 from vault.models import Agent, Category, EntryStatus, VaultEntry
 from vault.selectors import workspace_prompt_build
@@ -32,6 +34,7 @@ from vault.services import entries_mark_accessed
 from vault.text import token_estimate
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TOP_DECISIONS = 3
 TOP_LESSONS = 2
@@ -129,38 +132,29 @@ def _compiled(command: str) -> CompiledQuery | None:
         return None  # a command with nothing searchable in it: the sections fall back to the newest
 
 
-def _ranked(
-    agent: Agent, command: str, compiled: CompiledQuery | None, category: str, limit: int
-) -> list[_Item]:
-    entries = []
+def _relevant(agent: Agent, compiled: CompiledQuery | None) -> dict[str, list[_Item]]:
+    """The top decisions and top lessons for the command, ranked by search in one query; a category
+    with nothing relevant falls back to its newest entries."""
+    limits = {Category.DECISIONS: TOP_DECISIONS, Category.LESSONS: TOP_LESSONS}
+    found: dict[str, list[dict]] = {category: [] for category in limits}
     if compiled is not None:
-        outcome = search_for_agent(
-            agent,
-            q=command,
-            compiled=compiled,
-            filters=SearchFilters(category=category, kinds=("entries",), limit=limit),
-        )
+        found = entries_best_by_category(agent, compiled=compiled, limits=limits)
+    relevant = {}
+    for category, limit in limits.items():
         entries = [
-            (
-                row["id"],
-                row["text"],
-                row["score"],
-                row["source"],
-                row["created_at"],
-                row["source_session_id"],
-            )
-            for row in outcome.results
-            if row["status"] == EntryStatus.ACTIVE
+            (row["id"], row["text"], row["score"], row["source"], row["created_at"], row["source_session_id"])
+            for row in found[category]
         ]
-    if not entries:
-        newest = VaultEntry.objects.filter(
-            agent=agent, category=category, status=EntryStatus.ACTIVE
-        ).order_by("-created_at", "-id")[:limit]
-        entries = [(e.pk, e.content, None, e.source, e.created_at, e.source_session_id) for e in newest]
-    return [
-        _Item(_one_line(text), entry_id, score, source_tag(entry_id, source, created, session_id))
-        for entry_id, text, score, source, created, session_id in entries
-    ]
+        if not entries:
+            newest = VaultEntry.objects.filter(
+                agent=agent, category=category, status=EntryStatus.ACTIVE
+            ).order_by("-created_at", "-id")[:limit]
+            entries = [(e.pk, e.content, None, e.source, e.created_at, e.source_session_id) for e in newest]
+        relevant[category] = [
+            _Item(_one_line(text), entry_id, score, source_tag(entry_id, source, created, session_id))
+            for entry_id, text, score, source, created, session_id in entries
+        ]
+    return relevant
 
 
 def _handoff(agent: Agent) -> list[_Item]:
@@ -238,30 +232,39 @@ def context_build(
         )
     warnings: list[dict] = []
 
-    def gather(name: str, build: Callable[[], list[_Item]]) -> list[_Item]:
+    def gather(name: str, build: Callable[[], T], default: T | None = None) -> T:
+        # Inside a transaction (a test, a caller's atomic block) a failed statement would poison the
+        # rest, so each section gets a savepoint; in autocommit (a request) it needs none.
+        guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
         try:
-            with transaction.atomic():
+            with guard:
                 return build()
         except Exception as exc:  # a failing section must never fail the whole context
             logger.exception("context section %s failed for agent %s", name, agent.pk)
             warnings.append({"section": name, "detail": f"{type(exc).__name__}: {exc}"[:300]})
-            return []
+            return [] if default is None else default
 
     project_text = agent.project.context.strip()
     compiled = _compiled(command)
+    failures = len(warnings)
+    relevant = gather(
+        "decisions", lambda: _relevant(agent, compiled), {Category.DECISIONS: [], Category.LESSONS: []}
+    )
+    if len(warnings) > failures:  # one query serves both sections: both are reported
+        warnings.append({**warnings[-1], "section": "lessons"})
     sections = {
         "project": _Section("project", "Project:", [_Item(project_text)] if project_text else []),
         "handoff": _Section("handoff", "Last Session:", gather("handoff", lambda: _handoff(agent))),
         "decisions": _Section(
             "decisions",
             "Relevant Decisions:",
-            gather("decisions", lambda: _ranked(agent, command, compiled, Category.DECISIONS, TOP_DECISIONS)),
+            relevant[Category.DECISIONS],
             bullet="- ",
         ),
         "lessons": _Section(
             "lessons",
             "Relevant Lessons:",
-            gather("lessons", lambda: _ranked(agent, command, compiled, Category.LESSONS, TOP_LESSONS)),
+            relevant[Category.LESSONS],
             bullet="- ",
         ),
         "tasks": _Section("tasks", "Open Tasks:", gather("tasks", lambda: _tasks(agent)), bullet="- [ ] "),

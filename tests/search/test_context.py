@@ -192,3 +192,37 @@ def test_workspace_prompt_build_orders_and_skips(agent_a):
     services.file_write(agent=agent_a, path="Z.md", content="zed", changed_by="t", enabled=True, sort_order=1)
     services.file_write(agent=agent_a, path="off.md", content="off", changed_by="t", enabled=False)
     assert workspace_prompt_build(agent_a) == "--- Z.md ---\nzed\n\n--- A.md ---\nay\n\n--- B.md ---\nbee"
+
+
+def test_a_failing_relevance_query_reports_both_ranked_sections(api, token_a, memory, monkeypatch):
+    from search import services as search_services
+
+    def broken(agent, **kwargs):
+        raise RuntimeError("ranking down")
+
+    monkeypatch.setattr(search_services, "entries_best_by_category", broken)
+    body = build(api, token_a, budget_tokens=8000).json()
+    assert [w["section"] for w in body["warnings"]] == ["decisions", "lessons"]
+    assert "Relevant Decisions:" not in body["text"] and "Open Tasks:" in body["text"]
+    assert "write the ledger report" in body["text"]
+
+
+def test_ranked_sections_take_the_best_of_each_category_in_one_query(agent_a, make_entry):
+    from search.query import query_compile
+    from search.selectors import entries_best_by_category
+
+    decisions = [make_entry(agent_a, f"ledger decision number {i}") for i in range(5)]
+    lessons = [make_entry(agent_a, f"ledger lesson number {i}", category="lessons") for i in range(4)]
+    make_entry(agent_a, "ledger task", category="tasks")
+    make_entry(agent_a, "unrelated decision about fonts")
+    best = entries_best_by_category(
+        agent_a, compiled=query_compile("ledger"), limits={"decisions": 3, "lessons": 2}
+    )
+    assert set(best) == {"decisions", "lessons"}
+    assert len(best["decisions"]) == 3 and len(best["lessons"]) == 2
+    assert {row["id"] for row in best["decisions"]} <= {e.pk for e in decisions}
+    assert {row["id"] for row in best["lessons"]} <= {e.pk for e in lessons}
+    # best first: equal text relevance, so the newest wins
+    assert [row["id"] for row in best["decisions"]] == [e.pk for e in decisions[::-1][:3]]
+    scores = [row["score"] for row in best["decisions"]]
+    assert scores == sorted(scores, reverse=True)

@@ -324,3 +324,53 @@ def test_snippet_contains_the_match(api, agent_a, token_a, make_entry):
 def test_snippet_marks_stemmed_and_typo_matches(db):
     assert "**deployments**" in snippet_build("The deployments failed", ["deploy"])
     assert snippet_build("short text", []) == "short text"
+
+
+@pytest.mark.parametrize("status", ["active", "all"])
+def test_pruning_by_text_score_never_changes_the_ranking(agent_a, make_entry, monkeypatch, status):
+    """Rows whose text score cannot reach the page skip the other factors (selectors._prune_ratio):
+    the page must be exactly the one computed without pruning, whatever ages, importances,
+    accesses and statuses say."""
+    import random
+
+    from search import selectors
+    from vault.models import VaultEntry
+
+    rng = random.Random(7)
+    now = timezone.now()
+    words = ["ledger", "kafka", "postgres", "queue", "billing"]
+    made = []
+    for i in range(60):
+        picked = [w for w in rng.sample(words, rng.randint(1, 3)) for _ in range(rng.randint(1, 3))]
+        text = " ".join(picked) + f" note {i}"
+        entry = make_entry(
+            agent_a,
+            text,
+            category=rng.choice(["decisions", "lessons"]),
+            importance=round(rng.random(), 2),
+            created_at=now - timedelta(days=rng.randint(0, 400)),
+        )
+        made.append(entry)
+    for entry in rng.sample(made, 15):
+        VaultEntry.objects.filter(pk=entry.pk).update(
+            access_count=rng.randint(1, 30), last_accessed_at=now - timedelta(hours=rng.randint(0, 500))
+        )
+    for entry in rng.sample(made, 10):
+        VaultEntry.objects.filter(pk=entry.pk).update(status="archived")
+
+    def page(limit):
+        return [
+            (r["id"], r["score"])
+            for r in search_run(
+                q="ledger kafka",
+                scope=SearchScope(agent_a.project_id, [agent_a.pk]),
+                filters=SearchFilters(kinds=("entries",), limit=limit, status=status),
+            ).results
+        ]
+
+    assert selectors._prune_ratio(SearchFilters(status=status)) > 0
+    pruned = {limit: page(limit) for limit in (1, 3, 10, 40)}
+    monkeypatch.setattr(selectors, "_prune_ratio", lambda filters: 0.0)
+    for limit, results in pruned.items():
+        assert results == page(limit), limit
+    assert len(pruned[10]) == 10

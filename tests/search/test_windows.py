@@ -1,0 +1,111 @@
+"""Recency windows of entry search (search.selectors._epoch_windows): rows matching any term are
+looked for among the newest ids, rows matching every term in a window 8 times wider, and the whole
+scope only when that gives less than a page."""
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from search import selectors
+from search.selectors import SearchFilters, SearchScope, search_run
+from vault.models import SCOPE_EPOCH_SHIFT, VaultEntry
+
+pytestmark = pytest.mark.django_db
+
+EPOCH = 1 << SCOPE_EPOCH_SHIFT
+BASE = 10_000  # an epoch far above any id the sequence hands out in a test run
+
+
+def put(agent, epoch, offset, content, category="decisions"):
+    now = timezone.now()
+    return VaultEntry.objects.bulk_create(
+        [
+            VaultEntry(
+                id=(BASE + epoch) * EPOCH + offset,
+                project=agent.project,
+                agent=agent,
+                category=category,
+                content=content,
+                created_at=now,
+                updated_at=now,
+            )
+        ]
+    )[0]
+
+
+@pytest.fixture
+def history(agent_a, agent_b, settings):
+    settings.MEMORY_SEARCH_RECENT_IDS = EPOCH  # near window: the last epoch or two; wide: 8 epochs
+    made = {
+        "old_any": put(agent_a, 0, 1, "kafka retention is seven days"),
+        "old_all": put(agent_a, 2, 1, "the kafka ledger topic is compacted"),
+        "recent": [put(agent_a, 9, 10 + i, f"ledger note number {i}") for i in range(12)],
+        "other_agent": put(agent_b, 9, 100, "kafka ledger of agent b"),
+    }
+    return made
+
+
+def find(agent, q, **filters):
+    filters.setdefault("kinds", ("entries",))
+    outcome = search_run(
+        q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=SearchFilters(**filters)
+    )
+    return [r["id"] for r in outcome.results]
+
+
+def test_entry_vectors_carry_their_scope_epochs(agent_a, history):
+    entry = history["old_all"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT search_vector::text FROM vault_vaultentry WHERE id = %s", [entry.pk])
+        (vector,) = cursor.fetchone()
+    epoch = entry.pk >> SCOPE_EPOCH_SHIFT
+    assert f"'#a{agent_a.pk}e{epoch}'" in vector and f"'#p{agent_a.project_id}e{epoch}'" in vector
+
+
+def test_windows_follow_the_newest_id_and_the_scope(agent_a, history):
+    windows = selectors._epoch_windows(SearchScope(agent_a.project_id, [agent_a.pk]))
+    top_epoch = BASE + 9
+    assert f"'#a{agent_a.pk}e{top_epoch}'" in windows.near
+    assert f"'#a{agent_a.pk}e{top_epoch + 1}'" in windows.near  # rows written during the search
+    assert f"'#a{agent_a.pk}e{BASE + 2}'" not in windows.near
+    assert f"'#a{agent_a.pk}e{BASE + 2}'" in windows.wide
+    assert f"'#a{agent_a.pk}e{BASE}'" not in windows.wide
+    project_wide = selectors._epoch_windows(SearchScope(agent_a.project_id, None))
+    assert f"'#p{agent_a.project_id}e{top_epoch}'" in project_wide.near and "#a" not in project_wide.near
+
+
+def test_rows_matching_every_term_are_found_in_the_wide_window(agent_a, history):
+    found = find(agent_a, "kafka ledger")
+    assert found[0] == history["old_all"].pk  # both terms: ranks first though older
+    assert set(found[1:]) <= {e.pk for e in history["recent"]}
+    assert history["other_agent"].pk not in found
+
+
+def test_older_rows_matching_one_term_wait_behind_a_full_recent_page(agent_a, history, settings):
+    assert history["old_any"].pk not in find(agent_a, "kafka ledger", limit=10)
+    # a page the windows cannot fill (20 > 13 candidates) brings the whole history in
+    assert history["old_any"].pk in find(agent_a, "kafka ledger", limit=20)
+    settings.MEMORY_SEARCH_RECENT_IDS = 0  # windows off: the whole history is ranked
+    assert history["old_any"].pk in find(agent_a, "kafka ledger", limit=20)
+
+
+def test_the_whole_scope_is_searched_when_the_windows_give_less_than_a_page(agent_a, history):
+    assert find(agent_a, "retention") == [history["old_any"].pk]
+    assert find(agent_a, "kafka") == [history["old_all"].pk, history["old_any"].pk]
+
+
+def test_windows_give_the_same_page_as_the_whole_table_when_recent_rows_answer(agent_a, history, settings):
+    windowed = find(agent_a, "ledger note", limit=5)
+    settings.MEMORY_SEARCH_RECENT_IDS = 0
+    assert windowed == find(agent_a, "ledger note", limit=5)
+    assert len(windowed) == 5
+
+
+def test_context_sections_use_the_windows_too(agent_a, history):
+    from search.query import query_compile
+
+    best = selectors.entries_best_by_category(
+        agent_a, compiled=query_compile("kafka ledger"), limits={"decisions": 3, "lessons": 2}
+    )
+    assert best["decisions"][0]["id"] == history["old_all"].pk
+    assert best["lessons"] == []
