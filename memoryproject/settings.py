@@ -84,6 +84,13 @@ except Exception as exc:  # dj-database-url raises several types for malformed U
     raise ImproperlyConfigured(f"DATABASE_URL cannot be parsed: {exc}") from exc
 _db["ENGINE"] = "django.db.backends.postgresql"
 _db["CONN_HEALTH_CHECKS"] = True
+# JIT compilation costs tens of milliseconds and this app's queries run in a few: off for every
+# connection, whatever the server's own setting. The search's ranking queries are the only prepared
+# statements (search.selectors._fetch): they take the generic plan, planned once per connection.
+_db.setdefault("OPTIONS", {})
+_db["OPTIONS"]["options"] = (
+    _db["OPTIONS"].get("options", "") + " -c jit=off -c plan_cache_mode=force_generic_plan"
+).strip()
 if env_str("DATABASE_TEST_NAME"):
     _db["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME")}
 DATABASES = {"default": _db}

@@ -165,6 +165,9 @@ def _analyse(
                 FROM (
                     SELECT v.word FROM search_vocabularyword v
                     WHERE t.w = ANY(%s::text[])
+                      -- a stopword in either language is dropped from the query: no completions
+                      AND numnode(phraseto_tsquery('english', t.w)) > 0
+                      AND numnode(phraseto_tsquery('portuguese', t.w)) > 0
                       AND v.word ~>=~ lower(t.w) AND v.word ~<~ (lower(t.w) || chr(1114111))
                       AND v.word <> lower(t.w)
                     ORDER BY length(v.word), v.word
@@ -277,8 +280,9 @@ def query_compile(q: str) -> CompiledQuery:
             patterns = [re.escape(w) for w in raw.split()]
             return _alternatives(en, pt), patterns
         if allow_prefix and (len(raw) >= PREFIX_MIN_LENGTH or item is last_word):
-            for _, c_en, c_pt in completions:
-                options += [c_en, c_pt]
+            # Every stored vector holds the English stem of each of its words, so one lexeme per
+            # completion finds every row containing that word (fewer GIN entries to read).
+            options += [c_en for _, c_en, _ in completions]
         for near in neighbours.get(raw, []):
             n_en, n_pt = neighbour_stems[near]
             options += [n_en, n_pt]

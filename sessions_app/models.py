@@ -1,7 +1,7 @@
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
-from vault.models import bilingual_vectors, search_vector_field
+from vault.models import GIN_PENDING_KB, bilingual_vectors, search_vector_field
 
 
 class SessionStatus(models.TextChoices):
@@ -90,7 +90,7 @@ class Message(models.Model):
             )
         ]
         indexes = [
-            GinIndex(fields=["search_vector"], name="message_search_gin"),
+            GinIndex(fields=["search_vector"], name="message_search_gin", gin_pending_list_limit=GIN_PENDING_KB),
             models.Index(fields=["session", "created_at", "id"], name="message_session_order"),
         ]
 
@@ -236,7 +236,7 @@ class SessionArchive(models.Model):
 
     class Meta:
         ordering = ["-archived_at", "-id"]
-        indexes = [GinIndex(fields=["search_vector"], name="session_archive_search_gin")]
+        indexes = [GinIndex(fields=["search_vector"], name="session_archive_search_gin", gin_pending_list_limit=GIN_PENDING_KB)]
 
     def __str__(self) -> str:
         return f"archive of session {self.session_id} ({self.message_count} messages)"

@@ -143,7 +143,7 @@ def test_without_a_checkpoint_there_is_no_recovery_section(api, token_a, memory)
 def test_a_failing_section_is_reported_not_fatal(api, token_a, memory, monkeypatch):
     from search import services as search_services
 
-    def broken(agent):
+    def broken(agent, max_chars=None):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(search_services, "_tasks", broken)
@@ -226,3 +226,34 @@ def test_ranked_sections_take_the_best_of_each_category_in_one_query(agent_a, ma
     assert [row["id"] for row in best["decisions"]] == [e.pk for e in decisions[::-1][:3]]
     scores = [row["score"] for row in best["decisions"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_open_tasks_are_read_a_page_at_a_time_and_only_as_far_as_the_budget_needs(agent_a):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from search import services as search_services
+
+    same_time = timezone.now()  # equal timestamps: the id breaks ties between pages
+    VaultEntry.objects.bulk_create(
+        [
+            VaultEntry(
+                project=agent_a.project,
+                agent=agent_a,
+                category="tasks",
+                content=f"- [ ] task number {i}\n- [x] closed {i}",
+                created_at=same_time,
+                updated_at=same_time,
+            )
+            for i in range(250)
+        ]
+    )
+    everything = search_services._tasks(agent_a)
+    texts = [item.text for item in everything]
+    assert len(texts) == 250 and len(set(texts)) == 250  # three pages, nothing twice, nothing lost
+    assert texts[0] == "task number 249"  # newest first
+    with CaptureQueriesContext(connection) as queries:
+        some = search_services._tasks(agent_a, max_chars=400)
+    assert len(queries) == 1 and 10 <= len(some) <= search_services.TASK_PAGE
+    assert [item.text for item in some] == texts[: len(some)]

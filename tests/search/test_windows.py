@@ -1,5 +1,5 @@
 """Recency windows of entry search (search.selectors._epoch_windows): rows matching any term are
-looked for among the newest ids, rows matching every term in a window 8 times wider, and the whole
+looked for among the newest ids, rows matching every term in a window twice as wide, and the whole
 scope only when that gives less than a page."""
 
 import pytest
@@ -35,10 +35,10 @@ def put(agent, epoch, offset, content, category="decisions"):
 
 @pytest.fixture
 def history(agent_a, agent_b, settings):
-    settings.MEMORY_SEARCH_RECENT_IDS = EPOCH  # near window: the last epoch or two; wide: 8 epochs
+    settings.MEMORY_SEARCH_RECENT_IDS = EPOCH  # near: epochs 8-10 here; wide (twice as many ids): 7-10
     made = {
         "old_any": put(agent_a, 0, 1, "kafka retention is seven days"),
-        "old_all": put(agent_a, 2, 1, "the kafka ledger topic is compacted"),
+        "old_all": put(agent_a, 7, 1, "the kafka ledger topic is compacted"),
         "recent": [put(agent_a, 9, 10 + i, f"ledger note number {i}") for i in range(12)],
         "other_agent": put(agent_b, 9, 100, "kafka ledger of agent b"),
     }
@@ -67,9 +67,9 @@ def test_windows_follow_the_newest_id_and_the_scope(agent_a, history):
     top_epoch = BASE + 9
     assert f"'#a{agent_a.pk}e{top_epoch}'" in windows.near
     assert f"'#a{agent_a.pk}e{top_epoch + 1}'" in windows.near  # rows written during the search
-    assert f"'#a{agent_a.pk}e{BASE + 2}'" not in windows.near
-    assert f"'#a{agent_a.pk}e{BASE + 2}'" in windows.wide
-    assert f"'#a{agent_a.pk}e{BASE}'" not in windows.wide
+    assert f"'#a{agent_a.pk}e{BASE + 7}'" not in windows.near
+    assert f"'#a{agent_a.pk}e{BASE + 7}'" in windows.wide
+    assert f"'#a{agent_a.pk}e{BASE + 6}'" not in windows.wide
     project_wide = selectors._epoch_windows(SearchScope(agent_a.project_id, None))
     assert f"'#p{agent_a.project_id}e{top_epoch}'" in project_wide.near and "#a" not in project_wide.near
 
