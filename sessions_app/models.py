@@ -90,7 +90,9 @@ class Message(models.Model):
             )
         ]
         indexes = [
-            GinIndex(fields=["search_vector"], name="message_search_gin", gin_pending_list_limit=GIN_PENDING_KB),
+            GinIndex(
+                fields=["search_vector"], name="message_search_gin", gin_pending_list_limit=GIN_PENDING_KB
+            ),
             models.Index(fields=["session", "created_at", "id"], name="message_session_order"),
         ]
 
@@ -236,7 +238,13 @@ class SessionArchive(models.Model):
 
     class Meta:
         ordering = ["-archived_at", "-id"]
-        indexes = [GinIndex(fields=["search_vector"], name="session_archive_search_gin", gin_pending_list_limit=GIN_PENDING_KB)]
+        indexes = [
+            GinIndex(
+                fields=["search_vector"],
+                name="session_archive_search_gin",
+                gin_pending_list_limit=GIN_PENDING_KB,
+            )
+        ]
 
     def __str__(self) -> str:
         return f"archive of session {self.session_id} ({self.message_count} messages)"

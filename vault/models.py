@@ -215,7 +215,9 @@ class VaultEntry(models.Model):
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "vault entries"
         indexes = [
-            GinIndex(fields=["search_vector"], name="vaultentry_search_gin", gin_pending_list_limit=GIN_PENDING_KB),
+            GinIndex(
+                fields=["search_vector"], name="vaultentry_search_gin", gin_pending_list_limit=GIN_PENDING_KB
+            ),
             # The newest rows of an agent or project, for the recency windows of search.
             models.Index(fields=["agent", "-id"], name="vaultentry_agent_newest"),
             models.Index(fields=["project", "-id"], name="vaultentry_project_newest"),
@@ -324,7 +326,13 @@ class WorkspaceFile(models.Model):
                 name="workspacefile_live_path",
             )
         ]
-        indexes = [GinIndex(fields=["search_vector"], name="workspacefile_search_gin", gin_pending_list_limit=GIN_PENDING_KB)]
+        indexes = [
+            GinIndex(
+                fields=["search_vector"],
+                name="workspacefile_search_gin",
+                gin_pending_list_limit=GIN_PENDING_KB,
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent}:{self.path}"
