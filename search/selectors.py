@@ -169,7 +169,7 @@ def _prune_ratio(filters: SearchFilters) -> float:
 @dataclass
 class EpochWindows:
     """tsquery alternatives of the epoch lexemes (vault.models.scope_epoch_lexeme) covering the entry
-    ids just below the scope's newest one: `near` for rows matching any term, `wide` (8 times as many ids) for rows
+    ids just below the scope's newest one: `near` for rows matching any term, `wide` (twice as many ids) for rows
     matching every term. None where the window would cover the whole table."""
 
     near: str | None = None
@@ -188,8 +188,8 @@ def _epoch_windows(scope: SearchScope) -> EpochWindows:
     An agent's newest rows are what an agent asks about most, and what the ranking favours, so rows
     matching any term are first looked for among the newest ids only: the GIN scan then reads the
     part of the posting lists that covers those ids (epoch lexemes AND-ed in), whatever the table's
-    size. Rows matching every term (the best answers, rarely many) are looked for in a window 8 times
-    wider, and the whole table is searched when the windows give less than a page."""
+    size. Rows matching every term (the best answers, rarely many) are looked for in a window twice
+    as wide, and the whole table is searched when the windows give less than a page."""
     recent = settings.MEMORY_SEARCH_RECENT_IDS
     if recent <= 0:
         return EpochWindows()

@@ -23,7 +23,9 @@ def test_tuning_waits_for_initdb(tmp_path):
     assert not (tmp_path / "postgresql.conf").exists()
 
 
-def test_every_connection_runs_without_jit(db):
+def test_every_connection_runs_without_jit_and_with_generic_plans(db):
     with connection.cursor() as cursor:
         cursor.execute("SHOW jit")
         assert cursor.fetchone()[0] == "off"
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "force_generic_plan"

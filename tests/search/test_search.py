@@ -374,3 +374,13 @@ def test_pruning_by_text_score_never_changes_the_ranking(agent_a, make_entry, mo
     for limit, results in pruned.items():
         assert results == page(limit), limit
     assert len(pruned[10]) == 10
+
+
+def test_prefixes_expand_through_the_vocabulary_not_gin_partial_match(agent_a, make_entry):
+    """A `:*` item makes GIN read every posting list it covers, which the scope cannot cut: prefixes
+    become the English stems of the vocabulary's completions instead."""
+    entry = make_entry(agent_a, "Playwright drives the deployment checks")
+    compiled = query_compile("playwr deploym")
+    assert ":*" not in compiled.match and ":*" not in compiled.match_all
+    assert "'playwright'" in compiled.match and "'deploy'" in compiled.match
+    assert find(agent_a, "playwr deploym") == [entry.pk]
