@@ -384,3 +384,21 @@ def test_prefixes_expand_through_the_vocabulary_not_gin_partial_match(agent_a, m
     assert ":*" not in compiled.match and ":*" not in compiled.match_all
     assert "'playwright'" in compiled.match and "'deploy'" in compiled.match
     assert find(agent_a, "playwr deploym") == [entry.pk]
+
+
+def test_a_ranking_query_error_comes_out_as_a_django_database_error(agent_a, make_entry, monkeypatch):
+    from django.db import DatabaseError, transaction
+
+    from search import selectors
+
+    make_entry(agent_a, "ledger")
+    broken = selectors._text_score_sql
+
+    def bad_sql(alias, compiled, params):
+        return broken(alias, compiled, params) + " + 'not a number'::float8"
+
+    monkeypatch.setattr(selectors, "_text_score_sql", bad_sql)
+    with pytest.raises(DatabaseError), transaction.atomic():
+        find(agent_a, "ledger")
+    monkeypatch.setattr(selectors, "_text_score_sql", broken)
+    assert len(find(agent_a, "ledger")) == 1  # the connection is usable afterwards
