@@ -91,6 +91,9 @@ _db.setdefault("OPTIONS", {})
 _db["OPTIONS"]["options"] = (
     _db["OPTIONS"].get("options", "") + " -c jit=off -c plan_cache_mode=force_generic_plan"
 ).strip()
+# Django turns psycopg's prepared statements off (None); the ORM's client-side cursors never prepare
+# anyway, so this only lets the ranking queries' explicit prepare=True take effect.
+_db["OPTIONS"].setdefault("prepare_threshold", 5)
 if env_str("DATABASE_TEST_NAME"):
     _db["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME")}
 DATABASES = {"default": _db}

@@ -402,3 +402,22 @@ def test_a_ranking_query_error_comes_out_as_a_django_database_error(agent_a, mak
         find(agent_a, "ledger")
     monkeypatch.setattr(selectors, "_text_score_sql", broken)
     assert len(find(agent_a, "ledger")) == 1  # the connection is usable afterwards
+
+
+def test_ranking_queries_are_prepared_once_and_reused(agent_a, make_entry):
+    """Planning the ranking query cost more than running it (2-5 ms): it is a prepared statement
+    with a generic plan. Django turns psycopg's preparing off by default; settings turn it on."""
+    from django.db import connection
+
+    make_entry(agent_a, "ledger replication lag")
+    for _ in range(3):
+        find(agent_a, "ledger replication")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE %s",
+            ["%FROM vault_vaultentry%search_vector @@%"],
+        )
+        plans = cursor.fetchall()
+    assert plans and max(generic for generic, _ in plans) >= 3
+    assert all(custom == 0 for _, custom in plans)
