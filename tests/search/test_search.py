@@ -414,8 +414,7 @@ def test_ranking_queries_are_prepared_once_and_reused(agent_a, make_entry):
         find(agent_a, "ledger replication")
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-            " WHERE statement LIKE %s",
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
             ["%FROM vault_vaultentry%search_vector @@%"],
         )
         plans = cursor.fetchall()
