@@ -203,8 +203,8 @@ MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS = env_float("MEMORY_SEARCH_ACCESS_HALF_LIFE
 # At most this many rows matching any term are ranked per kind (plus as many matching every term).
 MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, maximum=1_000_000)
 # Recency window of entry search (search.selectors._epoch_windows): rows matching any term are looked
-# for among the newest MEMORY_SEARCH_RECENT_IDS entry ids, rows matching every term among twice as
-# many, and the whole table only when those give less than a page. 0 searches the whole table always.
+# for among the MEMORY_SEARCH_RECENT_IDS entry ids below the scope's newest, rows matching every term
+# among twice as many, and the whole scope only when those give less than a page. 0: always all.
 MEMORY_SEARCH_RECENT_IDS = env_int("MEMORY_SEARCH_RECENT_IDS", 32768, minimum=0, maximum=1_000_000_000)
 MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
 

@@ -113,10 +113,6 @@ def _groups(parts: list[Item | str]) -> tuple[list[list[Item]], list[Item]]:
     return groups, excluded
 
 
-def _quote(lexeme: str) -> str:
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
 def edit_distance_one(a: str, b: str) -> bool:
     """True when a and b differ by exactly one insertion, deletion, substitution or transposition."""
     if a == b or abs(len(a) - len(b)) > 1:

@@ -37,7 +37,7 @@ def scope_lexemes() -> list[Func]:
     return [scope_lexeme(SCOPE_AGENT_PREFIX, "agent_id"), scope_lexeme(SCOPE_PROJECT_PREFIX, "project_id")]
 
 
-# Recency windows (search.selectors._windows): each entry's vector also holds its agent's and its
+# Recency windows (search.selectors._epoch_windows): each entry's vector also holds its agent's and its
 # project's epoch lexemes, '#a<agent>e<id >> 13>' and '#p<project>e<id >> 13>' (epochs of 8,192
 # ids). Ids grow with insertion, so an epoch's rows sit together on disk and in every GIN posting
 # list: a search AND-ed with the few epochs that hold an agent's newest rows reads only that part of
