@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "vault",
     "sessions_app",
     "search",
+    "benchmarks",
 ]
 
 MIDDLEWARE = [

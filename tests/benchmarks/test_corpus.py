@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from search.bench_corpus import CATEGORIES, corpus_generate, corpus_queries, corpus_vocabulary
+from benchmarks.corpus import CATEGORIES, corpus_generate, corpus_queries, corpus_vocabulary
 from search.query import edit_distance_one
 
-QUALITY = Path(__file__).resolve().parents[2] / "search" / "bench_data" / "quality.json"
+QUALITY = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "quality.json"
 WORD = re.compile(r"\w+")
 
 

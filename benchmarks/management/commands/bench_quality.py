@@ -1,4 +1,4 @@
-"""Retrieval quality on the labelled set (search/bench_data/quality.json): recall@5, recall@10 and
+"""Retrieval quality on the labelled set (benchmarks/data/quality.json): recall@5, recall@10 and
 MRR of our search next to a plain BM25 baseline (rank-bm25's BM25Okapi) on the same entries."""
 
 import json
@@ -14,7 +14,7 @@ from django.utils import timezone
 from search.selectors import SearchFilters, SearchScope, search_run
 from vault.models import Agent, Project, VaultEntry
 
-QUALITY = Path(__file__).resolve().parents[2] / "bench_data" / "quality.json"
+QUALITY = Path(__file__).resolve().parents[2] / "data" / "quality.json"
 PROJECT = "bench-quality"
 TOKEN = re.compile(r"\w+")
 

@@ -1,6 +1,6 @@
 """Measure what duplicate, conflict and poisoning checks add to the write path.
 
-Loads N synthetic entries (search/bench_corpus.py) into a throwaway project, then times
+Loads N synthetic entries (benchmarks/corpus.py) into a throwaway project, then times
 entry_create with every check against a bare INSERT of the same rows, and prints percentiles.
 """
 
@@ -10,7 +10,7 @@ import time
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from search.bench_corpus import corpus_generate
+from benchmarks.corpus import corpus_generate
 from vault import services, trust
 from vault.models import Agent, Project, VaultEntry
 

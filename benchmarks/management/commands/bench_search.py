@@ -1,4 +1,4 @@
-"""Search and context latency over HTTP on a synthetic corpus (search/bench_corpus.py).
+"""Search and context latency over HTTP on a synthetic corpus (benchmarks/corpus.py).
 
 Loads N entries over 50 agents into a project `bench-N` with COPY (reused when it already holds N
 entries), starts gunicorn on 127.0.0.1 (2 sync workers, the same WSGI app as production), and times
@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from search.bench_corpus import corpus_generate, corpus_queries
+from benchmarks.corpus import corpus_generate, corpus_queries
 from search.services import vocabulary_rebuild
 from vault import services as vault_services
 from vault import trust
