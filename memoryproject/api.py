@@ -9,11 +9,11 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from memoryproject.errors import DomainError
+from memoryproject.maintenance_api import router as maintenance_router
 from search.api import router as search_router
 from sessions_app.api import router as sessions_router
 from vault.api import router as vault_router
 from vault.files_api import router as files_router
-from vault.maintenance_api import router as maintenance_router
 from vault.review_api import router as review_router
 from vault.selectors import token_authenticate
 

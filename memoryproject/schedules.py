@@ -6,7 +6,7 @@ import importlib
 from django.apps import apps
 from django.db import transaction
 
-OUR_APPS = ("vault", "sessions_app", "search")
+OUR_APPS = ("memoryproject", "vault", "sessions_app", "search")
 
 
 def schedules_declared() -> list[dict]:

@@ -29,6 +29,7 @@ from search.models import ContextBuild
 from search.query import CompiledQuery, query_compile
 from search.selectors import entries_best_by_category
 from search.sql import VOCABULARY_REBUILD
+from sessions_app.selectors import checkpoint_get_valid
 from vault.models import Agent, Category, EntryStatus, VaultEntry
 from vault.selectors import workspace_prompt_build
 from vault.services import entries_mark_accessed
@@ -58,12 +59,8 @@ def vocabulary_rebuild() -> None:
 def checkpoint_messages(agent: Agent) -> list[dict]:
     """Messages ({"role", "text"}) of the agent's valid checkpoint, or [] when there is none.
 
-    The one adapter to sessions_app's checkpoints (issue 3), which may not be installed yet.
+    The one adapter to sessions_app's checkpoints.
     """
-    try:
-        from sessions_app.selectors import checkpoint_get_valid
-    except ImportError:
-        return []
     checkpoint = checkpoint_get_valid(agent)
     if checkpoint is None:
         return []

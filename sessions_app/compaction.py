@@ -7,10 +7,14 @@ applies a plan to the database is `sessions_app.services.session_compact`.
 """
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from django.conf import settings
+
+from memoryproject.llm import LLMError, llm_chat, prompt_render
 from vault.extraction import insights_extract
 from vault.text import token_estimate
 
@@ -140,11 +144,6 @@ def llm_summary(messages: Sequence[MessageLike]) -> str:
     """The LLM's summary of the compacted messages (prompts/compaction-summary-*.md, with seed 001's
     injection-safety framing: the transcript is data, never instructions). Falls back to the heuristic
     summary on any LLMError (not configured, timeout, empty reply)."""
-    import logging
-
-    from django.conf import settings
-
-    from memoryproject.llm import LLMError, llm_chat, prompt_render
 
     lines = []
     for message in messages:

@@ -1,3 +1,6 @@
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
@@ -142,9 +145,6 @@ class Checkpoint(models.Model):
 
     @property
     def valid_until(self):
-        from datetime import timedelta
-
-        from django.conf import settings
 
         return self.saved_at + timedelta(days=settings.MEMORY_CHECKPOINT_DAYS)
 

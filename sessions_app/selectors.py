@@ -1,18 +1,25 @@
 """Reads of short-term memory. Tenancy is enforced here: the API passes the Principal asking."""
 
+import json
 import logging
 import re
-from datetime import datetime
+import zlib
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchQuery
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, F, QuerySet
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from memoryproject.errors import NotFound
-from vault.models import Agent
+from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
+from vault import selectors as vault_selectors
+from vault.models import Agent, VaultEntry, WorkspaceFile
 from vault.principal import Principal
-from vault.selectors import MAX_ID, agent_get_for_principal
+from vault.selectors import MAX_ID, agent_get_for_principal, daily_note_path
+from vault.text import token_estimate
 
 from .compaction import SUMMARY_PREFIX, SUMMARY_STATE_KEY, message_tokens
 from .models import Branch, Checkpoint, Message, Session, SessionStateEntry, SessionStatus
@@ -235,7 +242,6 @@ def buffer_usage(session: Session) -> dict:
 
 
 def buffer_entries(session: Session):
-    from .models import WorkingBufferEntry
 
     return WorkingBufferEntry.objects.filter(session=session).order_by("created_at", "id")
 
@@ -283,9 +289,6 @@ def recovery_build(
     note, newest first within each, under `budget_tokens` (MEMORY_RECOVERY_TOKENS). Each source is read
     on its own: one that fails is logged and reported in `warnings`. Shares: buffer 50%, state 25%, daily
     note the rest; what a section leaves unused goes to the next."""
-    from vault.models import WorkspaceFile
-    from vault.services import daily_note_path
-    from vault.text import token_estimate
 
     budget = budget_tokens or settings.MEMORY_RECOVERY_TOKENS
     max_chars = budget * 4
@@ -356,10 +359,6 @@ def recovery_build(
 
 def archive_messages(session: Session) -> list[dict]:
     """The message rows stored in a session's archive (empty when it has none)."""
-    import json
-    import zlib
-
-    from .models import SessionArchive
 
     archive = SessionArchive.objects.filter(session=session).first()
     if archive is None:
@@ -372,9 +371,6 @@ def archived_messages_search(
 ) -> list[dict]:
     """Messages of archived sessions matching all `words` (for search's "include archived"): the archive
     rows are found with their full-text index, then their messages are scanned. Newest first."""
-    from django.contrib.postgres.search import SearchQuery
-
-    from .models import SessionArchive
 
     words = [w.lower() for w in words if w and w.strip()]
     if not words:
@@ -387,9 +383,6 @@ def archived_messages_search(
         archives = archives.filter(agent_id__in=agent_ids)
     found = []
     for archive in archives.order_by("-archived_at", "-id")[:200]:
-        import json
-        import zlib
-
         rows = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))["messages"]
         for row in reversed(rows):
             lowered = row["text"].lower()
@@ -407,11 +400,6 @@ def archived_messages_matching(
     """Every message row of the archived sessions whose text matches a tsquery (the search compiler's
     `match`), newest archives first, each with its session's and agent's names. Search decides which
     of these messages match and how well; this only finds the archives through their GIN index."""
-    import json
-    import zlib
-    from datetime import datetime
-
-    from .models import SessionArchive
 
     archives = (
         SessionArchive.objects.filter(project_id=project_id)
@@ -440,9 +428,6 @@ def archived_messages_matching(
 def session_stats(session: Session) -> dict:
     """Exact statistics of one session: messages (by role), tokens (every stored message, and the active
     context), decisions and lessons extracted at its close, scan facts, buffer entries, size and times."""
-    from vault.models import VaultEntry
-
-    from .models import SessionArchive, SessionTransition
 
     archive = SessionArchive.objects.filter(session=session).first()
     if archive is not None:
@@ -496,14 +481,6 @@ def project_stats(project_id: int, *, days: int = 14) -> dict:
     """Exact statistics of a project: agents, entries per category and status, sessions by state,
     storage used (bytes of entries, messages, archives and files) and growth per day over `days` days
     (entries, messages and sessions created, by local date)."""
-    from datetime import timedelta
-
-    from django.db.models import Count
-    from django.db.models.functions import TruncDate
-
-    from vault.models import Agent, VaultEntry, WorkspaceFile
-
-    from .models import SessionArchive
 
     def grouped(qs, key):
         return {row[key]: row["n"] for row in qs.values(key).annotate(n=Count("id")).order_by(key)}
@@ -575,3 +552,24 @@ def project_stats(project_id: int, *, days: int = 14) -> dict:
         "storage_bytes": storage,
         "growth": growth,
     }
+
+
+def sessions_with_counts(agent: Agent, *, limit: int = 200) -> list:
+    """The agent's sessions, most recently active first, each with `message_count` (hot rows) and
+    `archived_count` (messages in its archive, None when it has none)."""
+    return list(
+        Session.objects.filter(agent=agent)
+        .annotate(message_count=Count("messages"), archived_count=F("archive__message_count"))
+        .order_by("-last_activity_at", "-id")[:limit]
+    )
+
+
+def session_get_for_agent(agent: Agent, session_id: int):
+    session = (
+        Session.objects.filter(agent=agent, pk=session_id).first()
+        if 1 <= session_id <= vault_selectors.MAX_ID
+        else None
+    )
+    if session is None:
+        raise NotFound(f"Session {session_id} not found.")
+    return session

@@ -1,10 +1,13 @@
 """Writes to short-term memory: appends, the write-ahead scan, checkpoints, session close, branches and
 compaction. The API, pages, commands and tasks all call these."""
 
+import hashlib
+import json
 import logging
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -13,9 +16,9 @@ from django.utils.module_loading import import_string
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound, TooLarge
 from memoryproject.llm import llm_configured
+from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
 from vault import services as vault_services
-from vault.extraction import insights_extract
-from vault.models import Agent, EntrySource, VaultEntry, WorkspaceFile
+from vault.models import Agent, DeletionAudit, EntrySource, VaultEntry, WorkspaceFile
 from vault.redaction import redact_for_project
 from vault.text import text_check
 
@@ -29,6 +32,7 @@ from .compaction import (
     llm_summary,
     tool_result_truncate,
 )
+from .maintenance.extraction import extraction_enqueue
 from .models import Branch, Checkpoint, Message, Role, Session, SessionStateEntry, SessionStatus
 from .scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 
@@ -598,33 +602,6 @@ class CloseResult:
     appended: AppendResult | None
 
 
-def _insight_store(
-    agent: Agent, category: str, texts: list[str], changed_by: str, session: Session | None = None
-) -> list[VaultEntry]:
-    existing = {
-        normalise_fact(c)
-        for c in VaultEntry.objects.filter(
-            agent=agent, category=category, tags__contains=["auto-extract"]
-        ).values_list("content", flat=True)
-    }
-    stored = []
-    for text in texts:
-        if normalise_fact(text) in existing:
-            continue
-        existing.add(normalise_fact(text))
-        stored.append(
-            vault_services.entry_create(
-                agent=agent,
-                category=category,
-                content=text,
-                tags=["auto-extract", "session-close", *([f"session-{session.pk}"] if session else [])],
-                source=EntrySource.EXTRACTION,
-                created_by=changed_by,
-            )
-        )
-    return stored
-
-
 def session_close(
     *,
     agent: Agent,
@@ -666,31 +643,29 @@ def session_close(
             handoff_text = f"{summary.strip()}\n\n{handoff_text}".strip()
         handoff = None
         if handoff_text:
-            handoff = vault_services.entry_create(
+            handoff = vault_services.handoff_store(
                 agent=agent,
-                category="handoffs",
                 content=handoff_text,
                 tags=["auto-handoff", "session-close"],
                 source=EntrySource.EXTRACTION,
                 created_by=changed_by,
             )
-        insights = insights_extract(
-            [m.text for m in conversation if m.role in (Role.USER, Role.ASSISTANT)],
-            max_per_kind=settings.MEMORY_INSIGHTS_MAX,
-            max_chars=settings.MEMORY_INSIGHT_CHARS,
-            min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
+        insights, _ = vault_services.insights_store(
+            agent=agent,
+            texts=[m.text for m in conversation if m.role in (Role.USER, Role.ASSISTANT)],
+            tags=["auto-extract", "session-close", f"session-{session.pk}"],
+            source=EntrySource.EXTRACTION,
+            created_by=changed_by,
         )
-        decisions = _insight_store(agent, "decisions", insights.decisions, changed_by, session)
-        lessons = _insight_store(agent, "lessons", insights.lessons, changed_by, session)
+        decisions = [entry for entry in insights if entry.category == "decisions"]
+        lessons = [entry for entry in insights if entry.category == "lessons"]
         session.closed_at = timezone.now()
         session.save(update_fields=["closed_at"])
         _status_set(session, SessionStatus.CLOSED, reason="sleep", by=changed_by)
         _guarded(
             [],
             "extraction_enqueue",
-            lambda: vault_services.extraction_enqueue(
-                agent=agent, session_id=session.pk, trigger_source="close"
-            ),
+            lambda: extraction_enqueue(agent=agent, session_id=session.pk, trigger_source="close"),
         )
     return CloseResult(session, checkpoint, handoff, decisions, lessons, appended)
 
@@ -918,7 +893,6 @@ def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> l
     """Log the new exchange in the session's working buffer: activate it when the active context reaches
     MEMORY_WORKING_BUFFER_RATIO of the model window, and once active log every later user message and a
     summary of every agent reply. The caller holds the session row lock."""
-    from .models import WorkingBufferEntry
 
     if session.buffer_started_at is None:
         status = selectors.buffer_usage(session)
@@ -952,7 +926,6 @@ DELETED = "deleted"
 
 
 def transition_record(*, session: Session, to_status: str, reason: str, by: str = "", from_status: str = ""):
-    from .models import SessionTransition
 
     now = timezone.now()
     return SessionTransition.objects.create(
@@ -988,10 +961,6 @@ def session_archive(*, session: Session, reason: str = "", by: str = "") -> "Ses
     """Move a session's messages to cold storage: one SessionArchive row holding every message row as
     zlib-compressed JSON (ids, parents, client ids, timestamps, tool calls, state), the branch heads and
     the write-ahead-scan links, plus the plain text for search. The Message rows leave the hot table."""
-    import json
-    import zlib
-
-    from .models import SessionArchive
 
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session.pk)
@@ -1045,10 +1014,6 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
     """Bring an archived session back: every message row exactly as it was, branch heads and scan links
     re-attached, the archive row removed. The session comes back idle (closed if it was closed) with its
     activity time set to now, so the lifecycle does not archive it again at once."""
-    import json
-    import zlib
-
-    from .models import SessionArchive
 
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session.pk)
@@ -1094,11 +1059,6 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
 def session_delete(*, session: Session, reason: str, by: str = "") -> None:
     """Delete a session for good (retention), audited with vault's DeletionAudit (hash and size of its
     messages, never their content) and a final SessionTransition that outlives it."""
-    import hashlib
-
-    from vault.models import DeletionAudit
-
-    from .models import SessionArchive
 
     with transaction.atomic():
         session = Session.objects.select_for_update().select_related("agent").get(pk=session.pk)
@@ -1137,7 +1097,6 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
     MEMORY_SESSION_IDLE_MINUTES become idle (and their extraction is queued, trigger "quiet"); sessions
     inactive for MEMORY_SESSION_ARCHIVE_DAYS are archived; archived sessions inactive for
     MEMORY_SESSION_RETENTION_DAYS (0 = never) are deleted. One session failing does not stop the rest."""
-    from datetime import timedelta
 
     now = now or timezone.now()
     counts = {"idle": 0, "archived": 0, "deleted": 0, "errors": 0}
@@ -1157,9 +1116,7 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
                     SessionStatus.IDLE,
                     reason=f"no activity for {settings.MEMORY_SESSION_IDLE_MINUTES} minutes",
                 )
-                vault_services.extraction_enqueue(
-                    agent=session.agent, session_id=session.pk, trigger_source="quiet"
-                )
+                extraction_enqueue(agent=session.agent, session_id=session.pk, trigger_source="quiet")
                 counts["idle"] += 1
         except Exception:
             logger.exception("lifecycle: marking session %s idle failed", session_id)

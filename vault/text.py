@@ -1,6 +1,7 @@
 """Small text rules shared by every write path: hashtags, tag normalisation, content checks."""
 
 import re
+import unicodedata
 
 from django.conf import settings
 
@@ -117,3 +118,29 @@ def task_line_set(content: str, line: int, done: bool) -> str:
         lambda m: f"{m.group(1)}[{'x' if done else ' '}]{m.group(3)}", lines[line], count=1
     )
     return "\n".join(lines)
+
+
+def text_clip(text: str, max_chars: int, *, flatten: bool = True, mark: str = "…") -> str:
+    """`text` cut to at most `max_chars` characters, the cut marked with `mark`; with `flatten` its
+    whitespace runs become single spaces (one line), otherwise it is only stripped."""
+    text = " ".join(text.split()) if flatten else text.strip()
+    return text if len(text) <= max_chars else text[: max_chars - len(mark)].rstrip() + mark
+
+
+APOSTROPHES = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u02bb": "'", "`": "'", "\u00b4": "'"}
+)
+
+
+def normalise_fact(text: str) -> str:
+    """Reduce a fact to a comparison key, so "My name is Ana." and "my  name is ana" count as one fact.
+
+    Durable facts are appended to long-term memory; this is what duplicate detection compares.
+    """
+    decomposed = unicodedata.normalize("NFKD", text.translate(APOSTROPHES))
+    without_accents = "".join(c for c in decomposed if not unicodedata.combining(c))
+    collapsed = " ".join(without_accents.casefold().split())
+    end = len(collapsed)
+    while end and (unicodedata.category(collapsed[end - 1]).startswith("P") or collapsed[end - 1].isspace()):
+        end -= 1
+    return collapsed[:end]
