@@ -3,7 +3,7 @@
 from django.http import HttpResponse
 from ninja import Query, Router, Status
 
-from vault import exporters, memory_tool, selectors, services
+from vault import memory_tool, selectors, services
 from vault.api import agent_for_write
 from vault.files_schemas import (
     FileEditIn,
@@ -18,6 +18,7 @@ from vault.files_schemas import (
     MemoryToolOut,
 )
 from vault.models import TokenScope
+from vault.transfer import export
 
 router = Router(tags=["files"])
 
@@ -135,7 +136,7 @@ def memory_tool_run(request, agent: str, payload: MemoryToolIn):
 )
 def agent_export(request, agent: str):
     target = selectors.agent_get_for_principal(request.auth, agent)
-    data = exporters.export_zip(project=target.project, agents=[target])
+    data = export.export_zip(project=target.project, agents=[target])
     response = HttpResponse(data, content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{target.project.slug}-{target.slug}-memory.zip"'
     return response

@@ -9,8 +9,9 @@ import pytest
 import time_machine
 from django.core.management import call_command
 
+from sessions_app import transfer
 from sessions_app.models import Checkpoint, Message, Session
-from vault import importers, services
+from vault import services
 from vault.models import VaultEntry, WorkspaceFile
 
 
@@ -26,7 +27,7 @@ def snapshot(root: Path) -> dict:
 
 
 def run(path, project, **options):
-    return importers.import_memory_dir(path=path, project=project, **options)
+    return transfer.import_memory_dir(path=path, project=project, **options)
 
 
 @pytest.fixture
@@ -458,7 +459,7 @@ def test_it_imports_a_seed004_bmad_folder(bmad, target):
 
 
 def test_import_conversations_mines_handoffs_decisions_and_lessons(seed000, target):
-    report = importers.import_conversations(path=seed000, project=target)
+    report = transfer.import_conversations(path=seed000, project=target)
     dev = VaultEntry.objects.filter(agent__slug="dev")
     assert dev.get(category="handoffs").content == "[User]: hi\n[Agent]: We decided to use Redis for caching."
     assert dev.get(category="decisions").content == "We decided to use Redis for caching."
@@ -467,7 +468,7 @@ def test_import_conversations_mines_handoffs_decisions_and_lessons(seed000, targ
     assert target.context.startswith("# Payments")
     assert "corrupt JSON" in "\n".join(report.problems)
     count = VaultEntry.objects.count()
-    importers.import_conversations(path=seed000 / "conversations", project=target)
+    transfer.import_conversations(path=seed000 / "conversations", project=target)
     assert VaultEntry.objects.count() == count
 
 

@@ -3,8 +3,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject.errors import DomainError
-from vault import importers
-from vault.management.commands.import_memory_dir import project_get
+from sessions_app import transfer
+from vault.management.commands.export_memory_dir import project_get
+from vault.transfer.layouts import agent_map_parse
 
 
 class Command(BaseCommand):
@@ -23,10 +24,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            report = importers.import_conversations(
+            report = transfer.import_conversations(
                 path=Path(options["path"]),
                 project=project_get(options["project"]),
-                agent_map=importers.agent_map_parse(options["agent_map"]),
+                agent_map=agent_map_parse(options["agent_map"]),
                 dry_run=options["dry_run"],
                 progress=self.stdout.write,
             )

@@ -7,7 +7,7 @@ _project.md                       the project context
 {agent}/workspace/.workspace.json enabled flag and sort order of each file (hidden from Obsidian)
 ```
 
-`vault.importers.import_memory_dir` reads this layout back: exporting and importing into an empty project
+`vault.transfer.layouts.import_memory_dir` reads this layout back: exporting and importing into an empty project
 gives the same entries (category, content, tags, dates, status, importance), files and project context.
 """
 

@@ -3,15 +3,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject.errors import DomainError
-from vault import importers
-from vault.models import Project
-
-
-def project_get(slug: str) -> Project:
-    project = Project.objects.filter(slug=slug).first()
-    if project is None:
-        raise CommandError(f"Project {slug!r} does not exist (create it with token_create --create-project).")
-    return project
+from sessions_app import transfer
+from vault.management.commands.export_memory_dir import project_get
+from vault.transfer.layouts import agent_map_parse
 
 
 class Command(BaseCommand):
@@ -31,10 +25,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            report = importers.import_memory_dir(
+            report = transfer.import_memory_dir(
                 path=Path(options["path"]),
                 project=project_get(options["project"]),
-                agent_map=importers.agent_map_parse(options["agent_map"]),
+                agent_map=agent_map_parse(options["agent_map"]),
                 default_agent=options["agent"],
                 dry_run=options["dry_run"],
                 progress=self.stdout.write,
