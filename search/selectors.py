@@ -580,15 +580,6 @@ def search_for_principal(
     return search_run(q=q, scope=scope, filters=filters)
 
 
-def search_for_agent(
-    agent: Agent, *, q: str, filters: SearchFilters, compiled: CompiledQuery | None = None
-) -> SearchOutcome:
-    """Search one agent's memory (used by context injection)."""
-    return search_run(
-        q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=filters, compiled=compiled
-    )
-
-
 def default_limit() -> int:
     return settings.MEMORY_SEARCH_DEFAULT_LIMIT
 

@@ -16,7 +16,7 @@ from django.conf import settings
 
 from memoryproject.llm import LLMError, llm_chat, prompt_render
 from vault.extraction import insights_extract
-from vault.text import token_estimate
+from vault.text import ASCII_CUT, text_clip, token_estimate
 
 from .scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 
@@ -96,11 +96,6 @@ def compaction_plan(messages: Sequence[MessageLike], *, keep_first: int, keep_tu
     )
 
 
-def _clip(text: str, max_chars: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= max_chars else text[: max_chars - 3].rstrip() + "..."
-
-
 def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200) -> str:
     """A summary without an LLM: counts, the facts the write-ahead scan finds, the decisions and lessons
     of seed 000's patterns, and the user's requests, cut to `max_chars`."""
@@ -119,7 +114,7 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
                 key = normalise_fact(match.text)
                 if key not in seen:
                     seen.add(key)
-                    facts.append(f"- {match.category}: {_clip(match.text, 160)}")
+                    facts.append(f"- {match.category}: {text_clip(match.text, 160, mark=ASCII_CUT)}")
     if facts:
         parts.append("Facts from the user:\n" + "\n".join(facts[:8]))
     insights = insights_extract(
@@ -130,7 +125,7 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
     if insights.lessons:
         parts.append("Lessons:\n" + "\n".join(f"- {lesson}" for lesson in insights.lessons))
     requests = [
-        f"- {_clip(m.text, 120)}"
+        f"- {text_clip(m.text, 120, mark=ASCII_CUT)}"
         for m in messages
         if m.role == "user" and m.text.strip() and not m.text.startswith(SUMMARY_PREFIX)
     ]

@@ -120,6 +120,9 @@ def task_line_set(content: str, line: int, done: bool) -> str:
     return "\n".join(lines)
 
 
+ASCII_CUT = "..."
+
+
 def text_clip(text: str, max_chars: int, *, flatten: bool = True, mark: str = "…") -> str:
     """`text` cut to at most `max_chars` characters, the cut marked with `mark`; with `flatten` its
     whitespace runs become single spaces (one line), otherwise it is only stripped."""
