@@ -69,6 +69,7 @@ class Command(BaseCommand):
         parser.add_argument("--queries", type=int, default=300, help="Timed requests per measurement.")
         parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
         parser.add_argument("--drop", action="store_true", help="Delete the benchmark project afterwards.")
+        parser.add_argument("--port", type=int, default=0, help="Port for gunicorn on 127.0.0.1 (0: any free).")
 
     def handle(self, *args, **options):
         n = options["entries"]
@@ -76,7 +77,7 @@ class Command(BaseCommand):
             raise CommandError("--entries must be between 1 and 5,000,000")
         project = self._corpus(n)
         _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_search")
-        port = self._free_port()
+        port = options["port"] or self._free_port()
         server = self._start_server(port, options["workers"])
         try:
             self._measure(project, token, port, options["queries"])
