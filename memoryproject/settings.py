@@ -167,7 +167,6 @@ if len(MEMORY_CONSOLIDATE_CRON.split()) != 5:
 MEMORY_MODEL_MAX_INPUT_TOKENS = env_int("MEMORY_MODEL_MAX_INPUT_TOKENS", 128000, minimum=1000)
 MEMORY_COMPACT_TRIGGER_RATIO = env_float("MEMORY_COMPACT_TRIGGER_RATIO", 0.75, minimum=0.1, maximum=1.0)
 MEMORY_SEARCH_DEFAULT_LIMIT = env_int("MEMORY_SEARCH_DEFAULT_LIMIT", 10, minimum=1, maximum=100)
-MEMORY_SEARCH_MAX_LIMIT = 100
 # Recency half-lives in hours per category (seed 004: conversation 168 h, decisions 720 h, ...).
 MEMORY_HALF_LIFE_HOURS = {
     "messages": env_float("MEMORY_HALF_LIFE_MESSAGES_HOURS", 168, minimum=1),

@@ -281,11 +281,6 @@ class RecoveryOut(Schema):
     warnings: list[dict]
 
 
-class WarningOut(Schema):
-    source: str
-    detail: str
-
-
 class BufferEntryOut(Schema):
     id: int
     message_id: int | None

@@ -48,12 +48,6 @@ def markdown_html(text: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class TaskBox:
-    line: int
-    done: bool
-
-
 def markdown_with_tasks(text: str, *, toggle_url: str | None, csrf_token: str | None) -> SafeString:
     """Render markdown; task items get a checkbox, which is a small form when toggle_url is given.
 
