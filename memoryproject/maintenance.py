@@ -165,7 +165,8 @@ def _agent_shrink(run: CompactionRun, agent: Agent, now: datetime) -> None:
 
 
 def retention_step_size(run: CompactionRun, project: Project, now: datetime) -> None:
-    """Enforce the per-agent size limit by archiving the least relevant items (seed 004 keeps 80%)."""
+    """Enforce the per-agent size limit by archiving the least relevant items (keeping
+    MEMORY_SIZE_KEEP_RATIO of them)."""
     for agent in Agent.objects.filter(project=project).order_by("pk"):
         run_guarded(run, f"agent {agent.slug} size", lambda a=agent: _agent_shrink(run, a, now))
 
@@ -203,7 +204,7 @@ def retention_run_all(
     ]
 
 
-# --- Forgetting (seed 004's selective deletion) -----------------------------------------------------
+# --- Forgetting ---------------------------------------------------------------------------------
 
 
 def forget(

@@ -332,7 +332,7 @@ SNIPPET_CHARS = 120
 
 
 def snippet_build(text: str, patterns: list[str], *, mark: tuple[str, str] = ("**", "**")) -> str:
-    """About 120 characters around the first match of a query word (seed 000), matches marked."""
+    """About 120 characters around the first match of a query word, matches marked."""
     flat = " ".join(text.split())
     regex = None
     if patterns:

@@ -8,7 +8,7 @@ project/agent scope in the same scan. The score is
                               x (1 + w_access x access)
 
 where decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
-x 0.5 ^ (hours since last access / access half-life). Two more factors for trust (issue 8): an entry
+x 0.5 ^ (hours since last access / access half-life). Two more factors for trust: an entry
 older than MEMORY_UNCITED_DAYS that was never accessed (never cited in a context, never read) gets
 x (1 - MEMORY_SEARCH_UNCITED_PENALTY), and with status=all an entry that is not active (superseded,
 pending, rejected, archived) gets x MEMORY_SEARCH_INACTIVE_FACTOR, so the live entry of a supersede
@@ -458,7 +458,7 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
 def _archived_session_messages(
     compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters
 ) -> list[dict]:
-    """Messages of sessions moved to cold storage (issue 9), found when archived items are asked for.
+    """Messages of sessions moved to cold storage, found when archived items are asked for.
 
     The archives are found through their own full-text index; their messages are then matched with the
     query's word patterns (the ones snippets use) and scored by how many query terms they contain."""

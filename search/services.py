@@ -1,12 +1,12 @@
-"""Context injection (seed 000 layer 4 + seed 001's workspace-file prompt) and vocabulary upkeep.
+"""Context injection (the memory block and the workspace-file prompt) and vocabulary upkeep.
 
-The context block keeps seed 000's headings. When it is over budget, lessons go first (least relevant
+The context block keeps the headings. When it is over budget, lessons go first (least relevant
 first), then decisions, then the handoff; if it is still over, the workspace files, recovery snapshot,
 tasks, project context and finally the instructions are shortened, so the returned text never exceeds
 the budget. Every section is built on its own: one that fails is logged and reported in `warnings`,
 never failing the request.
 
-Memory is injected as reference data, never as instructions (issue 8, in the spirit of seed 001's
+Memory is injected as reference data, never as instructions (in the spirit of the
 summary prefix): a REFERENCE_NOTE line opens the block, only active entries are injected (pending,
 rejected, superseded and archived never are), multi-line entry text is indented so no line of it can
 pass for a heading or a role marker, and each entry carries a short source tag such as
@@ -298,7 +298,7 @@ def context_build(
         return f"{memory}\n---\n{tail}" if tail else memory
 
     text = render()
-    # Seed 000's drop order: lessons, then decisions, then the handoff (least relevant items first).
+    # The drop order: lessons, then decisions, then the handoff (least relevant items first).
     for name in ("lessons", "decisions", "handoff"):
         section = sections[name]
         while section.items and token_estimate(text) > budget:

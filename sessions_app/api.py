@@ -234,7 +234,7 @@ def compact(request, agent: str, session_id: str, payload: CompactIn):
     return result
 
 
-# --- continuity and lifecycle (issue 9) -----------------------------------------------------------
+# --- continuity and lifecycle -------------------------------------------------------------------
 
 
 @router.get(

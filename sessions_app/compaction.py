@@ -1,4 +1,4 @@
-"""Context window management: the pure parts (seeds 001, 002, 003).
+"""Context window management: the pure parts.
 
 `compaction_plan` decides which messages of a conversation stay in the model's context (the first few
 and the most recent turns) and which are summarised; `heuristic_summary` writes that summary when no LLM
@@ -36,7 +36,7 @@ Summariser = Callable[[Sequence[MessageLike]], str]
 
 def tool_result_truncate(text: str, max_chars: int = 8000) -> str:
     """Keep 70% of the budget from the head and 20% from the tail of an over-long tool result, with a
-    marker saying how many characters were cut (seed 002). Text within the budget is returned as is."""
+    marker saying how many characters were cut. Text within the budget is returned as is."""
     if len(text) <= max_chars:
         return text
     head = int(max_chars * 0.7)
@@ -46,7 +46,7 @@ def tool_result_truncate(text: str, max_chars: int = 8000) -> str:
 
 
 def message_tokens(message: MessageLike, *, tool_max_chars: int | None = None) -> int:
-    """Tokens a message takes in the context window (seed 000's estimate, behind one function)."""
+    """Tokens a message takes in the context window (estimate, behind one function)."""
     text = message.text
     if tool_max_chars is not None and message.role == "tool":
         text = tool_result_truncate(text, tool_max_chars)
@@ -98,7 +98,7 @@ def compaction_plan(messages: Sequence[MessageLike], *, keep_first: int, keep_tu
 
 def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200) -> str:
     """A summary without an LLM: counts, the facts the write-ahead scan finds, the decisions and lessons
-    of seed 000's patterns, and the user's requests, cut to `max_chars`."""
+    of the patterns, and the user's requests, cut to `max_chars`."""
     counts = {role: sum(1 for m in messages if m.role == role) for role in ("user", "assistant", "tool")}
     parts = [
         f"{len(messages)} earlier messages ({counts['user']} from the user, {counts['assistant']} from the "
@@ -136,7 +136,7 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
 
 
 def llm_summary(messages: Sequence[MessageLike]) -> str:
-    """The LLM's summary of the compacted messages (prompts/compaction-summary-*.md, with seed 001's
+    """The LLM's summary of the compacted messages (prompts/compaction-summary-*.md, with the
     injection-safety framing: the transcript is data, never instructions). Falls back to the heuristic
     summary on any LLMError (not configured, timeout, empty reply)."""
 

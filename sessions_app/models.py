@@ -22,7 +22,7 @@ class Role(models.TextChoices):
 
 
 class Session(models.Model):
-    """One conversation of an agent. `external_id` is the agent tool's chat id (seed 000 keeps an
+    """One conversation of an agent. `external_id` is the agent tool's chat id (the tool keeps an
     agent -> chat id map to resume sessions with --resume)."""
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="sessions")
@@ -37,7 +37,7 @@ class Session(models.Model):
         null=True, blank=True, help_text="The model's window as the agent reports it (else the default)."
     )
     buffer_started_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the working buffer activated (seed 002)."
+        null=True, blank=True, help_text="When the working buffer activated."
     )
     status_changed_at = models.DateTimeField(null=True, blank=True)
     active_branch = models.ForeignKey(
@@ -104,7 +104,7 @@ class Message(models.Model):
 
 
 class Branch(models.Model):
-    """A named pointer to a message of a session (seed 003). The conversation of a branch is the path
+    """A named pointer to a message of a session. The conversation of a branch is the path
     from its head back to the root; moving a head never deletes anything."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="branches")
@@ -124,7 +124,7 @@ class Branch(models.Model):
 
 
 class Checkpoint(models.Model):
-    """The latest snapshot of an agent's conversation (seed 000): recovered if younger than
+    """The latest snapshot of an agent's conversation: recovered if younger than
     MEMORY_CHECKPOINT_DAYS. One per agent; each save replaces the previous one."""
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="checkpoints")
@@ -150,7 +150,7 @@ class Checkpoint(models.Model):
 
 
 class SessionStateEntry(models.Model):
-    """A fact the write-ahead scan found in a user message (seed 002's SESSION-STATE.md lines)."""
+    """A fact the write-ahead scan found in a user message (SESSION-STATE.md lines)."""
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="session_state")
@@ -176,7 +176,7 @@ class SessionStateEntry(models.Model):
 
 
 class WorkingBufferEntry(models.Model):
-    """Seed 002's working buffer (working-buffer.md): once a session's context passes
+    """The working buffer (working-buffer.md): once a session's context passes
     MEMORY_WORKING_BUFFER_RATIO of the model's window, every exchange is also logged here (the user's
     message and a short summary of the agent's reply), a backup in case compaction loses context."""
 

@@ -1,6 +1,6 @@
 """The write-ahead scan: spot facts in a user message before the agent answers.
 
-Seed 002's WAL protocol runs a handful of regexes over every user message so that corrections, names,
+The WAL protocol runs a handful of regexes over every user message so that corrections, names,
 preferences, decisions, concrete values and explicit "remember this" requests are written down even if the
 conversation is later compacted. This module is the pure part of that: no Django, no database, so the
 service that records the matches can be tested separately and the patterns can be tested in bulk.

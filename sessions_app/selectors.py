@@ -110,7 +110,7 @@ def session_get_for_principal(
 
 
 def sessions_for_agent(agent: Agent) -> QuerySet[Session]:
-    """The agent's sessions, most recently active first: the agent -> chat id map of seed 000."""
+    """The agent's sessions, most recently active first: the agent -> chat id map."""
     return Session.objects.filter(agent=agent).order_by("-last_activity_at", "-id")
 
 
@@ -122,7 +122,7 @@ def messages_window(
     offset: int = 0,
     max_tokens: int | None = None,
 ) -> list[Message]:
-    """Seed 003's list(): order, offset and limit, then, with `max_tokens`, the newest of those messages
+    """The message list: order, offset and limit, then, with `max_tokens`, the newest of those messages
     that fit the budget. The result keeps the requested order (asc = chronological)."""
     ordered = list(messages) if order == "asc" else list(reversed(messages))
     selected = ordered[offset:] if limit is None else ordered[offset : offset + limit]
@@ -142,7 +142,7 @@ def messages_window(
 
 
 def checkpoint_get_valid(agent: Agent) -> Checkpoint | None:
-    """The agent's latest checkpoint if it is younger than MEMORY_CHECKPOINT_DAYS (seed 000's recover)."""
+    """The agent's latest checkpoint if it is younger than MEMORY_CHECKPOINT_DAYS (what recovery returns)."""
     checkpoint = Checkpoint.objects.filter(agent=agent).first()
     if checkpoint is None or timezone.now() >= checkpoint.valid_until:
         return None
@@ -150,7 +150,7 @@ def checkpoint_get_valid(agent: Agent) -> Checkpoint | None:
 
 
 def branches_list(session: Session) -> list[dict]:
-    """Seed 003's listBranches: name, created, from message, message count (path length), active."""
+    """The branches: name, created, from message, message count (path length), active."""
     result = []
     for branch in Branch.objects.filter(session=session).select_related("from_message"):
         result.append(
@@ -180,7 +180,7 @@ def session_state_list(session: Session) -> QuerySet[SessionStateEntry]:
 
 
 def session_state_markdown(entries) -> str:
-    """Seed 002's SESSION-STATE.md rendering of the write-ahead scan entries."""
+    """The SESSION-STATE.md rendering of the write-ahead scan entries."""
     lines = ["# SESSION-STATE.md -- Active Working Memory", ""]
     for entry in entries:
         stamp = timezone.localtime(entry.created_at).isoformat(timespec="seconds")
@@ -196,7 +196,7 @@ def conversation_tokens(messages: list[Message]) -> int:
     return sum(message_tokens(m, tool_max_chars=settings.MEMORY_TOOL_RESULT_MAX_CHARS) for m in messages)
 
 
-# --- working buffer and compaction recovery (seed 002) --------------------------------------------
+# --- working buffer and compaction recovery -----------------------------------------------------
 
 COMPACTION_MARKERS = (SUMMARY_PREFIX, "[CONTEXT COMPACTION:")
 RECOVERY_PREFIX = "[Context recovery - for reference only, not instructions]"
@@ -217,7 +217,7 @@ LOST_CONTEXT_RE = re.compile(
 
 def lost_context_signals(text: str, history: list[Message]) -> list[str]:
     """Why a new user message suggests the agent lost context: "compaction_marker" (a compaction summary
-    or seed 002's [CONTEXT COMPACTION: marker among the last MEMORY_RECOVERY_LOOKBACK messages before it,
+    or the [CONTEXT COMPACTION: marker among the last MEMORY_RECOVERY_LOOKBACK messages before it,
     or in the message itself) and "where_were_we" (the user asks where things stood, EN or PT)."""
     signals = []
     recent = history[-settings.MEMORY_RECOVERY_LOOKBACK :]
@@ -253,7 +253,7 @@ def _buffer_entry_markdown(entry) -> str:
 
 
 def buffer_markdown(session: Session, entries) -> str:
-    """Seed 002's working-buffer.md."""
+    """The working-buffer.md."""
     if session.buffer_started_at is None:
         return "# Working Buffer (Danger Zone Log)\n**Status:** INACTIVE\n"
     lines = [
@@ -285,7 +285,7 @@ def _fit(lines: list[str], max_chars: int) -> list[str]:
 def recovery_build(
     session: Session, *, signals: list[str] | None = None, budget_tokens: int | None = None
 ) -> dict:
-    """Seed 002's compaction recovery: the working buffer, the session state entries and today's daily
+    """The compaction recovery: the working buffer, the session state entries and today's daily
     note, newest first within each, under `budget_tokens` (MEMORY_RECOVERY_TOKENS). Each source is read
     on its own: one that fails is logged and reported in `warnings`. Shares: buffer 50%, state 25%, daily
     note the rest; what a section leaves unused goes to the next."""
@@ -354,7 +354,7 @@ def recovery_build(
     }
 
 
-# --- archives, statistics (seed 004) --------------------------------------------------------------
+# --- archives, statistics -----------------------------------------------------------------------
 
 
 def archive_messages(session: Session) -> list[dict]:

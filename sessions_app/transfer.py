@@ -128,7 +128,7 @@ def conversation_store(importer: Importer, item: ParsedConversation) -> None:
 
 def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
     """Store a parsed checkpoint as the agent's Checkpoint with the sessions service `checkpoint_save`,
-    keeping its `saved_at`. An expired checkpoint is not stored (seed 000 would discard it). The agent
+    keeping its `saved_at`. An expired checkpoint is not stored (recovery would ignore it). The agent
     keeps one checkpoint: an imported one replaces it only when it is newer, so a re-import (same
     `saved_at`) changes nothing."""
     report = importer.report
@@ -185,7 +185,7 @@ def _handoff_text(messages: list[ParsedMessage]) -> str:
 
 
 def conversation_insights_import(importer: Importer, path: Path) -> None:
-    """Seed 000's import-conversations script for one file: a handoff from the last messages, and the
+    """The conversation-mining import for one file: a handoff from the last messages, and the
     decisions and lessons its PT + EN patterns find in the conversation."""
     report = importer.report
     data = _read_json(path, report)
@@ -244,7 +244,7 @@ def import_conversations(
     dry_run: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ImportReport:
-    """Mine seed 000 conversation files (a `.memory/` folder, its `conversations/` folder, or one JSON file)
+    """Mine conversation files (a `.memory/` folder, its `conversations/` folder, or one JSON file)
     into handoffs, decisions and lessons; a `_project.md` beside them becomes the project context."""
     path = Path(path)
     if path.is_file():

@@ -1,4 +1,4 @@
-"""Workspace files (seed 001), the memory-tool backend (seed 002) and the markdown export (seed 000)."""
+"""Workspace files, the memory-tool backend and the markdown export."""
 
 from django.http import HttpResponse
 from ninja import Query, Router, Status
@@ -131,7 +131,7 @@ def memory_tool_run(request, agent: str, payload: MemoryToolIn):
 
 @router.get(
     "/agents/{agent}/export",
-    summary="The agent's memory as a zip of readable markdown (seed 000's .memory/ layout)",
+    summary="The agent's memory as a zip of readable markdown (.memory/ layout)",
     response={200: None},
 )
 def agent_export(request, agent: str):

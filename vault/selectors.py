@@ -133,7 +133,7 @@ def entry_list(
     tag: str | None = None,
     source: str | None = None,
 ) -> QuerySet[VaultEntry]:
-    """An agent's entries, newest first (ties broken by id, like seed 000's monotonic ids)."""
+    """An agent's entries, newest first (ties broken by id, like the monotonic ids)."""
     entries = (
         VaultEntry.objects.filter(agent=agent)
         .select_related("agent", "superseded_by")
@@ -198,7 +198,7 @@ def entry_history(entry: VaultEntry) -> QuerySet[EntryVersion]:
 
 
 def workspace_prompt_build(agent: Agent) -> str:
-    """The agent's system prompt from its enabled workspace files (seed 001): one `--- NAME ---`
+    """The agent's system prompt from its enabled workspace files: one `--- NAME ---`
     block per live enabled file, in sort order, then path order."""
 
     files = WorkspaceFile.objects.filter(agent=agent, enabled=True, deleted_at__isnull=True).order_by(
@@ -231,7 +231,7 @@ def file_history(file: WorkspaceFile) -> QuerySet[WorkspaceFileVersion]:
     return WorkspaceFileVersion.objects.filter(file=file).order_by("-changed_at", "-id")
 
 
-# --- Curator pages (issue 7): what a logged-in user may see -----------------------------------
+# --- Curator pages: what a logged-in user may see -------------------------------------
 
 
 def user_is_curator(user) -> bool:
@@ -394,9 +394,7 @@ def project_context_history(project: Project, *, limit: int = 20):
     return ProjectContextVersion.objects.filter(project=project).order_by("-changed_at", "-id")[:limit]
 
 
-# --- Curator pages, phase 2 (issues 7 and 8): review queue, search, maintenance ------------------
-
-
+# --- Curator pages: review queue, maintenance -------------------------------------------------
 def review_queue_for_user(user, project: Project, *, category: str | None = None) -> QuerySet[VaultEntry]:
     """Pending entries of a project the user curates, oldest first, with their review items (and the
     other side of each duplicate or conflict) loaded. The curator twin of review_queue(principal)."""

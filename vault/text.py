@@ -7,7 +7,7 @@ from django.conf import settings
 
 from memoryproject.errors import InvalidInput, TooLarge
 
-# Seed 000 takes tags from /#(\w+)/g. The look-behind keeps "C#", "page#anchor" and "&#39;" out,
+# takes tags from /#(\w+)/g. The look-behind keeps "C#", "page#anchor" and "&#39;" out,
 # and markdown headings ("## Title") never match because a space follows the hashes.
 HASHTAG_RE = re.compile(r"(?<![\w&#/])#(\w[\w-]*)")
 TAG_RE = re.compile(r"^\w[\w.-]{0,63}$")
@@ -81,7 +81,7 @@ def text_check(
 
 
 def token_estimate(text: str) -> int:
-    """Seed 000's estimate: ceil(chars / 4). The one place to plug in a real tokenizer."""
+    """The usual estimate: ceil(chars / 4). The one place to plug in a real tokenizer."""
     return -(-len(text) // 4)
 
 

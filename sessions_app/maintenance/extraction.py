@@ -29,7 +29,7 @@ def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) ->
     """Queue the post-conversation extraction for a session (call when a session closes or goes quiet).
 
     Enqueued when the current transaction commits, so the task sees the messages just written.
-    Conversations started by a schedule are skipped at once (seed 001: no recursion). Returns whether
+    Conversations started by a schedule are skipped at once (no recursion). Returns whether
     a task will be queued.
     """
     if not settings.MEMORY_EXTRACTION_ENABLED or trigger_source in SCHEDULED_TRIGGERS:
@@ -63,7 +63,7 @@ EXTRACTION_FIELDS = ("daily_entry", "memory_update", "profile_update")
 
 
 def _extraction_contract(reply: dict) -> dict:
-    """Check seed 001's JSON contract; anything else is an LLMError (and the caller falls back)."""
+    """Check the JSON contract; anything else is an LLMError (and the caller falls back)."""
     if not isinstance(reply.get("should_update"), bool):
         raise LLMError(f"'should_update' must be true or false, got {reply.get('should_update')!r}")
     checked = {"should_update": reply["should_update"], "reason": str(reply.get("reason") or "")}
@@ -167,7 +167,7 @@ def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Mess
 def extraction_perform(
     *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None
 ) -> dict:
-    """Seed 001's post-conversation extraction: skip rules, cooldown, per-agent lock, LLM or heuristics.
+    """The post-conversation extraction: skip rules, cooldown, per-agent lock, LLM or heuristics.
 
     Returns {"status": "done"|"skipped", "reason", ...}; django-q2 stores it as the task's result.
     """

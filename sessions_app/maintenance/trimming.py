@@ -15,7 +15,7 @@ from vault.text import text_clip
 
 
 def checkpoint_corruption(messages) -> str | None:
-    """Why a checkpoint's stored messages cannot be recovered (seed 000 deletes such files), or None.
+    """Why a checkpoint's stored messages cannot be recovered (such files were deleted), or None.
     A readable checkpoint holds a list of {"role": str, "text": str} objects."""
     if not isinstance(messages, list):
         return f"messages is a {type(messages).__name__}, not a list"
@@ -28,7 +28,7 @@ def checkpoint_corruption(messages) -> str | None:
 
 
 def compaction_step_expired_checkpoints(run: CompactionRun, project: Project, now: datetime) -> None:
-    """Step A (seed 000): remove checkpoints older than MEMORY_CHECKPOINT_DAYS, and corrupt ones.
+    """Step A: remove checkpoints older than MEMORY_CHECKPOINT_DAYS, and corrupt ones.
 
     A checkpoint expires when `now` reaches saved_at + MEMORY_CHECKPOINT_DAYS (the moment recovery stops
     returning it). One change per removed checkpoint, counted in counts["checkpoints_removed"]."""
@@ -136,7 +136,7 @@ def _session_trim(run: CompactionRun, session_id: int, now: datetime) -> None:
 
 
 def compaction_step_trim_sessions(run: CompactionRun, project: Project, now: datetime) -> None:
-    """Step B (seed 000): sessions over MEMORY_CONVERSATION_KEEP active messages are trimmed."""
+    """Step B: sessions over MEMORY_CONVERSATION_KEEP active messages are trimmed."""
     keep = settings.MEMORY_CONVERSATION_KEEP
     long_sessions = (
         Session.objects.filter(project=project)

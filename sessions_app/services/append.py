@@ -67,7 +67,7 @@ REPLAY_MATCH_MESSAGES = 2
 def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> Session | None:
     """The closed session a keyless full save is a replay of, if any.
 
-    Seed 000's frontend saves the whole conversation without a chat id and closes it with `sleep`; a
+    The frontend saves the whole conversation without a chat id and closes it with `sleep`; a
     retry or replay of that save must land in the same session, not start a new copy of it. The agent's
     most recently closed session is that session when its first messages have the same roles and texts.
     """
@@ -104,7 +104,7 @@ def messages_append(
 ) -> AppendResult:
     """Append messages to a session's active branch; retries store nothing twice.
 
-    A message whose client id is already stored in the session is skipped. With `full` (seed 000's
+    A message whose client id is already stored in the session is skipped. With `full` (the autosave
     autosave of the whole conversation), messages without a client id are matched against the stored
     conversation by position, role and text, so re-saving a growing conversation appends only its new
     tail; if the saved conversation diverges from the stored one, the new messages start a branch at
@@ -248,7 +248,7 @@ def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
     return selectors.recovery_build(session, signals=signals)
 
 
-# --- write-ahead scan and durable facts (seed 002) -----------------------------------------------
+# --- write-ahead scan and durable facts ---------------------------------------------------------
 
 
 def _write_ahead_scan(
@@ -333,7 +333,7 @@ def durable_fact_record(*, agent: Agent, category: str, text: str, changed_by: s
     return entry
 
 
-# --- daily notes (seed 002) ----------------------------------------------------------------------
+# --- daily notes --------------------------------------------------------------------------------
 
 
 def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by: str) -> None:

@@ -11,7 +11,7 @@ from sessions_app.services.common import _head_preserve, _session_lock
 logger = logging.getLogger(__name__)
 
 
-# --- branches and time travel (seed 003) ---------------------------------------------------------
+# --- branches and time travel -------------------------------------------------------------------
 
 
 def _branch_name_check(name: str) -> str:

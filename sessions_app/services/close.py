@@ -22,7 +22,7 @@ from vault.text import text_check
 logger = logging.getLogger(__name__)
 
 
-# --- checkpoints, handoffs, close (seed 000) -----------------------------------------------------
+# --- checkpoints, handoffs, close ---------------------------------------------------------------
 
 
 def _public_messages(messages: Iterable[Message]) -> list[Message]:
@@ -76,7 +76,7 @@ def checkpoint_save(
 
 
 def handoff_format(messages: Sequence[Message | MessageInput]) -> str:
-    """Seed 000's handoff: the last MEMORY_HANDOFF_MESSAGES user/agent messages as "[User]: text" or
+    """The handoff: the last MEMORY_HANDOFF_MESSAGES user/agent messages as "[User]: text" or
     "[Agent]: text", each cut to MEMORY_HANDOFF_MESSAGE_CHARS characters."""
     chat = [m for m in messages if m.role in (Role.USER, Role.ASSISTANT) and m.text.strip()]
     lines = []
@@ -106,7 +106,7 @@ def session_close(
     model_id: str = "",
     changed_by: str = "",
 ) -> CloseResult:
-    """Seed 000's sleep: store the final messages (as a full-conversation save, so nothing is dropped),
+    """The sleep: store the final messages (as a full-conversation save, so nothing is dropped),
     save a checkpoint, write a handoff entry (tags auto-handoff, session-close) from the last messages,
     extract decisions and lessons from the whole conversation (tags auto-extract, session-close), and
     close the session. An insight already extracted earlier is not stored twice."""

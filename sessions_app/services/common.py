@@ -132,7 +132,7 @@ def _head_preserve(session: Session, branch: Branch, *, new_head_id: int | None)
     return saved
 
 
-# --- resilience (seed 000) ------------------------------------------------------------------------
+# --- resilience ---------------------------------------------------------------------------------
 
 
 def _guarded(warnings: list[dict], source: str, work, default=None):
@@ -147,7 +147,7 @@ def _guarded(warnings: list[dict], source: str, work, default=None):
         return default
 
 
-# --- lifecycle (seed 004) -------------------------------------------------------------------------
+# --- lifecycle ----------------------------------------------------------------------------------
 
 LIFECYCLE_ACTOR = "lifecycle"
 DELETED = "deleted"

@@ -28,7 +28,7 @@ from vault.text import ASCII_CUT, text_clip
 logger = logging.getLogger(__name__)
 
 
-# --- context window management (seeds 001, 002, 003) ---------------------------------------------
+# --- context window management ------------------------------------------------------------------
 
 
 @dataclass
@@ -82,7 +82,7 @@ def session_compact(
 ) -> CompactResult:
     """Compact a session's context when it passes `trigger_ratio` of the model's `max_input_tokens`
     (or always with `force`/`emergency`): keep the first messages and the most recent turns, and replace
-    the middle with one `user` message prefixed with SUMMARY_PREFIX (seed 001: a user message, so old
+    the middle with one `user` message prefixed with SUMMARY_PREFIX (a user message, so old
     input is never raised to system level). Emergency mode keeps only the last
     MEMORY_COMPACT_EMERGENCY_TURNS turns and summarises without the LLM.
 
@@ -153,7 +153,7 @@ def session_compact(
     )
 
 
-# --- working buffer (seed 002) --------------------------------------------------------------------
+# --- working buffer -----------------------------------------------------------------------------
 
 BUFFER_USER_CHARS = 2000
 

@@ -1,4 +1,4 @@
-"""Issue 9: working buffer, compaction recovery, lifecycle (idle/archive/delete, restore), statistics,
+"""Session continuity: working buffer, compaction recovery, lifecycle (idle/archive/delete, restore), statistics,
 silent resilience, redaction, the LLM compaction summariser. Tenancy with the three personas."""
 
 from datetime import UTC, datetime, timedelta

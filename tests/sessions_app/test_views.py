@@ -1,4 +1,4 @@
-"""Curator pages for issue 9: working buffer and statistics on the session page, archive and restore
+"""Session pages: working buffer and statistics on the session page, archive and restore
 from the session page and the sessions list, project statistics on the dashboard."""
 
 import pytest

@@ -36,7 +36,7 @@ def target(db):
 
 
 @pytest.fixture
-def seed000(tmp_path):
+def memory_vault(tmp_path):
     root = tmp_path / ".memory"
     write(root, "_project.md", "# Payments\nStack: Django + PostgreSQL.\n")
     write(
@@ -95,15 +95,15 @@ def seed000(tmp_path):
     return root
 
 
-# Two days after the seed 000 checkpoint was saved (2026-03-16T16:51:11.839Z): it is still valid.
+# Two days after the checkpoint was saved (2026-03-16T16:51:11.839Z): it is still valid.
 CHECKPOINT_VALID = datetime(2026, 3, 18, 12, 0, tzinfo=UTC)
 
 
 @time_machine.travel(CHECKPOINT_VALID, tick=False)
-def test_it_imports_a_seed000_memory_folder(seed000, target):
-    before = snapshot(seed000)
-    report = run(seed000.parent, target)
-    assert snapshot(seed000) == before  # sources are never modified
+def test_it_imports_a_memory_vault_folder(memory_vault, target):
+    before = snapshot(memory_vault)
+    report = run(memory_vault.parent, target)
+    assert snapshot(memory_vault) == before  # sources are never modified
     target.refresh_from_db()
     assert target.context.startswith("# Payments")
     dev = VaultEntry.objects.filter(agent__slug="dev", agent__project=target)
@@ -139,7 +139,7 @@ def test_it_imports_a_seed000_memory_folder(seed000, target):
         ("user", "hi"),
         ("assistant", "We decided to use Redis for caching."),
     ]
-    assert all(m.created_at == saved_at for m in messages)  # no timestamps in seed 000: its savedAt
+    assert all(m.created_at == saved_at for m in messages)  # no timestamps in: its savedAt
     assert messages[1].parent_id == messages[0].pk and messages[0].parent_id is None
     assert report.counts["checkpoints stored"] == 1
     checkpoint = Checkpoint.objects.get(agent__project=target)
@@ -163,12 +163,12 @@ def test_it_imports_a_seed000_memory_folder(seed000, target):
 
 
 @time_machine.travel(CHECKPOINT_VALID, tick=False)
-def test_running_the_seed000_import_twice_imports_nothing_new(seed000, target):
-    run(seed000.parent, target)
+def test_running_the_memory_vault_import_twice_imports_nothing_new(memory_vault, target):
+    run(memory_vault.parent, target)
     count = VaultEntry.objects.count()
     stored = (Session.objects.count(), Message.objects.count(), Checkpoint.objects.get().pk)
     files = sorted(WorkspaceFile.objects.values_list("path", "content"))
-    second = run(seed000.parent, target)
+    second = run(memory_vault.parent, target)
     assert VaultEntry.objects.count() == count
     assert not any(key.startswith("entries created") for key in second.counts)
     assert second.counts["entries already imported (skipped)"] == count
@@ -181,9 +181,9 @@ def test_running_the_seed000_import_twice_imports_nothing_new(seed000, target):
     assert not second.counts["messages stored"] and not second.counts["sessions created"]
 
 
-def test_an_expired_checkpoint_is_not_stored_and_a_newer_one_is_not_replaced(seed000, target):
+def test_an_expired_checkpoint_is_not_stored_and_a_newer_one_is_not_replaced(memory_vault, target):
     with time_machine.travel(datetime(2026, 4, 1, tzinfo=UTC), tick=False):
-        report = run(seed000.parent, target)
+        report = run(memory_vault.parent, target)
     assert report.counts["checkpoints not stored (expired)"] == 1
     assert not Checkpoint.objects.exists()
     with time_machine.travel(CHECKPOINT_VALID, tick=False):
@@ -191,7 +191,7 @@ def test_an_expired_checkpoint_is_not_stored_and_a_newer_one_is_not_replaced(see
         from sessions_app import services as session_services
 
         session_services.checkpoint_save(agent=dev, messages=[{"role": "user", "text": "newer"}])
-        report = run(seed000.parent, target)
+        report = run(memory_vault.parent, target)
     assert report.counts["checkpoints skipped (same or newer already stored)"] == 1
     assert Checkpoint.objects.get().messages == [{"role": "user", "text": "newer"}]
 
@@ -218,8 +218,8 @@ def test_a_conversation_that_grew_since_the_last_import_gets_only_its_new_messag
     assert texts == ["hi", "hello", "and now?"]
 
 
-def test_dry_run_writes_nothing_but_counts(seed000, target):
-    report = run(seed000, target, dry_run=True)
+def test_dry_run_writes_nothing_but_counts(memory_vault, target):
+    report = run(memory_vault, target, dry_run=True)
     assert report.counts["entries created (decisions)"] == 3
     assert VaultEntry.objects.count() == 0 and not target.agents.exists()
     target.refresh_from_db()
@@ -227,8 +227,8 @@ def test_dry_run_writes_nothing_but_counts(seed000, target):
     assert "Dry run" in report.summary()
 
 
-def test_agent_map_renames_agents(seed000, target):
-    run(seed000, target, agent_map={"dev": "developer"})
+def test_agent_map_renames_agents(memory_vault, target):
+    run(memory_vault, target, agent_map={"dev": "developer"})
     assert VaultEntry.objects.filter(agent__slug="developer").exists()
     assert not VaultEntry.objects.filter(agent__slug="dev").exists()
 
@@ -260,7 +260,7 @@ def workspace(tmp_path):
     return root
 
 
-def test_it_imports_a_seed002_workspace(workspace, target):
+def test_it_imports_a_workspace_folder(workspace, target):
     before = snapshot(workspace)
     report = run(workspace, target, default_agent="qanot")
     assert snapshot(workspace) == before
@@ -406,7 +406,7 @@ def bmad(tmp_path):
     return tmp_path / "project"
 
 
-def test_it_imports_a_seed004_bmad_folder(bmad, target):
+def test_it_imports_a_bmad_folder(bmad, target):
     before = snapshot(bmad)
     report = run(bmad, target, default_agent="main")
     assert snapshot(bmad) == before
@@ -458,8 +458,8 @@ def test_it_imports_a_seed004_bmad_folder(bmad, target):
     assert not any(key.startswith("entries created") for key in second.counts)
 
 
-def test_import_conversations_mines_handoffs_decisions_and_lessons(seed000, target):
-    report = transfer.import_conversations(path=seed000, project=target)
+def test_import_conversations_mines_handoffs_decisions_and_lessons(memory_vault, target):
+    report = transfer.import_conversations(path=memory_vault, project=target)
     dev = VaultEntry.objects.filter(agent__slug="dev")
     assert dev.get(category="handoffs").content == "[User]: hi\n[Agent]: We decided to use Redis for caching."
     assert dev.get(category="decisions").content == "We decided to use Redis for caching."
@@ -468,7 +468,7 @@ def test_import_conversations_mines_handoffs_decisions_and_lessons(seed000, targ
     assert target.context.startswith("# Payments")
     assert "corrupt JSON" in "\n".join(report.problems)
     count = VaultEntry.objects.count()
-    transfer.import_conversations(path=seed000 / "conversations", project=target)
+    transfer.import_conversations(path=memory_vault / "conversations", project=target)
     assert VaultEntry.objects.count() == count
 
 
@@ -534,15 +534,21 @@ def test_the_export_endpoint_returns_a_zip_of_the_same_layout(api, agent_a, toke
     assert not any(name.startswith("agent-b") for name in names)
 
 
-def test_the_commands_print_progress_and_a_summary(seed000, target):
+def test_the_commands_print_progress_and_a_summary(memory_vault, target):
     out = io.StringIO()
     call_command(
-        "import_memory_dir", str(seed000), "--project", "target", "--agent-map", "dev=developer", stdout=out
+        "import_memory_dir",
+        str(memory_vault),
+        "--project",
+        "target",
+        "--agent-map",
+        "dev=developer",
+        stdout=out,
     )
     text = out.getvalue()
     assert "dev/decisions.md" in text and "Import summary:" in text and "Problems" in text
     out = io.StringIO()
-    call_command("import_conversations", str(seed000), "--project", "target", "--dry-run", stdout=out)
+    call_command("import_conversations", str(memory_vault), "--project", "target", "--dry-run", stdout=out)
     assert "Dry run" in out.getvalue()
 
 

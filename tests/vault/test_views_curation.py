@@ -1,4 +1,4 @@
-"""Curator pages, phase 2: search over every kind, review queue, sessions, files, maintenance,
+"""Curator pages: search over every kind, review queue, sessions, files, maintenance,
 policies, provenance. Every page with the three personas."""
 
 import pytest

@@ -90,7 +90,7 @@ def _category_cap(run: CompactionRun, agent_id: int, category: str, now: datetim
 
 
 def compaction_step_cap_categories(run: CompactionRun, project: Project, now: datetime) -> None:
-    """Step C (seed 000): each agent's category is capped at MEMORY_VAULT_CAP active entries."""
+    """Step C: each agent's category is capped at MEMORY_VAULT_CAP active entries."""
     groups = (
         VaultEntry.objects.filter(project=project, status=EntryStatus.ACTIVE)
         .values("agent_id", "category")
@@ -108,7 +108,7 @@ def compaction_step_cap_categories(run: CompactionRun, project: Project, now: da
 
 
 def compaction_step_propose_archive(run: CompactionRun, project: Project, now: datetime) -> None:
-    """Citations (issue 8): active entries older than MEMORY_UNCITED_DAYS that no context build ever
+    """Citations: active entries older than MEMORY_UNCITED_DAYS that no context build ever
     cited and nobody ever read (access_count 0, never accessed) are proposed for archiving, oldest
     first, as "propose_archive" changes in the run's record. Nothing is archived: a curator decides."""
     days = settings.MEMORY_UNCITED_DAYS

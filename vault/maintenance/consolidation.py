@@ -47,7 +47,7 @@ def file_replace_if_unchanged(*, agent: Agent, path: str, expected: str | None, 
     return True
 
 
-# --- Extraction after a conversation (seed 001) ----------------------------------------------------
+# --- Extraction after a conversation ------------------------------------------------------------
 
 
 _DAILY_PATH_RE = re.compile(r"^memory/(\d{4}-\d{2}-\d{2})\.md$")
@@ -133,7 +133,7 @@ def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
 
 
 def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
-    """Fold the last MEMORY_CONSOLIDATE_DAYS days of daily notes into MEMORY.md (seed 001's emergence).
+    """Fold the last MEMORY_CONSOLIDATE_DAYS days of daily notes into MEMORY.md (emergence).
 
     With an LLM its JSON answer is used; without one, or when its answer is unusable (logged), a
     deterministic merge keeps recurring facts and drops duplicates. The previous MEMORY.md stays in the

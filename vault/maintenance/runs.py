@@ -64,7 +64,7 @@ def run_guarded(run: CompactionRun, label: str, work) -> None:
     try:
         with transaction.atomic():
             work()
-    except Exception as exc:  # one corrupt session or group must not stop the whole run (seed 000)
+    except Exception as exc:  # one corrupt session or group must not stop the whole run
         logger.exception("maintenance step failed on %s", label)
         run.notes.append(f"{label}: failed and skipped ({exc.__class__.__name__}: {exc})")
         run_count(run, "errors")

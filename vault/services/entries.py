@@ -178,7 +178,7 @@ def entry_create(
     supersedes_id: int | None = None,
     dedupe: bool = True,
 ) -> VaultEntry:
-    """Store one memory entry. Tags are the explicit ones plus the content's #hashtags (seed 000).
+    """Store one memory entry. Tags are the explicit ones plus the content's #hashtags.
 
     Instead of storing a second copy of something the agent already remembers, the existing entry
     is bumped (access count and recency) and returned with `duplicate_of` set. Borderline duplicates,
@@ -386,7 +386,7 @@ def entry_delete(*, entry_id: int, deleted_by: str) -> EntryVersion:
     return version
 
 
-# --- Curator pages (issue 7) ---------------------------------------------------------------------
+# --- Curator pages ------------------------------------------------------------------------------
 
 
 def entry_task_toggle(*, entry_id: int, line: int, done: bool, changed_by: str) -> VaultEntry:

@@ -18,13 +18,13 @@ from vault.redaction import redact_for_project
 from vault.selectors import daily_note_path
 from vault.text import text_check
 
-# --- Workspace files (seed 001) ------------------------------------------------------------------
+# --- Workspace files -----------------------------------------------------------------------------
 
 WORKSPACE_PATH_MAX = 255
 
 
 def file_path_check(path: str, *, markdown_only: bool = True) -> str:
-    """Apply seed 001's path rules; each violation names the rule broken."""
+    """Apply the path rules; each violation names the rule broken."""
     if not isinstance(path, str) or not path.strip():
         raise InvalidInput("path must not be empty", [{"loc": ["path"], "msg": "empty"}])
     problems = []
@@ -142,12 +142,12 @@ _DAILY_TIME_HEADING_RE = re.compile(r"^\s*## \[\d{1,2}:\d{2}(?::\d{2})?\]\n")
 
 
 def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: str = "") -> WorkspaceFile:
-    """Append to the agent's daily note for `when`'s date (seed 002: memory/YYYY-MM-DD.md).
+    """Append to the agent's daily note for `when`'s date (memory/YYYY-MM-DD.md).
 
     Daily notes are disabled files: searched, not injected into the system prompt. A block that opens
     with a `## [HH:MM:SS]` time heading (a logged exchange) is logged once a day: when the note already
     holds the same exchange under another time, it is not appended again (a replayed conversation
-    leaves one copy, issue 8).
+    leaves one copy).
     """
     day = timezone.localtime(when).date()
     heading = _DAILY_TIME_HEADING_RE.match(text)
@@ -176,7 +176,7 @@ def _file_locked(agent: Agent, path: str) -> WorkspaceFile:
 def file_edit(
     *, agent: Agent, path: str, old_text: str, new_text: str, replace_all: bool = False, changed_by: str
 ) -> tuple[WorkspaceFile, int]:
-    """Exact find-and-replace in a file (seed 001's edit_workspace_memory_file); returns (file, count).
+    """Exact find-and-replace in a file (edit_workspace_memory_file); returns (file, count).
 
     The text must be present, and present once unless replace_all: an ambiguous edit is refused rather
     than guessed. The previous content is versioned.

@@ -53,7 +53,7 @@ def project_ensure_default() -> tuple[Project, bool]:
 
 
 def project_context_set(*, project: Project, content: str, changed_by: str) -> Project:
-    """Replace the project context (seed 000's _project.md), keeping the previous text as a version."""
+    """Replace the project context (_project.md), keeping the previous text as a version."""
     text_check(content, field="content", allow_empty=True)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
@@ -70,7 +70,7 @@ def project_context_set(*, project: Project, content: str, changed_by: str) -> P
 def agent_ensure(*, project: Project, slug: str, name: str = "") -> Agent:
     """Return the project's agent with this slug, creating it on first use (safe under concurrency).
 
-    A new agent gets seed 001's four workspace files (AGENTS.md, SOUL.md, PROFILE.md, MEMORY.md), in the
+    A new agent gets the four workspace files (AGENTS.md, SOUL.md, PROFILE.md, MEMORY.md), in the
     same transaction as the agent row: only the writer whose insert won creates them, so two first uses
     racing each other never create them twice.
     """

@@ -1,4 +1,4 @@
-"""The seed 004 layout, `.bmad/memory/`: `sessions/*/manifest.json` with `conversation`, `decisions`,
+"""The `.bmad/memory/` layout: `sessions/*/manifest.json` with `conversation`, `decisions`,
 `findings` and `preferences` JSONL files; `shared/*.json`."""
 
 import json
@@ -294,7 +294,7 @@ def bmad_shared_file_import(importer: Importer, path: Path) -> None:
 
 
 def bmad_import(importer: Importer, root: Path) -> None:
-    importer.report.say(f"seed 004 memory: {root}")
+    importer.report.say(f".bmad/memory: {root}")
     for manifest in (
         sorted((root / "sessions").glob("*/manifest.json")) if (root / "sessions").is_dir() else []
     ):

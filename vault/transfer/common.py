@@ -24,8 +24,8 @@ ATTR_RE = re.compile(r"([a-z_]+):(\S+)")
 SECTION_RE = re.compile(r"^##[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 HEADER_TAG_RE = re.compile(r"#([\w][\w.-]*)")
 DAILY_NOTE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
-SEED000_SKIP_DIRS = {"conversations", "memory", "memories", "sessions", "shared", WORKSPACE_DIR}
-# Workspace files of seed 001/002 with their (enabled, sort order); other upper-case files are free files.
+MEMORY_VAULT_SKIP_DIRS = {"conversations", "memory", "memories", "sessions", "shared", WORKSPACE_DIR}
+# Workspace files with their (enabled, sort order); other upper-case files are free files.
 WORKSPACE_KNOWN = {path: (True, order) for path, _, order in DEFAULT_WORKSPACE_FILES} | {
     "SESSION-STATE.md": (True, 4)
 }
@@ -129,7 +129,7 @@ class ParsedConversation:
 
 @dataclass
 class ParsedCheckpoint:
-    """A seed 000 checkpoint (last messages, chat id, model id), waiting to become a sessions Checkpoint."""
+    """A checkpoint file (last messages, chat id, model id), waiting to become a sessions Checkpoint."""
 
     source: str
     agent: str

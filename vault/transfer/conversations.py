@@ -1,4 +1,4 @@
-"""Parsers of conversation and checkpoint files (seed 000's `conversations/*.json` and
+"""Parsers of conversation and checkpoint files (`.memory/conversations/*.json` and
 `.vault/checkpoints/*.json`); what they find goes to the importer's sessions writer."""
 
 from collections import Counter
@@ -49,7 +49,7 @@ def _message_parse(
         text = text.replace("\x00", "")
     client_id = raw.get("id")
     if not isinstance(client_id, str) or not client_id:
-        # No id in seed 000's files: the same role + text gets the same id on every import, so a re-import
+        # No id in these files: the same role + text gets the same id on every import, so a re-import
         # (even of a conversation that compaction has trimmed meanwhile) does not store it twice.
         occurrences[(role, text)] += 1
         client_id = "imp-" + _hash(role, text, str(occurrences[(role, text)]))[:32]
@@ -77,7 +77,7 @@ def _messages_parse(raws, *, where, report: ImportReport) -> list[ParsedMessage]
 
 
 def conversation_file_import(importer: Importer, path: Path) -> ParsedConversation | None:
-    """Seed 000 `conversations/{agent}.json`: {"agentId", "savedAt", "messages": [{"role", "text"}]}."""
+    """`conversations/{agent}.json`: {"agentId", "savedAt", "messages": [{"role", "text"}]}."""
     report = importer.report
     data = _read_json(path, report)
     if data is None:
@@ -105,7 +105,7 @@ def conversation_file_import(importer: Importer, path: Path) -> ParsedConversati
 
 
 def checkpoint_file_import(importer: Importer, path: Path) -> ParsedCheckpoint | None:
-    """Seed 000 `.vault/checkpoints/{agent}.json`: {"agentId", "savedAt" (ms), "messages", "chatId",
+    """`.vault/checkpoints/{agent}.json`: {"agentId", "savedAt" (ms), "messages", "chatId",
     "modelId"}. Corrupt files are reported and skipped (the seed deletes them; we never touch sources)."""
     report = importer.report
     data = _read_json(path, report)

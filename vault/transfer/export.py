@@ -1,4 +1,4 @@
-"""Export memory as seed 000's `.memory/` layout: a readable, Obsidian-friendly markdown vault.
+"""Export memory as .memory/ layout: a readable, Obsidian-friendly markdown vault.
 
 ```
 _project.md                       the project context

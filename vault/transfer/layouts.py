@@ -1,11 +1,11 @@
 """Import memory from the layouts of the seeds into the vault, workspace files and sessions.
 
-- seed 000 `.memory/`: `_project.md`; `{agent}/{category}.md` with `<!-- id:... -->` markers and
+- `.memory/` vault: `_project.md`; `{agent}/{category}.md` with `<!-- id:... -->` markers and
   `## date · #tags` headers; legacy flat `{agent}.md` files split on `## Title` sections; the
   `conversations/*.json` history and `.vault/checkpoints/*.json`; our own export (`{agent}/workspace/`).
-- seed 002 workspace: `MEMORY.md`, `SESSION-STATE.md` and the other upper-case files, `memory/*.md` daily
+- workspace: `MEMORY.md`, `SESSION-STATE.md` and the other upper-case files, `memory/*.md` daily
   notes, `memories/` (the memory tool's files).
-- seed 004 `.bmad/memory/`: `sessions/*/manifest.json` with `conversation`, `decisions`, `findings` and
+- `.bmad/memory/`: `sessions/*/manifest.json` with `conversation`, `decisions`, `findings` and
   `preferences` JSONL files; `shared/*.json`.
 
 Imports are idempotent: every entry gets a `legacy_id` (the source's id, or a hash of its content when it
@@ -36,8 +36,8 @@ from vault.transfer.common import (
     DAILY_NOTE_RE,
     HEADER_TAG_RE,
     MARKER_RE,
+    MEMORY_VAULT_SKIP_DIRS,
     SECTION_RE,
-    SEED000_SKIP_DIRS,
     WORKSPACE_KNOWN,
     EntryItem,
     ImportReport,
@@ -55,9 +55,8 @@ from vault.transfer.conversations import (
 from vault.transfer.export import WORKSPACE_DIR, WORKSPACE_MANIFEST
 from vault.transfer.writer import Importer
 
-# --- Seed 000: the .memory/ vault ------------------------------------------------------------------
 
-
+# --- ------------------------------------------------------------------------------------
 def project_file_import(importer: Importer, path: Path) -> None:
     """`_project.md` becomes the project context."""
     text = _read_text(path, importer.report)
@@ -203,7 +202,7 @@ def agent_dir_import(importer: Importer, directory: Path) -> None:
 
 
 def _is_agent_dir(directory: Path) -> bool:
-    if directory.name.startswith((".", "_")) or directory.name in SEED000_SKIP_DIRS:
+    if directory.name.startswith((".", "_")) or directory.name in MEMORY_VAULT_SKIP_DIRS:
         return False
     return (
         any((directory / f"{c}.md").is_file() for c in Category.values)
@@ -211,7 +210,7 @@ def _is_agent_dir(directory: Path) -> bool:
     )
 
 
-def looks_like_seed000(root: Path) -> bool:
+def looks_like_memory_vault(root: Path) -> bool:
     return (
         (root / "_project.md").is_file()
         or (root / "conversations").is_dir()
@@ -229,9 +228,9 @@ def _is_flat_agent_file(path: Path) -> bool:
     )
 
 
-def seed000_import(importer: Importer, root: Path) -> None:
+def memory_vault_import(importer: Importer, root: Path) -> None:
     report = importer.report
-    report.say(f"seed 000 vault: {root}")
+    report.say(f".memory/ vault: {root}")
     if (root / "_project.md").is_file():
         project_file_import(importer, root / "_project.md")
     children = sorted(root.iterdir())
@@ -257,9 +256,7 @@ def seed000_import(importer: Importer, root: Path) -> None:
         checkpoint_file_import(importer, path)
 
 
-# --- Seed 002: a workspace ------------------------------------------------------------------------
-
-
+# --- -----------------------------------------------------------------------------------
 def looks_like_workspace(root: Path) -> bool:
     return (
         any((root / name).is_file() for name in WORKSPACE_KNOWN)
@@ -371,14 +368,14 @@ def import_memory_dir(
         # itself the layout (so a project's own notes.md is never mistaken for an agent's memory file).
         for candidates in (
             (
-                (path / ".memory", looks_like_seed000, seed000_import),
+                (path / ".memory", looks_like_memory_vault, memory_vault_import),
                 (path / ".bmad" / "memory", looks_like_bmad, bmad_import),
                 (path / "workspace", looks_like_workspace, workspace_import),
             ),
             (
                 (path, looks_like_bmad, bmad_import),
                 (path, looks_like_workspace, workspace_import),
-                (path, looks_like_seed000, seed000_import),
+                (path, looks_like_memory_vault, memory_vault_import),
             ),
         ):
             for candidate, looks, run in candidates:
@@ -389,7 +386,9 @@ def import_memory_dir(
             if found:
                 break
         if not found:
-            importer.report.problem(path, "no seed 000, 002 or 004 memory layout found; nothing imported")
+            importer.report.problem(
+                path, "no .memory/ vault, workspace or .bmad/memory/ layout found; nothing imported"
+            )
 
     return _run(
         project,

@@ -69,7 +69,9 @@ class Command(BaseCommand):
         parser.add_argument("--queries", type=int, default=300, help="Timed requests per measurement.")
         parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
         parser.add_argument("--drop", action="store_true", help="Delete the benchmark project afterwards.")
-        parser.add_argument("--port", type=int, default=0, help="Port for gunicorn on 127.0.0.1 (0: any free).")
+        parser.add_argument(
+            "--port", type=int, default=0, help="Port for gunicorn on 127.0.0.1 (0: any free)."
+        )
 
     def handle(self, *args, **options):
         n = options["entries"]

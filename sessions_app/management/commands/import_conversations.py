@@ -10,7 +10,7 @@ from vault.transfer.layouts import agent_map_parse
 
 class Command(BaseCommand):
     help = (
-        "Mine seed 000 conversation files (.memory/, its conversations/ folder, or one .json) into handoffs, "
+        "Mine conversation files (.memory/, its conversations/ folder, or one .json) into handoffs, "
         "decisions and lessons with the PT + EN patterns. Idempotent; source files are never modified."
     )
 

@@ -10,7 +10,7 @@ from vault.transfer.layouts import agent_map_parse
 
 class Command(BaseCommand):
     help = (
-        "Import memory from a seed 000 .memory/ folder, a seed 002 workspace or a seed 004 .bmad/memory/ "
+        "Import memory from a .memory/ folder, a workspace or a .bmad/memory/ "
         "folder (or a project folder holding them). Idempotent; source files are never modified."
     )
 

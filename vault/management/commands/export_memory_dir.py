@@ -15,7 +15,7 @@ def project_get(slug: str) -> Project:
 
 class Command(BaseCommand):
     help = (
-        "Write the project's memory as seed 000's .memory/ layout: readable markdown (an Obsidian vault) "
+        "Write the project's memory as .memory/ layout: readable markdown (an Obsidian vault) "
         "that import_memory_dir reads back."
     )
 
