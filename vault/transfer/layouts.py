@@ -56,7 +56,7 @@ from vault.transfer.export import WORKSPACE_DIR, WORKSPACE_MANIFEST
 from vault.transfer.writer import Importer
 
 
-# --- ------------------------------------------------------------------------------------
+# --- The .memory/ vault -----------------------------------------------------------------------
 def project_file_import(importer: Importer, path: Path) -> None:
     """`_project.md` becomes the project context."""
     text = _read_text(path, importer.report)
@@ -256,7 +256,7 @@ def memory_vault_import(importer: Importer, root: Path) -> None:
         checkpoint_file_import(importer, path)
 
 
-# --- -----------------------------------------------------------------------------------
+# --- A workspace ---------------------------------------------------------------------------------
 def looks_like_workspace(root: Path) -> bool:
     return (
         any((root / name).is_file() for name in WORKSPACE_KNOWN)
