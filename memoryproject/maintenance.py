@@ -96,7 +96,7 @@ def compaction_run_all(
     ]
 
 
-# --- Per-agent job lock ---------------------------------------------------------------------------
+# --- Retention ---------------------------------------------------------------------------------
 
 
 RETENTION_COUNTERS = (
@@ -198,10 +198,20 @@ def retention_run(
 def retention_run_all(
     *, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.SCHEDULE
 ) -> list[CompactionRun]:
+    """Retention of every project, one recorded run each (what the schedule and the command run)."""
     return [
         retention_run(project=project, dry_run=dry_run, now=now, trigger=trigger)
         for project in Project.objects.order_by("pk")
     ]
+
+
+def run_report_lines(run: CompactionRun) -> list[str]:
+    """A run as text for a terminal: its non-zero counts, then one line per change with its reason."""
+    counts = ", ".join(f"{key}={value}" for key, value in run.counts.items() if value)
+    prefix = "[dry run] " if run.dry_run else ""
+    lines = [f"{prefix}{run.project.slug}: {counts or 'nothing to do'} ({run.duration_ms} ms)"]
+    lines += [f"  {c['step']} {c['action']} {c['target']}: {c['reason']}" for c in run.changes]
+    return lines
 
 
 # --- Forgetting ---------------------------------------------------------------------------------

@@ -6,13 +6,13 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from sessions_app.models import Message
-from vault.maintenance.retention import content_sha, retention_marks_due
+from vault.maintenance.retention import deletion_audit_record, retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count
 from vault.models import CompactionRun, DeletionAudit, Project, RetentionMark
 
 
 def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
-    DeletionAudit.objects.create(
+    deletion_audit_record(
         project_id=message.project_id,
         agent_slug=message.agent.slug,
         kind="message",
@@ -20,11 +20,10 @@ def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: 
         category=message.role,
         reason=reason,
         criteria=criteria,
-        content_sha256=content_sha(message.text),
-        content_chars=len(message.text),
+        content=message.text,
         item_created_at=message.created_at,
-        deleted_by=deleted_by[:200],
-        deleted_at=now,
+        deleted_by=deleted_by,
+        now=now,
     )
     RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE, object_id=message.pk).delete()
     message.delete()

@@ -31,6 +31,7 @@ from sessions_app.services.common import (
     _status_set,
     transition_record,
 )
+from vault.maintenance.retention import deletion_audit_record
 from vault.models import Agent, DeletionAudit
 
 logger = logging.getLogger(__name__)
@@ -194,7 +195,7 @@ def session_delete(*, session: Session, reason: str, by: str = "") -> None:
             text, count = "\n".join(texts), len(texts)
             digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
         now = timezone.now()
-        DeletionAudit.objects.create(
+        deletion_audit_record(
             project_id=session.project_id,
             agent_slug=session.agent.slug,
             kind="session",
@@ -202,11 +203,11 @@ def session_delete(*, session: Session, reason: str, by: str = "") -> None:
             category=session.status,
             reason=DeletionAudit.Reason.PURGE,
             criteria={"reason": reason, "messages": count, "external_id": session.external_id},
+            content=text,
             content_sha256=digest,
-            content_chars=len(text),
             item_created_at=session.created_at,
-            deleted_by=(by or LIFECYCLE_ACTOR)[:200],
-            deleted_at=now,
+            deleted_by=by or LIFECYCLE_ACTOR,
+            now=now,
         )
         transition_record(session=session, to_status=DELETED, reason=reason, by=by)
         Message.objects.filter(session=session).update(parent=None)

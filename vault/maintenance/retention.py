@@ -24,10 +24,45 @@ def content_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
+def deletion_audit_record(
+    *,
+    project_id: int,
+    agent_slug: str,
+    kind: str,
+    object_id: int,
+    category: str,
+    reason: str,
+    criteria: dict,
+    content: str,
+    item_created_at: datetime,
+    deleted_by: str,
+    now: datetime,
+    versions_deleted: int = 0,
+    content_sha256: str | None = None,
+) -> DeletionAudit:
+    """The audit row of something deleted for good: what, why, by whom, and the hash and size of its
+    content, never the content itself. Every deletion of memory (entries, messages, sessions) writes one."""
+    return DeletionAudit.objects.create(
+        project_id=project_id,
+        agent_slug=agent_slug,
+        kind=kind,
+        object_id=object_id,
+        category=category,
+        reason=reason,
+        criteria=criteria,
+        content_sha256=content_sha256 or content_sha(content),
+        content_chars=len(content),
+        versions_deleted=versions_deleted,
+        item_created_at=item_created_at,
+        deleted_by=deleted_by[:200],
+        deleted_at=now,
+    )
+
+
 def entry_erase(entry: VaultEntry, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
     """Delete an entry for good, with its versions (so the content is really gone) and an audit row."""
     versions = EntryVersion.objects.filter(entry_id=entry.pk)
-    DeletionAudit.objects.create(
+    deletion_audit_record(
         project_id=entry.project_id,
         agent_slug=entry.agent.slug,
         kind="entry",
@@ -35,12 +70,11 @@ def entry_erase(entry: VaultEntry, *, reason: str, criteria: dict, deleted_by: s
         category=entry.category,
         reason=reason,
         criteria=criteria,
-        content_sha256=content_sha(entry.content),
-        content_chars=len(entry.content),
+        content=entry.content,
         versions_deleted=versions.count(),
         item_created_at=entry.created_at,
-        deleted_by=deleted_by[:200],
-        deleted_at=now,
+        deleted_by=deleted_by,
+        now=now,
     )
     versions.delete()
     RetentionMark.objects.filter(kind=RetentionMark.Kind.ENTRY, object_id=entry.pk).delete()

@@ -24,12 +24,5 @@ class Command(BaseCommand):
         else:
             runs = maintenance.compaction_run_all(dry_run=options["dry_run"], trigger=RunTrigger.COMMAND)
         for run in runs:
-            counts = ", ".join(f"{key}={value}" for key, value in run.counts.items() if value)
-            prefix = "[dry run] " if run.dry_run else ""
-            self.stdout.write(
-                f"{prefix}{run.project.slug}: {counts or 'nothing to do'} ({run.duration_ms} ms)"
-            )
-            for change in run.changes:
-                self.stdout.write(
-                    f"  {change['step']} {change['action']} {change['target']}: {change['reason']}"
-                )
+            for line in maintenance.run_report_lines(run):
+                self.stdout.write(line)

@@ -12,12 +12,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         for run in maintenance.retention_run_all(dry_run=options["dry_run"], trigger=RunTrigger.COMMAND):
-            counts = ", ".join(f"{key}={value}" for key, value in run.counts.items() if value)
-            prefix = "[dry run] " if run.dry_run else ""
-            self.stdout.write(
-                f"{prefix}{run.project.slug}: {counts or 'nothing to do'} ({run.duration_ms} ms)"
-            )
-            for change in run.changes:
-                self.stdout.write(
-                    f"  {change['step']} {change['action']} {change['target']}: {change['reason']}"
-                )
+            for line in maintenance.run_report_lines(run):
+                self.stdout.write(line)
