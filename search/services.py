@@ -16,7 +16,6 @@ pass for a heading or a role marker, and each entry carries a short source tag s
 import logging
 import re
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -25,11 +24,13 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from memoryproject.errors import InvalidInput
+from memoryproject.resilience import failure_detail, guarded
 from search.models import ContextBuild
 from search.query import CompiledQuery, query_compile
 from search.selectors import entries_best_by_category
 from search.sql import VOCABULARY_REBUILD
 from sessions_app.selectors import checkpoint_get_valid
+from vault import selectors as vault_selectors
 from vault.models import Agent, Category, EntryStatus, VaultEntry
 from vault.selectors import workspace_prompt_build
 from vault.services import entries_mark_accessed
@@ -156,11 +157,7 @@ def _relevant(agent: Agent, compiled: CompiledQuery | None) -> dict[str, list[_I
 
 
 def _handoff(agent: Agent) -> list[_Item]:
-    entry = (
-        VaultEntry.objects.filter(agent=agent, category=Category.HANDOFFS, status=EntryStatus.ACTIVE)
-        .order_by("-created_at", "-id")
-        .first()
-    )
+    entry = vault_selectors.handoff_latest(agent)
     if entry is None:
         return []
     tag = source_tag(entry.pk, entry.source, entry.created_at, entry.source_session_id)
@@ -247,14 +244,13 @@ def context_build(
     def gather(name: str, build: Callable[[], T], default: T | None = None) -> T:
         # Inside a transaction (a test, a caller's atomic block) a failed statement would poison the
         # rest, so each section gets a savepoint; in autocommit (a request) it needs none.
-        guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
-        try:
-            with guard:
-                return build()
-        except Exception as exc:  # a failing section must never fail the whole context
-            logger.exception("context section %s failed for agent %s", name, agent.pk)
-            warnings.append({"section": name, "detail": f"{type(exc).__name__}: {exc}"[:300]})
-            return [] if default is None else default
+        return guarded(
+            f"context section {name} for agent {agent.pk}",
+            build,
+            failed=lambda exc: warnings.append({"section": name, "detail": failure_detail(exc)}),
+            default=[] if default is None else default,
+            savepoint=connection.in_atomic_block,
+        )
 
     project_text = agent.project.context.strip()
     compiled = _compiled(command)

@@ -243,11 +243,7 @@ def compact(request, agent: str, session_id: str, payload: CompactIn):
 def buffer(request, agent: str, session_id: str):
     session = selectors.session_get_for_principal(request.auth, agent, session_id)
     entries = list(selectors.buffer_entries(session))
-    usage = (
-        selectors.buffer_usage(session)
-        if session.status != "archived"
-        else {"max_input_tokens": session.max_input_tokens or 0, "threshold_tokens": 0, "context_tokens": 0}
-    )
+    usage = selectors.buffer_usage(session)
     return {
         "session": session,
         "active": session.buffer_started_at is not None,

@@ -14,6 +14,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from memoryproject.errors import NotFound
+from memoryproject.resilience import failure_detail, guarded
 from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
 from vault import selectors as vault_selectors
 from vault.models import Agent, VaultEntry, WorkspaceFile
@@ -231,13 +232,24 @@ def lost_context_signals(text: str, history: list[Message]) -> list[str]:
 
 
 def buffer_usage(session: Session) -> dict:
-    """The session's context use against its working-buffer threshold."""
+    """The session's context use against its working-buffer threshold, with `percent` of the window used.
+    An archived session has no live context: it uses nothing and has no threshold (`archived` is True)."""
+    if session.status == SessionStatus.ARCHIVED:
+        return {
+            "max_input_tokens": session.max_input_tokens or 0,
+            "threshold_tokens": 0,
+            "context_tokens": 0,
+            "percent": 0.0,
+            "archived": True,
+        }
     window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
     used = conversation_tokens(session_conversation(session, active_only=True))
     return {
         "max_input_tokens": window,
         "threshold_tokens": int(window * settings.MEMORY_WORKING_BUFFER_RATIO),
         "context_tokens": used,
+        "percent": round(100 * used / max(window, 1), 1),
+        "archived": False,
     }
 
 
@@ -295,12 +307,8 @@ def recovery_build(
     warnings: list[dict] = []
 
     def read(source, work):
-        try:
-            return work()
-        except Exception as exc:  # noqa: BLE001 - silent resilience
-            logger.exception("recovery source %s failed", source)
-            warnings.append({"source": source, "detail": f"{type(exc).__name__}: {exc}"[:300]})
-            return []
+        failed = lambda exc: warnings.append({"source": source, "detail": failure_detail(exc)})  # noqa: E731
+        return guarded(f"recovery source {source}", work, failed=failed, default=[], savepoint=False)
 
     today = timezone.localdate()
     path = daily_note_path(today)

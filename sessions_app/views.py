@@ -44,9 +44,7 @@ def session_detail(request, project, agent, session_id):
     checkpoint = selectors.checkpoint_get_valid(agent)
     archived = session.status == SessionStatus.ARCHIVED
     buffer_entries = list(selectors.buffer_entries(session))
-    usage = None if archived else selectors.buffer_usage(session)
-    if usage:
-        usage["percent"] = round(100 * usage["context_tokens"] / max(usage["max_input_tokens"], 1), 1)
+    usage = selectors.buffer_usage(session)
     return render(
         request,
         "sessions_app/session_detail.html",
@@ -63,7 +61,7 @@ def session_detail(request, project, agent, session_id):
             "checkpoint": checkpoint if checkpoint and checkpoint.session_id == session.pk else None,
             "handoff": vault_selectors.handoff_latest(agent),
             "buffer_entries": buffer_entries,
-            "buffer_usage": usage,
+            "buffer_usage": None if usage["archived"] else usage,
             "buffer_markdown": selectors.buffer_markdown(session, buffer_entries),
             "stats": selectors.session_stats(session),
         },

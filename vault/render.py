@@ -167,3 +167,20 @@ def bar_chart(points: list[tuple], *, width: int = 600, height: int = 140) -> Ch
         first_day=points[0][0] if points else None,
         last_day=points[-1][0] if points else None,
     )
+
+
+def version_diffs(current: str, versions, label) -> list[dict]:
+    """Each version (newest first) diffed against the state that replaced it: the next newer version, or
+    `current`. `label(version)` names a version; returns [{"version", "diff", "changed"}]."""
+    history, newer, newer_label = [], current, "current"
+    for version in versions:
+        before = label(version)
+        history.append(
+            {
+                "version": version,
+                "diff": diff_html(version.content, newer, before_label=before, after_label=newer_label),
+                "changed": version.content != newer,
+            }
+        )
+        newer, newer_label = version.content, before
+    return history

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, TooLarge
+from memoryproject.resilience import failure_detail, guarded
 from sessions_app import selectors
 from sessions_app.models import Branch, Role, Session, SessionStatus, SessionTransition
 from vault.models import Agent
@@ -138,13 +139,12 @@ def _head_preserve(session: Session, branch: Branch, *, new_head_id: int | None)
 def _guarded(warnings: list[dict], source: str, work, default=None):
     """Run one optional step in a savepoint: a failure is logged and reported in `warnings`, and what it
     wrote is rolled back, so appends and context injection never fail because one source failed."""
-    try:
-        with transaction.atomic():
-            return work()
-    except Exception as exc:  # noqa: BLE001 - silent resilience: every source may fail on its own
-        logger.exception("%s failed; continuing without it", source)
-        warnings.append({"source": source, "detail": f"{type(exc).__name__}: {exc}"[:300]})
-        return default
+    return guarded(
+        source,
+        work,
+        failed=lambda exc: warnings.append({"source": source, "detail": failure_detail(exc)}),
+        default=default,
+    )
 
 
 # --- lifecycle ----------------------------------------------------------------------------------

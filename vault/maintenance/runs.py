@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memoryproject.resilience import guarded
 from vault.models import CompactionRun, Project
 
 logger = logging.getLogger(__name__)
@@ -61,13 +62,12 @@ def run_steps(
 
 def run_guarded(run: CompactionRun, label: str, work) -> None:
     """Run one unit of work in its own (sub)transaction; a failure is noted and the run goes on."""
-    try:
-        with transaction.atomic():
-            work()
-    except Exception as exc:  # one corrupt session or group must not stop the whole run
-        logger.exception("maintenance step failed on %s", label)
+
+    def failed(exc: Exception) -> None:  # one corrupt session or group must not stop the whole run
         run.notes.append(f"{label}: failed and skipped ({exc.__class__.__name__}: {exc})")
         run_count(run, "errors")
+
+    guarded(f"maintenance step on {label}", work, failed=failed)
 
 
 def agent_lock_try(agent_id: int) -> bool:

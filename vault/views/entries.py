@@ -19,7 +19,7 @@ from vault.forms import (
     TaskToggleForm,
 )
 from vault.models import Category, EntrySource, EntryStatus
-from vault.render import diff_html
+from vault.render import version_diffs
 from vault.views.access import UNPROCESSABLE, actor, curator_required, form_errors, is_htmx
 
 # --- Agent vault -----------------------------------------------------------------------------------
@@ -101,21 +101,9 @@ def _card(request, entry, *, status=200, note=""):
 def entry_detail(request, entry_id):
     entry = selectors.entry_get_for_user(request.user, entry_id)
     versions = list(selectors.entry_history(entry))
-    # Each version is diffed against the state that replaced it: the next newer version, or now.
-    history = []
-    newer_content, newer_label = entry.content, "current"
-    for version in versions:
-        label = f"version {version.pk} ({version.get_action_display().lower()})"
-        history.append(
-            {
-                "version": version,
-                "diff": diff_html(
-                    version.content, newer_content, before_label=label, after_label=newer_label
-                ),
-                "changed": version.content != newer_content,
-            }
-        )
-        newer_content, newer_label = version.content, label
+    history = version_diffs(
+        entry.content, versions, lambda v: f"version {v.pk} ({v.get_action_display().lower()})"
+    )
     return render(
         request,
         "vault/entry_detail.html",

@@ -12,7 +12,7 @@ from vault.forms import (
     FileForm,
     FileSettingsForm,
 )
-from vault.render import diff_html, markdown_html
+from vault.render import markdown_html, version_diffs
 from vault.views.access import UNPROCESSABLE, actor, curator_required
 
 PREVIEW_MAX_CHARS = 200_000
@@ -20,16 +20,7 @@ PREVIEW_MAX_CHARS = 200_000
 
 def _file_context(agent, file, form=None):
     versions = list(selectors.file_history(file)[:20]) if file else []
-    history, newer, newer_label = [], file.content if file else "", "current"
-    for version in versions:
-        label = f"version {version.pk}"
-        history.append(
-            {
-                "version": version,
-                "diff": diff_html(version.content, newer, before_label=label, after_label=newer_label),
-            }
-        )
-        newer, newer_label = version.content, label
+    history = version_diffs(file.content if file else "", versions, lambda v: f"version {v.pk}")
     return {
         "agent": agent,
         "project": agent.project,
