@@ -4,11 +4,11 @@ admin token of another project), plus a project admin token and a small JSON API
 import json
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
-from vault import services
-from vault.models import ProjectMembership, TokenScope
+from tests.factories import AgentFactory, CuratorFactory, EntryFactory, ProjectFactory, TokenFactory
+from vault.models import TokenScope
 
 
 class ApiClient:
@@ -54,31 +54,31 @@ class ApiClient:
 
 @pytest.fixture
 def project(db):
-    return services.project_create(slug="acme", name="Acme", context="# Acme\nPayments platform.")
+    return ProjectFactory(slug="acme", name="Acme", context="# Acme\nPayments platform.")
 
 
 @pytest.fixture
 def other_project(db):
-    return services.project_create(slug="globex", name="Globex")
+    return ProjectFactory(slug="globex", name="Globex")
 
 
 @pytest.fixture
 def agent_a(project):
-    return services.agent_ensure(project=project, slug="agent-a")
+    return AgentFactory(project=project, slug="agent-a")
 
 
 @pytest.fixture
 def agent_b(project):
-    return services.agent_ensure(project=project, slug="agent-b")
+    return AgentFactory(project=project, slug="agent-b")
 
 
 @pytest.fixture
 def outsider_agent(other_project):
-    return services.agent_ensure(project=other_project, slug="agent-a")
+    return AgentFactory(project=other_project, slug="agent-a")
 
 
 def _token(project, agent=None, scope=TokenScope.WRITE) -> str:
-    return services.token_create(project=project, agent=agent, scope=scope)[1]
+    return TokenFactory(project=project, agent=agent, scope=scope)
 
 
 @pytest.fixture
@@ -114,17 +114,12 @@ def api():
 
 @pytest.fixture
 def entry_a(agent_a):
-    return services.entry_create(
-        agent=agent_a,
-        category="decisions",
-        content="We decided to use PostgreSQL #database",
-        created_by="test",
-    )
+    return EntryFactory(agent=agent_a, category="decisions", content="We decided to use PostgreSQL #database")
 
 
 @pytest.fixture
 def entry_b(agent_b):
-    return services.entry_create(
+    return EntryFactory(
         agent=agent_b, category="lessons", content="Cache keys need a version", created_by="t"
     )
 
@@ -133,21 +128,14 @@ def entry_b(agent_b):
 # and a logged-in user who is no curator.
 
 
-def _curator(username, project):
-    user = User.objects.create_user(username, password="pw-" + username)
-    user.groups.add(Group.objects.get_or_create(name="curator")[0])
-    ProjectMembership.objects.create(user=user, project=project)
-    return user
-
-
 @pytest.fixture
 def curator_a(project):
-    return _curator("alice", project)
+    return CuratorFactory(username="alice", project=project)
 
 
 @pytest.fixture
 def curator_b(other_project):
-    return _curator("bob", other_project)
+    return CuratorFactory(username="bob", project=other_project)
 
 
 @pytest.fixture

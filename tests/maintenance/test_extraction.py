@@ -106,7 +106,7 @@ def test_llm_saying_no_update_writes_nothing(agent_a, fake_llm):
 
 def test_a_malformed_llm_reply_falls_back_to_heuristics_and_logs(agent_a, fake_llm, caplog):
     fake_llm.reply('{"should_update": "maybe"}')
-    with caplog.at_level(logging.WARNING, logger="vault.maintenance"):
+    with caplog.at_level(logging.WARNING, logger="sessions_app.maintenance"):
         result = run(agent_a, session_make(agent_a, CONVERSATION))
     assert result["path"] == "heuristic" and "should_update" in result["llm_error"]
     assert "falling back to heuristics" in caplog.text

@@ -1,6 +1,5 @@
 import io
 import json
-import time
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -563,7 +562,7 @@ def test_the_commands_reject_bad_arguments(tmp_path, target):
         call_command("import_memory_dir", str(tmp_path / "missing"), "--project", "target")
 
 
-def test_a_large_import_shows_progress_and_finishes_in_reasonable_time(tmp_path, target):
+def test_a_large_import_shows_progress_and_a_second_run_skips_everything(tmp_path, target):
     root = tmp_path / ".memory"
     per_file = 1000
     for agent in ("a1", "a2"):
@@ -575,18 +574,12 @@ def test_a_large_import_shows_progress_and_finishes_in_reasonable_time(tmp_path,
             ]
             write(root, f"{agent}/{category}.md", "\n".join(blocks))
     lines = []
-    started = time.perf_counter()
     report = run(root, target, progress=lines.append)
-    elapsed = time.perf_counter() - started
     assert VaultEntry.objects.filter(project=target).count() == 10_000
     assert sum(v for k, v in report.counts.items() if k.startswith("entries created")) == 10_000
     assert any("10000 entries stored" in line for line in lines)
     assert sum("entries stored" in line for line in lines) == 10
-    print(f"\nimported 10,000 entries in {elapsed:.1f} s")
-    assert elapsed < 120
-    started = time.perf_counter()
     again = run(root, target)
-    print(f"re-import (all skipped) in {time.perf_counter() - started:.1f} s")
     assert again.counts["entries already imported (skipped)"] == 10_000
 
 
