@@ -11,6 +11,8 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from vault.models import Project
+
 REPLACEMENT = "[REDACTED]"
 
 # Each pattern either replaces the whole match, or (when it has a group named "secret") only that group,
@@ -72,7 +74,6 @@ def redact(text: str) -> str:
 
 def redact_for_project(text: str, project_id: int) -> str:
     """Redact unless the project has switched redaction off."""
-    from vault.models import Project
 
     if not isinstance(text, str) or not text:
         return text

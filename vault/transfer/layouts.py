@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from memoryproject.errors import InvalidInput
 from vault import services
 from vault.extraction import SECTION_MAP, _title_normalise, section_classify
 from vault.models import (
@@ -316,7 +317,6 @@ def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = No
 
 def agent_map_parse(text: str | None) -> dict[str, str]:
     """`old=new,old2=new2` -> {"old": "new", ...}; malformed pairs are an InvalidInput."""
-    from memoryproject.errors import InvalidInput
 
     mapping = {}
     for pair in filter(None, (part.strip() for part in (text or "").split(","))):
@@ -358,8 +358,6 @@ def import_memory_dir(
     With `dry_run` everything runs and is counted, then rolled back."""
     path = Path(path)
     if not path.is_dir():
-        from memoryproject.errors import InvalidInput
-
         raise InvalidInput(f"{path} is not a folder")
 
     def body(importer: Importer) -> None:

@@ -34,7 +34,7 @@ class Command(BaseCommand):
     def handle(self, *args, output, width, **options):
         if not Path(CHROMIUM).exists():
             raise CommandError(f"{CHROMIUM} is missing: apt-get install chromium")
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import sync_playwright  # here: a dev dependency, absent in production
 
         os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         out = Path(output)
