@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memoryproject.errors import NotFound, TooLarge
 from sessions_app import selectors
-from sessions_app.models import Message, Role, Session, SessionStateEntry, SessionStatus
+from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
 from sessions_app.scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 from sessions_app.services.common import (
     _LOCK_DURABLE_FACTS,
@@ -91,6 +91,98 @@ def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> Session 
     return candidate if first == head else None
 
 
+def _new_items(
+    items: list[MessageInput], *, known: set[str], full: bool, branch: Branch
+) -> tuple[list[MessageInput], int, int | None]:
+    """The items to store (duplicates by client id, by position in a replayed conversation, and twice in
+    one call dropped), how many were duplicates, and the parent the first new one hangs from."""
+    parent_id = branch.head_id
+    new: list[MessageInput] = []
+    duplicates = 0
+    if full:
+        stored = [m for m in selectors.message_path(branch.head_id) if not selectors.is_compaction_summary(m)]
+        diverged = False
+        for index, item in enumerate(items):
+            if item.client_id and item.client_id in known:
+                duplicates += 1
+                continue
+            if not diverged and index < len(stored):
+                same = stored[index]
+                if not item.client_id and same.role == item.role and same.text == item.text:
+                    duplicates += 1
+                    continue
+                diverged = True
+                parent_id = stored[index - 1].pk if index else None
+            new.append(item)
+    else:
+        for item in items:
+            if item.client_id and item.client_id in known:
+                duplicates += 1
+            else:
+                new.append(item)
+    # The same client id twice in one request is stored once.
+    seen_ids: set[str] = set()
+    unique: list[MessageInput] = []
+    for item in new:
+        if item.client_id and item.client_id in seen_ids:
+            duplicates += 1
+            continue
+        if item.client_id:
+            seen_ids.add(item.client_id)
+        unique.append(item)
+    return unique, duplicates, parent_id
+
+
+def _rows_store(
+    agent: Agent, session: Session, items: list[MessageInput], parent_id: int | None, now
+) -> tuple[list[Message], int | None]:
+    """Store the items as one chain from `parent_id`; returns the rows and the new head's id."""
+    rows = []
+    for pk, item in zip(_ids_allocate(len(items)), items, strict=True):
+        rows.append(
+            Message(
+                pk=pk,
+                project_id=agent.project_id,
+                agent=agent,
+                session=session,
+                parent_id=parent_id,
+                client_id=item.client_id,
+                role=item.role,
+                text=item.text,
+                internal=bool(item.internal),
+                tool_calls=item.tool_calls,
+                tool_call_id=item.tool_call_id,
+                state=item.state,
+                created_at=item.created_at or now,
+            )
+        )
+        parent_id = pk
+    Message.objects.bulk_create(rows)
+    return rows, parent_id
+
+
+def _side_steps(agent: Agent, session: Session, rows: list[Message], changed_by: str):
+    """What an append triggers besides storing: recovery, the write-ahead scan, the daily note and the
+    working buffer. Each may fail on its own without failing the append (listed in the warnings)."""
+    warnings: list[dict] = []
+    recovery = _guarded(warnings, "recovery", lambda: _recovery_for_append(session, rows))
+    state = _guarded(
+        warnings,
+        "write_ahead_scan",
+        lambda: _write_ahead_scan(agent=agent, session=session, messages=rows, changed_by=changed_by),
+        default=[],
+    )
+    _guarded(
+        warnings,
+        "daily_note",
+        lambda: _daily_notes_append(agent=agent, new_messages=rows, changed_by=changed_by),
+    )
+    logged = _guarded(
+        warnings, "working_buffer", lambda: working_buffer_update(session=session, messages=rows), default=[]
+    )
+    return warnings, recovery, state, logged
+
+
 def messages_append(
     *,
     agent: Agent,
@@ -105,7 +197,7 @@ def messages_append(
     """Append messages to a session's active branch; retries store nothing twice.
 
     A message whose client id is already stored in the session is skipped. With `full` (the autosave
-    autosave of the whole conversation), messages without a client id are matched against the stored
+    of the whole conversation), messages without a client id are matched against the stored
     conversation by position, role and text, so re-saving a growing conversation appends only its new
     tail; if the saved conversation diverges from the stored one, the new messages start a branch at
     the divergence and the stored ones stay on a preserved branch. Nothing stored is ever dropped.
@@ -137,99 +229,25 @@ def messages_append(
                 "client_id", flat=True
             )
         )
-        parent_id = branch.head_id
-        new: list[MessageInput] = []
-        duplicates = 0
-        saved_branch = None
-        if full:
-            stored = [
-                m for m in selectors.message_path(branch.head_id) if not selectors.is_compaction_summary(m)
-            ]
-            diverged = False
-            for index, item in enumerate(items):
-                if item.client_id and item.client_id in known:
-                    duplicates += 1
-                    continue
-                if not diverged and index < len(stored):
-                    same = stored[index]
-                    if not item.client_id and same.role == item.role and same.text == item.text:
-                        duplicates += 1
-                        continue
-                    diverged = True
-                    parent_id = stored[index - 1].pk if index else None
-                new.append(item)
-        else:
-            for item in items:
-                if item.client_id and item.client_id in known:
-                    duplicates += 1
-                else:
-                    new.append(item)
-        # The same client id twice in one request is stored once.
-        seen_ids: set[str] = set()
-        unique: list[MessageInput] = []
-        for item in new:
-            if item.client_id and item.client_id in seen_ids:
-                duplicates += 1
-                continue
-            if item.client_id:
-                seen_ids.add(item.client_id)
-            unique.append(item)
+        unique, duplicates, parent_id = _new_items(items, known=known, full=full, branch=branch)
         if max_input_tokens and session.max_input_tokens != max_input_tokens:
             session.max_input_tokens = max_input_tokens
             session.save(update_fields=["max_input_tokens"])
         if not unique:
             return AppendResult(session, [], duplicates, [], branch.head_id)
+        saved_branch = None
         if parent_id != branch.head_id:
             preserved = _head_preserve(session, branch, new_head_id=parent_id)
             saved_branch = preserved.name if preserved else None
         now = timezone.now()
-        ids = _ids_allocate(len(unique))
-        rows = []
-        for pk, item in zip(ids, unique, strict=True):
-            rows.append(
-                Message(
-                    pk=pk,
-                    project_id=agent.project_id,
-                    agent=agent,
-                    session=session,
-                    parent_id=parent_id,
-                    client_id=item.client_id,
-                    role=item.role,
-                    text=item.text,
-                    internal=bool(item.internal),
-                    tool_calls=item.tool_calls,
-                    tool_call_id=item.tool_call_id,
-                    state=item.state,
-                    created_at=item.created_at or now,
-                )
-            )
-            parent_id = pk
-        Message.objects.bulk_create(rows)
+        rows, parent_id = _rows_store(agent, session, unique, parent_id, now)
         branch.head_id = parent_id
         branch.save(update_fields=["head"])
         session.last_activity_at = now
         session.save(update_fields=["last_activity_at"])
         if session.status == SessionStatus.IDLE:
             _status_set(session, SessionStatus.ACTIVE, reason="new messages", by=changed_by)
-        warnings: list[dict] = []
-        recovery = _guarded(warnings, "recovery", lambda: _recovery_for_append(session, rows))
-        state = _guarded(
-            warnings,
-            "write_ahead_scan",
-            lambda: _write_ahead_scan(agent=agent, session=session, messages=rows, changed_by=changed_by),
-            default=[],
-        )
-        _guarded(
-            warnings,
-            "daily_note",
-            lambda: _daily_notes_append(agent=agent, new_messages=rows, changed_by=changed_by),
-        )
-        logged = _guarded(
-            warnings,
-            "working_buffer",
-            lambda: working_buffer_update(session=session, messages=rows),
-            default=[],
-        )
+        warnings, recovery, state, logged = _side_steps(agent, session, rows, changed_by)
     return AppendResult(
         session, rows, duplicates, state, parent_id, saved_branch, warnings, recovery, len(logged)
     )
