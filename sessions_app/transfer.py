@@ -42,6 +42,29 @@ def _session_agent(importer: Importer, slug: str) -> Agent | None:
     return agent if agent is not None else Agent.objects.filter(project=importer.project, slug=slug).first()
 
 
+def _messages_new(report: ImportReport, item: ParsedConversation, session: Session | None) -> list:
+    """The conversation's messages not stored yet (by client id); empty user/system messages are
+    reported and skipped."""
+    messages = []
+    for message in item.messages:
+        if message.role in ("user", "system") and not message.text.strip():
+            report.problem(item.source, f"message {message.client_id} has empty text; skipped")
+            continue
+        messages.append(message)
+    known = (
+        set(
+            Message.objects.filter(
+                session=session, client_id__in=[m.client_id for m in messages]
+            ).values_list("client_id", flat=True)
+        )
+        if session is not None
+        else set()
+    )
+    new = [m for m in messages if m.client_id not in known]
+    report.counts["messages already imported (skipped)"] += len(messages) - len(new)
+    return new
+
+
 def conversation_store(importer: Importer, item: ParsedConversation) -> None:
     """Store a parsed conversation as the session with its `external_id`, through the sessions service
     `messages_append` (so the write-ahead scan and the daily notes see imported messages too).
@@ -57,24 +80,8 @@ def conversation_store(importer: Importer, item: ParsedConversation) -> None:
     if agent is None:
         report.counts["conversations skipped (no valid agent)"] += 1
         return
-    messages = []
-    for message in item.messages:
-        if message.role in ("user", "system") and not message.text.strip():
-            report.problem(item.source, f"message {message.client_id} has empty text; skipped")
-            continue
-        messages.append(message)
     session = Session.objects.filter(agent=agent, external_id=item.external_id[:200]).first()
-    known = (
-        set(
-            Message.objects.filter(
-                session=session, client_id__in=[m.client_id for m in messages]
-            ).values_list("client_id", flat=True)
-        )
-        if session is not None
-        else set()
-    )
-    new = [m for m in messages if m.client_id not in known]
-    report.counts["messages already imported (skipped)"] += len(messages) - len(new)
+    new = _messages_new(report, item, session)
     if not new:
         report.counts["conversations already imported (skipped)"] += 1
         return

@@ -69,6 +69,33 @@ def context_render(messages: Sequence[Message]) -> list[dict]:
     ]
 
 
+def _summary_insert(session: Session, plan, summarise: Summariser, *, emergency: bool):
+    """Archive the planned middle of the conversation and put its summary in the tree in its place,
+    just before the kept recent messages; returns the summary message and the archived ids."""
+    try:
+        summary_body = summarise(plan.summarise)
+    except Exception:
+        logger.exception("summariser failed; using the heuristic summary")
+        summary_body = heuristic_summary(plan.summarise)
+    max_chars = settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4
+    summary_body = (summary_body or "").strip()[:max_chars] or heuristic_summary(plan.summarise)
+    archived_ids = [m.pk for m in plan.summarise]
+    Message.objects.filter(pk__in=archived_ids).update(archived=True)
+    summary = Message.objects.create(
+        project_id=session.project_id,
+        agent_id=session.agent_id,
+        session=session,
+        parent_id=plan.summarise[-1].pk,
+        role=Role.USER,
+        text=f"{SUMMARY_PREFIX}\n{summary_body}",
+        internal=True,
+        state={SUMMARY_STATE_KEY: {"replaces": archived_ids, "emergency": emergency}},
+        created_at=timezone.now(),
+    )
+    Message.objects.filter(pk=plan.keep_recent[0].pk).update(parent_id=summary.pk)
+    return summary, archived_ids
+
+
 def session_compact(
     *,
     session: Session,
@@ -116,29 +143,7 @@ def session_compact(
             return CompactResult(
                 False, "nothing to compact", before, before, threshold, context=context_render(active)
             )
-        try:
-            summary_body = summarise(plan.summarise)
-        except Exception:
-            logger.exception("summariser failed; using the heuristic summary")
-            summary_body = heuristic_summary(plan.summarise)
-        max_chars = settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4
-        summary_body = (summary_body or "").strip()[:max_chars] or heuristic_summary(plan.summarise)
-        archived_ids = [m.pk for m in plan.summarise]
-        Message.objects.filter(pk__in=archived_ids).update(archived=True)
-        last_archived = plan.summarise[-1]
-        summary = Message.objects.create(
-            project_id=session.project_id,
-            agent_id=session.agent_id,
-            session=session,
-            parent_id=last_archived.pk,
-            role=Role.USER,
-            text=f"{SUMMARY_PREFIX}\n{summary_body}",
-            internal=True,
-            state={SUMMARY_STATE_KEY: {"replaces": archived_ids, "emergency": emergency}},
-            created_at=timezone.now(),
-        )
-        first_recent = plan.keep_recent[0]
-        Message.objects.filter(pk=first_recent.pk).update(parent_id=summary.pk)
+        summary, archived_ids = _summary_insert(session, plan, summarise, emergency=emergency)
         after_messages = [*plan.keep_first, summary, *plan.keep_recent]
         after = selectors.conversation_tokens(after_messages)
     return CompactResult(
