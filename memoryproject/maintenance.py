@@ -217,30 +217,9 @@ def run_report_lines(run: CompactionRun) -> list[str]:
 # --- Forgetting ---------------------------------------------------------------------------------
 
 
-def forget(
-    *,
-    project: Project,
-    agent_ids: list[int] | None,
-    deleted_by: str,
-    ids: list[int] | None = None,
-    message_ids: list[int] | None = None,
-    agent: Agent | None = None,
-    category: str | None = None,
-    tags: list[str] | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    source: str | None = None,
-    kinds: list[str] | None = None,
-    now: datetime | None = None,
-) -> dict:
-    """Delete entries and/or messages by id or by criteria, for good, with one audit row each.
-
-    `agent_ids` limits what may be touched (an agent token's own agent); None means the whole project.
-    Ids that do not exist or may not be seen are reported in `not_found` and touch nothing.
-    """
-    now = now or timezone.now()
-    kinds = kinds or ["entries"]
-    by_id = bool(ids) or bool(message_ids)
+def _forget_criteria(*, by_id: bool, agent, category, tags, since, until, source, kinds) -> dict:
+    """The criteria of a forget request as recorded in its audit rows; InvalidInput when the request
+    mixes ids and criteria, names nothing, or asks for what does not apply."""
     criteria = {
         key: value
         for key, value in {
@@ -266,6 +245,43 @@ def forget(
         raise InvalidInput("'since' must not be after 'until'.", [{"loc": ["since"], "msg": "after until"}])
     if "messages" in kinds and (category or tags or source):
         raise InvalidInput("category, tags and source apply to entries only; remove 'messages' from kinds.")
+    return criteria
+
+
+def forget(
+    *,
+    project: Project,
+    agent_ids: list[int] | None,
+    deleted_by: str,
+    ids: list[int] | None = None,
+    message_ids: list[int] | None = None,
+    agent: Agent | None = None,
+    category: str | None = None,
+    tags: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    source: str | None = None,
+    kinds: list[str] | None = None,
+    now: datetime | None = None,
+) -> dict:
+    """Delete entries and/or messages by id or by criteria, for good, with one audit row each.
+
+    `agent_ids` limits what may be touched (an agent token's own agent); None means the whole project.
+    Ids that do not exist or may not be seen are reported in `not_found` and touch nothing.
+    """
+    now = now or timezone.now()
+    kinds = kinds or ["entries"]
+    by_id = bool(ids) or bool(message_ids)
+    criteria = _forget_criteria(
+        by_id=by_id,
+        agent=agent,
+        category=category,
+        tags=tags,
+        since=since,
+        until=until,
+        source=source,
+        kinds=kinds,
+    )
     entries = VaultEntry.objects.filter(project=project)
     messages = Message.objects.filter(project=project)
     if agent_ids is not None:

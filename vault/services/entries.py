@@ -160,6 +160,22 @@ def _review_reasons(
     return reasons
 
 
+def _duplicate_check(agent: Agent, category: str, digest: str, words: frozenset[str], now):
+    """(the existing entry, bumped, when this is a duplicate; else None, and the borderline-duplicate
+    review reason or None)."""
+    existing, score = _duplicate_find(agent, category, digest, words)
+    if existing is not None and score >= DUPLICATE_THRESHOLD:
+        VaultEntry.objects.filter(pk=existing.pk).update(
+            access_count=F("access_count") + 1, last_accessed_at=now
+        )
+        existing.refresh_from_db()
+        existing.duplicate_of = existing.pk
+        return existing, None
+    if existing is not None and score >= BORDERLINE_THRESHOLD:
+        return None, (ReviewKind.DUPLICATE, existing, f"{score:.0%} similar to entry {existing.pk}")
+    return None, None
+
+
 def entry_create(
     *,
     agent: Agent,
@@ -200,18 +216,11 @@ def entry_create(
     now = timezone.now()
     with transaction.atomic():
         _agent_category_lock(agent.pk, category)
-        borderline = None
-        if dedupe:
-            existing, score = _duplicate_find(agent, category, digest, words)
-            if existing is not None and score >= DUPLICATE_THRESHOLD:
-                VaultEntry.objects.filter(pk=existing.pk).update(
-                    access_count=F("access_count") + 1, last_accessed_at=now
-                )
-                existing.refresh_from_db()
-                existing.duplicate_of = existing.pk
-                return existing
-            if existing is not None and score >= BORDERLINE_THRESHOLD:
-                borderline = (ReviewKind.DUPLICATE, existing, f"{score:.0%} similar to entry {existing.pk}")
+        duplicate, borderline = (
+            _duplicate_check(agent, category, digest, words, now) if dedupe else (None, None)
+        )
+        if duplicate is not None:
+            return duplicate
         reasons = _review_reasons(
             agent=agent, category=category, content=content, source=source, has_policy=has_policy
         )
