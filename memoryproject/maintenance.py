@@ -248,6 +248,23 @@ def _forget_criteria(*, by_id: bool, agent, category, tags, since, until, source
     return criteria
 
 
+@transaction.atomic
+def _forget_erase(entries, messages, *, criteria: dict, deleted_by: str, now: datetime):
+    """Erase the selected entries and messages, each with its audit row; returns their ids."""
+    entry_ids, message_ids = [], []
+    for entry in entries.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
+        entry_ids.append(entry.pk)
+        entry_erase(
+            entry, reason=DeletionAudit.Reason.FORGET, criteria=criteria, deleted_by=deleted_by, now=now
+        )
+    for message in messages.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
+        message_ids.append(message.pk)
+        message_erase(
+            message, reason=DeletionAudit.Reason.FORGET, criteria=criteria, deleted_by=deleted_by, now=now
+        )
+    return entry_ids, message_ids
+
+
 def forget(
     *,
     project: Project,
@@ -310,16 +327,9 @@ def forget(
         if "messages" not in kinds:
             messages = messages.none()
         audit_criteria = {**criteria, "kinds": kinds}
-    deleted_entry_ids, deleted_message_ids = [], []
-    with transaction.atomic():
-        for entry in entries.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
-            deleted_entry_ids.append(entry.pk)
-            entry_erase(entry, reason=DeletionAudit.Reason.FORGET, criteria=audit_criteria,
-                         deleted_by=deleted_by, now=now)  # fmt: skip
-        for message in messages.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
-            deleted_message_ids.append(message.pk)
-            message_erase(message, reason=DeletionAudit.Reason.FORGET, criteria=audit_criteria,
-                           deleted_by=deleted_by, now=now)  # fmt: skip
+    deleted_entry_ids, deleted_message_ids = _forget_erase(
+        entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now
+    )
     if by_id:
         missing = (set(ids or []) - set(deleted_entry_ids)) | (
             set(message_ids or []) - set(deleted_message_ids)
