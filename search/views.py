@@ -4,8 +4,9 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from memoryproject.errors import DomainError
+from search.curation import search_for_user
 from search.forms import SearchFilterForm
-from search.selectors import KINDS, SearchFilters, search_for_user
+from search.selectors import KINDS, SearchFilters
 from vault import selectors as vault_selectors
 from vault.render import highlight
 from vault.views.access import UNPROCESSABLE, curator_required, is_htmx

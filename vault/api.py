@@ -37,7 +37,7 @@ def agent_for_write(request: HttpRequest, slug: str) -> Agent:
 def whoami(request):
     principal = request.auth
     project = selectors.project_for_principal(principal)
-    agent = Agent.objects.filter(pk=principal.agent_id).first() if principal.agent_id else None
+    agent = selectors.agent_of_principal(principal)
     return {
         "project": project.slug,
         "agent": agent.slug if agent else None,

@@ -74,6 +74,11 @@ def agents_for_principal(principal: Principal) -> QuerySet[Agent]:
     return agents
 
 
+def agent_of_principal(principal: Principal) -> Agent | None:
+    """The agent an agent-bound token belongs to; None for a project-wide token."""
+    return Agent.objects.filter(pk=principal.agent_id).first() if principal.agent_id else None
+
+
 def agent_get_for_principal(principal: Principal, slug: str) -> Agent:
     """The agent named by slug if this principal may see it; NotFound otherwise (never 'forbidden')."""
     agent = agents_for_principal(principal).filter(slug=slug).first()
