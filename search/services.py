@@ -34,7 +34,7 @@ from vault import selectors as vault_selectors
 from vault.models import Agent, Category, EntryStatus, VaultEntry
 from vault.selectors import workspace_prompt_build
 from vault.services import entries_mark_accessed
-from vault.text import token_estimate
+from vault.text import text_clip, token_estimate
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,8 +69,7 @@ def checkpoint_messages(agent: Agent) -> list[dict]:
 
 
 def _one_line(text: str, limit: int = ITEM_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return text_clip(text, limit)
 
 
 def instructions_block(agent: Agent) -> str:

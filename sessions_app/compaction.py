@@ -132,7 +132,7 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
     if requests:
         parts.append("The user asked:\n" + "\n".join(requests[-8:]))
     summary = "\n\n".join(parts)
-    return summary if len(summary) <= max_chars else summary[: max_chars - 3].rstrip() + "..."
+    return text_clip(summary, max_chars, flatten=False, mark=ASCII_CUT)
 
 
 def llm_summary(messages: Sequence[MessageLike]) -> str:

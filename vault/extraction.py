@@ -11,6 +11,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from vault.text import text_clip
+
 
 def _compile(regex: str) -> re.Pattern:
     return re.compile(regex, re.IGNORECASE)
@@ -82,12 +84,7 @@ def _line_clean(line: str) -> str:
 
 def _cap(text: str, max_chars: int) -> str:
     """Cut at a word boundary and mark the cut with "…", staying within max_chars including the mark."""
-    if len(text) <= max_chars:
-        return text
-    cut = text[: max_chars - 1]
-    if " " in cut:
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip() + "…"
+    return text_clip(text, max_chars, flatten=False, at_word=True)
 
 
 def _dedupe_key(text: str) -> str:

@@ -123,11 +123,19 @@ def task_line_set(content: str, line: int, done: bool) -> str:
 ASCII_CUT = "..."
 
 
-def text_clip(text: str, max_chars: int, *, flatten: bool = True, mark: str = "…") -> str:
+def text_clip(
+    text: str, max_chars: int, *, flatten: bool = True, mark: str = "…", at_word: bool = False
+) -> str:
     """`text` cut to at most `max_chars` characters, the cut marked with `mark`; with `flatten` its
-    whitespace runs become single spaces (one line), otherwise it is only stripped."""
+    whitespace runs become single spaces (one line), otherwise it is only stripped; with `at_word` the
+    cut falls between words. The one way text is shortened anywhere in the product."""
     text = " ".join(text.split()) if flatten else text.strip()
-    return text if len(text) <= max_chars else text[: max_chars - len(mark)].rstrip() + mark
+    if len(text) <= max_chars:
+        return text
+    cut = text[: max_chars - len(mark)]
+    if at_word and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip() + mark
 
 
 APOSTROPHES = str.maketrans(

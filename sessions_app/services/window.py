@@ -172,7 +172,7 @@ def _reply_summary(text: str, max_chars: int) -> str:
     end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
     if end >= max_chars // 3:
         return cut[: end + 1]
-    return cut[: max_chars - 3].rstrip() + "..."
+    return text_clip(flat, max_chars, mark=ASCII_CUT)
 
 
 def max_input_tokens_check(value) -> int | None:
