@@ -75,25 +75,19 @@ def compaction_run(
     *, project: Project, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.API
 ) -> CompactionRun:
     """Run the compaction steps for one project and record the run (a dry run is not stored)."""
-    return run_steps(
-        kind=RunKind.COMPACTION,
-        project=project,
-        trigger=trigger,
-        dry_run=dry_run,
-        now=now,
-        steps=COMPACTION_STEPS,
-        counters=COMPACTION_COUNTERS,
-    )
+    return run_steps(kind=RunKind.COMPACTION, project=project, trigger=trigger, dry_run=dry_run, now=now,
+                     steps=COMPACTION_STEPS, counters=COMPACTION_COUNTERS)  # fmt: skip
 
 
 def compaction_run_all(
     *, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.SCHEDULE
 ) -> list[CompactionRun]:
     """Compaction of every project, one recorded run each (what the schedule and the command run)."""
-    return [
-        compaction_run(project=project, dry_run=dry_run, now=now, trigger=trigger)
-        for project in Project.objects.order_by("pk")
-    ]
+    return _every_project(compaction_run, dry_run=dry_run, now=now, trigger=trigger)
+
+
+def _every_project(run, **options) -> list[CompactionRun]:
+    return [run(project=project, **options) for project in Project.objects.order_by("pk")]
 
 
 # --- Retention ---------------------------------------------------------------------------------
@@ -184,25 +178,15 @@ def retention_run(
     *, project: Project, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.API
 ) -> CompactionRun:
     """Retention, purge and size limit for one project, recorded like a compaction run."""
-    return run_steps(
-        kind=RunKind.RETENTION,
-        project=project,
-        trigger=trigger,
-        dry_run=dry_run,
-        now=now,
-        steps=RETENTION_STEPS,
-        counters=RETENTION_COUNTERS,
-    )
+    return run_steps(kind=RunKind.RETENTION, project=project, trigger=trigger, dry_run=dry_run, now=now,
+                     steps=RETENTION_STEPS, counters=RETENTION_COUNTERS)  # fmt: skip
 
 
 def retention_run_all(
     *, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.SCHEDULE
 ) -> list[CompactionRun]:
     """Retention of every project, one recorded run each (what the schedule and the command run)."""
-    return [
-        retention_run(project=project, dry_run=dry_run, now=now, trigger=trigger)
-        for project in Project.objects.order_by("pk")
-    ]
+    return _every_project(retention_run, dry_run=dry_run, now=now, trigger=trigger)
 
 
 def run_report_lines(run: CompactionRun) -> list[str]:

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_render
+from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
 from sessions_app.maintenance.trimming import session_digest
 from sessions_app.models import Message, Role, Session
 from sessions_app.scan import DURABLE_CATEGORIES, scan_message
@@ -86,22 +86,16 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
     daily_path = services.daily_note_path(day)
     profile, memory = file_content(agent, "PROFILE.md"), file_content(agent, "MEMORY.md")
     reply = llm_json(
-        [
-            {"role": "system", "content": prompt_render("extraction-system")},
-            {
-                "role": "user",
-                "content": prompt_render(
-                    "extraction-user",
-                    date=f"{day:%Y-%m-%d}",
-                    agent=agent.slug,
-                    profile=profile or "(empty)",
-                    memory=memory or "(empty)",
-                    daily_path=daily_path,
-                    daily=file_content(agent, daily_path) or "(empty)",
-                    transcript=_transcript(messages),
-                ),
-            },
-        ]
+        prompt_messages(
+            "extraction",
+            date=f"{day:%Y-%m-%d}",
+            agent=agent.slug,
+            profile=profile or "(empty)",
+            memory=memory or "(empty)",
+            daily_path=daily_path,
+            daily=file_content(agent, daily_path) or "(empty)",
+            transcript=_transcript(messages),
+        )
     )
     contract = _extraction_contract(reply)
     result = {"path": "llm", "should_update": contract["should_update"], "reason": contract["reason"]}

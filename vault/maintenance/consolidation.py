@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryproject.errors import Conflict
-from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_render
+from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
 from vault import services
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, WorkspaceFile
@@ -152,20 +152,14 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
             try:
                 should, reason, content = _consolidation_contract(
                     llm_json(
-                        [
-                            {"role": "system", "content": prompt_render("consolidation-system")},
-                            {
-                                "role": "user",
-                                "content": prompt_render(
-                                    "consolidation-user",
-                                    date=f"{timezone.localtime(now):%Y-%m-%d}",
-                                    agent=agent.slug,
-                                    memory=memory or "(empty)",
-                                    days=str(days),
-                                    notes="\n\n".join(f"### {p}\n{c}" for p, c in notes),
-                                ),
-                            },
-                        ]
+                        prompt_messages(
+                            "consolidation",
+                            date=f"{timezone.localtime(now):%Y-%m-%d}",
+                            agent=agent.slug,
+                            memory=memory or "(empty)",
+                            days=str(days),
+                            notes="\n\n".join(f"### {p}\n{c}" for p, c in notes),
+                        )
                     )
                 )
                 used = "llm"
