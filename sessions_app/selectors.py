@@ -17,7 +17,7 @@ from memoryproject.errors import NotFound
 from memoryproject.resilience import failure_detail, guarded
 from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
 from vault import selectors as vault_selectors
-from vault.models import Agent, VaultEntry, WorkspaceFile
+from vault.models import Agent
 from vault.principal import Principal
 from vault.selectors import MAX_ID, agent_get_for_principal, daily_note_path
 from vault.text import token_estimate
@@ -314,10 +314,8 @@ def recovery_build(
     path = daily_note_path(today)
 
     def daily_lines():
-        file = WorkspaceFile.objects.filter(
-            agent_id=session.agent_id, path=path, deleted_at__isnull=True
-        ).first()
-        return [line for line in (file.content.splitlines() if file else []) if line.strip()]
+        content = vault_selectors.file_content(session.agent_id, path) or ""
+        return [line for line in content.splitlines() if line.strip()]
 
     sources = [
         (
@@ -458,8 +456,7 @@ def session_stats(session: Session) -> dict:
             )
             raw = size = int(cursor.fetchone()[0])
         context = conversation_tokens(session_conversation(session, active_only=True))
-    tag = f"session-{session.pk}"
-    extracted = VaultEntry.objects.filter(agent_id=session.agent_id, tags__contains=[tag])
+    extracted = vault_selectors.entry_counts_tagged(session.agent_id, f"session-{session.pk}")
     return {
         "session": session,
         "status": session.status,
@@ -467,8 +464,8 @@ def session_stats(session: Session) -> dict:
         "messages_by_role": {role: roles.count(role) for role in sorted(set(roles))},
         "tokens": tokens,
         "context_tokens": context,
-        "decisions": extracted.filter(category="decisions").count(),
-        "lessons": extracted.filter(category="lessons").count(),
+        "decisions": extracted.get("decisions", 0),
+        "lessons": extracted.get("lessons", 0),
         "state_entries": SessionStateEntry.objects.filter(session=session).count(),
         "buffer_entries": buffer_entries(session).count(),
         "size_bytes": size,
@@ -485,78 +482,77 @@ class _Row:
         self.role, self.text, self.tool_calls = row["role"], row["text"], row["tool_calls"]
 
 
+def _per_day(qs, field: str, since) -> dict:
+    return {
+        row["day"]: row["n"]
+        for row in qs.filter(**{f"{field}__gte": since})
+        .annotate(day=TruncDate(field))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by("day")
+    }
+
+
+def _grouped(qs, key: str) -> dict:
+    return {row[key]: row["n"] for row in qs.values(key).annotate(n=Count("id")).order_by(key)}
+
+
+def _octets(sql: str, project_id: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [project_id])
+        return int(cursor.fetchone()[0] or 0)
+
+
 def project_stats(project_id: int, *, days: int = 14) -> dict:
     """Exact statistics of a project: agents, entries per category and status, sessions by state,
     storage used (bytes of entries, messages, archives and files) and growth per day over `days` days
-    (entries, messages and sessions created, by local date)."""
-
-    def grouped(qs, key):
-        return {row[key]: row["n"] for row in qs.values(key).annotate(n=Count("id")).order_by(key)}
-
-    def octets(sql):
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [project_id])
-            return int(cursor.fetchone()[0] or 0)
-
-    storage = {
-        "entries": octets(
-            "SELECT COALESCE(SUM(octet_length(content)), 0) FROM vault_vaultentry WHERE project_id = %s"
-        ),
-        "messages": octets(
-            "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text) + octet_length(state::text)"
-            " + octet_length(client_id) + octet_length(tool_call_id)), 0)"
-            " FROM sessions_app_message WHERE project_id = %s"
-        ),
-        "archives": octets(
-            "SELECT COALESCE(SUM(compressed_bytes), 0) FROM sessions_app_sessionarchive WHERE project_id = %s"
-        ),
-        "files": octets(
-            "SELECT COALESCE(SUM(octet_length(f.content)), 0) FROM vault_workspacefile f"
-            " JOIN vault_agent a ON a.id = f.agent_id WHERE a.project_id = %s AND f.deleted_at IS NULL"
-        ),
-    }
-    storage["total"] = sum(storage.values())
+    (entries, messages and sessions created, by local date). The vault's part comes from
+    vault.selectors.project_memory_stats."""
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
     since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
-
-    def per_day(qs, field):
-        return {
-            row["day"]: row["n"]
-            for row in qs.filter(**{f"{field}__gte": since})
-            .annotate(day=TruncDate(field))
-            .values("day")
-            .annotate(n=Count("id"))
-            .order_by("day")
-        }
-
-    entries_day = per_day(VaultEntry.objects.filter(project_id=project_id), "created_at")
-    messages_day = per_day(Message.objects.filter(project_id=project_id), "created_at")
-    sessions_day = per_day(Session.objects.filter(project_id=project_id), "created_at")
+    memory = vault_selectors.project_memory_stats(project_id, since=since)
+    storage = {
+        "entries": memory["entries_bytes"],
+        "messages": _octets(
+            "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text) + octet_length(state::text)"
+            " + octet_length(client_id) + octet_length(tool_call_id)), 0)"
+            " FROM sessions_app_message WHERE project_id = %s",
+            project_id,
+        ),
+        "archives": _octets(
+            "SELECT COALESCE(SUM(compressed_bytes), 0) FROM sessions_app_sessionarchive WHERE project_id = %s",
+            project_id,
+        ),
+        "files": memory["files_bytes"],
+    }
+    storage["total"] = sum(storage.values())
+    messages_day = _per_day(Message.objects.filter(project_id=project_id), "created_at", since)
+    sessions_day = _per_day(Session.objects.filter(project_id=project_id), "created_at", since)
     growth = []
     for offset in range(days):
         day = first + timedelta(days=offset)
         growth.append(
             {
                 "date": day,
-                "entries": entries_day.get(day, 0),
+                "entries": memory["entries_per_day"].get(day, 0),
                 "messages": messages_day.get(day, 0),
                 "sessions": sessions_day.get(day, 0),
             }
         )
-    entries = VaultEntry.objects.filter(project_id=project_id)
+    sessions = Session.objects.filter(project_id=project_id)
     return {
-        "agents": Agent.objects.filter(project_id=project_id).count(),
-        "entries": entries.count(),
-        "entries_by_category": grouped(entries, "category"),
-        "entries_by_status": grouped(entries, "status"),
-        "sessions": Session.objects.filter(project_id=project_id).count(),
-        "sessions_by_status": grouped(Session.objects.filter(project_id=project_id), "status"),
+        "agents": memory["agents"],
+        "entries": memory["entries"],
+        "entries_by_category": memory["entries_by_category"],
+        "entries_by_status": memory["entries_by_status"],
+        "sessions": sessions.count(),
+        "sessions_by_status": _grouped(sessions, "status"),
         "messages": Message.objects.filter(project_id=project_id).count(),
         "archived_messages": sum(
             SessionArchive.objects.filter(project_id=project_id).values_list("message_count", flat=True)
         ),
-        "files": WorkspaceFile.objects.filter(agent__project_id=project_id, deleted_at__isnull=True).count(),
+        "files": memory["files"],
         "storage_bytes": storage,
         "growth": growth,
     }

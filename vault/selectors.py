@@ -31,6 +31,13 @@ from vault.tokens import TOKEN_PREFIX, token_hash
 MAX_ID = 2**63 - 1
 
 
+class OctetLength(Func):
+    """PostgreSQL's octet_length: the bytes a text takes."""
+
+    function = "octet_length"
+    output_field = IntegerField()
+
+
 def daily_note_path(day) -> str:
     """Where the agent's daily note of `day` lives: memory/YYYY-MM-DD.md."""
     return f"memory/{day:%Y-%m-%d}.md"
@@ -488,3 +495,51 @@ def handoff_latest(agent: Agent) -> VaultEntry | None:
         .order_by("-created_at", "-id")
         .first()
     )
+
+
+def file_content(agent_id: int, path: str) -> str | None:
+    """The content of the agent's live file at `path`, or None when there is none."""
+    file = WorkspaceFile.objects.filter(agent_id=agent_id, path=path, deleted_at__isnull=True).first()
+    return None if file is None else file.content
+
+
+def entry_contents_tagged(agent_id: int, tag: str) -> list[str]:
+    """The content of every entry of the agent carrying `tag`."""
+    return list(
+        VaultEntry.objects.filter(agent_id=agent_id, tags__contains=[tag]).values_list("content", flat=True)
+    )
+
+
+def entry_counts_tagged(agent_id: int, tag: str) -> dict[str, int]:
+    """How many entries of the agent carry `tag`, per category."""
+    rows = VaultEntry.objects.filter(agent_id=agent_id, tags__contains=[tag]).values("category")
+    return {row["category"]: row["n"] for row in rows.annotate(n=Count("id"))}
+
+
+def project_memory_stats(project_id: int, *, since: datetime) -> dict:
+    """The vault's share of a project's statistics: agents, entries (by category, status, and created per
+    local day since `since`), live files, and the bytes entries and files take."""
+    entries = VaultEntry.objects.filter(project_id=project_id)
+    files = WorkspaceFile.objects.filter(agent__project_id=project_id, deleted_at__isnull=True)
+    per_day = (
+        entries.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by("day")
+    )
+    return {
+        "agents": Agent.objects.filter(project_id=project_id).count(),
+        "entries": entries.count(),
+        "entries_by_category": {
+            r["category"]: r["n"]
+            for r in entries.values("category").annotate(n=Count("id")).order_by("category")
+        },
+        "entries_by_status": {
+            r["status"]: r["n"] for r in entries.values("status").annotate(n=Count("id")).order_by("status")
+        },
+        "entries_per_day": {row["day"]: row["n"] for row in per_day},
+        "files": files.count(),
+        "entries_bytes": entries.aggregate(n=Sum(OctetLength("content")))["n"] or 0,
+        "files_bytes": files.aggregate(n=Sum(OctetLength("content")))["n"] or 0,
+    }

@@ -28,8 +28,9 @@ from sessions_app.services.common import (
 )
 from sessions_app.services.lifecycle import session_ensure
 from sessions_app.services.window import max_input_tokens_check, working_buffer_update
+from vault import selectors as vault_selectors
 from vault import services as vault_services
-from vault.models import Agent, EntrySource, VaultEntry, WorkspaceFile
+from vault.models import Agent, EntrySource, VaultEntry
 from vault.redaction import redact_for_project
 from vault.text import ASCII_CUT, text_clip
 
@@ -301,11 +302,11 @@ def _write_ahead_scan(
 
 
 def _memory_file_facts(agent: Agent) -> set[str]:
-    file = WorkspaceFile.objects.filter(agent=agent, path=MEMORY_FILE, deleted_at__isnull=True).first()
-    if file is None:
+    content = vault_selectors.file_content(agent.pk, MEMORY_FILE)
+    if content is None:
         return set()
     facts = set()
-    for line in file.content.splitlines():
+    for line in content.splitlines():
         line = line.strip()
         if line.startswith(("- ", "* ")):
             facts.add(normalise_fact(line[2:]))
@@ -328,9 +329,7 @@ def durable_fact_record(*, agent: Agent, category: str, text: str, changed_by: s
         known = _memory_file_facts(agent)
         if key in known:
             return None
-        for content in VaultEntry.objects.filter(agent=agent, tags__contains=[WAL_TAG]).values_list(
-            "content", flat=True
-        ):
+        for content in vault_selectors.entry_contents_tagged(agent.pk, WAL_TAG):
             if normalise_fact(content) == key:
                 return None
         entry = vault_services.entry_create(

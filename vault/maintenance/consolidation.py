@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict
 from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
-from vault import services
+from vault import selectors, services
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, WorkspaceFile
 
@@ -19,8 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 def file_content(agent: Agent, path: str) -> str | None:
-    file = WorkspaceFile.objects.filter(agent=agent, path=path, deleted_at__isnull=True).first()
-    return None if file is None else file.content
+    return selectors.file_content(agent.pk, path)
 
 
 CORE_FILE_ORDER = {"PROFILE.md": 2, "MEMORY.md": 3}
