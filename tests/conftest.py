@@ -58,6 +58,12 @@ def project(db):
 
 
 @pytest.fixture
+def target(db):
+    """An empty project to import into."""
+    return ProjectFactory(slug="target", name="Target")
+
+
+@pytest.fixture
 def other_project(db):
     return ProjectFactory(slug="globex", name="Globex")
 
