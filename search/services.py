@@ -220,14 +220,8 @@ def _shorten(section: _Section, chars_to_cut: int) -> None:
         return
 
 
-def context_build(
-    *, agent: Agent, command: str = "", budget_tokens: int | None = None, created_by: str = ""
-) -> dict:
-    """Assemble the memory context for a new session of `agent` under a token budget.
-
-    Returns {"text", "token_estimate", "budget_tokens", "sections", "cited", "warnings"}; the cited
-    entries get their access counted (ranking boost) and the build is recorded as a ContextBuild.
-    """
+def _context_input_check(command: str, budget_tokens: int | None) -> int:
+    """The token budget to build within; InvalidInput for a budget out of range or a bad command."""
     budget = settings.MEMORY_TOKEN_BUDGET if budget_tokens is None else budget_tokens
     if not isinstance(budget, int) or not 50 <= budget <= settings.MEMORY_CONTEXT_MAX_BUDGET:
         raise InvalidInput(
@@ -238,6 +232,65 @@ def context_build(
         raise InvalidInput(
             "command must be at most 10000 characters without NUL", [{"loc": ["command"], "msg": "invalid"}]
         )
+    return budget
+
+
+def _render(sections: dict[str, _Section]) -> str:
+    body = [s.render() for name, s in sections.items() if name != "instructions"]
+    memory = "\n\n".join([f"## MEMORY CONTEXT\n{REFERENCE_NOTE}", *[b for b in body if b]])
+    tail = sections["instructions"].render()
+    return f"{memory}\n---\n{tail}" if tail else memory
+
+
+def _fit_to_budget(sections: dict[str, _Section], budget: int) -> str:
+    """The rendered context within `budget` tokens: the least relevant items dropped first (lessons,
+    decisions, the handoff), then what is left shortened, the least essential first."""
+    text = _render(sections)
+    for name in ("lessons", "decisions", "handoff"):
+        section = sections[name]
+        while section.items and token_estimate(text) > budget:
+            section.items.pop()
+            section.dropped += 1
+            text = _render(sections)
+    for name in ("workspace", "recovery", "tasks", "project", "instructions"):
+        section = sections[name]
+        while section.items and token_estimate(text) > budget:
+            _shorten(section, len(text) - budget * 4)
+            text = _render(sections)
+    return text if token_estimate(text) <= budget else text[: budget * 4]
+
+
+def _cited_and_summary(sections: dict[str, _Section]) -> tuple[list[int], dict]:
+    """The entries the context cites, and per section what was included, dropped or shortened."""
+    cited = sorted(
+        {
+            item.entry_id
+            for name in ("handoff", "decisions", "lessons", "tasks")
+            for item in sections[name].items
+            if item.entry_id is not None
+        }
+    )
+    summary = {
+        name: {
+            "included": len(section.items),
+            "dropped": section.dropped,
+            "truncated": section.truncated,
+            "entry_ids": [item.entry_id for item in section.items if item.entry_id is not None],
+        }
+        for name, section in sections.items()
+    }
+    return cited, summary
+
+
+def context_build(
+    *, agent: Agent, command: str = "", budget_tokens: int | None = None, created_by: str = ""
+) -> dict:
+    """Assemble the memory context for a new session of `agent` under a token budget.
+
+    Returns {"text", "token_estimate", "budget_tokens", "sections", "cited", "warnings"}; the cited
+    entries get their access counted (ranking boost) and the build is recorded as a ContextBuild.
+    """
+    budget = _context_input_check(command, budget_tokens)
     warnings: list[dict] = []
 
     def gather(name: str, build: Callable[[], T], default: T | None = None) -> T:
@@ -286,46 +339,8 @@ def context_build(
     workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
     sections["workspace"].items = [item for item in workspace if item.text]
 
-    def render() -> str:
-        body = [s.render() for name, s in sections.items() if name != "instructions"]
-        memory = "\n\n".join([f"## MEMORY CONTEXT\n{REFERENCE_NOTE}", *[b for b in body if b]])
-        tail = sections["instructions"].render()
-        return f"{memory}\n---\n{tail}" if tail else memory
-
-    text = render()
-    # The drop order: lessons, then decisions, then the handoff (least relevant items first).
-    for name in ("lessons", "decisions", "handoff"):
-        section = sections[name]
-        while section.items and token_estimate(text) > budget:
-            section.items.pop()
-            section.dropped += 1
-            text = render()
-    # Still over: shorten what is left, the least essential first.
-    for name in ("workspace", "recovery", "tasks", "project", "instructions"):
-        section = sections[name]
-        while section.items and token_estimate(text) > budget:
-            _shorten(section, len(text) - budget * 4)
-            text = render()
-    if token_estimate(text) > budget:
-        text = text[: budget * 4]
-
-    cited = sorted(
-        {
-            item.entry_id
-            for name in ("handoff", "decisions", "lessons", "tasks")
-            for item in sections[name].items
-            if item.entry_id is not None
-        }
-    )
-    summary = {
-        name: {
-            "included": len(section.items),
-            "dropped": section.dropped,
-            "truncated": section.truncated,
-            "entry_ids": [item.entry_id for item in section.items if item.entry_id is not None],
-        }
-        for name, section in sections.items()
-    }
+    text = _fit_to_budget(sections, budget)
+    cited, summary = _cited_and_summary(sections)
     with transaction.atomic():
         ContextBuild.objects.create(
             project_id=agent.project_id,
