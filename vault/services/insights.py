@@ -13,9 +13,19 @@ from vault.text import normalise_fact
 
 
 def insights_store(
-    *, agent: Agent, texts: list[str], tags: list[str], source: str, created_by: str
+    *,
+    agent: Agent,
+    texts: list[str],
+    tags: list[str],
+    source: str,
+    created_by: str,
+    source_session_id: int | None = None,
+    source_messages: dict[str, int] | None = None,
 ) -> tuple[list[VaultEntry], int]:
-    """Store the decisions and lessons found in `texts`; returns (entries created, duplicates skipped)."""
+    """Store the decisions and lessons found in `texts`; returns (entries created, duplicates skipped).
+
+    Provenance: `source_session_id`, and `source_messages` (normalised insight text → the id of the
+    message it was found in) for each entry's source message."""
     insights = insights_extract(
         texts,
         max_per_kind=settings.MEMORY_INSIGHTS_MAX,
@@ -36,6 +46,7 @@ def insights_store(
                 duplicates += 1
                 continue
             existing.add(key)
+            message_id = (source_messages or {}).get(key)
             created.append(
                 entry_create(
                     agent=agent,
@@ -44,12 +55,23 @@ def insights_store(
                     tags=tags,
                     source=source,
                     created_by=created_by,
+                    source_session_id=source_session_id,
+                    source_message_ids=[message_id] if message_id else [],
                 )
             )
     return created, duplicates
 
 
-def handoff_store(*, agent: Agent, content: str, tags: list[str], source: str, created_by: str) -> VaultEntry:
+def handoff_store(
+    *,
+    agent: Agent,
+    content: str,
+    tags: list[str],
+    source: str,
+    created_by: str,
+    source_session_id: int | None = None,
+    source_message_ids: list[int] | None = None,
+) -> VaultEntry:
     """Store a handoff: what the next session of the agent should pick up."""
     return entry_create(
         agent=agent,
@@ -58,4 +80,6 @@ def handoff_store(*, agent: Agent, content: str, tags: list[str], source: str, c
         tags=tags,
         source=source,
         created_by=created_by,
+        source_session_id=source_session_id,
+        source_message_ids=source_message_ids,
     )
