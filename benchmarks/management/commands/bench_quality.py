@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from benchmarks.migrated import ensure_migrated
 from search.selectors import SearchFilters, SearchScope, search_run
 from vault.models import Agent, Project, VaultEntry
 
@@ -66,6 +67,7 @@ class Command(BaseCommand):
         parser.add_argument("--show-misses", action="store_true", help="Print questions our search misses.")
 
     def handle(self, *args, **options):
+        ensure_migrated(self)
         from rank_bm25 import BM25Okapi
 
         data = json.loads(QUALITY.read_text())
