@@ -53,12 +53,14 @@ def test_first_run_hint_second_serve_and_ctrl_c(data_dir, tmp_path, unused_port)
         assert f"already running at {url}" in second.stderr
         assert "Database migrated" not in second.stdout + second.stderr
     finally:
+        before = len(log.read_text())
         code = stop_group(process, signal.SIGINT)
     output = log.read_text()
     assert code == 0, output
     assert wait_no_processes(data_dir) == []
-    tail = output[output.index("Stopped") :].strip().splitlines()
-    assert tail[0].startswith("Stopped the web server, the job cluster and the embedded database in ")
+    said = output[before:].strip().splitlines()
+    assert len(said) == 1, said
+    assert said[0].startswith("Stopped the web server, the job cluster and the embedded database in ")
     assert "SIGKILL" not in output and "Traceback" not in output
 
 
@@ -68,10 +70,14 @@ def test_sigterm_to_the_process_group_leaves_nothing_running(data_dir, tmp_path,
     try:
         wait_healthy(url, process, log)
     finally:
+        before = len(log.read_text())
         code = stop_group(process, signal.SIGTERM)
     assert code == 0, log.read_text()
     assert wait_no_processes(data_dir) == []
-    assert "Stopped the web server, the job cluster and the embedded database" in log.read_text()
+    said = log.read_text()[before:].strip().splitlines()
+    assert len(said) == 1 and said[0].startswith(
+        "Stopped the web server, the job cluster and the embedded database"
+    ), said
 
 
 def test_embedded_database_killed_under_serve_comes_back_and_nothing_acknowledged_is_lost(
