@@ -22,7 +22,7 @@ from vault.forms import (
     SearchFilterForm,
 )
 from vault.models import Category, RunTrigger
-from vault.render import diff_html, highlight, markdown_html
+from vault.render import diff_html, highlight, markdown_html, snippet_markdown
 from vault.views import UNPROCESSABLE, actor, curator_required, is_htmx
 
 SEARCH_LIMIT = 30
@@ -80,7 +80,9 @@ def _result(row: dict, query: str) -> dict:
     else:
         url = reverse("vault-file", args=[row["project"], row["agent"]]) + f"?path={row['path']}"
         title = row["path"]
-    return {**row, "url": url, "title": title, "highlighted": highlight(row["text"], query)}
+    # Entries and files are markdown and read as on their own pages; messages are plain text there.
+    snippet = highlight if kind == "message" else snippet_markdown
+    return {**row, "url": url, "title": title, "highlighted": snippet(row["text"], query)}
 
 
 # --- Review queue ----------------------------------------------------------------------------------

@@ -140,6 +140,15 @@ def test_search_filters_by_agent_category_and_status(client_a, agent_a, agent_b,
     assert "Old <mark>PostgreSQL</mark> 12" in arch and "vacuum" not in arch
 
 
+def test_search_shows_entry_snippets_as_rendered_markdown(client_a, agent_a):
+    services.entry_create(
+        agent=agent_a, category="tasks", content="**Never** deploy on Friday\n\n- [ ] tell the team"
+    )
+    html = client_a.get(reverse("vault-search"), {"q": "deploy"}, **HTMX).content.decode()
+    assert "<strong>Never</strong> <mark>deploy</mark>" in html and "☐" in html
+    assert "**Never**" not in html and "- [ ]" not in html
+
+
 def test_search_rejects_bad_filters_with_422(client_a, entry_a):
     response = client_a.get(reverse("vault-search"), {"q": "x", "category": "nope"})
     assert response.status_code == 422
