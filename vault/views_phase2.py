@@ -289,11 +289,14 @@ def session_restore(request, project, agent, session_id):
 def _file_context(agent, file, form=None):
     versions = list(selectors.file_history(file)[:20]) if file else []
     history, newer, newer_label = [], file.content if file else "", "current"
-    for version in versions:
-        label = f"version {version.pk}"
+    total = selectors.file_history(file).count() if len(versions) == 20 else len(versions)
+    for index, version in enumerate(versions):
+        number = total - index  # per file, oldest 1: version ids are global
+        label = f"version {number}"
         history.append(
             {
                 "version": version,
+                "number": number,
                 "diff": diff_html(version.content, newer, before_label=label, after_label=newer_label),
             }
         )

@@ -324,6 +324,14 @@ def test_compaction_preview_changes_nothing_and_run_now_records_a_run(client_a, 
     assert client_a.get(reverse("vault-maintenance-run", args=["acme", 999999])).status_code == 404
 
 
+def test_the_maintenance_page_lists_every_schedule(client_a, project):
+    from django.core.management import call_command
+
+    call_command("setup_schedules")
+    page = client_a.get(reverse("vault-maintenance", args=["acme"])).content.decode()
+    assert "sessions: lifecycle" in page and "consolidat" in page
+
+
 def test_it_sets_review_policies_and_redaction(client_a, project):
     url = reverse("vault-project-policies", args=["acme"])
     assert client_a.post(url, {"category": "lessons", "hold_agent_writes": "1"}).status_code == 302
