@@ -5,7 +5,13 @@ which has long diffs, tables and files like a real project."""
 import pytest
 
 from sessions_app.models import Session
-from vault.management.commands.screenshots import DEMO_PASSWORD, DEMO_USER, demo_seed
+from vault.management.commands.screenshots import (
+    ADMIN_PASSWORD,
+    ADMIN_USER,
+    DEMO_PASSWORD,
+    DEMO_USER,
+    demo_seed,
+)
 from vault.models import CompactionRun, VaultEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,6 +64,7 @@ LAYOUT_PROBLEMS_JS = """
     if (["INPUT", "TEXTAREA", "SELECT", "PRE", "CODE"].includes(el.tagName) || el.closest("pre") || hidden(el)) continue;
     const style = getComputedStyle(el);
     if (style.overflowX === "visible" || style.display === "inline" || el.clientWidth <= 1) continue;
+    if (style.textOverflow === "ellipsis" && el.title) continue;  // clipped on purpose, full text in its title
     if (el.scrollWidth > el.clientWidth + 1) {
       problems.push(`${name(el)} clips its content (${el.scrollWidth}px in ${el.clientWidth}px)`);
     }
@@ -122,3 +129,27 @@ def test_no_curator_page_is_wider_than_the_window_or_cuts_a_control(browser, liv
     finally:
         context.close()
     assert problems == [], "\n".join(problems)
+
+
+def test_the_admin_entry_list_fits_a_laptop_with_one_line_per_entry(browser, live_server, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    demo = demo_seed()
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto("/admin/login/")
+        page.get_by_label("Username").fill(ADMIN_USER)
+        page.get_by_label("Password").fill(ADMIN_PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.goto("/admin/vault/vaultentry/")
+        rows = page.locator("#result_list tbody tr")
+        assert rows.count() == VaultEntry.objects.count() > 20
+        heights = rows.evaluate_all("rows => rows.map(row => row.getBoundingClientRect().height)")
+        assert max(heights) < 2 * min(heights) + 1, heights  # no row wraps its content
+        problems = page.evaluate(LAYOUT_PROBLEMS_JS)
+        assert problems == [], "\n".join(problems)
+        page.goto(f"/admin/vault/vaultentry/{demo['edited'].pk}/change/")
+        problems = page.evaluate(LAYOUT_PROBLEMS_JS)
+        assert problems == [], "\n".join(problems)
+    finally:
+        context.close()
