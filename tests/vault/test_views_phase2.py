@@ -97,6 +97,24 @@ def test_it_hides_this_project_from_another_projects_curator(
     assert Project.objects.get(pk=project.pk).redaction_enabled is True
 
 
+def test_the_merge_box_starts_at_the_duplicate_even_after_another_reason(client_a, project, agent_a):
+    original = services.entry_create(
+        agent=agent_a,
+        category="lessons",
+        content="The card network sandbox returns 200 with an error body; check `status` #payments",
+    )
+    services.review_policy_set(project=project, hold_agent_writes=True, hold_extracted=True)
+    held = services.entry_create(
+        agent=agent_a,
+        category="lessons",
+        content="The sandbox returns 200 with an error body; always check status #payments",
+    )
+    kinds = [item.kind for item in held.review_items.order_by("pk")]
+    assert kinds[0] == "policy" and "duplicate" in kinds
+    html = client_a.get(reverse("vault-review", args=["acme"])).content.decode()
+    assert f'id="into-{held.pk}" name="into" min="1" value="{original.pk}"' in html
+
+
 def test_it_hides_another_projects_entry_from_this_projects_review_action(client_b, project, pending):
     other = Project.objects.get(slug="globex")
     response = client_b.post(
