@@ -153,7 +153,7 @@ class Command(BaseCommand):
         page.wait_for_url(f"{base}/")
         page.goto("/projects/acme/agents/dev/?category=tasks")
         self.save(page, out, "agent-vault-mobile", full_page=False)
-        page.goto("/")
+        page.goto("/#project-acme")  # the project card with its agent table
         self.save(page, out, "dashboard-mobile", full_page=False)
         page.goto(f"/entries/{demo['edited'].pk}/#history")
         self.save(page, out, "entry-history-mobile", full_page=False)
