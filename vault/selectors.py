@@ -502,10 +502,10 @@ def deletion_audits_for_project(project: Project, *, limit: int = 100) -> QueryS
 
 
 def maintenance_schedules() -> list:
-    """The django-q schedules of the vault's maintenance tasks, with their next run."""
+    """Every django-q schedule (the vault's and the sessions' maintenance), with its next run."""
     from django_q.models import Schedule
 
-    return list(Schedule.objects.filter(func__startswith="vault.tasks.").order_by("next_run", "name"))
+    return list(Schedule.objects.order_by("next_run", "name"))
 
 
 def review_policies_for_project(project: Project) -> dict[str, ReviewPolicy]:

@@ -134,8 +134,12 @@ def search(request):
 def _vault_context(request, agent, *, create_form=None):
     filters = EntryFilterForm(request.GET)
     cleaned = filters.cleaned_data if filters.is_valid() else {}
-    category = cleaned.get("category") or Category.DECISIONS
     status = cleaned.get("status") or EntryStatus.ACTIVE
+    counts = selectors.category_counts(agent, status=None if status == "all" else status)
+    # No category asked for: open the first tab that has entries rather than an empty one.
+    category = cleaned.get("category") or next(
+        (value for value in Category.values if counts[value]), Category.DECISIONS
+    )
     entries = selectors.entry_list(
         agent=agent,
         category=category,
@@ -144,7 +148,6 @@ def _vault_context(request, agent, *, create_form=None):
         source=cleaned.get("source") or None,
     )
     page = Paginator(entries, settings.MEMORY_UI_PAGE_SIZE).get_page(request.GET.get("page"))
-    counts = selectors.category_counts(agent, status=None if status == "all" else status)
     return {
         "agent": agent,
         "project": agent.project,
@@ -208,20 +211,28 @@ def entry_detail(request, entry_id):
     entry = selectors.entry_get_for_user(request.user, entry_id)
     versions = list(selectors.entry_history(entry))
     # Each version is diffed against the state that replaced it: the next newer version, or now.
+    # Versions are numbered per entry, oldest 1 (their ids are global and mean nothing here).
     history = []
-    newer_content, newer_label = entry.content, "current"
-    for version in versions:
-        label = f"version {version.pk} ({version.get_action_display().lower()})"
+    newer, newer_label = entry, "current"
+    for index, version in enumerate(versions):
+        number = len(versions) - index
+        label = f"version {number} ({version.get_action_display().lower()})"
         history.append(
             {
                 "version": version,
+                "number": number,
                 "diff": diff_html(
-                    version.content, newer_content, before_label=label, after_label=newer_label
+                    version.content, newer.content, before_label=label, after_label=newer_label
                 ),
-                "changed": version.content != newer_content,
+                "changed": version.content != newer.content,
+                "fields_changed": [
+                    field
+                    for field in ("category", "importance", "tags", "status")
+                    if getattr(version, field) != getattr(newer, field)
+                ],
             }
         )
-        newer_content, newer_label = version.content, label
+        newer, newer_label = version, label
     return render(
         request,
         "vault/entry_detail.html",
@@ -327,8 +338,10 @@ def entry_task_toggle(request, entry_id):
 def entry_restore(request, entry_id, version_id):
     entry = selectors.entry_get_for_user(request.user, entry_id)
     version = selectors.entry_version_get(entry, version_id)
+    newest_first = list(selectors.entry_history(entry).values_list("pk", flat=True))
+    number = len(newest_first) - newest_first.index(version.pk)  # per entry, oldest 1
     services.entry_restore(entry_id=entry.pk, version_id=version.pk, changed_by=actor(request))
-    messages.success(request, f"Restored version {version.pk}; the text it replaced is in the history.")
+    messages.success(request, f"Restored version {number}; the text it replaced is in the history.")
     return redirect("vault-entry-detail", entry.pk)
 
 

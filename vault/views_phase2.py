@@ -22,7 +22,7 @@ from vault.forms import (
     SearchFilterForm,
 )
 from vault.models import Category, RunTrigger
-from vault.render import diff_html, highlight, markdown_html
+from vault.render import diff_html, highlight, markdown_html, snippet_markdown
 from vault.views import UNPROCESSABLE, actor, curator_required, is_htmx
 
 SEARCH_LIMIT = 30
@@ -80,7 +80,9 @@ def _result(row: dict, query: str) -> dict:
     else:
         url = reverse("vault-file", args=[row["project"], row["agent"]]) + f"?path={row['path']}"
         title = row["path"]
-    return {**row, "url": url, "title": title, "highlighted": highlight(row["text"], query)}
+    # Entries and files are markdown and read as on their own pages; messages are plain text there.
+    snippet = highlight if kind == "message" else snippet_markdown
+    return {**row, "url": url, "title": title, "highlighted": snippet(row["text"], query)}
 
 
 # --- Review queue ----------------------------------------------------------------------------------
@@ -93,6 +95,11 @@ def review_queue(request, project):
     if category not in Category.values:
         category = None
     queue = list(selectors.review_queue_for_user(request.user, project, category=category)[:500])
+    for entry in queue:  # "Merge into #" starts at the other side of an open duplicate or conflict
+        entry.merge_target = next(
+            (i.other_entry_id for i in entry.review_items.all() if i.other_entry_id and not i.resolved_at),
+            "",
+        )
     return render(
         request,
         "vault/review.html",
@@ -287,11 +294,14 @@ def session_restore(request, project, agent, session_id):
 def _file_context(agent, file, form=None):
     versions = list(selectors.file_history(file)[:20]) if file else []
     history, newer, newer_label = [], file.content if file else "", "current"
-    for version in versions:
-        label = f"version {version.pk}"
+    total = selectors.file_history(file).count() if len(versions) == 20 else len(versions)
+    for index, version in enumerate(versions):
+        number = total - index  # per file, oldest 1: version ids are global
+        label = f"version {number}"
         history.append(
             {
                 "version": version,
+                "number": number,
                 "diff": diff_html(version.content, newer, before_label=label, after_label=newer_label),
             }
         )

@@ -20,6 +20,7 @@ from vault import services
 from vault.models import ProjectMembership, TokenScope
 
 DEMO_USER, DEMO_PASSWORD = "demo", "demo-curator-password"
+ADMIN_USER, ADMIN_PASSWORD = "demo-admin", "demo-admin-password"
 
 
 class Command(BaseCommand):
@@ -152,7 +153,23 @@ class Command(BaseCommand):
         page.wait_for_url(f"{base}/")
         page.goto("/projects/acme/agents/dev/?category=tasks")
         self.save(page, out, "agent-vault-mobile", full_page=False)
+        page.goto("/#project-acme")  # the project card with its agent table
+        self.save(page, out, "dashboard-mobile", full_page=False)
+        page.goto(f"/entries/{demo['edited'].pk}/#history")
+        self.save(page, out, "entry-history-mobile", full_page=False)
+        page.goto("/projects/acme/review/")
+        self.save(page, out, "review-queue-mobile", full_page=False)
         mobile.close()
+
+        admin = browser.new_context(base_url=base, viewport={"width": width, "height": 900})
+        page = admin.new_page()
+        page.goto("/admin/login/")
+        page.get_by_label("Username").fill(ADMIN_USER)
+        page.get_by_label("Password").fill(ADMIN_PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.goto("/admin/vault/vaultentry/")
+        self.save(page, out, "admin-entries", full_page=False)
+        admin.close()
 
 
 def demo_seed() -> dict:
@@ -283,4 +300,5 @@ def demo_seed() -> dict:
     user.groups.add(Group.objects.get_or_create(name=settings.MEMORY_CURATOR_GROUP)[0])
     ProjectMembership.objects.create(user=user, project=acme)
     ProjectMembership.objects.create(user=user, project=globex)
+    User.objects.create_superuser(ADMIN_USER, password=ADMIN_PASSWORD)
     return {"edited": edited, "project": acme, "newer": newer, "session": chat}
