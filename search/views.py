@@ -8,7 +8,7 @@ from search.curation import search_for_user
 from search.forms import SearchFilterForm
 from search.selectors import KINDS, SearchFilters
 from vault import selectors as vault_selectors
-from vault.render import highlight
+from vault.render import highlight, snippet_markdown
 from vault.views.access import UNPROCESSABLE, curator_required, is_htmx
 
 SEARCH_LIMIT = 30
@@ -61,4 +61,6 @@ def _result(row: dict, query: str) -> dict:
     else:
         url = reverse("vault-file", args=[row["project"], row["agent"]]) + f"?path={row['path']}"
         title = row["path"]
-    return {**row, "url": url, "title": title, "highlighted": highlight(row["text"], query)}
+    # Entries and files are markdown and read as on their own pages; messages are plain text there.
+    snippet = highlight if kind == "message" else snippet_markdown
+    return {**row, "url": url, "title": title, "highlighted": snippet(row["text"], query)}

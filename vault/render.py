@@ -102,9 +102,13 @@ def diff_html(before: str, after: str, *, before_label: str, after_label: str) -
     return mark_safe(table)  # noqa: S308 - difflib escapes the content lines; labels escaped above
 
 
+def _query_words(query: str) -> list[str]:
+    return [w for w in re.findall(r"\w+", query.lower()) if w not in {"or", "and", "not"}]
+
+
 def highlight(text: str, query: str, *, length: int = 240) -> SafeString:
     """An escaped excerpt of text around the first match of the query's words, matches in <mark>."""
-    words = [w for w in re.findall(r"\w+", query.lower()) if w not in {"or", "and", "not"}]
+    words = _query_words(query)
     lowered = text.lower()
     first = min((lowered.find(w) for w in words if w in lowered), default=0)
     start = max(0, first - length // 3)
@@ -116,6 +120,50 @@ def highlight(text: str, query: str, *, length: int = 240) -> SafeString:
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + length < len(text) else ""
     return mark_safe(prefix + html + suffix)  # noqa: S308 - built from escaped text
+
+
+# Outside tags and entities: marks go into text only, never into `<a href=…>` or `&amp;`.
+_TAG_RE = re.compile(r"(<[^>]*>)")
+
+
+def snippet_markdown(text: str, query: str, *, length: int = 240) -> SafeString:
+    """An excerpt of markdown around the first match of the query's words, rendered as the entry
+    pages render it (sanitised; task boxes shown, not tickable), matches in <mark>.
+
+    The excerpt starts at the beginning of a line when one is near the match, so lists and
+    headings keep their markup, and ends at a space, so no word is cut.
+    """
+    words = _query_words(query)
+    lowered = text.lower()
+    first = min((lowered.find(w) for w in words if w in lowered), default=0)
+    line_start = text.rfind("\n", 0, first) + 1
+    if first - line_start <= length // 2:
+        start = line_start
+        while start > 0:  # earlier lines too, while they leave room for the match
+            earlier = text.rfind("\n", 0, start - 1) + 1
+            if first - earlier > length // 2:
+                break
+            start = earlier
+    else:
+        start = text.rfind(" ", 0, first - length // 3) + 1
+    end = start + length
+    if end < len(text):
+        space = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+        end = space if space > start else end
+    excerpt = text[start:end].strip()
+    if start > line_start:
+        excerpt = "…" + excerpt
+    if end < len(text):
+        excerpt += " …"
+    html = str(markdown_with_tasks(excerpt, toggle_url=None, csrf_token=None))
+    if words:
+        pattern = re.compile(r"(?<![&#\w])(" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
+        parts = _TAG_RE.split(html)
+        html = "".join(
+            part if part.startswith("<") else pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", part)
+            for part in parts
+        )
+    return mark_safe(html)  # noqa: S308 - sanitised markdown, our <mark> tags added in text only
 
 
 @dataclass(frozen=True)
@@ -169,18 +217,27 @@ def bar_chart(points: list[tuple], *, width: int = 600, height: int = 140) -> Ch
     )
 
 
-def version_diffs(current: str, versions, label) -> list[dict]:
+def version_diffs(current, versions, *, total: int, describe=lambda version: "", fields=()) -> list[dict]:
     """Each version (newest first) diffed against the state that replaced it: the next newer version, or
-    `current`. `label(version)` names a version; returns [{"version", "diff", "changed"}]."""
+    `current` (the entry or file itself; None for a file that is gone). Versions are numbered per object,
+    oldest 1 (`total` is how many there are; their ids are global and mean nothing here); `describe`
+    adds to a version's label, and `fields` are compared besides the content.
+    Returns [{"version", "number", "diff", "changed", "fields_changed"}]."""
     history, newer, newer_label = [], current, "current"
-    for version in versions:
-        before = label(version)
+    for index, version in enumerate(versions):
+        number = total - index
+        label = f"version {number}{describe(version)}"
+        newer_content = newer.content if newer is not None else ""
         history.append(
             {
                 "version": version,
-                "diff": diff_html(version.content, newer, before_label=before, after_label=newer_label),
-                "changed": version.content != newer,
+                "number": number,
+                "diff": diff_html(
+                    version.content, newer_content, before_label=label, after_label=newer_label
+                ),
+                "changed": version.content != newer_content,
+                "fields_changed": [f for f in fields if getattr(version, f) != getattr(newer, f, None)],
             }
         )
-        newer, newer_label = version.content, before
+        newer, newer_label = version, label
     return history

@@ -478,9 +478,8 @@ def deletion_audits_for_project(project: Project, *, limit: int = 100) -> QueryS
 
 
 def maintenance_schedules() -> list:
-    """The django-q schedules of the maintenance tasks (named "vault: ..."), with their next run."""
-
-    return list(Schedule.objects.filter(name__startswith="vault: ").order_by("next_run", "name"))
+    """Every django-q schedule (the vault's and the sessions' maintenance), with its next run."""
+    return list(Schedule.objects.order_by("next_run", "name"))
 
 
 def review_policies_for_project(project: Project) -> dict[str, ReviewPolicy]:

@@ -1,5 +1,5 @@
-/* Review queue keyboard shortcuts: j/k move, a approve, r reject, e edit, x select. No framework:
-   each action clicks the item's real button, so htmx (or the plain form) does the request. */
+/* Review queue keyboard shortcuts: j/k move, a approve, r reject, m merge, e edit, x select. No
+   framework: each action clicks the item's real button, so htmx (or the plain form) does the request. */
 (function () {
   "use strict";
   var list = document.querySelector("[data-review-queue]");
@@ -9,11 +9,14 @@
   function items() {
     return Array.prototype.slice.call(list.querySelectorAll(".review-item:not(.done)"));
   }
-  function focusItem(item) {
+  // keepFocus: leave the keyboard focus where it is. A mouse click on a button must keep it, or
+  // htmx loses track of which button submitted the form and posts it without its action.
+  function focusItem(item, keepFocus) {
     if (current) current.classList.remove("current");
     current = item || null;
     if (!current) return;
     current.classList.add("current");
+    if (keepFocus) return;
     current.focus({ preventScroll: true });
     current.scrollIntoView({ block: "nearest" });
   }
@@ -38,12 +41,22 @@
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "Escape" && typing(event.target) && current) { current.focus(); return; }
+    // Enter in "Merge into #" merges (a plain Enter would submit with the form's first button).
+    if (event.key === "Enter" && event.target.name === "into") {
+      var item = event.target.closest(".review-item");
+      if (item) { focusItem(item, true); press("merge"); event.preventDefault(); }
+      return;
+    }
     if (typing(event.target)) return;
     switch (event.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
       case "a": press("approve"); break;
       case "r": press("reject"); break;
+      case "m":
+        if (!current) move(0);
+        if (current) current.querySelector("input[name=into]").focus();
+        break;
       case "x":
         if (!current) move(0);
         if (current) current.querySelector("input[type=checkbox][name=ids]").click();
@@ -73,7 +86,8 @@
 
   list.addEventListener("click", function (event) {
     var item = event.target.closest(".review-item");
-    if (item && !item.classList.contains("done")) focusItem(item);
+    if (!item || item.classList.contains("done")) return;
+    focusItem(item, Boolean(event.target.closest("button, input, textarea, select, label, a, summary")));
   });
   move(0);
 })();

@@ -48,8 +48,10 @@ def test_deterministic_merge_keeps_recurring_facts_and_drops_duplicates(agent_a,
     assert WorkspaceFileVersion.objects.filter(file=memory(agent_a)).first().content == (
         "# MEMORY.md\n- Uses Python\n- uses python\n"
     )
+    assert result["reason"] == "merged 3 daily note(s) into MEMORY.md (duplicates dropped)"
     again = consolidation_run(agent=agent_a)
     assert again["updated"] is False
+    assert again["reason"] == "MEMORY.md already holds what the 3 daily note(s) say; nothing to add"
     assert WorkspaceFileVersion.objects.filter(file=memory(agent_a)).count() == 2
 
 

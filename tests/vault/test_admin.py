@@ -27,6 +27,33 @@ def test_the_entry_list_filters_by_agent_category_status_and_source(curator_clie
         assert facet in response.content
 
 
+def test_the_entry_list_shows_one_clipped_line_and_filters_by_importance_and_tags(
+    curator_client, agent_a, entry_a
+):
+    from vault import services
+
+    long = services.entry_create(
+        agent=agent_a, category="lessons", content="First line\n\n" + "word " * 100, importance=0.9
+    )
+    html = curator_client.get("/admin/vault/vaultentry/").content.decode()
+    assert '<span class="entry-preview" title="First line word word' in html
+    assert "css/admin.css" in html
+    high = curator_client.get("/admin/vault/vaultentry/", {"importance": "high"}).content.decode()
+    assert f"/vaultentry/{long.pk}/change/" in high and f"/vaultentry/{entry_a.pk}/change/" not in high
+    tagged = curator_client.get("/admin/vault/vaultentry/", {"tagged": "yes"}).content.decode()
+    assert f"/vaultentry/{entry_a.pk}/change/" in tagged and f"/vaultentry/{long.pk}/change/" not in tagged
+
+
+def test_the_entry_list_searches_by_agent_author_and_id(curator_client, entry_a, entry_b):
+    by_agent = curator_client.get("/admin/vault/vaultentry/", {"q": "agent-b"}).content.decode()
+    assert (
+        f"/vaultentry/{entry_b.pk}/change/" in by_agent
+        and f"/vaultentry/{entry_a.pk}/change/" not in by_agent
+    )
+    by_id = curator_client.get("/admin/vault/vaultentry/", {"q": str(entry_a.pk)}).content.decode()
+    assert f"/vaultentry/{entry_a.pk}/change/" in by_id
+
+
 def test_an_admin_edit_is_versioned_like_an_api_edit(curator_client, entry_a):
     response = curator_client.post(
         f"/admin/vault/vaultentry/{entry_a.pk}/change/",

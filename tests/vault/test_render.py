@@ -3,7 +3,7 @@ import re
 import pytest
 
 from memoryproject.errors import InvalidInput
-from vault.render import bar_chart, diff_html, markdown_with_tasks
+from vault.render import bar_chart, diff_html, markdown_with_tasks, snippet_markdown
 from vault.text import task_line_set, task_lines
 
 
@@ -36,6 +36,26 @@ def test_it_strips_every_kind_of_html_from_markdown():
     for bad in ("<script", "<iframe", '<a href="javascript', "<img"):
         assert bad not in html
     assert not re.search(r"<[^>]*onclick", html)  # as escaped text it is harmless
+
+
+def test_a_search_snippet_renders_markdown_and_marks_the_words():
+    html = snippet_markdown("**Never** run migrations at night\n\n- [ ] check the lock\n- [x] done", "lock")
+    assert "<strong>Never</strong>" in html and "**" not in html
+    assert "☐" in html and "☑" in html and "[ ]" not in html and "<form" not in html
+    assert "the <mark>lock</mark>" in html
+
+
+def test_a_search_snippet_starts_at_the_matching_line_and_cuts_at_a_space():
+    text = "# Notes\n\n" + "filler words here " * 40 + "\n- [ ] the **deploy** waits for the batch"
+    html = snippet_markdown(text + "\n\nand then " + "more words " * 40, "deploy", length=80)
+    assert html.startswith("<ul>") and "<strong><mark>deploy</mark></strong>" in html
+    assert "filler" not in html and re.search(r"<p>and then (more words )*(more )?…</p>", html)
+
+
+def test_a_search_snippet_marks_text_only_and_stays_sanitised():
+    html = snippet_markdown("[amp link](http://amp.example/) AT&T <script>amp()</script>", "amp")
+    assert 'href="http://amp.example/"' in html and "<mark>amp</mark> link" in html
+    assert "&amp;T" in html and "<script" not in html and "&lt;script&gt;<mark>amp</mark>()" in html
 
 
 def test_the_diff_escapes_content():

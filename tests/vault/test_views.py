@@ -400,6 +400,32 @@ def test_the_detail_shows_history_with_an_escaped_diff(client_a, entry_a):
     assert "by user:x" in html
 
 
+def test_history_numbers_versions_per_entry_and_names_the_fields_that_changed(client_a, entry_a, entry_b):
+    for n in range(3):  # other entries' versions must not shift this entry's numbers
+        services.entry_update(
+            entry_id=entry_b.pk, changes=services.EntryChanges(content=f"B{n}"), changed_by="t"
+        )
+    services.entry_update(
+        entry_id=entry_a.pk, changes=services.EntryChanges(content="Edited"), changed_by="t"
+    )
+    services.entry_update(
+        entry_id=entry_a.pk, changes=services.EntryChanges(importance=0.9, tags=["db"]), changed_by="t"
+    )
+    html = client_a.get(reverse("vault-entry-detail", args=[entry_a.pk])).content.decode()
+    assert re.findall(r"version (\d+) ·", html) == ["2", "1"]
+    assert "Text unchanged; changed: importance, tags." in html
+    oldest = EntryVersion.objects.filter(entry_id=entry_a.pk).earliest("pk")
+    response = client_a.post(reverse("vault-entry-restore", args=[entry_a.pk, oldest.pk]), follow=True)
+    assert "Restored version 1;" in response.content.decode()
+
+
+def test_the_agent_page_opens_the_first_category_with_entries(client_a, agent_a):
+    services.entry_create(agent=agent_a, category="lessons", content="Retry with backoff")
+    html = client_a.get(reverse("vault-agent", args=["acme", "agent-a"])).content.decode()
+    assert "Retry with backoff" in html
+    assert re.search(r'aria-current="page" class="tab active"[^>]*>Lessons', html)
+
+
 def test_it_restores_a_version(client_a, entry_a):
     services.entry_update(entry_id=entry_a.pk, changes=services.EntryChanges(content="Wrong"), changed_by="t")
     version = EntryVersion.objects.get(entry_id=entry_a.pk)

@@ -98,6 +98,24 @@ def test_it_hides_this_project_from_another_projects_curator(
     assert Project.objects.get(pk=project.pk).redaction_enabled is True
 
 
+def test_the_merge_box_starts_at_the_duplicate_even_after_another_reason(client_a, project, agent_a):
+    original = services.entry_create(
+        agent=agent_a,
+        category="lessons",
+        content="The card network sandbox returns 200 with an error body; check `status` #payments",
+    )
+    services.review_policy_set(project=project, hold_agent_writes=True, hold_extracted=True)
+    held = services.entry_create(
+        agent=agent_a,
+        category="lessons",
+        content="The sandbox returns 200 with an error body; always check status #payments",
+    )
+    kinds = [item.kind for item in held.review_items.order_by("pk")]
+    assert kinds[0] == "policy" and "duplicate" in kinds
+    html = client_a.get(reverse("vault-review", args=["acme"])).content.decode()
+    assert f'id="into-{held.pk}" name="into" min="1" value="{original.pk}"' in html
+
+
 def test_it_hides_another_projects_entry_from_this_projects_review_action(client_b, project, pending):
     other = Project.objects.get(slug="globex")
     response = client_b.post(
@@ -139,6 +157,15 @@ def test_search_filters_by_agent_category_and_status(client_a, agent_a, agent_b,
     assert "Old <mark>PostgreSQL</mark> 12" not in by_category
     arch = client_a.get(url, {"q": "postgresql", "status": "archived"}, **HTMX).content.decode()
     assert "Old <mark>PostgreSQL</mark> 12" in arch and "vacuum" not in arch
+
+
+def test_search_shows_entry_snippets_as_rendered_markdown(client_a, agent_a):
+    services.entry_create(
+        agent=agent_a, category="tasks", content="**Never** deploy on Friday\n\n- [ ] tell the team"
+    )
+    html = client_a.get(reverse("search"), {"q": "deploy"}, **HTMX).content.decode()
+    assert "<strong>Never</strong> <mark>deploy</mark>" in html and "☐" in html
+    assert "**Never**" not in html and "- [ ]" not in html
 
 
 def test_search_rejects_bad_filters_with_422(client_a, entry_a):
@@ -314,6 +341,14 @@ def test_compaction_preview_changes_nothing_and_run_now_records_a_run(client_a, 
     page = client_a.get(reverse("maintenance", args=["acme"])).content.decode()
     assert f"#{new.pk}" in page and "Deletion audit" in page
     assert client_a.get(reverse("maintenance-run", args=["acme", 999999])).status_code == 404
+
+
+def test_the_maintenance_page_lists_every_schedule(client_a, project):
+    from django.core.management import call_command
+
+    call_command("setup_schedules")
+    page = client_a.get(reverse("maintenance", args=["acme"])).content.decode()
+    assert "sessions: lifecycle" in page and "consolidat" in page
 
 
 def test_it_sets_review_policies_and_redaction(client_a, project):

@@ -173,12 +173,19 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
                 reason = "no daily notes and no MEMORY.md"
             else:
                 new_content = memory_merge_deterministic(memory or "", notes)
-                reason = f"deterministic merge of {len(notes)} daily note(s)"
         updated = bool(new_content) and new_content != memory
         if updated:
             updated = file_replace_if_unchanged(
                 agent=agent, path="MEMORY.md", expected=memory, content=new_content
             )
+            if not updated:
+                reason = "MEMORY.md was edited meanwhile; left as it is, run again"
+        if used == "heuristic" and new_content is not None and not reason:
+            # Say what happened, not how: the caller sees "updated" beside this.
+            if updated:
+                reason = f"merged {len(notes)} daily note(s) into MEMORY.md (duplicates dropped)"
+            else:
+                reason = f"MEMORY.md already holds what the {len(notes)} daily note(s) say; nothing to add"
         state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
         AgentMaintenance.objects.filter(pk=state.pk).update(last_consolidation_at=now)
     return {**result, "used": used, "updated": updated, "reason": reason or "no change needed"}

@@ -28,8 +28,12 @@ from vault.views.access import UNPROCESSABLE, actor, curator_required, form_erro
 def _vault_context(request, agent, *, create_form=None):
     filters = EntryFilterForm(request.GET)
     cleaned = filters.cleaned_data if filters.is_valid() else {}
-    category = cleaned.get("category") or Category.DECISIONS
     status = cleaned.get("status") or EntryStatus.ACTIVE
+    counts = selectors.category_counts(agent, status=None if status == "all" else status)
+    # No category asked for: open the first tab that has entries rather than an empty one.
+    category = cleaned.get("category") or next(
+        (value for value in Category.values if counts[value]), Category.DECISIONS
+    )
     entries = selectors.entry_list(
         agent=agent,
         category=category,
@@ -38,7 +42,6 @@ def _vault_context(request, agent, *, create_form=None):
         source=cleaned.get("source") or None,
     )
     page = Paginator(entries, settings.MEMORY_UI_PAGE_SIZE).get_page(request.GET.get("page"))
-    counts = selectors.category_counts(agent, status=None if status == "all" else status)
     return {
         "agent": agent,
         "project": agent.project,
@@ -102,7 +105,11 @@ def entry_detail(request, entry_id):
     entry = selectors.entry_get_for_user(request.user, entry_id)
     versions = list(selectors.entry_history(entry))
     history = version_diffs(
-        entry.content, versions, lambda v: f"version {v.pk} ({v.get_action_display().lower()})"
+        entry,
+        versions,
+        total=len(versions),
+        describe=lambda v: f" ({v.get_action_display().lower()})",
+        fields=("category", "importance", "tags", "status"),
     )
     return render(
         request,
@@ -209,8 +216,10 @@ def entry_task_toggle(request, entry_id):
 def entry_restore(request, entry_id, version_id):
     entry = selectors.entry_get_for_user(request.user, entry_id)
     version = selectors.entry_version_get(entry, version_id)
+    newest_first = list(selectors.entry_history(entry).values_list("pk", flat=True))
+    number = len(newest_first) - newest_first.index(version.pk)  # per entry, oldest 1
     services.entry_restore(entry_id=entry.pk, version_id=version.pk, changed_by=actor(request))
-    messages.success(request, f"Restored version {version.pk}; the text it replaced is in the history.")
+    messages.success(request, f"Restored version {number}; the text it replaced is in the history.")
     return redirect("vault-entry-detail", entry.pk)
 
 

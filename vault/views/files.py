@@ -20,7 +20,8 @@ PREVIEW_MAX_CHARS = 200_000
 
 def _file_context(agent, file, form=None):
     versions = list(selectors.file_history(file)[:20]) if file else []
-    history = version_diffs(file.content if file else "", versions, lambda v: f"version {v.pk}")
+    total = selectors.file_history(file).count() if len(versions) == 20 else len(versions)
+    history = version_diffs(file, versions, total=total)
     return {
         "agent": agent,
         "project": agent.project,

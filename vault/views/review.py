@@ -23,6 +23,11 @@ def review_queue(request, project):
     if category not in Category.values:
         category = None
     queue = list(selectors.review_queue_for_user(request.user, project, category=category)[:500])
+    for entry in queue:  # "Merge into #" starts at the other side of an open duplicate or conflict
+        entry.merge_target = next(
+            (i.other_entry_id for i in entry.review_items.all() if i.other_entry_id and not i.resolved_at),
+            "",
+        )
     return render(
         request,
         "vault/review.html",

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from benchmarks.migrated import ensure_migrated
 from search.selectors import SearchFilters, SearchScope, search_run
 from vault.models import Agent, Project, VaultEntry
 
@@ -82,6 +83,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        ensure_migrated(self)
         totals = defaultdict(lambda: {"ours": [0.0, 0.0, 0.0], "bm25": [0.0, 0.0, 0.0], "n": 0})
         misses = []
         for path in options["data"] or data_files():

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from benchmarks.corpus import corpus_generate, corpus_queries
+from benchmarks.migrated import ensure_migrated
 from search.services import vocabulary_rebuild
 from vault import services as vault_services
 from vault import trust
@@ -77,6 +78,7 @@ class Command(BaseCommand):
         n = options["entries"]
         if not 1 <= n <= 5_000_000:
             raise CommandError("--entries must be between 1 and 5,000,000")
+        ensure_migrated(self)
         project = self._corpus(n)
         _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_search")
         port = options["port"] or self._free_port()

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from benchmarks.corpus import corpus_generate
+from benchmarks.migrated import ensure_migrated
 from vault import services, trust
 from vault.models import Agent, Project, VaultEntry
 
@@ -25,6 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="keep the benchmark project afterwards")
 
     def handle(self, *args, **options):
+        ensure_migrated(self)
         n, writes = options["entries"], options["writes"]
         Project.objects.filter(slug=options["project"]).delete()
         project = services.project_create(slug=options["project"], name="write benchmark")

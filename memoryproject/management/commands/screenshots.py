@@ -22,6 +22,7 @@ from vault import services
 from vault.models import ProjectMembership, TokenScope
 
 DEMO_USER, DEMO_PASSWORD = "demo", "demo-curator-password"
+ADMIN_USER, ADMIN_PASSWORD = "demo-admin", "demo-admin-password"
 
 
 class Command(BaseCommand):
@@ -140,9 +141,10 @@ class Command(BaseCommand):
         self.save(page, out, "project-settings")
         context.close()
 
-        self.shoot_mobile(browser, base, out)
+        self.shoot_mobile(browser, base, out, demo)
+        self.shoot_admin(browser, base, out, width)
 
-    def shoot_mobile(self, browser, base, out):
+    def shoot_mobile(self, browser, base, out, demo):
         mobile = browser.new_context(
             base_url=base, viewport={"width": 390, "height": 844}, device_scale_factor=1
         )
@@ -150,7 +152,24 @@ class Command(BaseCommand):
         _log_in(page, base)
         page.goto("/projects/acme/agents/dev/?category=tasks")
         self.save(page, out, "agent-vault-mobile", full_page=False)
+        page.goto("/#project-acme")  # the project card with its agent table
+        self.save(page, out, "dashboard-mobile", full_page=False)
+        page.goto(f"/entries/{demo['edited'].pk}/#history")
+        self.save(page, out, "entry-history-mobile", full_page=False)
+        page.goto("/projects/acme/review/")
+        self.save(page, out, "review-queue-mobile", full_page=False)
         mobile.close()
+
+    def shoot_admin(self, browser, base, out, width):
+        admin = browser.new_context(base_url=base, viewport={"width": width, "height": 900})
+        page = admin.new_page()
+        page.goto("/admin/login/")
+        page.get_by_label("Username").fill(ADMIN_USER)
+        page.get_by_label("Password").fill(ADMIN_PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.goto("/admin/vault/vaultentry/")
+        self.save(page, out, "admin-entries", full_page=False)
+        admin.close()
 
 
 def _log_in(page, base) -> None:
@@ -188,6 +207,7 @@ def demo_seed() -> dict:
     user.groups.add(Group.objects.get_or_create(name=settings.MEMORY_CURATOR_GROUP)[0])
     ProjectMembership.objects.create(user=user, project=acme)
     ProjectMembership.objects.create(user=user, project=globex)
+    User.objects.create_superuser(ADMIN_USER, password=ADMIN_PASSWORD)
     return {"edited": edited, "project": acme, "newer": newer, "session": chat}
 
 

@@ -1,19 +1,39 @@
 """Run the whole server: migrations, schedules, a gunicorn web server and the django-q2 cluster."""
 
+import contextlib
 import io
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from memoryproject import embedded_db
+from memoryproject import embedded_db, serve_state
 from vault.services import project_ensure_default
+
+# How long the web server and the job cluster get to finish what they are doing when asked to stop,
+# before they are killed.
+STOP_GRACE_SECONDS = 5
+# A job cluster that exits by itself (e.g. while the database was down) is started again, at most
+# this often.
+RESTART_INTERVAL_SECONDS = 5
+
+
+def _die_with_parent() -> None:
+    """Run in a child before exec: it gets SIGTERM if `serve` itself is killed (Linux only)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 class Command(BaseCommand):
@@ -27,75 +47,146 @@ class Command(BaseCommand):
         parser.add_argument("--no-cluster", action="store_true", help="do not start the django-q2 cluster")
 
     def handle(self, *args, **options):
+        data_dir: Path = settings.MEMORY_DATA_DIR
+        message = serve_state.already_running_message(data_dir, options["host"], options["port"])
+        if message:
+            raise CommandError(message)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.")
         call_command("setup_schedules", verbosity=0, stdout=io.StringIO())
         self._first_run_help()
 
-        base = [sys.executable, str(settings.BASE_DIR / "manage.py")]
-        bind = f"{options['host']}:{options['port']}"
-        children = {
-            "web": subprocess.Popen(
-                [
-                    sys.executable, "-m", "gunicorn", "memoryproject.wsgi:application",
-                    "--bind", bind,
-                    "--workers", str(options["workers"]),
-                    "--threads", str(options["threads"]),
-                    "--worker-class", "gthread",
-                    "--access-logfile", "-",
-                    "--graceful-timeout", "10",
-                    "--no-control-socket",
-                    "--chdir", str(settings.BASE_DIR),
-                ]
-            ),
-        }  # fmt: skip
+        url = serve_state.display_url(options["host"], options["port"])
+        commands = {"web": self._web_command(options)}
         if not options["no_cluster"]:
-            children["jobs"] = subprocess.Popen([*base, "qcluster"])
-        host = options["host"] if options["host"] not in ("0.0.0.0", "::") else "127.0.0.1"
-        url = f"http://{host}:{options['port']}/"
+            commands["jobs"] = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
+        children = {name: self._start(command) for name, command in commands.items()}
+        serve_state.write_record(data_dir, url)
         self.stdout.write(self.style.SUCCESS(f"Memory server running at {url}"))
         self.stdout.write(f"  API docs: {url}api/v1/docs   admin: {url}admin/   health: {url}healthz")
+        self.stdout.write("  Ctrl-C stops it.")
         self.stdout.flush()
-        code = self._supervise(children)
-        if settings.EMBEDDED_DATABASE and embedded_db.started_here:
-            embedded_db.embedded_database_stop(settings.MEMORY_DATA_DIR)
-            self.stdout.write("Embedded database stopped.")
+        try:
+            code = self._supervise(commands, children)
+        finally:
+            stopped = self._stop_all(children)
+            serve_state.remove_record(data_dir)
+        self.stdout.write(f"Stopped {stopped}.")
+        self.stdout.flush()
         sys.exit(code)
 
-    def _supervise(self, children: dict[str, subprocess.Popen]) -> int:
-        stopping = {"flag": False}
+    @staticmethod
+    def _web_command(options) -> list[str]:
+        bind = f"{options['host']}:{options['port']}"
+        return [
+            sys.executable, "-m", "gunicorn", "memoryproject.wsgi:application",
+            "--bind", bind,
+            "--workers", str(options["workers"]),
+            "--threads", str(options["threads"]),
+            "--worker-class", "gthread",
+            "--access-logfile", "-",
+            "--log-level", "warning",
+            "--graceful-timeout", str(STOP_GRACE_SECONDS - 1),
+            "--no-control-socket",
+            "--chdir", str(settings.BASE_DIR),
+        ]  # fmt: skip
+
+    @staticmethod
+    def _start(command: list[str]) -> subprocess.Popen:
+        # Its own process group: Ctrl-C in the terminal reaches `serve` only, which then stops the
+        # children in order (web and jobs first, the database last) instead of all at once.
+        return subprocess.Popen(command, start_new_session=True, preexec_fn=_die_with_parent)
+
+    def _supervise(self, commands: dict[str, list[str]], children: dict[str, subprocess.Popen]) -> int:
+        stopping = {"signal": None}
 
         def on_signal(signum, frame):
-            stopping["flag"] = True
+            stopping["signal"] = signum
 
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
-        code = 0
-        while not stopping["flag"]:
+        last_start = {name: time.monotonic() for name in children}
+        while stopping["signal"] is None:
+            if settings.EMBEDDED_DATABASE and not embedded_db.embedded_database_running(
+                settings.MEMORY_DATA_DIR
+            ):
+                self._restart_database()
             for name, child in children.items():
-                if child.poll() is not None:
-                    self.stderr.write(f"The {name} process exited with code {child.returncode}; stopping.")
-                    code = child.returncode or 1
-                    stopping["flag"] = True
+                if child.poll() is None:
+                    continue
+                if name == "web":
+                    self.stderr.write(f"The web server exited with code {child.returncode}; stopping.")
+                    return child.returncode or 1
+                if time.monotonic() - last_start[name] >= RESTART_INTERVAL_SECONDS:
+                    self.stderr.write(
+                        f"The {name} process exited with code {child.returncode}; restarting it."
+                    )
+                    children[name] = self._start(commands[name])
+                    last_start[name] = time.monotonic()
             time.sleep(0.3)
+        return 0
+
+    def _restart_database(self) -> None:
+        self.stderr.write("The embedded database stopped unexpectedly; restarting it.")
+        started = time.monotonic()
+        try:
+            embedded_db.embedded_database_restart(settings.MEMORY_DATA_DIR)
+        except Exception as exc:  # reported; the loop tries again
+            self.stderr.write(f"The embedded database could not be restarted ({exc}); trying again.")
+            time.sleep(1)
+            return
+        self.stderr.write(f"The embedded database is back ({time.monotonic() - started:.1f} s).")
+
+    def _stop_all(self, children: dict[str, subprocess.Popen]) -> str:
+        """Stop the web server and the job cluster (SIGTERM, then SIGKILL to what is left of their
+        process groups after the grace period), then the embedded database if this process started it; describe what stopped."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        started = time.monotonic()
         for child in children.values():
-            if child.poll() is None:
+            # The leader only: gunicorn's master and django-q2's cluster stop their own processes
+            # (django-q2's hangs if its workers get the signal too).
+            with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 20
+        deadline = started + STOP_GRACE_SECONDS
         for child in children.values():
             try:
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                child.kill()
+                self._signal_group(child, signal.SIGKILL)
                 child.wait()
-        return code
+            self._signal_group(child, signal.SIGKILL)  # anything the child left behind in its group
+        names = {"web": "the web server", "jobs": "the job cluster"}
+        stopped = [names[name] for name in children]
+        if settings.EMBEDDED_DATABASE and embedded_db.started_here:
+            embedded_db.embedded_database_stop(settings.MEMORY_DATA_DIR)
+            stopped.append("the embedded database")
+        listed = stopped[0] if len(stopped) == 1 else ", ".join(stopped[:-1]) + " and " + stopped[-1]
+        return f"{listed} in {time.monotonic() - started:.1f} s"
+
+    @staticmethod
+    def _signal_group(child: subprocess.Popen, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signum)
 
     def _first_run_help(self) -> None:
         project, created = project_ensure_default()
         if created:
             self.stdout.write(f"Created the project '{project.slug}'.")
         if not get_user_model().objects.filter(is_superuser=True).exists():
+            manage = self._manage_command()
             self.stdout.write(
-                "To log in to the admin, create a user:  python manage.py createsuperuser\n"
-                "To get an API token:  python manage.py token_create --project default --scope admin"
+                f"To log in to the admin, create a user:  {manage} createsuperuser\n"
+                f"To get an API token:  {manage} token_create --project default --scope admin"
             )
+
+    @staticmethod
+    def _manage_command() -> str:
+        """`bin/manage` as the user can type it from where they are (it uses the project's .venv)."""
+        script = settings.BASE_DIR / "bin" / "manage"
+        try:
+            relative = os.path.relpath(script)
+        except ValueError:
+            relative = str(script)
+        if not relative.startswith(".."):
+            return shlex.quote(relative if "/" in relative else f"./{relative}")
+        return shlex.quote(str(script))

@@ -1,0 +1,111 @@
+"""Is a memory server already running? Answered before anything is installed or migrated.
+
+`serve` records itself in MEMORY_DATA_DIR/serve.json (pid, URL) while it runs. A second `serve` on the
+same data folder, or on a port something already listens on, says where the running one is and exits.
+Standard library only: `bin/serve` runs this with the system Python before the virtualenv is ready
+(`python3 -m memoryproject.serve_state [serve arguments]`; exit status 3 when one is running).
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+RECORD_NAME = "serve.json"
+ALREADY_RUNNING = 3
+
+
+def data_dir_from_env() -> Path:
+    """MEMORY_DATA_DIR as settings.py resolves it (relative paths from the repository root)."""
+    path = Path(os.environ.get("MEMORY_DATA_DIR", "").strip() or "./.data").expanduser()
+    return (path if path.is_absolute() else BASE_DIR / path).resolve()
+
+
+def display_url(host: str, port: int) -> str:
+    host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    return f"http://{host}:{port}/"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return "serve" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return True  # no /proc: trust the pid
+
+
+def running_record(data_dir: Path) -> dict | None:
+    """The record of a `serve` still running on this data folder, or None (a stale record is removed)."""
+    path = data_dir / RECORD_NAME
+    try:
+        record = json.loads(path.read_text())
+        pid = int(record["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if pid != os.getpid() and _alive(pid):
+        return record
+    path.unlink(missing_ok=True)
+    return None
+
+
+def port_in_use(host: str, port: int) -> bool:
+    target = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
+    try:
+        with socket.create_connection((target, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def already_running_message(data_dir: Path, host: str, port: int) -> str | None:
+    """What to tell the user when a server is already running here, else None."""
+    record = running_record(data_dir)
+    if record:
+        return (
+            f"A memory server is already running at {record.get('url')} (pid {record['pid']}, data folder "
+            f"{data_dir}). Use it, or stop it first (Ctrl-C in its terminal, or kill {record['pid']})."
+        )
+    if port_in_use(host, port):
+        return (
+            f"Port {port} on {host} is already in use (another server?): open {display_url(host, port)} "
+            "to see what answers, or start on another port with --port."
+        )
+    return None
+
+
+def write_record(data_dir: Path, url: str) -> None:
+    path = data_dir / RECORD_NAME
+    path.write_text(json.dumps({"pid": os.getpid(), "url": url}))
+
+
+def remove_record(data_dir: Path) -> None:
+    path = data_dir / RECORD_NAME
+    try:
+        if int(json.loads(path.read_text())["pid"]) == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    options, _ = parser.parse_known_args(argv)
+    message = already_running_message(data_dir_from_env(), options.host, options.port)
+    if message:
+        print(message, file=sys.stderr)
+        return ALREADY_RUNNING
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
