@@ -3,7 +3,7 @@ no control cut off, no content clipped inside a box. Runs on the screenshots com
 which has long diffs, tables and files like a real project."""
 
 import pytest
-from vault.management.commands.screenshots import (
+from memoryproject.management.commands.screenshots import (
     ADMIN_PASSWORD,
     ADMIN_USER,
     DEMO_PASSWORD,
