@@ -3,6 +3,7 @@ no control cut off, no content clipped inside a box. Runs on the screenshots com
 which has long diffs, tables and files like a real project."""
 
 import pytest
+
 from memoryproject.management.commands.screenshots import (
     ADMIN_PASSWORD,
     ADMIN_USER,
@@ -10,7 +11,6 @@ from memoryproject.management.commands.screenshots import (
     DEMO_USER,
     demo_seed,
 )
-
 from sessions_app.models import Session
 from vault.models import CompactionRun, VaultEntry
 
