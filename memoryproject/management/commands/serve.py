@@ -35,18 +35,19 @@ class Command(BaseCommand):
         base = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         bind = f"{options['host']}:{options['port']}"
         children = {
+            # ASGI (uvicorn workers) for /mcp; Django keeps --threads threads per worker (memoryproject/asgi.py).
             "web": subprocess.Popen(
                 [
-                    sys.executable, "-m", "gunicorn", "memoryproject.wsgi:application",
+                    sys.executable, "-m", "gunicorn", "memoryproject.asgi:application",
                     "--bind", bind,
                     "--workers", str(options["workers"]),
-                    "--threads", str(options["threads"]),
-                    "--worker-class", "gthread",
+                    "--worker-class", "uvicorn_worker.UvicornWorker",
                     "--access-logfile", "-",
                     "--graceful-timeout", "10",
                     "--no-control-socket",
                     "--chdir", str(settings.BASE_DIR),
-                ]
+                ],
+                env={**os.environ, "WEB_THREADS": str(options["threads"])},
             ),
         }  # fmt: skip
         if not options["no_cluster"]:
@@ -55,6 +56,7 @@ class Command(BaseCommand):
         url = f"http://{host}:{options['port']}/"
         self.stdout.write(self.style.SUCCESS(f"Memory server running at {url}"))
         self.stdout.write(f"  API docs: {url}api/v1/docs   admin: {url}admin/   health: {url}healthz")
+        self.stdout.write(f"  MCP (streamable HTTP): {url}mcp")
         self.stdout.flush()
         code = self._supervise(children)
         if settings.EMBEDDED_DATABASE and embedded_db.started_here:
