@@ -14,13 +14,15 @@ import anyio
 import httpx2
 import pytest
 import uvicorn
+from django.contrib.auth.models import Group, User
 from django.db import connection
+from django.test import Client
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from vault import services
-from vault.models import TokenScope
+from vault.models import ProjectMembership, TokenScope
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -148,3 +150,14 @@ def ops_entry(ops):
         content="Ops rotates the database credentials monthly.",
         created_by="t",
     )
+
+
+@pytest.fixture
+def curator(mcp_project):
+    """A logged-in curator of the project."""
+    user = User.objects.create_user("carla", password="pw-carla")
+    user.groups.add(Group.objects.get_or_create(name="curator")[0])
+    ProjectMembership.objects.create(user=user, project=mcp_project)
+    client = Client()
+    client.force_login(user)
+    return client

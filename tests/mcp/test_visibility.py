@@ -1,23 +1,8 @@
 """One memory behind every door: what MCP writes, REST and the curator pages show, and the other way round."""
 
-import pytest
-from django.contrib.auth.models import Group, User
-from django.test import Client
-
 from tests.conftest import ApiClient
 from tests.mcp import scenarios
 from tests.mcp.conftest import http_session, run
-from vault.models import ProjectMembership
-
-
-@pytest.fixture
-def curator(mcp_project):
-    user = User.objects.create_user("carla", password="pw-carla")
-    user.groups.add(Group.objects.get_or_create(name="curator")[0])
-    ProjectMembership.objects.create(user=user, project=mcp_project)
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_an_mcp_write_is_visible_through_rest_and_in_the_curator_ui(mcp_live_url, dev_token, curator):
