@@ -7,6 +7,7 @@ each query over REST (httpx) and over MCP (the SDK's ClientSession on the stream
 alternating which goes first. Latency is measured at the client, request to parsed reply.
 """
 
+import logging
 import os
 import socket
 import statistics
@@ -36,7 +37,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--entries", type=int, default=100_000)
         parser.add_argument("--queries", type=int, default=200)
-        parser.add_argument("--writes", type=int, default=0, help="also time N saves (REST POST vs memory_save)")
+        parser.add_argument(
+            "--writes", type=int, default=0, help="also time N saves (REST POST vs memory_save)"
+        )
         parser.add_argument("--project", default="bench-mcp")
         parser.add_argument("--port", type=int, default=8140)
         parser.add_argument(
@@ -46,14 +49,24 @@ class Command(BaseCommand):
             help="asgi: serve's server (uvicorn worker, /mcp); wsgi: the former gthread server (REST only)",
         )
         parser.add_argument("--rest-only", action="store_true", help="time the REST calls only")
+        parser.add_argument("--workers", type=int, default=1, help="web worker processes")
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=0,
+            help="also measure REST throughput: this many clients searching and saving at once",
+        )
 
     def handle(self, *args, **options):
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
         if options["server"] == "wsgi" and not options["rest_only"]:
             raise CommandError("The WSGI server has no /mcp: add --rest-only.")
         project, agent = self._load(options["project"], options["entries"])
-        _, secret = services.token_create(project=project, agent=agent, scope=TokenScope.WRITE, name="bench-mcp")
+        _, secret = services.token_create(
+            project=project, agent=agent, scope=TokenScope.WRITE, name="bench-mcp"
+        )
         queries = corpus_queries(options["queries"], seed=3)
-        server = self._start(options["server"], options["port"])
+        server = self._start(options["server"], options["port"], options["workers"])
         try:
             base = f"http://127.0.0.1:{options['port']}"
             timings = anyio.run(self._measure, base, secret, agent.slug, queries, options)
@@ -62,17 +75,22 @@ class Command(BaseCommand):
             server.wait(timeout=30)
         self.stdout.write(
             f"{len(queries)} queries at {options['entries']:,} entries, server {options['server']} "
-            f"(1 worker), agent {agent.slug}"
+            f"({options['workers']} worker(s)), agent {agent.slug}"
         )
         for name, values in timings.items():
             self.stdout.write(f"  {name:28} p50 {pct(values, 50):7.2f} ms  p95 {pct(values, 95):7.2f} ms")
         if not options["rest_only"]:
-            for tool, rest in (("memory_search", "REST GET /search"), ("memory_context", "REST POST context")):
+            for tool, rest in (
+                ("memory_search", "REST GET /search"),
+                ("memory_context", "REST POST context"),
+            ):
                 added = pct(timings[f"MCP {tool}"], 50) - pct(timings[rest], 50)
                 self.stdout.write(f"  MCP adds to {tool:15} p50 {added:+7.2f} ms")
 
     def _load(self, slug: str, n: int) -> tuple[Project, Agent]:
         project = Project.objects.filter(slug=slug).first()
+        if project is not None:  # what earlier runs' --writes added
+            VaultEntry.objects.filter(project=project, content__contains="(bench write ").delete()
         if project is not None and VaultEntry.objects.filter(project=project).count() == n:
             self.stdout.write(f"reusing {n:,} entries in project {slug!r}")
         else:
@@ -109,7 +127,7 @@ class Command(BaseCommand):
         agent = max(Agent.objects.filter(project=project), key=lambda a: a.entries.count())
         return project, agent
 
-    def _start(self, kind: str, port: int) -> subprocess.Popen:
+    def _start(self, kind: str, port: int, workers: int) -> subprocess.Popen:
         app, worker = (
             ("memoryproject.asgi:application", "uvicorn_worker.UvicornWorker")
             if kind == "asgi"
@@ -118,7 +136,7 @@ class Command(BaseCommand):
         command = [
             sys.executable, "-m", "gunicorn", app,
             "--bind", f"127.0.0.1:{port}",
-            "--workers", "1",
+            "--workers", str(workers),
             "--threads", "4",
             "--worker-class", worker,
             "--no-control-socket",
@@ -175,6 +193,8 @@ class Command(BaseCommand):
                     await timed("REST GET /search", rest_search, q)
                     await timed("REST POST context", rest_context, q)
                 await self._writes(options["writes"], timings, timed, rest, agent, None)
+                if options["concurrency"]:
+                    await self._throughput(options["concurrency"], queries, rest_search, rest, agent)
                 return timings
 
             async with (
@@ -213,6 +233,27 @@ class Command(BaseCommand):
                 await self._writes(options["writes"], timings, timed, rest, agent, mcp_call)
         return timings
 
+    async def _throughput(self, clients: int, queries: list[str], rest_search, rest, agent: str) -> None:
+        """Requests per second with `clients` concurrent clients: searches, then saves."""
+        for label in ("GET /search", "POST entries"):
+            pending = list(enumerate(queries))
+
+            async def client(label=label, pending=pending):
+                while pending:
+                    i, q = pending.pop()
+                    if label == "GET /search":
+                        await rest_search(q)
+                    else:
+                        body = {"category": "lessons", "content": f"{q} (bench write throughput {i})"}
+                        (await rest.post(f"/api/v1/agents/{agent}/entries", json=body)).raise_for_status()
+
+            t0 = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for _ in range(clients):
+                    group.start_soon(client)
+            rate = len(queries) / (time.perf_counter() - t0)
+            self.stdout.write(f"  REST {label:23} {rate:7.1f} requests/s with {clients} concurrent clients")
+
     async def _writes(self, writes, timings, timed, rest, agent, mcp_call) -> None:
         if not writes:
             return
@@ -241,5 +282,7 @@ def _database_url() -> str:
     s = settings.DATABASES["default"]
     host = quote(s.get("HOST") or "", safe="")
     port = f":{s['PORT']}" if s.get("PORT") else ""
-    auth = quote(s.get("USER") or "", safe="") + (":" + quote(s["PASSWORD"], safe="") if s.get("PASSWORD") else "")
+    auth = quote(s.get("USER") or "", safe="") + (
+        ":" + quote(s["PASSWORD"], safe="") if s.get("PASSWORD") else ""
+    )
     return f"postgres://{auth}@{host}{port}/{quote(s['NAME'], safe='')}"
