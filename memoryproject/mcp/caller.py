@@ -7,6 +7,7 @@ http.py), which leaves a Caller (principal and the URL's `?agent=`) in the ASGI 
 caller when it starts and installs it with `stdio_caller_set`.
 """
 
+import json
 import logging
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -119,14 +120,18 @@ def tool_adapter(fn):
     """Run a tool body as a request of its own: fresh database connections, domain errors as tool errors.
 
     A domain error becomes the same message the REST API puts in `detail`; anything else is logged and
-    reported as an internal error, and the session goes on.
+    reported as an internal error, and the session goes on. A dict result (the REST API's response
+    body) goes back as compact JSON text: the SDK would indent it, which costs the model tokens.
     """
 
     @wraps(fn)
     def run(*args, **kwargs):
         close_old_connections()
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            if isinstance(result, dict):
+                return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+            return result
         except ToolError:
             raise
         except Exception as exc:
@@ -138,4 +143,6 @@ def tool_adapter(fn):
         finally:
             close_old_connections()
 
+    if run.__annotations__.get("return") is dict:
+        run.__annotations__ = {**fn.__annotations__, "return": str}
     return run

@@ -85,7 +85,13 @@ class Command(BaseCommand):
                 ("memory_context", "REST POST context"),
             ):
                 added = pct(timings[f"MCP {tool}"], 50) - pct(timings[rest], 50)
-                self.stdout.write(f"  MCP adds to {tool:15} p50 {added:+7.2f} ms")
+                paired = statistics.median(
+                    m - r for m, r in zip(timings[f"MCP {tool}"], timings[rest], strict=True)
+                )
+                self.stdout.write(
+                    f"  MCP adds to {tool:15} p50 {added:+7.2f} ms  (median of per-query differences "
+                    f"{paired:+.2f} ms)"
+                )
 
     def _load(self, slug: str, n: int) -> tuple[Project, Agent]:
         project = Project.objects.filter(slug=slug).first()
