@@ -82,7 +82,9 @@ def database_url() -> str:
     auth = quote(s.get("USER") or "", safe="")
     if s.get("PASSWORD"):
         auth += ":" + quote(s["PASSWORD"], safe="")
-    return f"postgres://{auth}@{host}{port}/{quote(s['NAME'], safe='')}"
+    url = f"postgres://{auth}@{host}{port}/{quote(s['NAME'], safe='')}"
+    socket_dir = (s.get("OPTIONS") or {}).get("host")  # the embedded server listens on a socket
+    return url + (f"?host={quote(socket_dir, safe='/')}" if socket_dir else "")
 
 
 def stdio_env(**extra) -> dict[str, str]:

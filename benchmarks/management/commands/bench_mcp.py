@@ -150,8 +150,6 @@ class Command(BaseCommand):
             "--chdir", str(settings.BASE_DIR),
         ]  # fmt: skip
         env = {**os.environ, "WEB_THREADS": "4", "LOG_LEVEL": "WARNING"}
-        if settings.DATABASES["default"].get("NAME"):
-            env.setdefault("DATABASE_URL", _database_url())
         process = subprocess.Popen(command, env=env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -279,16 +277,3 @@ class Command(BaseCommand):
                     await mcp_call("memory_save", {**b, "content": b["content"] + " via mcp"})
 
                 await timed("MCP memory_save", mcp_save)
-
-
-def _database_url() -> str:
-    """The running database as a URL, so the server subprocess uses the same one."""
-    from urllib.parse import quote
-
-    s = settings.DATABASES["default"]
-    host = quote(s.get("HOST") or "", safe="")
-    port = f":{s['PORT']}" if s.get("PORT") else ""
-    auth = quote(s.get("USER") or "", safe="") + (
-        ":" + quote(s["PASSWORD"], safe="") if s.get("PASSWORD") else ""
-    )
-    return f"postgres://{auth}@{host}{port}/{quote(s['NAME'], safe='')}"
