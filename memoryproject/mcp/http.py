@@ -56,7 +56,9 @@ class BearerGate:
 def _transport_security() -> TransportSecuritySettings:
     """Host and Origin checks against DNS rebinding, from Django's ALLOWED_HOSTS."""
     hosts = [h for h in settings.ALLOWED_HOSTS if h]
-    if "*" in hosts:
+    if any(h == "*" or h.startswith(".") for h in hosts):
+        # Patterns the SDK cannot express (any host, subdomains): the bearer token, which a rebound
+        # page does not have, is then the protection, as it is for the REST API.
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     allowed = [pattern for h in hosts for pattern in (h, f"{h}:*")]
     origins = [f"{scheme}://{h}{port}" for h in hosts for scheme in ("http", "https") for port in ("", ":*")]
