@@ -100,3 +100,25 @@ def test_rest_and_mcp_share_one_error_text_for_scope(mcp_live_url, dev_read_toke
             return text(result)
 
     assert "This token has 'read' scope; this operation needs 'write'." in run(body)
+
+
+def test_a_host_outside_allowed_hosts_is_refused(mcp_live_url, dev_token):
+    """DNS-rebinding protection follows Django's ALLOWED_HOSTS."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {
+        "Authorization": f"Bearer {dev_token}",
+        "Accept": "application/json, text/event-stream",
+    }
+    ok = httpx2.post(f"{mcp_live_url}/mcp", json=initialize, headers=headers)
+    assert ok.status_code == 200
+    refused = httpx2.post(f"{mcp_live_url}/mcp", json=initialize, headers={**headers, "Host": "evil.example"})
+    assert refused.status_code in (400, 403, 421)
