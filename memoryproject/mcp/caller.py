@@ -42,13 +42,16 @@ def stdio_caller_set(caller: Caller | None) -> None:
 
 
 _http_caller: ContextVar[Caller | None] = ContextVar("mcp_http_caller", default=None)
+_REFUSED = object()
 
 
 async def caller_middleware(ctx, call_next):
     """SDK middleware: make the HTTP request's Caller visible to the handler of this message."""
     request = ctx.request
-    caller = request.scope.get("state", {}).get("mcp_caller") if request is not None else None
-    reset = _http_caller.set(caller)
+    if request is None:  # stdio: the command's caller
+        return await call_next(ctx)
+    # An HTTP request never falls back to another caller: without the gate's Caller it is refused.
+    reset = _http_caller.set(request.scope.get("state", {}).get("mcp_caller") or _REFUSED)
     try:
         return await call_next(ctx)
     finally:
@@ -57,7 +60,7 @@ async def caller_middleware(ctx, call_next):
 
 def current_caller() -> Caller:
     caller = _http_caller.get() or _stdio_caller
-    if caller is None:  # BearerGate refuses an HTTP request without a valid token before this
+    if caller is None or caller is _REFUSED:  # BearerGate refuses such HTTP requests before this
         raise PermissionDenied("Missing, unknown or revoked bearer token.")
     return caller
 
@@ -67,7 +70,8 @@ def _own_agent(principal: Principal) -> Agent:
 
 
 def agent_for_read(caller: Caller, agent: str | None) -> Agent:
-    """The agent a reading tool works on: the argument, else the token's agent, else the URL's."""
+    """The agent a reading tool works on: the argument, else the URL's `?agent=` (or stdio `--agent`),
+    else the token's own agent. Whatever is named must be visible to the principal."""
     caller.principal.require(TokenScope.READ)
     slug = agent or caller.default_agent
     if slug:
