@@ -7,6 +7,7 @@ import socket
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
@@ -58,8 +59,12 @@ def mcp_live_url(django_db_setup, django_db_blocker):
 
 
 def run(fn, *args):
-    """Run an async test body (the SDK client is async) from a sync, transactional_db test."""
-    return anyio.run(fn, *args)
+    """Run an async test body (the SDK client is async) from a sync, transactional_db test.
+
+    On a thread of its own: the browser tests' Playwright keeps an event loop running on the main one.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, fn, *args).result()
 
 
 @contextlib.asynccontextmanager
