@@ -30,6 +30,7 @@ from vault.models import (
     VersionAction,
     WorkspaceFile,
     WorkspaceFileVersion,
+    path_segment_validator,
     slug_validator,
 )
 from vault.redaction import redact, redact_for_project
@@ -44,11 +45,14 @@ def token_hash(secret: str) -> str:
 
 
 def slug_check(value: str, *, field: str) -> str:
+    """A project or agent id: a safe path segment (it names the folder of an export), so never `.`/`..`."""
     try:
         slug_validator(value)
+        path_segment_validator(value)
     except DjangoValidationError:
         raise InvalidInput(
-            f"{field} {value!r} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-'.",
+            f"{field} {value!r} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-', "
+            "not only dots.",
             [{"loc": [field], "msg": "invalid slug"}],
         ) from None
     return value
@@ -344,6 +348,9 @@ def entry_create(
         )
         if borderline:
             reasons.append(borderline)
+        if supersedes_id is not None:
+            # The writer says this entry replaces that one: an update, not a conflict or a near-duplicate.
+            reasons = [reason for reason in reasons if getattr(reason[1], "pk", None) != supersedes_id]
         entry = VaultEntry.objects.create(
             project_id=agent.project_id,
             agent=agent,
@@ -623,7 +630,10 @@ def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: st
 
 
 def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
-    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable."""
+    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable.
+
+    While `new` waits for review only the link is recorded and `old` stays live, so the knowledge is
+    never hidden by an entry nobody has accepted yet; review_approve completes the supersede."""
     if new_id == old_id:
         raise InvalidInput(
             "An entry cannot supersede itself.", [{"loc": ["supersedes"], "msg": "same entry"}]
@@ -635,7 +645,12 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
         new, old = entries[new_id], entries[old_id]
         if new.project_id != old.project_id:
             raise NotFound(f"Entry {old_id} (to supersede) not found.")
-        if VaultEntry.objects.filter(supersedes_id=old_id).exclude(pk=new_id).exists():
+        if (
+            VaultEntry.objects.filter(supersedes_id=old_id)
+            .exclude(pk=new_id)
+            .exclude(status=EntryStatus.REJECTED)
+            .exists()
+        ):
             raise Conflict(f"Entry {old_id} is already superseded by another entry.")
         cursor = old
         while cursor.supersedes_id is not None:  # refuse cycles: old must not descend from new
@@ -646,6 +661,8 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
             cursor = VaultEntry.objects.only("pk", "supersedes_id").get(pk=cursor.supersedes_id)
         new.supersedes_id = old_id
         new.save(update_fields=["supersedes"])
+        if new.status == EntryStatus.PENDING:
+            return new
         if old.status != EntryStatus.SUPERSEDED:
             _version_save(old, action=VersionAction.EDIT, changed_by=changed_by)
             old.status = EntryStatus.SUPERSEDED
@@ -682,7 +699,9 @@ def review_approve(
         entry.status = EntryStatus.ACTIVE
         entry.updated_at = timezone.now()
         entry.save(update_fields=["status", "updated_at"])
-        if supersede_conflicting:
+        if entry.supersedes_id is not None:  # the supersede the writer asked for takes effect now
+            entry_supersede(new_id=entry.pk, old_id=entry.supersedes_id, changed_by=by)
+        if supersede_conflicting and entry.supersedes_id is None:
             others = ReviewItem.objects.filter(
                 entry=entry, kind=ReviewKind.CONFLICT, resolved_at__isnull=True, other_entry__isnull=False
             ).values_list("other_entry_id", flat=True)
@@ -698,8 +717,9 @@ def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:
     with transaction.atomic():
         entry = _pending_get(entry_id)
         entry.status = EntryStatus.REJECTED
+        entry.supersedes_id = None  # a refused replacement leaves the old entry as it was
         entry.updated_at = timezone.now()
-        entry.save(update_fields=["status", "updated_at"])
+        entry.save(update_fields=["status", "supersedes", "updated_at"])
         _review_resolve(entry, resolution=f"rejected: {reason}"[:32] if reason else "rejected", by=by)
     return entry
 
@@ -725,8 +745,9 @@ def review_merge(*, entry_id: int, into_id: int, by: str) -> VaultEntry:
             changed_by=by,
         )
         entry.status = EntryStatus.SUPERSEDED
+        entry.supersedes_id = None  # folded into the target, it replaces nothing itself
         entry.updated_at = timezone.now()
-        entry.save(update_fields=["status", "updated_at"])
+        entry.save(update_fields=["status", "supersedes", "updated_at"])
         _review_resolve(entry, resolution=f"merged into {target.pk}", by=by)
     target.refresh_from_db()
     return target
