@@ -82,7 +82,7 @@ def session_find(agent: Agent, key: str | None) -> Session | None:
     if not key or key == "current":
         return session_current(agent)
     session = Session.objects.filter(agent=agent, external_id=key).first()
-    if session is None and key.isdigit() and 1 <= int(key) <= MAX_ID:
+    if session is None and key.isascii() and key.isdigit() and 1 <= int(key) <= MAX_ID:
         session = Session.objects.filter(agent=agent, pk=int(key)).first()
     return session
 
@@ -163,7 +163,7 @@ def branches_list(session: Session) -> list[dict]:
 def message_find(session: Session, ref: str) -> Message | None:
     """A message of the session by client id, then by numeric id."""
     message = Message.objects.filter(session=session, client_id=ref).exclude(client_id="").first()
-    if message is None and ref.isdigit() and 1 <= int(ref) <= MAX_ID:
+    if message is None and ref.isascii() and ref.isdigit() and 1 <= int(ref) <= MAX_ID:
         message = Message.objects.filter(session=session, pk=int(ref)).first()
     return message
 
