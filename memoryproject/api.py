@@ -2,6 +2,8 @@
 
 import logging
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest
 from ninja import NinjaAPI
@@ -93,6 +95,22 @@ def on_data_error(request, exc: DataError):
     # A value PostgreSQL refused (out of range, bad encoding) is bad input, not a server fault.
     logger.info("database rejected a value: %s", exc)
     return _error(request, 400, f"A value was rejected by the database: {str(exc).splitlines()[0]}")
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_request_too_big(request, exc):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return _error(
+        request, 413, f"Request body too large: the limit is {limit} bytes (MEMORY_MAX_REQUEST_BYTES)."
+    )
+
+
+@api.exception_handler(UnicodeEncodeError)
+def on_unencodable_text(request, exc: UnicodeEncodeError):
+    # JSON may carry lone surrogates ("\ud800"); no text column can store them, wherever they are sent.
+    if "surrogate" not in str(exc):
+        return on_unexpected_error(request, exc)
+    return _error(request, 422, "Invalid input: text contains invalid Unicode (lone surrogates).")
 
 
 @api.exception_handler(Exception)
