@@ -11,6 +11,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from memoryproject.errors import DomainError
+from memoryproject.security import RateLimited, api_rate_check
 from search.api import router as search_router
 from sessions_app.api import router as sessions_router
 from vault.api import router as vault_router
@@ -24,7 +25,10 @@ logger = logging.getLogger(__name__)
 
 class BearerAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        return token_authenticate(token)
+        principal = token_authenticate(token)
+        if principal is not None:
+            api_rate_check(request, principal)
+        return principal
 
 
 api = NinjaAPI(
@@ -46,6 +50,13 @@ def _error(request, status: int, detail: str, errors: list | None = None):
 @api.exception_handler(DomainError)
 def on_domain_error(request, exc: DomainError):
     return _error(request, exc.status_code, exc.detail, exc.errors)
+
+
+@api.exception_handler(RateLimited)
+def on_rate_limited(request, exc: RateLimited):
+    response = _error(request, 429, exc.detail)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(AuthenticationError)

@@ -28,6 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         call_command("migrate", interactive=False, verbosity=0)
+        call_command("createcachetable", verbosity=0)  # the rate limits' shared counters
         self.stdout.write("Database migrated.")
         call_command("setup_schedules", verbosity=0, stdout=io.StringIO())
         self._first_run_help()
