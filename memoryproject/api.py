@@ -6,11 +6,11 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest
-from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from memoryproject.errors import DomainError
+from memoryproject.openapi import DocumentedNinjaAPI
 from memoryproject.security import RateLimited, api_rate_check
 from search.api import router as search_router
 from sessions_app.api import router as sessions_router
@@ -31,7 +31,7 @@ class BearerAuth(HttpBearer):
         return principal
 
 
-api = NinjaAPI(
+api = DocumentedNinjaAPI(
     title="Agent memory server",
     version="1",
     description="Long-term and short-term memory for AI agents. Authenticate with `Authorization: Bearer <token>`.",
@@ -141,7 +141,31 @@ def health_status() -> tuple[int, dict]:
         return 503, {"status": "error", "database": "unavailable"}
 
 
-@api.get("/healthz", auth=None, tags=["health"], summary="Liveness and database check")
+_HEALTH = {
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"status": {"type": "string"}, "database": {"type": "string"}},
+                "required": ["status", "database"],
+            }
+        }
+    }
+}
+
+
+@api.get(
+    "/healthz",
+    auth=None,
+    tags=["health"],
+    summary="Liveness and database check",
+    openapi_extra={
+        "responses": {
+            200: {"description": "The database answers", **_HEALTH},
+            503: {"description": "The database does not answer", **_HEALTH},
+        }
+    },
+)
 def healthz(request):
     status, body = health_status()
     return api.create_response(request, body, status=status)

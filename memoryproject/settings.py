@@ -169,6 +169,7 @@ MEMORY_API_RATE_LIMIT = env_str("MEMORY_API_RATE_LIMIT", "3000/m")
 if MEMORY_API_RATE_LIMIT and not re.fullmatch(r"\d+/\d*[smhd]", MEMORY_API_RATE_LIMIT):
     raise ImproperlyConfigured("MEMORY_API_RATE_LIMIT must look like 3000/m (count/period), or be empty")
 RATELIMIT_USE_CACHE = "default"
+RATELIMIT_FAIL_OPEN = True  # a cache outage must not lock every agent out
 # Curator logins (django-axes): after this many failures in a row for one username from one address, that
 # pair is locked out for MEMORY_LOGIN_LOCKOUT_MINUTES; a success resets the count.
 AXES_FAILURE_LIMIT = env_int("MEMORY_LOGIN_FAILURE_LIMIT", 5, minimum=1)

@@ -639,7 +639,9 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
             "An entry cannot supersede itself.", [{"loc": ["supersedes"], "msg": "same entry"}]
         )
     with transaction.atomic():
-        entries = {e.pk: e for e in VaultEntry.objects.select_for_update().filter(pk__in=[new_id, old_id])}
+        # Locked in id order, so two supersedes of overlapping entries wait for each other, never deadlock.
+        locked = VaultEntry.objects.select_for_update().filter(pk__in=[new_id, old_id]).order_by("pk")
+        entries = {e.pk: e for e in locked}
         if old_id not in entries:
             raise NotFound(f"Entry {old_id} (to supersede) not found.")
         new, old = entries[new_id], entries[old_id]
