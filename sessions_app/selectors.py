@@ -223,6 +223,20 @@ def lost_context_signals(text: str, history: list[Message]) -> list[str]:
     return signals
 
 
+def session_tokens_upper_bound(session: Session) -> int:
+    """At least the tokens of the session's active conversation, from one aggregate over its stored
+    messages (every branch counts, a character is at most a byte, each estimate rounds up by at most
+    one token per part): when this is under a threshold, the conversation is too."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text)), 0), COUNT(*) "
+            "FROM sessions_app_message WHERE session_id = %s AND NOT archived",
+            [session.pk],
+        )
+        size, count = cursor.fetchone()
+    return int(size) // 4 + 2 * int(count) + 1
+
+
 def buffer_usage(session: Session) -> dict:
     """The session's context use against its working-buffer threshold."""
     window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS

@@ -17,7 +17,7 @@ from memoryproject.llm import llm_configured
 from vault import services as vault_services
 from vault.extraction import insights_extract
 from vault.models import Agent, EntrySource, VaultEntry, WorkspaceFile
-from vault.redaction import redact_for_project
+from vault.redaction import project_redaction_enabled, redact, redact_for_project
 from vault.text import text_check
 
 from . import selectors
@@ -308,8 +308,9 @@ def messages_append(
         )
     items = [_input_check(raw, index) for index, raw in enumerate(messages)]
     max_input_tokens = max_input_tokens_check(max_input_tokens)
-    for item in items:
-        item.text = redact_for_project(item.text, agent.project_id)
+    if project_redaction_enabled(agent.project_id):  # one look-up for the whole batch
+        for item in items:
+            item.text = redact(item.text)
     if session is None and full and not (session_key or "").strip():
         session = _session_for_replay(agent, items)
     if session is None:
@@ -555,6 +556,7 @@ def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by
     path = lookback + new_messages
     first_new = len(lookback)
     max_chars = settings.MEMORY_DAILY_NOTE_CHARS
+    blocks = []
     for index in range(first_new, len(path)):
         message = path[index]
         if message.role != Role.ASSISTANT or message.internal or not message.text.strip():
@@ -570,13 +572,15 @@ def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by
             continue
         user = " / ".join(_clip(t, max_chars) for t in reversed(user_texts))
         when = timezone.localtime(message.created_at)
-        vault_services.daily_note_append(
-            agent=agent,
-            when=message.created_at,
-            text=f"\n## [{when:%H:%M:%S}]\n**User:** {_clip(user, max_chars)}\n**Agent:** "
-            f"{_clip(message.text, max_chars)}\n",
-            changed_by=changed_by,
+        blocks.append(
+            (
+                message.created_at,
+                f"\n## [{when:%H:%M:%S}]\n**User:** {_clip(user, max_chars)}\n**Agent:** "
+                f"{_clip(message.text, max_chars)}\n",
+            )
         )
+    if blocks:
+        vault_services.daily_notes_append(agent=agent, blocks=blocks, changed_by=changed_by)
 
 
 # --- checkpoints, handoffs, close (seed 000) -----------------------------------------------------
@@ -1009,6 +1013,9 @@ def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> l
     from .models import WorkingBufferEntry
 
     if session.buffer_started_at is None:
+        window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
+        if selectors.session_tokens_upper_bound(session) < int(window * settings.MEMORY_WORKING_BUFFER_RATIO):
+            return []  # far from the threshold: no need to load the whole conversation to know it
         status = selectors.buffer_usage(session)
         if status["context_tokens"] < status["threshold_tokens"]:
             return []
