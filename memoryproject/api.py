@@ -3,7 +3,7 @@
 import logging
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -87,6 +87,13 @@ def on_validation_error(request, exc: ValidationError):
         for e in errors
     )
     return _error(request, 422, f"Invalid input: {described}", errors)
+
+
+@api.exception_handler(ObjectDoesNotExist)
+def on_row_gone(request, exc):
+    # A row deleted by a concurrent request between a view's check and its write: gone, not a fault.
+    logger.info("row not found in %s %s: %s", request.method, request.path, exc)
+    return _error(request, 404, "Not found (it may have just been deleted).")
 
 
 @api.exception_handler(Http404)

@@ -28,7 +28,6 @@ class MessageIn(Schema):
         ...,
         max_length=32,
         description="user, assistant (or agent), tool, system",
-        json_schema_extra={"enum": ["user", "assistant", "agent", "human", "tool", "system"]},
     )
     text: str | None = Field(None, description="The message text (alias: content)")
     content: str | None = None

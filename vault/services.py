@@ -418,7 +418,9 @@ def entry_update(
             [{"loc": ["status"], "msg": "unknown status"}],
         )
     with transaction.atomic():
-        entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
+        entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:  # deleted (forget, retention, another request) since the caller looked it up
+            raise NotFound(f"Entry {entry_id} not found.")
         new = {
             "category": changes.category if changes.category is not None else entry.category,
             "content": (

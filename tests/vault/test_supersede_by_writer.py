@@ -66,3 +66,12 @@ def test_it_leaves_the_old_entry_alone_when_the_superseding_one_is_rejected(
     assert "Redis for the session cache" in context_text(api, token_a)
     again = write(api, token_a, "We decided to use Valkey for the session cache", supersedes=old["id"])
     assert again["status"] == "pending"
+
+
+def test_an_edit_of_an_entry_deleted_meanwhile_is_not_found(agent_a):
+    entry = services.entry_create(agent=agent_a, category="lessons", content="Short lived lesson here")
+    VaultEntry.objects.filter(pk=entry.pk).delete()  # a concurrent forget, after the API's own check
+    with pytest.raises(services.NotFound):
+        services.entry_update(
+            entry_id=entry.pk, changes=services.EntryChanges(importance=0.9), changed_by="t"
+        )
