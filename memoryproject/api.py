@@ -2,14 +2,17 @@
 
 import logging
 
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest
-from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from memoryproject.database_unavailable import CONNECTION_ERRORS, unavailable_response
 from memoryproject.errors import DomainError
+from memoryproject.openapi import DocumentedNinjaAPI
+from memoryproject.security import RateLimited, api_rate_check
 from search.api import router as search_router
 from sessions_app.api import router as sessions_router
 from vault.api import router as vault_router
@@ -23,10 +26,13 @@ logger = logging.getLogger(__name__)
 
 class BearerAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        return token_authenticate(token)
+        principal = token_authenticate(token)
+        if principal is not None:
+            api_rate_check(request, principal)
+        return principal
 
 
-api = NinjaAPI(
+api = DocumentedNinjaAPI(
     title="Agent memory server",
     version="1",
     description=(
@@ -53,6 +59,13 @@ def _error(request, status: int, detail: str, errors: list | None = None):
 @api.exception_handler(DomainError)
 def on_domain_error(request, exc: DomainError):
     return _error(request, exc.status_code, exc.detail, exc.errors)
+
+
+@api.exception_handler(RateLimited)
+def on_rate_limited(request, exc: RateLimited):
+    response = _error(request, 429, exc.detail)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(AuthenticationError)
@@ -85,6 +98,13 @@ def on_validation_error(request, exc: ValidationError):
     return _error(request, 422, f"Invalid input: {described}", errors)
 
 
+@api.exception_handler(ObjectDoesNotExist)
+def on_row_gone(request, exc):
+    # A row deleted by a concurrent request between a view's check and its write: gone, not a fault.
+    logger.info("row not found in %s %s: %s", request.method, request.path, exc)
+    return _error(request, 404, "Not found (it may have just been deleted).")
+
+
 @api.exception_handler(Http404)
 def on_not_found(request, exc):
     return _error(request, 404, str(exc) or "Not found.")
@@ -113,6 +133,22 @@ for _connection_error in CONNECTION_ERRORS:
     api.add_exception_handler(_connection_error, on_database_unavailable)
 
 
+@api.exception_handler(RequestDataTooBig)
+def on_request_too_big(request, exc):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return _error(
+        request, 413, f"Request body too large: the limit is {limit} bytes (MEMORY_MAX_REQUEST_BYTES)."
+    )
+
+
+@api.exception_handler(UnicodeEncodeError)
+def on_unencodable_text(request, exc: UnicodeEncodeError):
+    # JSON may carry lone surrogates ("\ud800"); no text column can store them, wherever they are sent.
+    if "surrogate" not in str(exc):
+        return on_unexpected_error(request, exc)
+    return _error(request, 422, "Invalid input: text contains invalid Unicode (lone surrogates).")
+
+
 @api.exception_handler(Exception)
 def on_unexpected_error(request, exc: Exception):
     logger.exception("unhandled error in %s %s", request.method, request.path)
@@ -130,7 +166,31 @@ def health_status() -> tuple[int, dict]:
         return 503, {"status": "error", "database": "unavailable"}
 
 
-@api.get("/healthz", auth=None, tags=["health"], summary="Liveness and database check")
+_HEALTH = {
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"status": {"type": "string"}, "database": {"type": "string"}},
+                "required": ["status", "database"],
+            }
+        }
+    }
+}
+
+
+@api.get(
+    "/healthz",
+    auth=None,
+    tags=["health"],
+    summary="Liveness and database check",
+    openapi_extra={
+        "responses": {
+            200: {"description": "The database answers", **_HEALTH},
+            503: {"description": "The database does not answer", **_HEALTH},
+        }
+    },
+)
 def healthz(request):
     status, body = health_status()
     response = api.create_response(request, body, status=status)

@@ -1,6 +1,7 @@
 """Writes to short-term memory: appends, the write-ahead scan, checkpoints, session close, branches and
 compaction. The API, pages, commands and tasks all call these."""
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from memoryproject.llm import llm_configured
 from vault import services as vault_services
 from vault.extraction import insights_extract
 from vault.models import Agent, EntrySource, VaultEntry, WorkspaceFile
-from vault.redaction import redact_for_project
+from vault.redaction import project_redaction_enabled, redact, redact_for_project
 from vault.text import text_check
 
 from . import selectors
@@ -80,7 +81,13 @@ def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
     if item.text is None:
         item.text = ""
     try:
-        text_check(item.text, field="text", allow_empty=True, max_bytes=settings.MEMORY_MAX_MESSAGE_BYTES)
+        text_check(
+            item.text,
+            field="text",
+            allow_empty=True,
+            max_bytes=settings.MEMORY_MAX_MESSAGE_BYTES,
+            limit_setting="MEMORY_MAX_MESSAGE_BYTES",
+        )
     except (InvalidInput, TooLarge) as exc:
         exc.detail = f"messages[{index}]: {exc.detail}"
         raise
@@ -88,15 +95,43 @@ def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
         raise invalid("text must not be empty for user and system messages", "text")
     for name in ("client_id", "tool_call_id"):
         value = getattr(item, name) or ""
-        if not isinstance(value, str) or len(value) > 200 or "\x00" in value:
+        if not isinstance(value, str) or len(value) > 200:
             raise invalid(f"{name} must be a string of at most 200 characters", name)
+        if "\x00" in value:
+            raise invalid(f"{name} must not contain NUL (\\u0000) characters", name)
         setattr(item, name, value.strip())
     if not isinstance(item.tool_calls, list):
         raise invalid("tool_calls must be a list", "tool_calls")
     if not isinstance(item.state, dict):
         raise invalid("state must be an object", "state")
+    _message_size_check(item, index)
     item.role = role
     return item
+
+
+def _message_size_check(item: MessageInput, index: int) -> None:
+    """The text, tool calls and state of one message count together against MEMORY_MAX_MESSAGE_BYTES:
+    any of them can carry a large payload, and all of them are stored and read back."""
+    try:
+        extra = json.dumps([item.tool_calls, item.state], ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            f"messages[{index}]: tool_calls or state contains invalid Unicode (lone surrogates)",
+            [{"loc": ["messages", index, "tool_calls"], "msg": "invalid unicode"}],
+        ) from None
+    except ValueError as exc:
+        raise InvalidInput(
+            f"messages[{index}]: tool_calls or state cannot be stored as JSON: {exc}",
+            [{"loc": ["messages", index, "tool_calls"], "msg": "not JSON"}],
+        ) from None
+    size = len(item.text.encode("utf-8")) + len(extra)
+    limit = settings.MEMORY_MAX_MESSAGE_BYTES
+    if size > limit:
+        raise TooLarge(
+            f"messages[{index}]: text, tool_calls and state together are {size} bytes; the limit is "
+            f"{limit} bytes (MEMORY_MAX_MESSAGE_BYTES).",
+            [{"loc": ["messages", index], "msg": "too large"}],
+        )
 
 
 # --- sessions ------------------------------------------------------------------------------------
@@ -116,9 +151,14 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
     """The session to write to: the one with this chat id (created, or reopened if closed), else the
     agent's current open session, else a new one. Safe when first writes race."""
     external_id = (external_id or "").strip()
-    if len(external_id) > 200 or "\x00" in external_id:
+    if len(external_id) > 200:
         raise InvalidInput(
             "session must be at most 200 characters", [{"loc": ["session"], "msg": "too long"}]
+        )
+    if "\x00" in external_id:
+        raise InvalidInput(
+            "session must not contain NUL (\\u0000) characters",
+            [{"loc": ["session"], "msg": "contains NUL characters"}],
         )
     if len(model_id or "") > 200:
         raise InvalidInput(
@@ -268,8 +308,9 @@ def messages_append(
         )
     items = [_input_check(raw, index) for index, raw in enumerate(messages)]
     max_input_tokens = max_input_tokens_check(max_input_tokens)
-    for item in items:
-        item.text = redact_for_project(item.text, agent.project_id)
+    if project_redaction_enabled(agent.project_id):  # one look-up for the whole batch
+        for item in items:
+            item.text = redact(item.text)
     if session is None and full and not (session_key or "").strip():
         session = _session_for_replay(agent, items)
     if session is None:
@@ -410,7 +451,12 @@ def _write_ahead_scan(
             vault_entry = None
             if durable:
                 vault_entry = durable_fact_record(
-                    agent=agent, category=match.category, text=match.text, changed_by=changed_by
+                    agent=agent,
+                    category=match.category,
+                    text=match.text,
+                    changed_by=changed_by,
+                    session=session,
+                    message=message,
                 )
             entries.append(
                 SessionStateEntry(
@@ -441,7 +487,15 @@ def _memory_file_facts(agent: Agent) -> set[str]:
     return facts
 
 
-def durable_fact_record(*, agent: Agent, category: str, text: str, changed_by: str = "") -> VaultEntry | None:
+def durable_fact_record(
+    *,
+    agent: Agent,
+    category: str,
+    text: str,
+    changed_by: str = "",
+    session: Session | None = None,
+    message: Message | None = None,
+) -> VaultEntry | None:
     """Write a durable fact to long-term memory unless it is already there: a vault entry (category
     projects, tags wal + the scan category, source extraction) and a line in the agent's MEMORY.md.
 
@@ -469,6 +523,8 @@ def durable_fact_record(*, agent: Agent, category: str, text: str, changed_by: s
             tags=[WAL_TAG, category.replace("_", "-")],
             source=EntrySource.EXTRACTION,
             created_by=changed_by or "write-ahead-scan",
+            source_session_id=session.pk if session else None,
+            source_message_ids=[message.pk] if message else [],
         )
         vault_services.file_append(
             agent=agent,
@@ -500,6 +556,7 @@ def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by
     path = lookback + new_messages
     first_new = len(lookback)
     max_chars = settings.MEMORY_DAILY_NOTE_CHARS
+    blocks = []
     for index in range(first_new, len(path)):
         message = path[index]
         if message.role != Role.ASSISTANT or message.internal or not message.text.strip():
@@ -515,13 +572,15 @@ def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by
             continue
         user = " / ".join(_clip(t, max_chars) for t in reversed(user_texts))
         when = timezone.localtime(message.created_at)
-        vault_services.daily_note_append(
-            agent=agent,
-            when=message.created_at,
-            text=f"\n## [{when:%H:%M:%S}]\n**User:** {_clip(user, max_chars)}\n**Agent:** "
-            f"{_clip(message.text, max_chars)}\n",
-            changed_by=changed_by,
+        blocks.append(
+            (
+                message.created_at,
+                f"\n## [{when:%H:%M:%S}]\n**User:** {_clip(user, max_chars)}\n**Agent:** "
+                f"{_clip(message.text, max_chars)}\n",
+            )
         )
+    if blocks:
+        vault_services.daily_notes_append(agent=agent, blocks=blocks, changed_by=changed_by)
 
 
 # --- checkpoints, handoffs, close (seed 000) -----------------------------------------------------
@@ -588,6 +647,12 @@ def handoff_format(messages: Sequence[Message | MessageInput]) -> str:
     return "\n".join(lines)
 
 
+def _handoff_message_ids(messages: Sequence[Message]) -> list[int]:
+    """The ids of the messages handoff_format quotes."""
+    chat = [m for m in messages if m.role in (Role.USER, Role.ASSISTANT) and m.text.strip()]
+    return [m.pk for m in chat[-settings.MEMORY_HANDOFF_MESSAGES :] if getattr(m, "pk", None)]
+
+
 @dataclass
 class CloseResult:
     session: Session
@@ -598,8 +663,28 @@ class CloseResult:
     appended: AppendResult | None
 
 
+def _insight_sources(messages: Sequence[Message]) -> dict[str, int]:
+    """The id of the message each insight of the conversation was first found in, by normalised text."""
+    found: dict[str, int] = {}
+    for message in messages:
+        insights = insights_extract(
+            [message.text],
+            max_per_kind=settings.MEMORY_INSIGHTS_MAX,
+            max_chars=settings.MEMORY_INSIGHT_CHARS,
+            min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
+        )
+        for text in (*insights.decisions, *insights.lessons):
+            found.setdefault(normalise_fact(text), message.pk)
+    return found
+
+
 def _insight_store(
-    agent: Agent, category: str, texts: list[str], changed_by: str, session: Session | None = None
+    agent: Agent,
+    category: str,
+    texts: list[str],
+    changed_by: str,
+    session: Session | None = None,
+    sources: dict[str, int] | None = None,
 ) -> list[VaultEntry]:
     existing = {
         normalise_fact(c)
@@ -612,6 +697,7 @@ def _insight_store(
         if normalise_fact(text) in existing:
             continue
         existing.add(normalise_fact(text))
+        source_id = (sources or {}).get(normalise_fact(text))
         stored.append(
             vault_services.entry_create(
                 agent=agent,
@@ -620,6 +706,8 @@ def _insight_store(
                 tags=["auto-extract", "session-close", *([f"session-{session.pk}"] if session else [])],
                 source=EntrySource.EXTRACTION,
                 created_by=changed_by,
+                source_session_id=session.pk if session else None,
+                source_message_ids=[source_id] if source_id else [],
             )
         )
     return stored
@@ -673,6 +761,8 @@ def session_close(
                 tags=["auto-handoff", "session-close"],
                 source=EntrySource.EXTRACTION,
                 created_by=changed_by,
+                source_session_id=session.pk,
+                source_message_ids=_handoff_message_ids(conversation),
             )
         insights = insights_extract(
             [m.text for m in conversation if m.role in (Role.USER, Role.ASSISTANT)],
@@ -680,8 +770,10 @@ def session_close(
             max_chars=settings.MEMORY_INSIGHT_CHARS,
             min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
         )
-        decisions = _insight_store(agent, "decisions", insights.decisions, changed_by, session)
-        lessons = _insight_store(agent, "lessons", insights.lessons, changed_by, session)
+        chat = [m for m in conversation if m.role in (Role.USER, Role.ASSISTANT)]
+        sources = _insight_sources(chat) if insights.decisions or insights.lessons else {}
+        decisions = _insight_store(agent, "decisions", insights.decisions, changed_by, session, sources)
+        lessons = _insight_store(agent, "lessons", insights.lessons, changed_by, session, sources)
         session.closed_at = timezone.now()
         session.save(update_fields=["closed_at"])
         _status_set(session, SessionStatus.CLOSED, reason="sleep", by=changed_by)
@@ -921,6 +1013,9 @@ def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> l
     from .models import WorkingBufferEntry
 
     if session.buffer_started_at is None:
+        window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
+        if selectors.session_tokens_upper_bound(session) < int(window * settings.MEMORY_WORKING_BUFFER_RATIO):
+            return []  # far from the threshold: no need to load the whole conversation to know it
         status = selectors.buffer_usage(session)
         if status["context_tokens"] < status["threshold_tokens"]:
             return []

@@ -30,9 +30,10 @@ from vault.models import (
     VersionAction,
     WorkspaceFile,
     WorkspaceFileVersion,
+    path_segment_validator,
     slug_validator,
 )
-from vault.redaction import redact, redact_for_project
+from vault.redaction import project_redaction_enabled, redact, redact_for_project
 from vault.text import tags_normalise, task_line_set, text_check
 
 TOKEN_PREFIX = "mem_"
@@ -44,11 +45,14 @@ def token_hash(secret: str) -> str:
 
 
 def slug_check(value: str, *, field: str) -> str:
+    """A project or agent id: a safe path segment (it names the folder of an export), so never `.`/`..`."""
     try:
         slug_validator(value)
+        path_segment_validator(value)
     except DjangoValidationError:
         raise InvalidInput(
-            f"{field} {value!r} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-'.",
+            f"{field} {value!r} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-', "
+            "not only dots.",
             [{"loc": [field], "msg": "invalid slug"}],
         ) from None
     return value
@@ -217,13 +221,16 @@ def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[s
         .values_list("pk", "content_hash", "sketch")[:NEAR_DUPLICATE_CANDIDATES]
     )
     best, best_score = None, 0.0
+    screened = []
     for pk, other_digest, other_sketch in candidates:
         if other_digest == digest:
             return VaultEntry.objects.get(pk=pk), 1.0
-        if trust.sketch_similarity(signature, other_sketch) < SKETCH_SCREEN:
-            continue
-        content = VaultEntry.objects.values_list("content", flat=True).get(pk=pk)
-        score = trust.near_duplicate_score(words, trust.word_set(content))
+        if trust.sketch_similarity(signature, other_sketch) >= SKETCH_SCREEN:
+            screened.append(pk)
+    # The texts of the screened candidates in one round trip (this runs under the agent's write lock).
+    contents = dict(VaultEntry.objects.filter(pk__in=screened).values_list("pk", "content"))
+    for pk in screened:
+        score = trust.near_duplicate_score(words, trust.word_set(contents.get(pk, "")))
         if score > best_score:
             best, best_score = pk, score
     if best is None:
@@ -344,6 +351,9 @@ def entry_create(
         )
         if borderline:
             reasons.append(borderline)
+        if supersedes_id is not None:
+            # The writer says this entry replaces that one: an update, not a conflict or a near-duplicate.
+            reasons = [reason for reason in reasons if getattr(reason[1], "pk", None) != supersedes_id]
         entry = VaultEntry.objects.create(
             project_id=agent.project_id,
             agent=agent,
@@ -408,7 +418,9 @@ def entry_update(
             [{"loc": ["status"], "msg": "unknown status"}],
         )
     with transaction.atomic():
-        entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
+        entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:  # deleted (forget, retention, another request) since the caller looked it up
+            raise NotFound(f"Entry {entry_id} not found.")
         new = {
             "category": changes.category if changes.category is not None else entry.category,
             "content": (
@@ -563,10 +575,24 @@ def file_append(
     `unless_present`, nothing is appended when the file already contains that text (checked under the
     lock, so two identical concurrent appends store it once).
     """
+    return file_append_many(
+        agent=agent, path=path, parts=[(text, unless_present)], changed_by=changed_by, header=header
+    )
+
+
+def file_append_many(
+    *, agent: Agent, path: str, parts: list[tuple[str, str]], changed_by: str, header: str = ""
+) -> WorkspaceFile:
+    """file_append for several (text, unless_present) parts in order, in one locked rewrite of the file:
+    a batch of messages logs all its exchanges at the cost of one."""
     file_path_check(path)
-    text = redact_for_project(text, agent.project_id)
-    text_check(text, allow_empty=True)
-    unless_present = redact_for_project(unless_present, agent.project_id) if unless_present else ""
+    redacting = project_redaction_enabled(agent.project_id)
+    parts = [
+        (redact(text) if redacting else text, redact(unless) if redacting and unless else unless)
+        for text, unless in parts
+    ]
+    for text, _ in parts:
+        text_check(text, allow_empty=True)
     with transaction.atomic():
         file = (
             WorkspaceFile.objects.select_for_update()
@@ -583,10 +609,15 @@ def file_append(
                 file = WorkspaceFile.objects.select_for_update().get(
                     agent=agent, path=path, deleted_at__isnull=True
                 )
-        if unless_present and unless_present in file.content:
+        content = file.content
+        for text, unless in parts:
+            if unless and unless in content:
+                continue
+            content += text
+        if content == file.content:
             return file
-        file.content = file.content + text
-        file.size = len(file.content.encode("utf-8"))
+        file.content = content
+        file.size = len(content.encode("utf-8"))
         file.save(update_fields=["content", "size", "updated_at"])
     return file
 
@@ -622,20 +653,48 @@ def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: st
 # --- Supersede and review (trust) ----------------------------------------------------------------
 
 
+def daily_notes_append(*, agent: Agent, blocks: list[tuple[datetime, str]], changed_by: str = "") -> None:
+    """daily_note_append for several (when, text) blocks: one locked rewrite per day's note."""
+    by_day: dict = {}
+    for when, text in blocks:
+        heading = _DAILY_TIME_HEADING_RE.match(text)
+        body = text[heading.end() :].strip() if heading else ""
+        day = timezone.localtime(when).date()
+        by_day.setdefault(day, []).append((text, f"]\n{body}\n" if body else ""))
+    for day, parts in by_day.items():
+        file_append_many(
+            agent=agent,
+            path=daily_note_path(day),
+            parts=parts,
+            changed_by=changed_by,
+            header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+        )
+
+
 def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
-    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable."""
+    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable.
+
+    While `new` waits for review only the link is recorded and `old` stays live, so the knowledge is
+    never hidden by an entry nobody has accepted yet; review_approve completes the supersede."""
     if new_id == old_id:
         raise InvalidInput(
             "An entry cannot supersede itself.", [{"loc": ["supersedes"], "msg": "same entry"}]
         )
     with transaction.atomic():
-        entries = {e.pk: e for e in VaultEntry.objects.select_for_update().filter(pk__in=[new_id, old_id])}
+        # Locked in id order, so two supersedes of overlapping entries wait for each other, never deadlock.
+        locked = VaultEntry.objects.select_for_update().filter(pk__in=[new_id, old_id]).order_by("pk")
+        entries = {e.pk: e for e in locked}
         if old_id not in entries:
             raise NotFound(f"Entry {old_id} (to supersede) not found.")
         new, old = entries[new_id], entries[old_id]
         if new.project_id != old.project_id:
             raise NotFound(f"Entry {old_id} (to supersede) not found.")
-        if VaultEntry.objects.filter(supersedes_id=old_id).exclude(pk=new_id).exists():
+        if (
+            VaultEntry.objects.filter(supersedes_id=old_id)
+            .exclude(pk=new_id)
+            .exclude(status=EntryStatus.REJECTED)
+            .exists()
+        ):
             raise Conflict(f"Entry {old_id} is already superseded by another entry.")
         cursor = old
         while cursor.supersedes_id is not None:  # refuse cycles: old must not descend from new
@@ -646,6 +705,8 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
             cursor = VaultEntry.objects.only("pk", "supersedes_id").get(pk=cursor.supersedes_id)
         new.supersedes_id = old_id
         new.save(update_fields=["supersedes"])
+        if new.status == EntryStatus.PENDING:
+            return new
         if old.status != EntryStatus.SUPERSEDED:
             _version_save(old, action=VersionAction.EDIT, changed_by=changed_by)
             old.status = EntryStatus.SUPERSEDED
@@ -682,7 +743,9 @@ def review_approve(
         entry.status = EntryStatus.ACTIVE
         entry.updated_at = timezone.now()
         entry.save(update_fields=["status", "updated_at"])
-        if supersede_conflicting:
+        if entry.supersedes_id is not None:  # the supersede the writer asked for takes effect now
+            entry_supersede(new_id=entry.pk, old_id=entry.supersedes_id, changed_by=by)
+        if supersede_conflicting and entry.supersedes_id is None:
             others = ReviewItem.objects.filter(
                 entry=entry, kind=ReviewKind.CONFLICT, resolved_at__isnull=True, other_entry__isnull=False
             ).values_list("other_entry_id", flat=True)
@@ -698,8 +761,9 @@ def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:
     with transaction.atomic():
         entry = _pending_get(entry_id)
         entry.status = EntryStatus.REJECTED
+        entry.supersedes_id = None  # a refused replacement leaves the old entry as it was
         entry.updated_at = timezone.now()
-        entry.save(update_fields=["status", "updated_at"])
+        entry.save(update_fields=["status", "supersedes", "updated_at"])
         _review_resolve(entry, resolution=f"rejected: {reason}"[:32] if reason else "rejected", by=by)
     return entry
 
@@ -725,8 +789,9 @@ def review_merge(*, entry_id: int, into_id: int, by: str) -> VaultEntry:
             changed_by=by,
         )
         entry.status = EntryStatus.SUPERSEDED
+        entry.supersedes_id = None  # folded into the target, it replaces nothing itself
         entry.updated_at = timezone.now()
-        entry.save(update_fields=["status", "updated_at"])
+        entry.save(update_fields=["status", "supersedes", "updated_at"])
         _review_resolve(entry, resolution=f"merged into {target.pk}", by=by)
     target.refresh_from_db()
     return target

@@ -52,6 +52,7 @@ class Command(BaseCommand):
         if message:
             raise CommandError(message)
         call_command("migrate", interactive=False, verbosity=0)
+        call_command("createcachetable", verbosity=0)  # the rate limits' shared counters
         self.stdout.write("Database migrated.")
         call_command("setup_schedules", verbosity=0, stdout=io.StringIO())
         self._first_run_help()
