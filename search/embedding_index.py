@@ -86,10 +86,11 @@ def pgvector_installed() -> bool:
 def vector_storage_ensure() -> bool:
     """Create the extension and the vector column where pgvector became available after migrating,
     and the HNSW index for the configured dimension; return whether vectors can be stored."""
-    with connection.cursor() as cursor:
-        cursor.execute(VECTOR_STORAGE_SQL)
     if not pgvector_installed():
-        return False
+        with connection.cursor() as cursor:
+            cursor.execute(VECTOR_STORAGE_SQL)
+        if not pgvector_installed():
+            return False
     embedder = embedder_get()
     if embedder is not None and embedder.dimensions <= 2000:  # HNSW indexes at most 2,000 dimensions
         hnsw_index_ensure(embedder.dimensions)
@@ -97,11 +98,17 @@ def vector_storage_ensure() -> bool:
 
 
 def hnsw_index_ensure(dimensions: int) -> None:
-    """One partial HNSW index per dimension (a column of mixed dimensions cannot be indexed whole)."""
+    """One partial HNSW index per dimension (a column of mixed dimensions cannot be indexed whole).
+    Built without blocking writes when not inside a transaction (the job and the command are not)."""
     dimensions = int(dimensions)
+    name = f"search_embedding_hnsw_{dimensions}"
     with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        if cursor.fetchone()[0]:
+            return
+        concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
         cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS search_embedding_hnsw_{dimensions} ON search_embedding "
+            f"CREATE INDEX {concurrently} IF NOT EXISTS {name} ON search_embedding "
             f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE dimensions = {dimensions}"
         )
 
