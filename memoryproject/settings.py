@@ -239,7 +239,7 @@ MEMORY_EMBEDDINGS_TIMEOUT_SECONDS = env_float("MEMORY_EMBEDDINGS_TIMEOUT_SECONDS
 MEMORY_EMBEDDINGS_MAX_RETRIES = env_int("MEMORY_EMBEDDINGS_MAX_RETRIES", 2, minimum=0, maximum=10)
 # Background embedding (search.tasks): texts per model call, how often the job runs, and how long one
 # run may embed before it leaves the rest to the next run.
-MEMORY_EMBEDDINGS_BATCH = env_int("MEMORY_EMBEDDINGS_BATCH", 32, minimum=1, maximum=2048)
+MEMORY_EMBEDDINGS_BATCH = env_int("MEMORY_EMBEDDINGS_BATCH", 8, minimum=1, maximum=2048)
 MEMORY_EMBEDDINGS_INTERVAL_MINUTES = env_int("MEMORY_EMBEDDINGS_INTERVAL_MINUTES", 1, minimum=1)
 MEMORY_EMBEDDINGS_RUN_SECONDS = env_float("MEMORY_EMBEDDINGS_RUN_SECONDS", 240, minimum=1)
 # Long texts are cut into chunks of about this many characters (on paragraph or line breaks), each

@@ -167,12 +167,21 @@ def _vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
-def _batch_fetch(document: Document, model: str, limit: int) -> list[tuple]:
+def _pending_page(document: Document, model: str, limit: int, below_id: int | None) -> list[tuple]:
+    """The next `limit` pending items below `below_id`, newest first: each page continues where the
+    last stopped, so a backfill walks the table once rather than once per batch."""
+    below = " AND d.id < %(below)s" if below_id is not None else ""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT d.id, d.project_id, d.agent_id, {document.text_sql}, md5({document.text_sql})"
-            f"{_stale_sql(document)} ORDER BY d.id DESC LIMIT %(limit)s",
-            {"model": model, "limit": limit},
+            # Only what chunking can use is read (the hash covers the whole text).
+            f"SELECT d.id, d.project_id, d.agent_id, left({document.text_sql}, %(chars)s), "
+            f"md5({document.text_sql}){_stale_sql(document)}{below} ORDER BY d.id DESC LIMIT %(limit)s",
+            {
+                "model": model,
+                "limit": limit,
+                "below": below_id,
+                "chars": settings.MEMORY_EMBEDDINGS_CHUNK_CHARS * settings.MEMORY_EMBEDDINGS_MAX_CHUNKS,
+            },
         )
         return cursor.fetchall()
 
@@ -249,6 +258,10 @@ def embeddings_refresh(
     if not vector_storage_ensure():
         return outcome
     batch_size = batch_size or settings.MEMORY_EMBEDDINGS_BATCH
+
+    def out_of_time() -> bool:
+        return max_seconds is not None and time.perf_counter() - started > max_seconds
+
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
         if not cursor.fetchone()[0]:
@@ -260,16 +273,20 @@ def embeddings_refresh(
         if progress:
             progress(0, total)
         for document in DOCUMENTS:
-            while True:
-                if max_seconds is not None and time.perf_counter() - started > max_seconds:
+            below_id = None
+            while not out_of_time():
+                page = _pending_page(document, embedder.model_id, max(batch_size * 16, 256), below_id)
+                if not page:
                     break
-                rows = _batch_fetch(document, embedder.model_id, batch_size)
-                if not rows:
-                    break
-                outcome.chunks += _batch_store(document, embedder, rows)
-                outcome.embedded += len(rows)
-                if progress:
-                    progress(outcome.embedded, total)
+                below_id = page[-1][0]
+                for start in range(0, len(page), batch_size):
+                    if out_of_time():
+                        break
+                    rows = page[start : start + batch_size]
+                    outcome.chunks += _batch_store(document, embedder, rows)
+                    outcome.embedded += len(rows)
+                    if progress:
+                        progress(outcome.embedded, total)
         outcome.pending = max(total - outcome.embedded, 0)
     finally:
         with connection.cursor() as cursor:

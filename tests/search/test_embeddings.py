@@ -349,3 +349,14 @@ def test_the_openai_compatible_client_sends_prefixes_and_key_and_checks_dimensio
             OpenAICompatibleEmbedder(url=url, model="e5", dimensions=3).embed_query("x")
     finally:
         server.shutdown()
+
+
+@needs_pgvector
+def test_a_run_out_of_time_leaves_the_rest_pending_for_the_next(agent_a, make_entry, local_model):
+    make_entry(agent_a, "first")
+    make_entry(agent_a, "second")
+    hide_starting_files()
+    outcome = embeddings_refresh(max_seconds=0)
+    assert (outcome.embedded, outcome.pending) == (0, 2)
+    assert embeddings_refresh(batch_size=1).embedded == 2
+    assert embeddings_pending_count() == 0
