@@ -35,7 +35,7 @@ _KIND_NAMES = {
     "files": "file",
 }
 # Below this many embeddings in the scope an exact scan is faster than the HNSW index (measured).
-EXACT_SCAN_MAX_ROWS = 20_000
+EXACT_SCAN_MAX_ROWS = 10_000
 # Rows over-fetched per hit asked, so that several chunks of one file still leave `limit` items.
 CHUNK_SLACK = 3
 HNSW_EF_SEARCH = 100

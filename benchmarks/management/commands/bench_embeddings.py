@@ -49,6 +49,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--skip", default="", help="comma list of parts to skip: throughput,query,refresh,search"
         )
+        parser.add_argument("--ef-search", default="100", help="comma list of hnsw.ef_search values to time")
         parser.add_argument("--keep", action="store_true", help="keep the bench-embed-* projects")
 
     def handle(self, *args, **options):
@@ -71,7 +72,12 @@ class Command(BaseCommand):
             if "refresh" not in skip:
                 self._refresh(options["refresh_entries"])
             if "search" not in skip:
-                self._search([int(s) for s in options["sizes"].split(",")], options["pool"], options["noise"])
+                self._search(
+                    [int(s) for s in options["sizes"].split(",")],
+                    options["pool"],
+                    options["noise"],
+                    [int(e) for e in options["ef_search"].split(",")],
+                )
         finally:
             if not options["keep"]:
                 Project.objects.filter(slug__startswith="bench-embed-").delete()
@@ -126,7 +132,7 @@ class Command(BaseCommand):
             else "\nrefresh: nothing embedded"
         )
 
-    def _search(self, sizes: list[int], pool_size: int, noise: float) -> None:
+    def _search(self, sizes: list[int], pool_size: int, noise: float, ef_values: list[int]) -> None:
         dims = self.embedder.dimensions
         pool = vector_pool(self.embedder, pool_size)
         project = Project.objects.create(slug="bench-embed-search", name="bench semantic search")
@@ -163,17 +169,20 @@ class Command(BaseCommand):
             "times with the query embedded for real, and (sql) with query vectors computed first"
         )
         self.stdout.write(
-            f"{'agent holds':>12}{'scan':>7}{'p50 ms':>9}{'p95 ms':>9}{'sql p50':>9}{'sql p95':>9}"
+            f"{'agent holds':>12}{'scan':>9}{'p50 ms':>9}{'p95 ms':>9}{'sql p50':>9}{'sql p95':>9}"
             f"{'recall@10 vs exact':>20}"
         )
         vectors = {query: self.embedder.embed_query(query) for query in self.queries}
         embed_query = self.embedder.embed_query
-        saved = semantic.EXACT_SCAN_MAX_ROWS
+        saved = semantic.EXACT_SCAN_MAX_ROWS, semantic.HNSW_EF_SEARCH
         try:
             for size, agent in agents.items():
                 answers = {}
-                for strategy, threshold in (("exact", 10**9), ("hnsw", -1)):
+                strategies = [("exact", 10**9, semantic.HNSW_EF_SEARCH)]
+                strategies += [(f"hnsw{ef}", -1, ef) for ef in ef_values]
+                for strategy, threshold, ef in strategies:
                     semantic.EXACT_SCAN_MAX_ROWS = threshold
+                    semantic.HNSW_EF_SEARCH = ef
                     times, sql_times, answers[strategy] = [], [], []
                     for timings, precomputed in ((times, False), (sql_times, True)):
                         if precomputed:
@@ -195,15 +204,15 @@ class Command(BaseCommand):
                         finally:
                             self.embedder.embed_query = embed_query
                     recall = ""
-                    if strategy == "hnsw":
+                    if strategy != "exact":
                         overlaps = [
                             len(a & e) / max(len(e), 1)
-                            for a, e in zip(answers["hnsw"], answers["exact"], strict=True)
+                            for a, e in zip(answers[strategy], answers["exact"], strict=True)
                         ]
                         recall = f"{statistics.mean(overlaps):.3f}"
                     self.stdout.write(
-                        f"{size:>12}{strategy:>7}{_percentile(times, 50):>9.1f}{_percentile(times, 95):>9.1f}"
+                        f"{size:>12}{strategy:>9}{_percentile(times, 50):>9.1f}{_percentile(times, 95):>9.1f}"
                         f"{_percentile(sql_times, 50):>9.1f}{_percentile(sql_times, 95):>9.1f}{recall:>20}"
                     )
         finally:
-            semantic.EXACT_SCAN_MAX_ROWS = saved
+            semantic.EXACT_SCAN_MAX_ROWS, semantic.HNSW_EF_SEARCH = saved
