@@ -15,6 +15,7 @@ iterative scan when it is large: see docs/benchmarks.md for where the two cross.
 """
 
 import logging
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -46,6 +47,10 @@ NO_PGVECTOR = (
 )
 
 _pgvector_by_database: dict[str, bool] = {}
+# /healthz is unauthenticated and polled; counting pending items reads every searchable row (md5 of
+# its text against the stored hash), so its whole-database count is reused for this long.
+PENDING_CACHE_SECONDS = 30.0
+_pending_cache: dict[tuple[str, str], tuple[float, int]] = {}
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,8 @@ def semantic_enabled() -> bool:
 
 def semantic_status(*, project_id: int | None = None, with_pending: bool = True) -> dict:
     """What /healthz and /stats report: {"backend", "model", "pending", "enabled"} plus "detail" when
-    semantic search is off. `pending` counts items of the project (or all) waiting to be embedded."""
+    semantic search is off. `pending` counts items of the project (or of every project, then counted
+    at most every PENDING_CACHE_SECONDS by this process) waiting to be embedded."""
     embedder = embedder_get()
     status = {
         "backend": settings.MEMORY_EMBEDDINGS,
@@ -84,8 +90,15 @@ def semantic_status(*, project_id: int | None = None, with_pending: bool = True)
         status["detail"] = NO_PGVECTOR
         return status
     status["enabled"] = True
-    if with_pending:
+    if with_pending and project_id is not None:
         status["pending"] = embeddings_pending_count(project_id=project_id, model=embedder.model_id)
+    elif with_pending:
+        key = (connection.settings_dict["NAME"], embedder.model_id)
+        counted_at, pending = _pending_cache.get(key, (float("-inf"), 0))
+        if time.monotonic() - counted_at > PENDING_CACHE_SECONDS:
+            pending = embeddings_pending_count(model=embedder.model_id)
+            _pending_cache[key] = (time.monotonic(), pending)
+        status["pending"] = pending
     return status
 
 

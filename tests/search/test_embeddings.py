@@ -57,6 +57,11 @@ def local_model():
     return embedder
 
 
+@pytest.fixture(autouse=True)
+def fresh_pending_count():
+    semantic._pending_cache.clear()
+
+
 def hide_starting_files():
     """Soft-delete the four starting files every agent gets, so that each test embeds a handful of
     texts (the model runs on the CPU) and counts only its own items."""
@@ -190,6 +195,10 @@ def test_healthz_and_stats_report_the_backend_model_and_pending_items(
     assert api.get("/stats", token=admin_token).json()["embeddings"]["pending"] == 2
     assert api.get("/stats", token=outsider_token).json()["embeddings"]["pending"] == 1
     refresh()
+    assert api.get("/stats", token=admin_token).json()["embeddings"]["pending"] == 0
+    # The whole-database count of the unauthenticated /healthz is reused for 30 s.
+    assert Client().get("/healthz").json()["embeddings"]["pending"] == 3
+    semantic._pending_cache.clear()
     assert Client().get("/healthz").json()["embeddings"]["pending"] == 0
 
 
