@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection, transaction
 
-from memoryproject.embeddings import embedder_get
+from memoryproject.embeddings import EmbeddingError, embedder_get
 from search.embedding_index import embeddings_pending_count, pgvector_installed
 
 logger = logging.getLogger(__name__)
@@ -118,12 +118,19 @@ def semantic_search(
 ) -> list[SemanticHit]:
     """The `limit` items of the project (of one agent when agent_id is given) whose embedding is
     nearest the query's, best first; a file's best chunk stands for the file. [] when semantic
-    search is off or the query is blank. The caller has already checked the principal's scope."""
+    search is off, the query is blank or cannot be embedded (a remote backend that is down). The
+    caller has already checked the principal's scope."""
     wanted = sorted({_KIND_NAMES[kind] for kind in kinds if kind in _KIND_NAMES})
     if not wanted or not query.strip() or limit < 1 or not semantic_enabled():
         return []
     embedder = embedder_get()
-    vector = "[" + ",".join(f"{x:.7g}" for x in embedder.embed_query(query)) + "]"
+    try:
+        query_vector = embedder.embed_query(query)
+    except EmbeddingError as exc:
+        # A remote embedding server that is down must not take search down: the lexical arm answers.
+        logger.warning("semantic search skipped: the query could not be embedded: %s", exc)
+        return []
+    vector = "[" + ",".join(f"{x:.7g}" for x in query_vector) + "]"
     dimensions = int(embedder.dimensions)
     params = {
         "q": vector,

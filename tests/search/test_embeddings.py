@@ -369,3 +369,15 @@ def test_a_run_out_of_time_leaves_the_rest_pending_for_the_next(agent_a, make_en
     assert (outcome.embedded, outcome.pending) == (0, 2)
     assert embeddings_refresh(batch_size=1).embedded == 2
     assert embeddings_pending_count() == 0
+
+
+@needs_pgvector
+def test_an_unreachable_embedding_server_leaves_semantic_search_empty_not_failing(agent_a, settings):
+    settings.MEMORY_EMBEDDINGS = "openai"
+    settings.MEMORY_EMBEDDINGS_URL = "http://127.0.0.1:9/v1"  # discard port: nothing listens
+    settings.MEMORY_EMBEDDINGS_MODEL = "absent"
+    settings.MEMORY_EMBEDDINGS_MAX_RETRIES = 0
+    hits = semantic_search(
+        project_id=agent_a.project_id, agent_id=agent_a.pk, kinds={"entries"}, query="anything", limit=5
+    )
+    assert hits == []
