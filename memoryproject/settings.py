@@ -245,6 +245,10 @@ MEMORY_EMBEDDINGS_RUN_SECONDS = env_float("MEMORY_EMBEDDINGS_RUN_SECONDS", 240, 
 # Long texts are cut into chunks of about this many characters (on paragraph or line breaks), each
 # embedded; at most MEMORY_EMBEDDINGS_MAX_CHUNKS per item (the rest of a huge file is not embedded).
 MEMORY_EMBEDDINGS_CHUNK_CHARS = env_int("MEMORY_EMBEDDINGS_CHUNK_CHARS", 1500, minimum=100)
+# Semantic search: a scope holding up to this many embeddings is scanned exactly, a larger one walks
+# the HNSW index with this hnsw.ef_search (larger: better recall, slower).
+MEMORY_SEMANTIC_EXACT_MAX_ROWS = env_int("MEMORY_SEMANTIC_EXACT_MAX_ROWS", 10_000, minimum=0)
+MEMORY_SEMANTIC_EF_SEARCH = env_int("MEMORY_SEMANTIC_EF_SEARCH", 100, minimum=10, maximum=1000)
 MEMORY_EMBEDDINGS_MAX_CHUNKS = env_int("MEMORY_EMBEDDINGS_MAX_CHUNKS", 64, minimum=1, maximum=10000)
 
 # --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM (issue 5) ---

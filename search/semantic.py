@@ -35,11 +35,12 @@ _KIND_NAMES = {
     "file": "file",
     "files": "file",
 }
-# Below this many embeddings in the scope an exact scan is faster than the HNSW index (measured).
-EXACT_SCAN_MAX_ROWS = 10_000
+# Up to this many embeddings in the scope an exact scan is about as fast as the HNSW index, and exact
+# (docs/benchmarks.md); above it the index is walked. Module attributes so benchmarks can force either.
+EXACT_SCAN_MAX_ROWS = settings.MEMORY_SEMANTIC_EXACT_MAX_ROWS
 # Rows over-fetched per hit asked, so that several chunks of one file still leave `limit` items.
 CHUNK_SLACK = 3
-HNSW_EF_SEARCH = 100
+HNSW_EF_SEARCH = settings.MEMORY_SEMANTIC_EF_SEARCH
 
 NO_PGVECTOR = (
     "pgvector is not installed in this database: semantic search is off and search is lexical only "
@@ -154,7 +155,7 @@ def semantic_search(
             distance = "(vector <=> %(q)s::vector)"
         else:
             distance = f"(vector::vector({dimensions}) <=> %(q)s::vector({dimensions}))"
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}")
             # pgvector 0.8: keep walking the graph until enough rows pass the tenant filter.
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(
