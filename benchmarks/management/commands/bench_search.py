@@ -80,6 +80,9 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
         parser.add_argument("--drop", action="store_true", help="Delete the benchmark project afterwards.")
         parser.add_argument(
+            "--port", type=int, default=0, help="Port of the benchmark server (default: any free one)."
+        )
+        parser.add_argument(
             "--embeddings",
             action="store_true",
             help="Store synthetic vectors for the entries and also time hybrid search and the semantic arm.",
@@ -93,7 +96,7 @@ class Command(BaseCommand):
         if options["embeddings"]:
             self._embeddings(project)
         _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_search")
-        port = self._free_port()
+        port = options["port"] or self._free_port()
         server = self._start_server(port, options["workers"])
         try:
             self._measure(project, token, port, options["queries"], embeddings=options["embeddings"])
