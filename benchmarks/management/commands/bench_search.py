@@ -303,7 +303,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{VaultEntry.objects.filter(project=project).count()} entries, {count} sequential requests each"
         )
-        self.stdout.write(f"{'operation':<24}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'mean hits':>11}")
+        self.stdout.write(f"{'operation':<32}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'mean hits':>11}")
         for name, run in runs.items():
             for i in range(20):  # warm up connections and caches
                 run(count + i)
@@ -313,6 +313,6 @@ class Command(BaseCommand):
                 times.append(elapsed)
                 hits.append(len(body.get("results", body.get("cited", []))))
             self.stdout.write(
-                f"{name:<24}{percentile(times, 50):>9.1f}{percentile(times, 95):>9.1f}"
+                f"{name:<32}{percentile(times, 50):>9.1f}{percentile(times, 95):>9.1f}"
                 f"{percentile(times, 99):>9.1f}{sum(hits) / len(hits):>11.1f}"
             )
