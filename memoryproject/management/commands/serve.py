@@ -16,6 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject import embedded_db, serve_state
+from search.semantic import semantic_status
 from vault.services import project_ensure_default
 
 # How long the web server and the job cluster get to finish what they are doing when asked to stop,
@@ -55,6 +56,9 @@ class Command(BaseCommand):
         call_command("createcachetable", verbosity=0)  # the rate limits' shared counters
         self.stdout.write("Database migrated.")
         call_command("setup_schedules", verbosity=0, stdout=io.StringIO())
+        embeddings = semantic_status(with_pending=False)
+        if not embeddings["enabled"] and embeddings["backend"] != "off":
+            self.stderr.write(self.style.WARNING(f"Warning: {embeddings['detail']}."))
         self._first_run_help()
 
         url = serve_state.display_url(options["host"], options["port"])
