@@ -66,8 +66,9 @@ def shared_database():
     }
     env["MEMORY_DATA_DIR"] = str(data / "db")
     url = subprocess.run(
-        [sys.executable, "-c", "import sys, pathlib; from memoryproject.embedded_db import embedded_database_url as u; "
-         "print(u(pathlib.Path(sys.argv[1])))", str(data / "db")],
+        # The starting process would stop the server on exit; this one hands it over to the test instead.
+        [sys.executable, "-c", "import sys, pathlib; import memoryproject.embedded_db as e; "
+         "print(e.embedded_database_url(pathlib.Path(sys.argv[1]))); e.started_here = False", str(data / "db")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
     ).stdout.strip()  # fmt: skip
     yield {"url": url, "data": data, "env": env}
