@@ -7,6 +7,11 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
+    if sys.argv[1:2] == ["mcp"]:
+        # The stdio MCP server's stdout carries protocol messages only: divert it before Django starts.
+        from memoryproject.mcp.stdio import stdout_divert
+
+        stdout_divert()
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -2,19 +2,28 @@
 
 import logging
 
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest
-from ninja import NinjaAPI
+from ninja import Query
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from memoryproject.database_unavailable import CONNECTION_ERRORS, unavailable_response
-from memoryproject.errors import DomainError
+from memoryproject.errors import DomainError, PermissionDenied
 from memoryproject.maintenance_api import router as maintenance_router
+from memoryproject.openapi import DocumentedNinjaAPI
+from memoryproject.security import RateLimited, api_rate_check
 from search.api import router as search_router
+from search.schemas import EmbeddingsStatusOut
+from search.semantic import semantic_status
+from sessions_app import selectors as sessions_selectors
 from sessions_app.api import router as sessions_router
+from sessions_app.schemas import ProjectStatsOut
 from vault.api import router as vault_router
 from vault.files_api import router as files_router
+from vault.models import TokenScope
 from vault.review_api import router as review_router
 from vault.selectors import token_authenticate
 
@@ -23,13 +32,24 @@ logger = logging.getLogger(__name__)
 
 class BearerAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        return token_authenticate(token)
+        principal = token_authenticate(token)
+        if principal is not None:
+            api_rate_check(request, principal)
+        return principal
 
 
-api = NinjaAPI(
+api = DocumentedNinjaAPI(
     title="Agent memory server",
     version="1",
-    description="Long-term and short-term memory for AI agents. Authenticate with `Authorization: Bearer <token>`.",
+    description=(
+        "Long-term and short-term memory for AI agents. Authenticate with `Authorization: Bearer <token>`.\n\n"
+        "The same memory is served over the Model Context Protocol at `/mcp` (streamable HTTP, same bearer "
+        "tokens; a project-wide token names the agent with `?agent=NAME` or per call) and on stdio by "
+        "`manage.py mcp --agent NAME`: tools memory_context, memory_search, memory_save, memory_update, "
+        "memory_get, memory_list, memory_forget, session_log, session_checkpoint, session_recover, "
+        "session_close, workspace_read, workspace_write, workspace_edit and memory (see the README's MCP "
+        "section)."
+    ),
     auth=BearerAuth(),
     urls_namespace="api",
 )
@@ -45,6 +65,13 @@ def _error(request, status: int, detail: str, errors: list | None = None):
 @api.exception_handler(DomainError)
 def on_domain_error(request, exc: DomainError):
     return _error(request, exc.status_code, exc.detail, exc.errors)
+
+
+@api.exception_handler(RateLimited)
+def on_rate_limited(request, exc: RateLimited):
+    response = _error(request, 429, exc.detail)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(AuthenticationError)
@@ -77,6 +104,13 @@ def on_validation_error(request, exc: ValidationError):
     return _error(request, 422, f"Invalid input: {described}", errors)
 
 
+@api.exception_handler(ObjectDoesNotExist)
+def on_row_gone(request, exc):
+    # A row deleted by a concurrent request between a view's check and its write: gone, not a fault.
+    logger.info("row not found in %s %s: %s", request.method, request.path, exc)
+    return _error(request, 404, "Not found (it may have just been deleted).")
+
+
 @api.exception_handler(Http404)
 def on_not_found(request, exc):
     return _error(request, 404, str(exc) or "Not found.")
@@ -105,6 +139,22 @@ for _connection_error in CONNECTION_ERRORS:
     api.add_exception_handler(_connection_error, on_database_unavailable)
 
 
+@api.exception_handler(RequestDataTooBig)
+def on_request_too_big(request, exc):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return _error(
+        request, 413, f"Request body too large: the limit is {limit} bytes (MEMORY_MAX_REQUEST_BYTES)."
+    )
+
+
+@api.exception_handler(UnicodeEncodeError)
+def on_unencodable_text(request, exc: UnicodeEncodeError):
+    # JSON may carry lone surrogates ("\ud800"); no text column can store them, wherever they are sent.
+    if "surrogate" not in str(exc):
+        return on_unexpected_error(request, exc)
+    return _error(request, 422, "Invalid input: text contains invalid Unicode (lone surrogates).")
+
+
 @api.exception_handler(Exception)
 def on_unexpected_error(request, exc: Exception):
     logger.exception("unhandled error in %s %s", request.method, request.path)
@@ -112,17 +162,62 @@ def on_unexpected_error(request, exc: Exception):
 
 
 def health_status() -> tuple[int, dict]:
-    """200 and "ok" when the database answers; 503 otherwise (reported, never raised)."""
+    """200 and "ok" when the database answers; 503 otherwise (reported, never raised). Also says
+    whether semantic search runs, and how many items wait to be embedded."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-        return 200, {"status": "ok", "database": "ok"}
     except Exception as exc:  # any database failure means "not healthy"
         logger.warning("health check failed: %s", exc)
         return 503, {"status": "error", "database": "unavailable"}
+    return 200, {"status": "ok", "database": "ok", "embeddings": semantic_status()}
 
 
-@api.get("/healthz", auth=None, tags=["health"], summary="Liveness and database check")
+class ProjectStatsWithEmbeddingsOut(ProjectStatsOut):
+    embeddings: EmbeddingsStatusOut
+
+
+@api.get(
+    "/stats", response=ProjectStatsWithEmbeddingsOut, tags=["sessions"], summary="Statistics of the project"
+)
+def project_stats(request, days: int = Query(14, ge=1, le=366)):
+    # Here rather than in sessions_app, which may not import search.
+    request.auth.require(TokenScope.READ)
+    if request.auth.is_agent_bound:
+        raise PermissionDenied("Project statistics need an admin or project-wide token.")
+    stats = sessions_selectors.project_stats(request.auth.project_id, days=days)
+    return {**stats, "embeddings": semantic_status(project_id=request.auth.project_id)}
+
+
+_HEALTH = {
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string"},
+                    "database": {"type": "string"},
+                    "embeddings": {"type": "object"},
+                },
+                "required": ["status", "database"],
+            }
+        }
+    }
+}
+
+
+@api.get(
+    "/healthz",
+    auth=None,
+    tags=["health"],
+    summary="Liveness and database check",
+    openapi_extra={
+        "responses": {
+            200: {"description": "The database answers", **_HEALTH},
+            503: {"description": "The database does not answer", **_HEALTH},
+        }
+    },
+)
 def healthz(request):
     status, body = health_status()
     response = api.create_response(request, body, status=status)

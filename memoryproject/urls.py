@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
 from memoryproject import views
 from memoryproject.api import api, health_status
@@ -15,6 +16,7 @@ def healthz(request):
     return response
 
 
+@csrf_exempt
 def api_not_found(request, rest=""):
     return JsonResponse(
         {"detail": f"No API endpoint at /{request.path.lstrip('/')} ({request.method})."}, status=404

@@ -1,5 +1,6 @@
 from datetime import datetime
 
+from django.conf import settings
 from ninja import Field, Schema
 
 
@@ -38,7 +39,12 @@ class SearchOut(Schema):
 
 class ContextIn(Schema):
     command: str = Field("", max_length=10000, description="What the new session is asked to do")
-    budget_tokens: int | None = Field(None, ge=50, le=1_000_000, description="Default MEMORY_TOKEN_BUDGET")
+    budget_tokens: int | None = Field(
+        None,
+        ge=50,
+        le=settings.MEMORY_CONTEXT_MAX_BUDGET,
+        description="Default MEMORY_TOKEN_BUDGET; at most MEMORY_CONTEXT_MAX_BUDGET",
+    )
 
 
 class ContextOut(Schema):
@@ -48,3 +54,11 @@ class ContextOut(Schema):
     sections: dict
     cited: list[int]
     warnings: list[dict]
+
+
+class EmbeddingsStatusOut(Schema):
+    backend: str  # local | openai | off
+    model: str
+    pending: int  # items waiting to be embedded (new, edited, or made by another model)
+    enabled: bool  # semantic search runs (embeddings on and pgvector present)
+    detail: str | None = None  # why semantic search is off

@@ -24,7 +24,11 @@ class MessageIn(Schema):
         description="Client id: a retry with it is not stored twice",
         validation_alias=_alias("id", "client_id", "clientId"),
     )
-    role: str = Field(..., max_length=32, description="user, assistant (or agent), tool, system")
+    role: str = Field(
+        ...,
+        max_length=32,
+        description="user, assistant (or agent), tool, system",
+    )
     text: str | None = Field(None, description="The message text (alias: content)")
     content: str | None = None
     internal: bool = False

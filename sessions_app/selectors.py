@@ -90,7 +90,7 @@ def session_find(agent: Agent, key: str | None) -> Session | None:
     if not key or key == "current":
         return session_current(agent)
     session = Session.objects.filter(agent=agent, external_id=key).first()
-    if session is None and key.isdigit() and 1 <= int(key) <= MAX_ID:
+    if session is None and key.isascii() and key.isdigit() and 1 <= int(key) <= MAX_ID:
         session = Session.objects.filter(agent=agent, pk=int(key)).first()
     return session
 
@@ -171,7 +171,7 @@ def branches_list(session: Session) -> list[dict]:
 def message_find(session: Session, ref: str) -> Message | None:
     """A message of the session by client id, then by numeric id."""
     message = Message.objects.filter(session=session, client_id=ref).exclude(client_id="").first()
-    if message is None and ref.isdigit() and 1 <= int(ref) <= MAX_ID:
+    if message is None and ref.isascii() and ref.isdigit() and 1 <= int(ref) <= MAX_ID:
         message = Message.objects.filter(session=session, pk=int(ref)).first()
     return message
 
@@ -229,6 +229,20 @@ def lost_context_signals(text: str, history: list[Message]) -> list[str]:
     if LOST_CONTEXT_RE.search(text or ""):
         signals.append("where_were_we")
     return signals
+
+
+def session_tokens_upper_bound(session: Session) -> int:
+    """At least the tokens of the session's active conversation, from one aggregate over its stored
+    messages (every branch counts, a character is at most a byte, each estimate rounds up by at most
+    one token per part): when this is under a threshold, the conversation is too."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text)), 0), COUNT(*) "
+            "FROM sessions_app_message WHERE session_id = %s AND NOT archived",
+            [session.pk],
+        )
+        size, count = cursor.fetchone()
+    return int(size) // 4 + 2 * int(count) + 1
 
 
 def buffer_usage(session: Session) -> dict:

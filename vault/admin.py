@@ -30,8 +30,25 @@ def _actor(request) -> str:
     return f"user:{request.user.get_username()}"
 
 
+class SlugCheckedForm(forms.ModelForm):
+    """Runs the services' slug rules, so a curator cannot create an agent or project the API refuses."""
+
+    slug_field_name = "agent"
+
+    def clean_slug(self):
+        try:
+            return services.slug_check(self.cleaned_data["slug"], field=self.slug_field_name)
+        except DomainError as exc:
+            raise forms.ValidationError(exc.detail) from None
+
+
+class ProjectForm(SlugCheckedForm):
+    slug_field_name = "project"
+
+
 class AgentInline(admin.TabularInline):
     model = Agent
+    form = SlugCheckedForm
     extra = 0
     fields = ["slug", "name", "created_at"]
     readonly_fields = ["created_at"]
@@ -40,6 +57,7 @@ class AgentInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
+    form = ProjectForm
     list_display = ["slug", "name", "created_at", "context_updated_at"]
     search_fields = ["slug", "name", "context"]
     readonly_fields = ["created_at", "context_updated_at"]
@@ -69,6 +87,7 @@ class ProjectContextVersionAdmin(admin.ModelAdmin):
 
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
+    form = SlugCheckedForm
     list_display = ["slug", "name", "project", "created_at"]
     list_filter = ["project"]
     search_fields = ["slug", "name"]

@@ -133,6 +133,14 @@ def memory_tool_run(request, agent: str, payload: MemoryToolIn):
     "/agents/{agent}/export",
     summary="The agent's memory as a zip of readable markdown (.memory/ layout)",
     response={200: None},
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "A zip archive",
+                "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+            }
+        }
+    },
 )
 def agent_export(request, agent: str):
     target = selectors.agent_get_for_principal(request.auth, agent)

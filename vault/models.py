@@ -2,12 +2,20 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Func
 
 SLUG_PATTERN = r"^[a-z0-9._-]{1,64}$"
 slug_validator = RegexValidator(SLUG_PATTERN, "Use 1-64 characters of a-z, 0-9, '.', '_' or '-'.")
+
+
+def path_segment_validator(value: str) -> None:
+    """Slugs name folders in exports: `.` and `..` would point elsewhere."""
+    if value.strip(".") == "":
+        raise ValidationError("Use at least one character other than '.'.")
+
 
 # Scope lexemes: every search vector also holds '#a<agent id>' and '#p<project id>', so that search
 # ANDs the scope into its tsquery and the GIN index cuts the candidates to one agent or project

@@ -72,10 +72,15 @@ def redact(text: str) -> str:
     return text
 
 
+def project_redaction_enabled(project_id: int) -> bool:
+    """Whether writes to this project are redacted (on unless the project switched it off)."""
+
+    enabled = Project.objects.filter(pk=project_id).values_list("redaction_enabled", flat=True).first()
+    return enabled is not False
+
+
 def redact_for_project(text: str, project_id: int) -> str:
     """Redact unless the project has switched redaction off."""
-
     if not isinstance(text, str) or not text:
         return text
-    enabled = Project.objects.filter(pk=project_id).values_list("redaction_enabled", flat=True).first()
-    return redact(text) if enabled is not False else text
+    return redact(text) if project_redaction_enabled(project_id) else text

@@ -1,6 +1,7 @@
 from datetime import datetime
 from typing import Literal
 
+from django.conf import settings
 from ninja import Field, Schema
 
 CategoryName = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
@@ -9,7 +10,10 @@ StatusName = Literal["active", "archived", "pending", "superseded", "rejected"]
 
 class EntryIn(Schema):
     category: CategoryName
-    content: str
+    content: str = Field(
+        description="At most MEMORY_MAX_ENTRY_BYTES UTF-8 bytes (413 beyond); not blank",
+        json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES, "pattern": r"\S"},
+    )
     tags: list[str] = Field(default_factory=list, max_length=256)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     supersedes: int | None = Field(

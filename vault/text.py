@@ -51,7 +51,12 @@ def tags_normalise(tags: list[str] | None, content: str = "") -> list[str]:
 
 
 def text_check(
-    value: str, *, field: str = "content", allow_empty: bool = False, max_bytes: int | None = None
+    value: str,
+    *,
+    field: str = "content",
+    allow_empty: bool = False,
+    max_bytes: int | None = None,
+    limit_setting: str = "MEMORY_MAX_ENTRY_BYTES",
 ) -> str:
     """Reject text PostgreSQL cannot store or that is empty or over the size limit."""
     if not isinstance(value, str):
@@ -67,7 +72,7 @@ def text_check(
     size = len(value.encode("utf-8", errors="surrogatepass"))
     if size > limit:
         raise TooLarge(
-            f"{field} is {size} bytes; the limit is {limit} bytes (MEMORY_MAX_ENTRY_BYTES).",
+            f"{field} is {size} bytes; the limit is {limit} bytes ({limit_setting}).",
             [{"loc": [field], "msg": "too large"}],
         )
     try:

@@ -31,7 +31,7 @@ from sessions_app.services.window import max_input_tokens_check, working_buffer_
 from vault import selectors as vault_selectors
 from vault import services as vault_services
 from vault.models import Agent, EntrySource, VaultEntry
-from vault.redaction import redact_for_project
+from vault.redaction import project_redaction_enabled, redact
 from vault.text import ASCII_CUT, text_clip
 
 logger = logging.getLogger(__name__)
@@ -214,8 +214,9 @@ def messages_append(
         )
     items = [_input_check(raw, index) for index, raw in enumerate(messages)]
     max_input_tokens = max_input_tokens_check(max_input_tokens)
-    for item in items:
-        item.text = redact_for_project(item.text, agent.project_id)
+    if project_redaction_enabled(agent.project_id):  # one look-up for the whole batch
+        for item in items:
+            item.text = redact(item.text)
     if session is None and full and not (session_key or "").strip():
         session = _session_for_replay(agent, items)
     if session is None:
@@ -282,7 +283,12 @@ def _write_ahead_scan(
             vault_entry = None
             if durable:
                 vault_entry = durable_fact_record(
-                    agent=agent, category=match.category, text=match.text, changed_by=changed_by
+                    agent=agent,
+                    category=match.category,
+                    text=match.text,
+                    changed_by=changed_by,
+                    session=session,
+                    message=message,
                 )
             entries.append(
                 SessionStateEntry(
@@ -313,7 +319,15 @@ def _memory_file_facts(agent: Agent) -> set[str]:
     return facts
 
 
-def durable_fact_record(*, agent: Agent, category: str, text: str, changed_by: str = "") -> VaultEntry | None:
+def durable_fact_record(
+    *,
+    agent: Agent,
+    category: str,
+    text: str,
+    changed_by: str = "",
+    session: Session | None = None,
+    message: Message | None = None,
+) -> VaultEntry | None:
     """Write a durable fact to long-term memory unless it is already there: a vault entry (category
     projects, tags wal + the scan category, source extraction) and a line in the agent's MEMORY.md.
 
@@ -339,6 +353,8 @@ def durable_fact_record(*, agent: Agent, category: str, text: str, changed_by: s
             tags=[WAL_TAG, category.replace("_", "-")],
             source=EntrySource.EXTRACTION,
             created_by=changed_by or "write-ahead-scan",
+            source_session_id=session.pk if session else None,
+            source_message_ids=[message.pk] if message else [],
         )
         vault_services.file_append(
             agent=agent,
@@ -365,6 +381,7 @@ def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by
     path = lookback + new_messages
     first_new = len(lookback)
     max_chars = settings.MEMORY_DAILY_NOTE_CHARS
+    blocks = []
     for index in range(first_new, len(path)):
         message = path[index]
         if message.role != Role.ASSISTANT or message.internal or not message.text.strip():
@@ -382,10 +399,8 @@ def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by
             text_clip(t, max_chars, flatten=False, mark=ASCII_CUT) for t in reversed(user_texts)
         )
         when = timezone.localtime(message.created_at)
-        vault_services.daily_note_append(
-            agent=agent,
-            when=message.created_at,
-            text=f"\n## [{when:%H:%M:%S}]\n**User:** {text_clip(user, max_chars, flatten=False, mark=ASCII_CUT)}\n**Agent:** "
-            f"{text_clip(message.text, max_chars, flatten=False, mark=ASCII_CUT)}\n",
-            changed_by=changed_by,
-        )
+        user = text_clip(user, max_chars, flatten=False, mark=ASCII_CUT)
+        reply = text_clip(message.text, max_chars, flatten=False, mark=ASCII_CUT)
+        blocks.append((message.created_at, f"\n## [{when:%H:%M:%S}]\n**User:** {user}\n**Agent:** {reply}\n"))
+    if blocks:
+        vault_services.daily_notes_append(agent=agent, blocks=blocks, changed_by=changed_by)

@@ -15,9 +15,10 @@ from sessions_app.models import Checkpoint, Message, Role, Session, SessionStatu
 from sessions_app.services.append import AppendResult, messages_append
 from sessions_app.services.common import MessageInput, _guarded, _input_check, _session_lock, _status_set
 from vault import services as vault_services
+from vault.extraction import insights_extract
 from vault.models import Agent, EntrySource, VaultEntry
 from vault.redaction import redact_for_project
-from vault.text import text_check
+from vault.text import normalise_fact, text_check
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,27 @@ def handoff_format(messages: Sequence[Message | MessageInput]) -> str:
     return "\n".join(lines)
 
 
+def _handoff_message_ids(messages: Sequence[Message]) -> list[int]:
+    """The ids of the messages handoff_format quotes."""
+    chat = [m for m in messages if m.role in (Role.USER, Role.ASSISTANT) and m.text.strip()]
+    return [m.pk for m in chat[-settings.MEMORY_HANDOFF_MESSAGES :] if getattr(m, "pk", None)]
+
+
+def _insight_sources(messages: Sequence[Message]) -> dict[str, int]:
+    """The id of the message each insight of the conversation was first found in, by normalised text."""
+    found: dict[str, int] = {}
+    for message in messages:
+        insights = insights_extract(
+            [message.text],
+            max_per_kind=settings.MEMORY_INSIGHTS_MAX,
+            max_chars=settings.MEMORY_INSIGHT_CHARS,
+            min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
+        )
+        for text in (*insights.decisions, *insights.lessons):
+            found.setdefault(normalise_fact(text), message.pk)
+    return found
+
+
 @dataclass
 class CloseResult:
     session: Session
@@ -143,13 +165,18 @@ def session_close(
                 tags=["auto-handoff", "session-close"],
                 source=EntrySource.EXTRACTION,
                 created_by=changed_by,
+                source_session_id=session.pk,
+                source_message_ids=_handoff_message_ids(conversation),
             )
+        chat = [m for m in conversation if m.role in (Role.USER, Role.ASSISTANT)]
         insights, _ = vault_services.insights_store(
             agent=agent,
-            texts=[m.text for m in conversation if m.role in (Role.USER, Role.ASSISTANT)],
+            texts=[m.text for m in chat],
             tags=["auto-extract", "session-close", f"session-{session.pk}"],
             source=EntrySource.EXTRACTION,
             created_by=changed_by,
+            source_session_id=session.pk,
+            source_messages=lambda: _insight_sources(chat),
         )
         decisions = [entry for entry in insights if entry.category == "decisions"]
         lessons = [entry for entry in insights if entry.category == "lessons"]

@@ -1,6 +1,7 @@
 """What every write of a session shares: locks, checked message input, creating, finding and locking a
 session, its status transitions, and running a side task whose failure must not fail the write."""
 
+import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -66,7 +67,13 @@ def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
     if item.text is None:
         item.text = ""
     try:
-        text_check(item.text, field="text", allow_empty=True, max_bytes=settings.MEMORY_MAX_MESSAGE_BYTES)
+        text_check(
+            item.text,
+            field="text",
+            allow_empty=True,
+            max_bytes=settings.MEMORY_MAX_MESSAGE_BYTES,
+            limit_setting="MEMORY_MAX_MESSAGE_BYTES",
+        )
     except (InvalidInput, TooLarge) as exc:
         exc.detail = f"messages[{index}]: {exc.detail}"
         raise
@@ -74,15 +81,43 @@ def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
         raise invalid("text must not be empty for user and system messages", "text")
     for name in ("client_id", "tool_call_id"):
         value = getattr(item, name) or ""
-        if not isinstance(value, str) or len(value) > 200 or "\x00" in value:
+        if not isinstance(value, str) or len(value) > 200:
             raise invalid(f"{name} must be a string of at most 200 characters", name)
+        if "\x00" in value:
+            raise invalid(f"{name} must not contain NUL (\\u0000) characters", name)
         setattr(item, name, value.strip())
     if not isinstance(item.tool_calls, list):
         raise invalid("tool_calls must be a list", "tool_calls")
     if not isinstance(item.state, dict):
         raise invalid("state must be an object", "state")
+    _message_size_check(item, index)
     item.role = role
     return item
+
+
+def _message_size_check(item: MessageInput, index: int) -> None:
+    """The text, tool calls and state of one message count together against MEMORY_MAX_MESSAGE_BYTES:
+    any of them can carry a large payload, and all of them are stored and read back."""
+    try:
+        extra = json.dumps([item.tool_calls, item.state], ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            f"messages[{index}]: tool_calls or state contains invalid Unicode (lone surrogates)",
+            [{"loc": ["messages", index, "tool_calls"], "msg": "invalid unicode"}],
+        ) from None
+    except ValueError as exc:
+        raise InvalidInput(
+            f"messages[{index}]: tool_calls or state cannot be stored as JSON: {exc}",
+            [{"loc": ["messages", index, "tool_calls"], "msg": "not JSON"}],
+        ) from None
+    size = len(item.text.encode("utf-8")) + len(extra)
+    limit = settings.MEMORY_MAX_MESSAGE_BYTES
+    if size > limit:
+        raise TooLarge(
+            f"messages[{index}]: text, tool_calls and state together are {size} bytes; the limit is "
+            f"{limit} bytes (MEMORY_MAX_MESSAGE_BYTES).",
+            [{"loc": ["messages", index], "msg": "too large"}],
+        )
 
 
 # --- sessions ------------------------------------------------------------------------------------

@@ -41,9 +41,14 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
     """The session to write to: the one with this chat id (created, or reopened if closed), else the
     agent's current open session, else a new one. Safe when first writes race."""
     external_id = (external_id or "").strip()
-    if len(external_id) > 200 or "\x00" in external_id:
+    if len(external_id) > 200:
         raise InvalidInput(
             "session must be at most 200 characters", [{"loc": ["session"], "msg": "too long"}]
+        )
+    if "\x00" in external_id:
+        raise InvalidInput(
+            "session must not contain NUL (\\u0000) characters",
+            [{"loc": ["session"], "msg": "contains NUL characters"}],
         )
     if len(model_id or "") > 200:
         raise InvalidInput(

@@ -192,6 +192,9 @@ def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> l
     summary of every agent reply. The caller holds the session row lock."""
 
     if session.buffer_started_at is None:
+        window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
+        if selectors.session_tokens_upper_bound(session) < int(window * settings.MEMORY_WORKING_BUFFER_RATIO):
+            return []  # far from the threshold: no need to load the whole conversation to know it
         status = selectors.buffer_usage(session)
         if status["context_tokens"] < status["threshold_tokens"]:
             return []

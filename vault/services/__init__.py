@@ -2,6 +2,8 @@
 
 One module per purpose; every service is importable from `vault.services`."""
 
+# The domain errors the services raise, importable from here as they were from the single module.
+from memoryproject.errors import Conflict, InvalidInput, NotFound, TooLarge
 from vault.selectors import daily_note_path
 from vault.services.entries import (
     EntryChanges,
@@ -13,7 +15,9 @@ from vault.services.entries import (
 )
 from vault.services.files import (
     daily_note_append,
+    daily_notes_append,
     file_append,
+    file_append_many,
     file_create,
     file_delete,
     file_edit,
@@ -46,6 +50,10 @@ from vault.services.review import (
 from vault.tokens import TOKEN_PREFIX, token_hash
 
 __all__ = [
+    "Conflict",
+    "InvalidInput",
+    "NotFound",
+    "TooLarge",
     "DEFAULT_PROJECT_SLUG",
     "TOKEN_PREFIX",
     "EntryChanges",
@@ -59,7 +67,9 @@ __all__ = [
     "entry_supersede",
     "entry_task_toggle",
     "entry_update",
+    "daily_notes_append",
     "file_append",
+    "file_append_many",
     "file_create",
     "file_delete",
     "file_edit",

@@ -90,13 +90,16 @@ def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[s
         .values_list("pk", "content_hash", "sketch")[:NEAR_DUPLICATE_CANDIDATES]
     )
     best, best_score = None, 0.0
+    screened = []
     for pk, other_digest, other_sketch in candidates:
         if other_digest == digest:
             return VaultEntry.objects.get(pk=pk), 1.0
-        if trust.sketch_similarity(signature, other_sketch) < SKETCH_SCREEN:
-            continue
-        content = VaultEntry.objects.values_list("content", flat=True).get(pk=pk)
-        score = trust.near_duplicate_score(words, trust.word_set(content))
+        if trust.sketch_similarity(signature, other_sketch) >= SKETCH_SCREEN:
+            screened.append(pk)
+    # The texts of the screened candidates in one round trip (this runs under the agent's write lock).
+    contents = dict(VaultEntry.objects.filter(pk__in=screened).values_list("pk", "content"))
+    for pk in screened:
+        score = trust.near_duplicate_score(words, trust.word_set(contents.get(pk, "")))
         if score > best_score:
             best, best_score = pk, score
     if best is None:
@@ -226,6 +229,9 @@ def entry_create(
         )
         if borderline:
             reasons.append(borderline)
+        if supersedes_id is not None:
+            # The writer says this entry replaces that one: an update, not a conflict or a near-duplicate.
+            reasons = [reason for reason in reasons if getattr(reason[1], "pk", None) != supersedes_id]
         entry = VaultEntry.objects.create(
             project_id=agent.project_id,
             agent=agent,
@@ -296,7 +302,9 @@ def entry_update(
             [{"loc": ["status"], "msg": "unknown status"}],
         )
     with transaction.atomic():
-        entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
+        entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:  # deleted (forget, retention, another request) since the caller looked it up
+            raise NotFound(f"Entry {entry_id} not found.")
         new = {
             "category": changes.category if changes.category is not None else entry.category,
             "content": (
@@ -338,19 +346,29 @@ def entry_update(
 
 
 def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
-    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable."""
+    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable.
+
+    While `new` waits for review only the link is recorded and `old` stays live, so the knowledge is
+    never hidden by an entry nobody has accepted yet; review_approve completes the supersede."""
     if new_id == old_id:
         raise InvalidInput(
             "An entry cannot supersede itself.", [{"loc": ["supersedes"], "msg": "same entry"}]
         )
     with transaction.atomic():
-        entries = {e.pk: e for e in VaultEntry.objects.select_for_update().filter(pk__in=[new_id, old_id])}
+        # Locked in id order, so two supersedes of overlapping entries wait for each other, never deadlock.
+        locked = VaultEntry.objects.select_for_update().filter(pk__in=[new_id, old_id]).order_by("pk")
+        entries = {e.pk: e for e in locked}
         if old_id not in entries:
             raise NotFound(f"Entry {old_id} (to supersede) not found.")
         new, old = entries[new_id], entries[old_id]
         if new.project_id != old.project_id:
             raise NotFound(f"Entry {old_id} (to supersede) not found.")
-        if VaultEntry.objects.filter(supersedes_id=old_id).exclude(pk=new_id).exists():
+        if (
+            VaultEntry.objects.filter(supersedes_id=old_id)
+            .exclude(pk=new_id)
+            .exclude(status=EntryStatus.REJECTED)
+            .exists()
+        ):
             raise Conflict(f"Entry {old_id} is already superseded by another entry.")
         cursor = old
         while cursor.supersedes_id is not None:  # refuse cycles: old must not descend from new
@@ -361,6 +379,8 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
             cursor = VaultEntry.objects.only("pk", "supersedes_id").get(pk=cursor.supersedes_id)
         new.supersedes_id = old_id
         new.save(update_fields=["supersedes"])
+        if new.status == EntryStatus.PENDING:
+            return new
         if old.status != EntryStatus.SUPERSEDED:
             _version_save(old, action=VersionAction.EDIT, changed_by=changed_by)
             old.status = EntryStatus.SUPERSEDED

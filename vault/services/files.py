@@ -14,7 +14,7 @@ from vault.models import (
     WorkspaceFile,
     WorkspaceFileVersion,
 )
-from vault.redaction import redact_for_project
+from vault.redaction import project_redaction_enabled, redact, redact_for_project
 from vault.selectors import daily_note_path
 from vault.text import text_check
 
@@ -110,10 +110,24 @@ def file_append(
     `unless_present`, nothing is appended when the file already contains that text (checked under the
     lock, so two identical concurrent appends store it once).
     """
+    return file_append_many(
+        agent=agent, path=path, parts=[(text, unless_present)], changed_by=changed_by, header=header
+    )
+
+
+def file_append_many(
+    *, agent: Agent, path: str, parts: list[tuple[str, str]], changed_by: str, header: str = ""
+) -> WorkspaceFile:
+    """file_append for several (text, unless_present) parts in order, in one locked rewrite of the file:
+    a batch of messages logs all its exchanges at the cost of one."""
     file_path_check(path)
-    text = redact_for_project(text, agent.project_id)
-    text_check(text, allow_empty=True)
-    unless_present = redact_for_project(unless_present, agent.project_id) if unless_present else ""
+    redacting = project_redaction_enabled(agent.project_id)
+    parts = [
+        (redact(text) if redacting else text, redact(unless) if redacting and unless else unless)
+        for text, unless in parts
+    ]
+    for text, _ in parts:
+        text_check(text, allow_empty=True)
     with transaction.atomic():
         file = (
             WorkspaceFile.objects.select_for_update()
@@ -130,10 +144,15 @@ def file_append(
                 file = WorkspaceFile.objects.select_for_update().get(
                     agent=agent, path=path, deleted_at__isnull=True
                 )
-        if unless_present and unless_present in file.content:
+        content = file.content
+        for text, unless in parts:
+            if unless and unless in content:
+                continue
+            content += text
+        if content == file.content:
             return file
-        file.content = file.content + text
-        file.size = len(file.content.encode("utf-8"))
+        file.content = content
+        file.size = len(content.encode("utf-8"))
         file.save(update_fields=["content", "size", "updated_at"])
     return file
 
@@ -271,3 +290,21 @@ def file_create(
         file.size = len(content.encode("utf-8"))
         file.save(update_fields=["content", "size", "updated_at"])
     return file
+
+
+def daily_notes_append(*, agent: Agent, blocks: list[tuple[datetime, str]], changed_by: str = "") -> None:
+    """daily_note_append for several (when, text) blocks: one locked rewrite per day's note."""
+    by_day: dict = {}
+    for when, text in blocks:
+        heading = _DAILY_TIME_HEADING_RE.match(text)
+        body = text[heading.end() :].strip() if heading else ""
+        day = timezone.localtime(when).date()
+        by_day.setdefault(day, []).append((text, f"]\n{body}\n" if body else ""))
+    for day, parts in by_day.items():
+        file_append_many(
+            agent=agent,
+            path=daily_note_path(day),
+            parts=parts,
+            changed_by=changed_by,
+            header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+        )

@@ -4,6 +4,8 @@ Sleep (session close), compaction of long sessions and background extraction all
 with one dedupe rule: an insight whose normalised text (`normalise_fact`: case, accents, spacing and
 end punctuation aside) is already an entry of the agent in that category is not stored again."""
 
+from collections.abc import Callable
+
 from django.conf import settings
 
 from vault.extraction import insights_extract
@@ -20,12 +22,13 @@ def insights_store(
     source: str,
     created_by: str,
     source_session_id: int | None = None,
-    source_messages: dict[str, int] | None = None,
+    source_messages: Callable[[], dict[str, int]] | dict[str, int] | None = None,
 ) -> tuple[list[VaultEntry], int]:
     """Store the decisions and lessons found in `texts`; returns (entries created, duplicates skipped).
 
     Provenance: `source_session_id`, and `source_messages` (normalised insight text → the id of the
-    message it was found in) for each entry's source message."""
+    message it was found in, or a function computing that, called only when there are insights) for
+    each entry's source message."""
     insights = insights_extract(
         texts,
         max_per_kind=settings.MEMORY_INSIGHTS_MAX,
@@ -33,6 +36,8 @@ def insights_store(
         min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
     )
     created, duplicates = [], 0
+    if callable(source_messages):
+        source_messages = source_messages() if insights.decisions or insights.lessons else {}
     for category, found in ((Category.DECISIONS, insights.decisions), (Category.LESSONS, insights.lessons)):
         existing = {
             normalise_fact(content)

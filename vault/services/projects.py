@@ -14,6 +14,7 @@ from vault.models import (
     ProjectContextVersion,
     TokenScope,
     WorkspaceFile,
+    path_segment_validator,
     slug_validator,
 )
 from vault.text import text_check
@@ -24,11 +25,14 @@ DEFAULT_PROJECT_SLUG = "default"
 
 
 def slug_check(value: str, *, field: str) -> str:
+    """A project or agent id: a safe path segment (it names the folder of an export), so never `.`/`..`."""
     try:
         slug_validator(value)
+        path_segment_validator(value)
     except DjangoValidationError:
         raise InvalidInput(
-            f"{field} {value!r} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-'.",
+            f"{field} {value!r} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-', "
+            "not only dots.",
             [{"loc": [field], "msg": "invalid slug"}],
         ) from None
     return value

@@ -47,7 +47,9 @@ def review_approve(
         entry.status = EntryStatus.ACTIVE
         entry.updated_at = timezone.now()
         entry.save(update_fields=["status", "updated_at"])
-        if supersede_conflicting:
+        if entry.supersedes_id is not None:  # the supersede the writer asked for takes effect now
+            entry_supersede(new_id=entry.pk, old_id=entry.supersedes_id, changed_by=by)
+        if supersede_conflicting and entry.supersedes_id is None:
             others = ReviewItem.objects.filter(
                 entry=entry, kind=ReviewKind.CONFLICT, resolved_at__isnull=True, other_entry__isnull=False
             ).values_list("other_entry_id", flat=True)
@@ -63,8 +65,9 @@ def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:
     with transaction.atomic():
         entry = _pending_get(entry_id)
         entry.status = EntryStatus.REJECTED
+        entry.supersedes_id = None  # a refused replacement leaves the old entry as it was
         entry.updated_at = timezone.now()
-        entry.save(update_fields=["status", "updated_at"])
+        entry.save(update_fields=["status", "supersedes", "updated_at"])
         _review_resolve(entry, resolution=f"rejected: {reason}"[:32] if reason else "rejected", by=by)
     return entry
 
@@ -90,8 +93,9 @@ def review_merge(*, entry_id: int, into_id: int, by: str) -> VaultEntry:
             changed_by=by,
         )
         entry.status = EntryStatus.SUPERSEDED
+        entry.supersedes_id = None  # folded into the target, it replaces nothing itself
         entry.updated_at = timezone.now()
-        entry.save(update_fields=["status", "updated_at"])
+        entry.save(update_fields=["status", "supersedes", "updated_at"])
         _review_resolve(entry, resolution=f"merged into {target.pk}", by=by)
     target.refresh_from_db()
     return target

@@ -64,25 +64,33 @@ def category_render(agent: Agent, category: str, entries: Iterable[VaultEntry]) 
     return f"# {CATEGORY_TITLES[category]} · {agent.slug}\n\n" + "\n".join(blocks)
 
 
+def agent_folder(agent: Agent) -> str:
+    """The agent's folder in an export. A slug of dots stored before such slugs were refused gets its
+    dots percent-encoded: a folder of its own, which an import refuses rather than misreads."""
+    slug = agent.slug
+    return slug.replace(".", "%2E") if slug.strip(".") == "" else slug
+
+
 def export_files(*, project: Project, agents: Iterable[Agent]) -> Iterator[tuple[str, str]]:
     """(relative path, text) of every file of the export, in a stable order."""
     yield "_project.md", project.context
     for agent in agents:
+        folder = agent_folder(agent)
         entries = selectors.entry_list(agent=agent, status=None)
         for category in Category.values:
             chosen = entries.filter(category=category)
             if chosen.exists():
                 yield (
-                    f"{agent.slug}/{category}.md",
+                    f"{folder}/{category}.md",
                     category_render(agent, category, chosen.iterator(chunk_size=2000)),
                 )
         manifest = {}
         for file in selectors.files_list(agent=agent).order_by("path"):
             manifest[file.path] = {"enabled": file.enabled, "sort_order": file.sort_order}
-            yield f"{agent.slug}/{WORKSPACE_DIR}/{file.path}", file.content
+            yield f"{folder}/{WORKSPACE_DIR}/{file.path}", file.content
         if manifest:
             yield (
-                f"{agent.slug}/{WORKSPACE_DIR}/{WORKSPACE_MANIFEST}",
+                f"{folder}/{WORKSPACE_DIR}/{WORKSPACE_MANIFEST}",
                 json.dumps(manifest, indent=2, sort_keys=True) + "\n",
             )
 

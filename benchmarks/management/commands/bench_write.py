@@ -2,12 +2,16 @@
 
 Loads N synthetic entries (benchmarks/corpus.py) into a throwaway project, then times
 entry_create with every check against a bare INSERT of the same rows, and prints percentiles.
+
+With --clients N: write throughput over HTTP instead (benchmarks/load.py) against the production
+server (`manage.py serve`, started here unless --port names a running one): N concurrent clients
+create entries, then append batches of messages; every acknowledged write is checked in the database.
 """
 
 import statistics
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,9 +29,17 @@ class Command(BaseCommand):
         parser.add_argument("--writes", type=int, default=300)
         parser.add_argument("--project", default="bench-write")
         parser.add_argument("--keep", action="store_true", help="keep the benchmark project afterwards")
+        parser.add_argument(
+            "--clients", type=int, default=0, help="HTTP load with this many concurrent clients"
+        )
+        parser.add_argument("--batches", type=int, default=20, help="--clients: message batches per client")
+        parser.add_argument("--batch-size", type=int, default=50, help="--clients: messages per batch")
+        parser.add_argument("--port", type=int, default=0, help="--clients: a running server's port")
 
     def handle(self, *args, **options):
         ensure_migrated(self)
+        if options["clients"]:
+            return self._http_load(options)
         n, writes = options["entries"], options["writes"]
         Project.objects.filter(slug=options["project"]).delete()
         project = services.project_create(slug=options["project"], name="write benchmark")
@@ -95,3 +107,32 @@ class Command(BaseCommand):
         )
         if not options["keep"]:
             project.delete()
+
+    def _http_load(self, options):
+        from benchmarks.load import Server, free_port, load_run
+
+        clients = options["clients"]
+        if not 1 <= clients <= 64:
+            raise CommandError("--clients must be between 1 and 64")
+        arguments = dict(
+            clients=clients,
+            writes=options["writes"],
+            batches=options["batches"],
+            batch_size=options["batch_size"],
+            project_slug=f"{options['project']}-http",
+            out=self.stdout.write,
+        )
+        self.stdout.write(
+            f"{clients} clients: {options['writes']} entries each, then {options['batches']} batches of "
+            f"{options['batch_size']} messages each"
+        )
+        if options["port"]:
+            figures = load_run(port=options["port"], **arguments)
+        else:
+            port = free_port()
+            with Server(port):
+                figures = load_run(port=port, **arguments)
+        if not options["keep"]:
+            figures["project"].delete()
+        if figures["lost_entries"] or figures["lost_messages"] or figures["server_errors"]:
+            raise CommandError("acknowledged writes were lost or the server answered 5xx")

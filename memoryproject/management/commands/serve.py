@@ -16,6 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject import embedded_db, serve_state
+from search.semantic import semantic_status
 from vault.services import project_ensure_default
 
 # How long the web server and the job cluster get to finish what they are doing when asked to stop,
@@ -52,11 +53,16 @@ class Command(BaseCommand):
         if message:
             raise CommandError(message)
         call_command("migrate", interactive=False, verbosity=0)
+        call_command("createcachetable", verbosity=0)  # the rate limits' shared counters
         self.stdout.write("Database migrated.")
         call_command("setup_schedules", verbosity=0, stdout=io.StringIO())
+        embeddings = semantic_status(with_pending=False)
+        if not embeddings["enabled"] and embeddings["backend"] != "off":
+            self.stderr.write(self.style.WARNING(f"Warning: {embeddings['detail']}."))
         self._first_run_help()
 
         url = serve_state.display_url(options["host"], options["port"])
+        os.environ["WEB_THREADS"] = str(options["threads"])  # read by memoryproject/asgi.py in each worker
         commands = {"web": self._web_command(options)}
         if not options["no_cluster"]:
             commands["jobs"] = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
@@ -64,6 +70,7 @@ class Command(BaseCommand):
         serve_state.write_record(data_dir, url)
         self.stdout.write(self.style.SUCCESS(f"Memory server running at {url}"))
         self.stdout.write(f"  API docs: {url}api/v1/docs   admin: {url}admin/   health: {url}healthz")
+        self.stdout.write(f"  MCP (streamable HTTP): {url}mcp")
         self.stdout.write("  Ctrl-C stops it.")
         self.stdout.flush()
         try:
@@ -79,11 +86,12 @@ class Command(BaseCommand):
     def _web_command(options) -> list[str]:
         bind = f"{options['host']}:{options['port']}"
         return [
-            sys.executable, "-m", "gunicorn", "memoryproject.wsgi:application",
+            # ASGI (uvicorn workers) so /mcp is served by the MCP SDK; Django runs in each worker's
+            # thread pool of WEB_THREADS threads (memoryproject/asgi.py).
+            sys.executable, "-m", "gunicorn", "memoryproject.asgi:application",
             "--bind", bind,
             "--workers", str(options["workers"]),
-            "--threads", str(options["threads"]),
-            "--worker-class", "gthread",
+            "--worker-class", "uvicorn_worker.UvicornWorker",
             "--access-logfile", "-",
             "--log-level", "warning",
             "--graceful-timeout", str(STOP_GRACE_SECONDS - 1),

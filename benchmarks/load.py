@@ -1,0 +1,225 @@
+"""Write load over HTTP against the production server (`manage.py serve`): N clients, each with its own
+agent and token and one keep-alive connection, create entries, then append batches of messages. Every
+acknowledged write is then looked up in the database, so a lost write shows as a failure, not a figure.
+"""
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from benchmarks.corpus import corpus_generate
+from sessions_app.models import Message
+from vault import services
+from vault.models import Project, TokenScope, VaultEntry
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    requests: int = 0
+    items: int = 0
+    seconds: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    acknowledged: list = field(default_factory=list)
+
+    @property
+    def items_per_second(self) -> float:
+        return self.items / self.seconds if self.seconds else 0.0
+
+    def line(self) -> str:
+        return (
+            f"{self.name:9} {self.items:6d} items in {self.seconds:6.2f} s = {self.items_per_second:8.1f}/s  "
+            f"request p50 {percentile(self.latencies_ms, 50):6.1f} ms  p95 {percentile(self.latencies_ms, 95):6.1f} ms  "
+            f"statuses {dict(sorted(self.statuses.items()))}"
+        )
+
+
+class Server:
+    """`manage.py serve --no-cluster` on a port of 127.0.0.1, the same command line as production."""
+
+    def __init__(self, port: int, env: dict | None = None):
+        self.port = port
+        self.env = dict(os.environ, LOG_LEVEL="WARNING", **(env or {}))
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self):
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "manage.py",
+                "serve",
+                "--no-cluster",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            cwd=settings.BASE_DIR,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status == 200:
+                    return self
+            except OSError:
+                time.sleep(0.3)
+        self.__exit__()
+        raise RuntimeError(f"the server did not start on port {self.port} within 90 s")
+
+    def __exit__(self, *exc):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def _client(port: int, token: str, requests: list[tuple[str, dict, int]], result: PhaseResult, lock) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    latencies, statuses, acknowledged = [], Counter(), []
+    for path, body, _items in requests:
+        started = time.perf_counter()
+        try:
+            conn.request("POST", path, body=json.dumps(body), headers=headers)
+            response = conn.getresponse()
+            payload = response.read()
+            status = response.status
+        except OSError:
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            status, payload = 0, b""
+        latencies.append((time.perf_counter() - started) * 1000)
+        statuses[status] += 1
+        if status in (200, 201):
+            acknowledged.append((body, json.loads(payload)))
+    conn.close()
+    with lock:
+        result.latencies_ms += latencies
+        result.statuses += statuses
+        result.acknowledged += acknowledged
+        result.requests += len(requests)
+
+
+def run_phase(name: str, port: int, plans: list[tuple[str, list]], items_per_request: int) -> PhaseResult:
+    result = PhaseResult(name=name)
+    lock = threading.Lock()
+    threads = [
+        threading.Thread(target=_client, args=(port, token, requests, result, lock))
+        for token, requests in plans
+    ]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    result.seconds = time.perf_counter() - started
+    result.items = sum(items_per_request for _ in range(result.statuses[200] + result.statuses[201]))
+    return result
+
+
+def load_run(
+    *, clients: int, writes: int, batches: int, batch_size: int, port: int, project_slug: str, out
+) -> dict:
+    """Create a fresh project with one agent and token per client, run both phases against a live server,
+    check that every acknowledged write is stored, and return the figures."""
+    Project.objects.filter(slug=project_slug).delete()
+    project = services.project_create(slug=project_slug, name="HTTP write load")
+    tokens = []
+    for i in range(clients):
+        agent = services.agent_ensure(project=project, slug=f"client-{i:02d}")
+        tokens.append((agent, services.token_create(project=project, agent=agent, scope=TokenScope.WRITE)[1]))
+
+    texts = [item["content"] for item in corpus_generate(clients * writes, agents=50, seed=314)]
+    entry_plans = []
+    for i, (agent, token) in enumerate(tokens):
+        requests = [
+            (
+                f"/api/v1/agents/{agent.slug}/entries",
+                {"category": "lessons", "content": f"{texts[i * writes + j]} (client {i}, write {j})"},
+                1,
+            )
+            for j in range(writes)
+        ]
+        entry_plans.append((token, requests))
+    message_plans = []
+    for i, (agent, token) in enumerate(tokens):
+        requests = []
+        for b in range(batches):
+            messages = [
+                {
+                    "id": f"c{i}-b{b}-m{m}",
+                    "role": "user" if m % 2 == 0 else "assistant",
+                    "text": f"load message {m} of batch {b} from client {i}: "
+                    + texts[(i * batches + b + m) % len(texts)],
+                }
+                for m in range(batch_size)
+            ]
+            requests.append(
+                (
+                    f"/api/v1/agents/{agent.slug}/messages",
+                    {"session": f"load-{i}", "messages": messages},
+                    batch_size,
+                )
+            )
+        message_plans.append((token, requests))
+
+    entries = run_phase("entries", port, entry_plans, 1)
+    out(entries.line())
+    messages = run_phase("messages", port, message_plans, batch_size)
+    out(messages.line())
+
+    acknowledged_ids = {reply["id"] for _, reply in entries.acknowledged}
+    stored_ids = set(VaultEntry.objects.filter(pk__in=acknowledged_ids).values_list("pk", flat=True))
+    acknowledged_messages = {m["id"] for body, _ in messages.acknowledged for m in body["messages"]}
+    stored_messages = set(
+        Message.objects.filter(
+            session__agent__project=project, client_id__in=acknowledged_messages
+        ).values_list("client_id", flat=True)
+    )
+    lost_entries = len(acknowledged_ids - stored_ids)
+    lost_messages = len(acknowledged_messages - stored_messages)
+    server_errors = sum(
+        n for status, n in (entries.statuses + messages.statuses).items() if status >= 500 or status == 0
+    )
+    out(f"lost: {lost_entries} entries, {lost_messages} messages; 5xx or connection errors: {server_errors}")
+    return {
+        "entries_per_second": entries.items_per_second,
+        "messages_per_second": messages.items_per_second,
+        "entry_p50_ms": percentile(entries.latencies_ms, 50),
+        "lost_entries": lost_entries,
+        "lost_messages": lost_messages,
+        "server_errors": server_errors,
+        "project": project,
+        "agents": [agent for agent, _ in tokens],
+    }

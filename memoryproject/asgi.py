@@ -1,0 +1,28 @@
+"""ASGI entry point for `serve`: /mcp goes to the MCP server, everything else to Django's WSGI app.
+
+Django runs as today: its WSGI application in a thread pool (a2wsgi), WEB_THREADS threads per worker,
+so sync views keep the concurrency gunicorn's gthread workers gave them.
+"""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
+
+from a2wsgi import WSGIMiddleware  # noqa: E402
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+django_application = get_wsgi_application()
+
+from memoryproject.mcp.http import MCP_PATH, mcp_http_app  # noqa: E402
+
+_django = WSGIMiddleware(django_application, workers=int(os.environ.get("WEB_THREADS", "4")))
+_mcp = mcp_http_app()
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "lifespan":
+        return await _mcp(scope, receive, send)
+    path = scope.get("path", "")
+    if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+        return await _mcp(scope, receive, send)
+    return await _django(scope, receive, send)

@@ -1,0 +1,61 @@
+"""Run the MCP server on stdin/stdout for clients that launch a local process."""
+
+import os
+
+import anyio
+from django.core.management.base import BaseCommand, CommandError
+
+from memoryproject.errors import DomainError
+from memoryproject.mcp.caller import Caller, stdio_caller_set
+from memoryproject.mcp.server import mcp_server
+from memoryproject.mcp.stdio import stdout_restore
+from vault import selectors, services
+from vault.models import Project, TokenScope
+from vault.principal import Principal
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the memory over MCP on stdin/stdout. Acts as --agent in --project (write scope), or as the "
+        "token given by --token or MEMORY_TOKEN. Logs go to stderr."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--agent", help="the agent to act as (created on first use without a token)")
+        parser.add_argument("--project", help="project slug (default: the default project)")
+        parser.add_argument("--token", help="an API token (default: env MEMORY_TOKEN)")
+
+    def handle(self, *args, **options):
+        try:
+            caller = self._caller(options)
+        except DomainError as exc:
+            raise CommandError(exc.detail) from exc
+        stdio_caller_set(caller)
+        server = mcp_server()
+        stdout_restore()
+        anyio.run(server.run_stdio_async)
+
+    def _caller(self, options) -> Caller:
+        secret = options["token"] or os.environ.get("MEMORY_TOKEN", "")
+        if secret:
+            principal = selectors.token_authenticate(secret)
+            if principal is None:
+                raise CommandError("Unknown or revoked token (--token / MEMORY_TOKEN).")
+            if options["project"] and options["project"] != selectors.project_for_principal(principal).slug:
+                raise CommandError("The token belongs to another project than --project.")
+            return Caller(principal=principal, default_agent=options["agent"])
+        if not options["agent"]:
+            raise CommandError(
+                "Give --agent AGENT (optionally --project P), or a token: --token / MEMORY_TOKEN."
+            )
+        if options["project"]:
+            project = Project.objects.filter(slug=options["project"]).first()
+            if project is None:
+                raise CommandError(f"No project {options['project']!r}.")
+        else:
+            project, _ = services.project_ensure_default()
+        agent = services.agent_ensure(project=project, slug=options["agent"])
+        principal = Principal(
+            project_id=project.pk, agent_id=agent.pk, scope=TokenScope.WRITE, label=f"mcp-stdio:{agent.slug}"
+        )
+        return Caller(principal=principal)

@@ -1,0 +1,76 @@
+"""Streamable HTTP at /mcp: the SDK's Starlette app (stateless, JSON responses) behind the bearer check.
+
+`BearerGate` authenticates `Authorization: Bearer <token>` with the REST API's token_authenticate and
+answers 401 as the REST API does; the Caller it resolves (with `?agent=` from the URL) rides in the ASGI
+scope's state to the tools (memoryproject/mcp/caller.py).
+"""
+
+from urllib.parse import parse_qs
+
+import anyio.to_thread
+from django.conf import settings
+from django.db import close_old_connections
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.responses import JSONResponse
+
+from memoryproject.mcp.caller import Caller
+from memoryproject.mcp.server import mcp_server
+from vault.selectors import token_authenticate
+
+MCP_PATH = "/mcp"
+
+
+def _authenticate(secret: str):
+    close_old_connections()
+    try:
+        return token_authenticate(secret)
+    finally:
+        close_old_connections()
+
+
+class BearerGate:
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        principal = None
+        if scheme.lower() == "bearer" and secret.strip():
+            principal = await anyio.to_thread.run_sync(_authenticate, secret.strip())
+        if principal is None:
+            response = JSONResponse(
+                {"detail": "Missing, unknown or revoked bearer token. Send 'Authorization: Bearer <token>'."},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            return await response(scope, receive, send)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        agent = (query.get("agent") or [None])[0] or None
+        scope.setdefault("state", {})["mcp_caller"] = Caller(principal=principal, default_agent=agent)
+        return await self.app(scope, receive, send)
+
+
+def _transport_security() -> TransportSecuritySettings:
+    """Host and Origin checks against DNS rebinding, from Django's ALLOWED_HOSTS."""
+    hosts = [h for h in settings.ALLOWED_HOSTS if h]
+    if any(h == "*" or h.startswith(".") for h in hosts):
+        # Patterns the SDK cannot express (any host, subdomains): the bearer token, which a rebound
+        # page does not have, is then the protection, as it is for the REST API.
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    allowed = [pattern for h in hosts for pattern in (h, f"{h}:*")]
+    origins = [f"{scheme}://{h}{port}" for h in hosts for scheme in ("http", "https") for port in ("", ":*")]
+    return TransportSecuritySettings(allowed_hosts=allowed, allowed_origins=origins)
+
+
+def mcp_http_app():
+    """The ASGI app serving /mcp (its lifespan runs the SDK's session manager)."""
+    starlette_app = mcp_server().streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=_transport_security(),
+    )
+    return BearerGate(starlette_app)

@@ -1,0 +1,81 @@
+"""Resources (workspace files, project context, latest handoff) and the start_session prompt."""
+
+from functools import wraps
+
+from django.db import close_old_connections
+from mcp.server.mcpserver.exceptions import ResourceError
+
+from memoryproject.mcp.caller import agent_for_read, current_caller, describe_error, tool_adapter
+from memoryproject.mcp.tools_search import context_for
+from vault import selectors
+from vault.models import TokenScope
+
+
+def _resource_adapter(fn):
+    """As tool_adapter, for resources: a domain error becomes a ResourceError with the same text."""
+
+    @wraps(fn)
+    def run(*args, **kwargs):
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            text = describe_error(exc)
+            if text is None:
+                raise
+            raise ResourceError(text) from exc
+        finally:
+            close_old_connections()
+
+    return run
+
+
+@_resource_adapter
+def workspace_file(path: str) -> str:
+    target = agent_for_read(current_caller(), None)
+    return selectors.file_get(agent=target, path=path).content
+
+
+@_resource_adapter
+def project_context() -> str:
+    caller = current_caller()
+    caller.principal.require(TokenScope.READ)
+    return selectors.project_for_principal(caller.principal).context
+
+
+@_resource_adapter
+def handoff_latest() -> str:
+    target = agent_for_read(current_caller(), None)
+    entry = selectors.handoff_latest(target)
+    return entry.content if entry is not None else "No handoff yet: no session of this agent has been closed."
+
+
+@tool_adapter
+def start_session(task: str = "") -> str:
+    built = context_for(None, task, None)
+    return built["text"]
+
+
+def register(server) -> None:
+    server.resource(
+        "memory://files/{+path}",
+        name="workspace_file",
+        description="One of the agent's workspace files (MEMORY.md, PROFILE.md, memory/YYYY-MM-DD.md ...).",
+        mime_type="text/markdown",
+    )(workspace_file)
+    server.resource(
+        "memory://project/context",
+        name="project_context",
+        description="The project context (_project.md) every agent of the project shares.",
+        mime_type="text/markdown",
+    )(project_context)
+    server.resource(
+        "memory://handoff/latest",
+        name="handoff_latest",
+        description="The handoff the agent's last closed session left for the next one.",
+        mime_type="text/markdown",
+    )(handoff_latest)
+    server.prompt(
+        name="start_session",
+        description="Start a session with the agent's memory: the memory context for the task, as a message.",
+    )(start_session)

@@ -1,0 +1,101 @@
+"""Search tools: the context block for a new session and full-text search (as the REST API does)."""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from memoryproject.mcp.annotations import READ_ONLY, dump
+from memoryproject.mcp.caller import agent_for_read, current_caller, tool_adapter
+from memoryproject.mcp.tools_vault import AgentArg, Category
+from search import selectors, services
+from search.schemas import ContextIn, ContextOut, SearchOut
+from vault.models import TokenScope
+
+Kind = Literal["entries", "messages", "files"]
+
+
+def context_for(agent_slug: str | None, task: str, budget_tokens: int | None) -> dict:
+    """The injection block (POST /agents/{agent}/context) for the current caller."""
+    caller = current_caller()
+    payload = ContextIn(command=task, budget_tokens=budget_tokens)
+    caller.principal.require(TokenScope.READ)
+    target = agent_for_read(caller, agent_slug)
+    built = services.context_build(
+        agent=target,
+        command=payload.command,
+        budget_tokens=payload.budget_tokens,
+        created_by=caller.principal.label,
+    )
+    return dump(ContextOut, built)
+
+
+@tool_adapter
+def memory_context(
+    task: Annotated[
+        str, Field(description="What you are about to do, in the user's words", max_length=10000)
+    ] = "",
+    budget_tokens: Annotated[int | None, Field(ge=50, le=1_000_000)] = None,
+    agent: AgentArg = None,
+) -> CallToolResult:
+    built = context_for(agent, task, budget_tokens)
+    return CallToolResult(content=[TextContent(type="text", text=built["text"])], structured_content=built)
+
+
+@tool_adapter
+def memory_search(
+    query: Annotated[
+        str, Field(min_length=1, max_length=1000, description='Words, "phrases", -exclusions, OR')
+    ],
+    category: Category | None = None,
+    kinds: list[Kind] | None = None,
+    tags: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: Annotated[int | None, Field(ge=1, le=100)] = None,
+    agent: AgentArg = None,
+) -> dict:
+    caller = current_caller()
+    caller.principal.require(TokenScope.READ)
+    filters = selectors.SearchFilters(
+        category=category,
+        tags=[t.strip().lstrip("#").lower() for t in (tags or []) if t.strip()],
+        since=since,
+        until=until,
+        kinds=tuple(kinds) if kinds else selectors.KINDS,
+        limit=limit or selectors.default_limit(),
+    )
+    outcome = selectors.search_for_principal(
+        caller.principal, q=query, agent=agent or caller.default_agent, filters=filters
+    )
+    return dump(
+        SearchOut,
+        {
+            "results": outcome.results,
+            "took_ms": outcome.took_ms,
+            "terms": [term.label for term in outcome.query.terms],
+            "corrections": outcome.query.corrections,
+        },
+    )
+
+
+def register(server) -> None:
+    server.add_tool(
+        memory_context,
+        annotations=READ_ONLY,
+        description=(
+            "Call this first, at the start of every session or task: it returns the memory you should "
+            "know (project context, your workspace files, the last handoff, relevant decisions and "
+            "lessons) as one markdown block within a token budget."
+        ),
+    )
+    server.add_tool(
+        memory_search,
+        annotations=READ_ONLY,
+        description=(
+            "Search long-term memory, past conversation messages and workspace files by words before "
+            "answering from memory or repeating past work. Returns ranked results with ids, snippets, "
+            "scores and provenance; fetch an entry in full with memory_get."
+        ),
+    )

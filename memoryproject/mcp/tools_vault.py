@@ -1,0 +1,183 @@
+"""Vault tools: save, update, get, list and forget long-term memory entries (as the REST API does)."""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from memoryproject import maintenance
+from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
+from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
+from vault import selectors, services
+from vault.maintenance_schemas import ForgetIn, ForgetOut
+from vault.models import EntryStatus, TokenScope
+from vault.schemas import EntryIn, EntryOut, EntryPatch
+
+AgentArg = Annotated[
+    str | None,
+    Field(description="Agent name; only for a project-wide token (an agent token always acts as its agent)"),
+]
+Category = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
+
+
+@tool_adapter
+def memory_save(
+    category: Category,
+    content: Annotated[str, Field(description="The memory, in markdown: one fact, decision or lesson")],
+    tags: list[str] | None = None,
+    importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+    supersedes: Annotated[int | None, Field(description="Id of an entry this one replaces")] = None,
+    agent: AgentArg = None,
+) -> dict:
+    caller = current_caller()
+    payload = EntryIn(
+        category=category, content=content, tags=tags or [], importance=importance, supersedes=supersedes
+    )
+    target = agent_for_write(caller, agent)
+    if payload.supersedes is not None:
+        selectors.entry_get_for_principal(caller.principal, payload.supersedes)
+    entry = services.entry_create(
+        agent=target,
+        category=payload.category,
+        content=payload.content,
+        tags=payload.tags,
+        importance=payload.importance,
+        supersedes_id=payload.supersedes,
+        created_by=caller.principal.label,
+    )
+    out = dump(EntryOut, entry)
+    if entry.duplicate_of:
+        out["outcome"] = f"duplicate: not stored again; entry {entry.pk} already holds it"
+    elif entry.status == EntryStatus.PENDING:
+        out["outcome"] = "held for review: a curator must approve it before it is used"
+    else:
+        out["outcome"] = "saved"
+    return out
+
+
+@tool_adapter
+def memory_update(
+    id: Annotated[int, Field(ge=1, le=selectors.MAX_ID)],
+    content: str | None = None,
+    tags: list[str] | None = None,
+    importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+) -> dict:
+    caller = current_caller()
+    fields = {
+        k: v for k, v in {"content": content, "tags": tags, "importance": importance}.items() if v is not None
+    }
+    payload = EntryPatch(**fields)
+    caller.principal.require(TokenScope.WRITE)
+    entry = selectors.entry_get_for_principal(caller.principal, id)
+    entry = services.entry_update(
+        entry_id=entry.pk,
+        changes=services.EntryChanges(**payload.dict(exclude_unset=True)),
+        changed_by=caller.principal.label,
+        review=True,
+    )
+    return dump(EntryOut, entry)
+
+
+@tool_adapter
+def memory_get(id: Annotated[int, Field(ge=1, le=selectors.MAX_ID)]) -> dict:
+    caller = current_caller()
+    caller.principal.require(TokenScope.READ)
+    return dump(EntryOut, selectors.entry_get_for_principal(caller.principal, id))
+
+
+@tool_adapter
+def memory_list(
+    category: Category | None = None,
+    limit: Annotated[int, Field(ge=1, le=500)] = 50,
+    offset: Annotated[int, Field(ge=0, le=10_000_000)] = 0,
+    agent: AgentArg = None,
+) -> dict:
+    target = agent_for_read(current_caller(), agent)
+    entries = selectors.entry_list(agent=target, category=category, status=EntryStatus.ACTIVE)
+    return {
+        "items": [dump(EntryOut, entry) for entry in entries[offset : offset + limit]],
+        "count": entries.count(),
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+@tool_adapter
+def memory_forget(
+    ids: Annotated[list[int] | None, Field(description="Entry ids to delete")] = None,
+    category: Category | None = None,
+    tags: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: AgentArg = None,
+) -> dict:
+    caller = current_caller()
+    principal = caller.principal
+    payload = ForgetIn(ids=ids, category=category, tags=tags, since=since, until=until, agent=agent)
+    # As POST /forget: an agent token forgets its own memory; a project-wide token needs admin scope.
+    principal.require(TokenScope.WRITE if principal.is_agent_bound else TokenScope.ADMIN)
+    named = payload.agent or (caller.default_agent if not (principal.is_agent_bound or payload.ids) else None)
+    target = selectors.agent_get_for_principal(principal, named) if named else None
+    result = maintenance.forget(
+        project=selectors.project_for_principal(principal),
+        agent_ids=[principal.agent_id] if principal.is_agent_bound else None,
+        deleted_by=principal.label,
+        ids=payload.ids,
+        message_ids=None,
+        agent=target,
+        category=payload.category,
+        tags=payload.tags,
+        since=payload.since,
+        until=payload.until,
+        source=None,
+        kinds=payload.kinds,
+    )
+    return dump(ForgetOut, result)
+
+
+def register(server) -> None:
+    server.add_tool(
+        memory_save,
+        annotations=ADDITIVE,
+        description=(
+            "Save one durable memory (a decision, lesson, task, project fact or handoff) when you learn "
+            "something worth keeping beyond this session. Duplicates are not stored twice and text that "
+            "looks like instructions is held for review; the reply's `outcome` says which happened. "
+            "Needs a write token."
+        ),
+    )
+    server.add_tool(
+        memory_update,
+        annotations=DESTRUCTIVE_IDEMPOTENT,
+        description=(
+            "Correct an existing memory entry by id (content, tags or importance) when it is outdated or "
+            "wrong; the previous text is kept as a version. Returns the updated entry. Needs a write token."
+        ),
+    )
+    server.add_tool(
+        memory_get,
+        annotations=READ_ONLY,
+        description=(
+            "Fetch one memory entry by id, e.g. a search result you want in full. Returns its content, "
+            "tags, status, provenance and supersede links."
+        ),
+    )
+    server.add_tool(
+        memory_list,
+        annotations=READ_ONLY,
+        description=(
+            "List the agent's active memory entries, newest first, optionally of one category, to browse "
+            "what is stored. Returns a page of entries and the total count; use memory_search to find by "
+            "content."
+        ),
+    )
+    server.add_tool(
+        memory_forget,
+        annotations=DESTRUCTIVE,
+        description=(
+            "Delete memory for good: entries by id, or every entry matching criteria (category, tags, "
+            "time range). Call it only when the user asks to forget something; an audit row records what "
+            "was deleted. Returns how many were deleted and which ids were not found. Needs a write token "
+            "(agent tokens) or an admin token (project-wide)."
+        ),
+    )

@@ -1,0 +1,70 @@
+"""The OpenAPI document tells clients every answer an operation can give, errors included.
+
+Ninja documents the success responses declared on each route; the errors come from the handlers in
+memoryproject/api.py, the same for every operation, so they are added here once rather than on 54
+decorators."""
+
+from ninja import NinjaAPI
+
+ERROR_SCHEMA = {
+    "title": "ErrorOut",
+    "type": "object",
+    "properties": {
+        "detail": {"type": "string", "description": "What went wrong, for a person to read"},
+        "errors": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": "Field errors: loc (path to the field), msg, type",
+        },
+    },
+    "required": ["detail"],
+}
+
+_REF = {"$ref": "#/components/schemas/ErrorOut"}
+_RETRY_AFTER = {
+    "Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}
+}
+
+# status: (description, applies to operations with a body only, headers)
+ERRORS = {
+    400: ("Malformed JSON, or a value the database refused", False, None),
+    401: ("Missing, unknown or revoked bearer token", False, None),
+    403: ("The token's scope or agent does not allow this", False, None),
+    404: ("No such agent, entry, session, message or file for this token", False, None),
+    409: ("Conflicts with the current state (already exists, already superseded, not pending)", True, None),
+    413: ("Request body over MEMORY_MAX_REQUEST_BYTES, or a text over its size limit", False, None),
+    414: ("URL over the web server's request-line limit (answered by gunicorn, as HTML)", False, None),
+    422: ("Invalid input: the field errors say which", False, None),
+    429: ("Over the token's rate limit (MEMORY_API_RATE_LIMIT)", False, _RETRY_AFTER),
+    503: ("The database is unavailable; retry later", False, _RETRY_AFTER),
+}
+
+
+def _error_response(status: int, description: str, headers: dict | None) -> dict:
+    if status == 414:  # refused before Django sees the request
+        return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+    response = {"description": description, "content": {"application/json": {"schema": _REF}}}
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+class DocumentedNinjaAPI(NinjaAPI):
+    """NinjaAPI whose OpenAPI document lists the error responses of every operation."""
+
+    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        schema.setdefault("components", {}).setdefault("schemas", {})["ErrorOut"] = ERROR_SCHEMA
+        for operations in schema["paths"].values():
+            for method, operation in operations.items():
+                responses = operation.setdefault("responses", {})
+                authenticated = bool(operation.get("security"))
+                for status, (description, write_only, headers) in ERRORS.items():
+                    if status in responses or str(status) in responses:
+                        continue
+                    if write_only and method == "get":
+                        continue
+                    if not authenticated and status != 503:
+                        continue
+                    responses[status] = _error_response(status, description, headers)
+        return schema

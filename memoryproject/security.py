@@ -1,0 +1,87 @@
+"""Security defaults: the secret key kept in the data folder, and the per-token API rate limit."""
+
+import os
+import secrets
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from memoryproject.errors import DomainError
+
+SECRET_KEY_FILE = "secret_key"
+
+# Keys published in this repository's history or in Django's docs and templates: anyone can sign a
+# session cookie with them.
+KNOWN_PUBLIC_KEYS = frozenset(
+    {
+        "insecure-dev-key-set-SECRET_KEY-in-production-0123456789abcdef",
+        "changeme",
+        "change-me",
+        "secret",
+        "dev",
+    }
+)
+
+
+def secret_key_is_public(key: str) -> bool:
+    return key in KNOWN_PUBLIC_KEYS or key.startswith("django-insecure-") or len(key) < 32
+
+
+def secret_key_load(*, configured: str, data_dir: Path, debug: bool) -> str:
+    """SECRET_KEY from the environment, else the one generated on first start and kept in the data folder
+    (mode 600). A known-public or short key is refused unless DEBUG is on."""
+    if configured:
+        if secret_key_is_public(configured) and not debug:
+            raise ImproperlyConfigured(
+                "SECRET_KEY is a publicly known or short key; set a random one of 50 characters or "
+                "more, or unset it to use the key generated in the data folder."
+            )
+        return configured
+    path = data_dir / SECRET_KEY_FILE
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    try:
+        # O_EXCL: when several processes start together, the first writer's key wins for all of them.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip()
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(key + "\n")
+    return key
+
+
+class RateLimited(DomainError):
+    status_code = 429
+
+    def __init__(self, detail: str, retry_after: int):
+        super().__init__(detail)
+        self.retry_after = max(1, retry_after)
+
+
+def api_rate_check(request, principal) -> None:
+    """Count this request against its token's limit (MEMORY_API_RATE_LIMIT, shared by every web process
+    through the cache); raise RateLimited when the token is over it."""
+    from django.conf import settings
+    from django_ratelimit import ALL
+    from django_ratelimit.core import get_usage
+
+    rate = settings.MEMORY_API_RATE_LIMIT
+    if not rate:
+        return
+    usage = get_usage(
+        request,
+        group="api-token",
+        key=lambda group, req: str(principal.token_id),
+        rate=rate,
+        method=ALL,
+        increment=True,
+    )
+    if usage and usage["should_limit"]:
+        raise RateLimited(
+            f"Rate limit exceeded: this token may make {rate} requests (MEMORY_API_RATE_LIMIT).",
+            retry_after=usage["time_left"],
+        )

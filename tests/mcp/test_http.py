@@ -1,0 +1,124 @@
+"""The streamable-HTTP transport at /mcp, driven by the SDK's client against a live server."""
+
+import httpx2
+
+from tests.mcp import scenarios
+from tests.mcp.conftest import http_session, run, text
+from vault.models import Agent, VaultEntry, WorkspaceFile
+
+
+def test_every_tool_resource_and_prompt(mcp_live_url, dev, dev_token):
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return await scenarios.every_tool(session)
+
+    entry_id = run(body)
+    assert not VaultEntry.objects.filter(pk=entry_id).exists()
+    assert WorkspaceFile.objects.get(agent=dev, path="memory/2026-01-15.md").content.endswith("server\n")
+
+
+def test_agent_token_is_refused_another_agents_memory_on_every_tool(mcp_live_url, dev_token, ops, ops_entry):
+    memory_md = WorkspaceFile.objects.get(agent=ops, path="MEMORY.md").content
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            await scenarios.other_agent_refused(session, ops_entry.pk)
+        # Naming the other agent in the URL changes nothing either.
+        async with http_session(f"{mcp_live_url}/mcp?agent=ops", dev_token) as session:
+            await scenarios.refused(session, "memory_list")
+            await scenarios.refused(session, "memory_save", category="lessons", content="planted by dev")
+
+    run(body)
+    ops_entry.refresh_from_db()
+    assert ops_entry.content == "Ops rotates the database credentials monthly."
+    assert not VaultEntry.objects.filter(agent=ops).exclude(pk=ops_entry.pk).exists()
+    assert not ops.sessions.exists()
+    assert WorkspaceFile.objects.get(agent=ops, path="MEMORY.md").content == memory_md
+
+
+def test_read_token_cannot_write(mcp_live_url, dev_read_token):
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_read_token) as session:
+            await scenarios.read_token_cannot_write(session)
+
+    run(body)
+    assert not VaultEntry.objects.exists()
+
+
+def test_malformed_arguments_are_tool_errors_and_the_session_goes_on(mcp_live_url, dev_token):
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            await scenarios.malformed_arguments_then_going_on(session)
+
+    run(body)
+
+
+def test_missing_or_unknown_token_is_401_like_the_rest_api(mcp_live_url, dev_token):
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    for headers in (
+        {},
+        {"Authorization": "Bearer mem_not-a-real-token"},
+        {"Authorization": f"Basic {dev_token}"},
+    ):
+        response = httpx2.post(f"{mcp_live_url}/mcp", json=initialize, headers=headers)
+        assert response.status_code == 401
+        assert response.headers["WWW-Authenticate"] == "Bearer"
+        assert "bearer token" in response.json()["detail"]
+
+
+def test_project_token_names_the_agent_per_call_or_in_the_url(
+    mcp_live_url, mcp_project, dev, project_admin_token
+):
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", project_admin_token) as session:
+            message = await scenarios.refused(session, "memory_list")
+            assert "Name the agent" in message
+            saved = await scenarios.call(
+                session, "memory_save", category="lessons", content="Ops pages at night.", agent="ops"
+            )
+            assert saved["agent"] == "ops"
+        async with http_session(f"{mcp_live_url}/mcp?agent=dev", project_admin_token) as session:
+            saved = await scenarios.call(
+                session, "memory_save", category="lessons", content="Dev reviews on Fridays."
+            )
+            assert saved["agent"] == "dev"
+            listed = await scenarios.call(session, "memory_list")
+            assert [e["content"] for e in listed["items"]] == ["Dev reviews on Fridays."]
+            # An invalid agent name is refused by the same validation as the REST API.
+            assert "not valid" in await scenarios.refused(
+                session, "memory_save", category="lessons", content="x", agent="Bad Name!"
+            )
+
+    run(body)
+    assert Agent.objects.filter(project=mcp_project, slug="ops").exists()  # created on first use, as REST
+
+
+def test_rest_and_mcp_share_one_error_text_for_scope(mcp_live_url, dev_read_token):
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_read_token) as session:
+            result = await session.call_tool("memory_save", {"category": "lessons", "content": "x"})
+            return text(result)
+
+    assert "This token has 'read' scope; this operation needs 'write'." in run(body)
+
+
+def test_a_host_outside_allowed_hosts_is_refused(mcp_live_url, dev_token):
+    """DNS-rebinding protection follows Django's ALLOWED_HOSTS."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {
+        "Authorization": f"Bearer {dev_token}",
+        "Accept": "application/json, text/event-stream",
+    }
+    ok = httpx2.post(f"{mcp_live_url}/mcp", json=initialize, headers=headers)
+    assert ok.status_code == 200
+    refused = httpx2.post(f"{mcp_live_url}/mcp", json=initialize, headers={**headers, "Host": "evil.example"})
+    assert refused.status_code in (400, 403, 421)

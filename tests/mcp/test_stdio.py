@@ -1,0 +1,126 @@
+"""The stdio transport: `manage.py mcp` spawned as a client would, driven by the SDK's stdio client."""
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+
+from tests.mcp import scenarios
+from tests.mcp.conftest import ROOT, run, stdio_env, stdio_session
+from vault.models import VaultEntry, WorkspaceFile
+
+
+def test_every_tool_resource_and_prompt_as_the_named_agent(dev, mcp_project):
+    async def body():
+        async with stdio_session("--agent", "dev", "--project", "acme") as session:
+            return await scenarios.every_tool(session)
+
+    entry_id = run(body)
+    assert not VaultEntry.objects.filter(pk=entry_id).exists()
+    assert (
+        "shipped the MCP server" in WorkspaceFile.objects.get(agent=dev, path="memory/2026-01-15.md").content
+    )
+
+
+def test_agent_token_is_refused_another_agents_memory_and_malformed_input_is_a_tool_error(
+    dev_token, ops, ops_entry
+):
+    async def body():
+        async with stdio_session("--agent", "ops", MEMORY_TOKEN=dev_token) as session:
+            # --agent cannot lift an agent token over to another agent: the token decides.
+            await scenarios.refused(session, "memory_list")
+        async with stdio_session("--token", dev_token) as session:
+            await scenarios.other_agent_refused(session, ops_entry.pk)
+            await scenarios.malformed_arguments_then_going_on(session)
+
+    run(body)
+    ops_entry.refresh_from_db()
+    assert ops_entry.content == "Ops rotates the database credentials monthly."
+
+
+def test_read_token_cannot_write(dev_read_token):
+    async def body():
+        async with stdio_session(MEMORY_TOKEN=dev_read_token) as session:
+            await scenarios.read_token_cannot_write(session)
+
+    run(body)
+    assert not VaultEntry.objects.exists()
+
+
+def test_stdout_carries_nothing_but_json_rpc_messages(dev, mcp_project):
+    """Read the raw stream: Django, the job queue and the SDK log, but to stderr only."""
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp", "--agent", "dev", "--project", "acme"],
+        cwd=ROOT,
+        env=stdio_env(LOG_LEVEL="DEBUG", PYTHONWARNINGS="always"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+    stderr_chunks: list[str] = []
+    threading.Thread(target=lambda: stderr_chunks.extend(process.stderr), daemon=True).start()
+
+    def send(message: dict) -> None:
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+
+    def call(id_: int, name: str, arguments: dict) -> None:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
+
+    raw: list[str] = []
+
+    def wait_for(id_: int) -> dict:
+        while True:
+            line = lines.get(timeout=120)
+            raw.append(line)
+            message = json.loads(line)
+            if message.get("id") == id_:
+                return message
+
+    try:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        )
+        assert wait_for(1)["result"]["serverInfo"]["name"] == "agent-memory"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert len(wait_for(2)["result"]["tools"]) == len(scenarios.TOOLS)
+        call(3, "memory_save", {"category": "lessons", "content": "Logs belong on stderr."})
+        assert wait_for(3)["result"].get("isError") is not True
+        call(4, "session_log", {"session": "raw", "messages": [{"role": "user", "text": "I prefer tabs."}]})
+        assert wait_for(4)["result"].get("isError") is not True
+        call(5, "memory_get", {"id": "nope"})  # a logged refusal
+        assert wait_for(5)["result"]["isError"] is True
+        call(6, "session_close", {"session": "raw", "summary": "Talked about tabs."})
+        assert wait_for(6)["result"].get("isError") is not True
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    while not lines.empty():
+        raw.append(lines.get())
+    assert raw, "no output at all"
+    for line in raw:
+        message = json.loads(line)  # every line is one JSON document...
+        assert message["jsonrpc"] == "2.0"  # ...and a JSON-RPC message
+        assert "id" in message or "method" in message
+    assert "".join(stderr_chunks).strip(), "the logs went nowhere: expected them on stderr"

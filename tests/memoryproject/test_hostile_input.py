@@ -1,0 +1,131 @@
+"""Bad input a hostile client sends gets a 4xx JSON answer, never a 500 or an HTML page."""
+
+import io
+import json
+import zipfile
+
+import pytest
+from django.test import Client, override_settings
+
+from vault import services
+from vault.models import Agent
+from vault.transfer import export as exporters
+
+
+def test_it_refuses_dot_agent_names_on_first_write(api, admin_token):
+    for name in ("..", "."):
+        response = api.post(
+            f"/agents/{name}/entries", {"category": "lessons", "content": "x y z"}, token=admin_token
+        )
+        assert response.status_code in (404, 422), (name, response.content)
+        assert "detail" in response.json()
+    assert not Agent.objects.filter(slug__in=[".", ".."]).exists()
+
+
+def test_it_refuses_dot_agent_names_in_the_service(project):
+    with pytest.raises(services.InvalidInput):
+        services.agent_ensure(project=project, slug="..")
+    assert services.agent_ensure(project=project, slug="v1.2").slug == "v1.2"
+
+
+def test_it_refuses_dot_agent_names_in_the_admin(admin_client, project):
+    response = admin_client.post(
+        "/admin/vault/agent/add/", {"project": project.pk, "slug": "..", "name": "dots"}
+    )
+    assert response.status_code == 200
+    assert "not only dots" in response.content.decode()
+    assert not Agent.objects.filter(slug="..").exists()
+
+
+def test_it_exports_an_agent_stored_with_a_dot_name_inside_the_archive(project, tmp_path):
+    bad = Agent.objects.create(project=project, slug="..", name="legacy")
+    services.entry_create(agent=bad, category="lessons", content="Keep the export inside its folder")
+    archive = zipfile.ZipFile(io.BytesIO(exporters.export_zip(project=project, agents=[bad])))
+    assert all(not part.startswith("..") for name in archive.namelist() for part in name.split("/")[:1])
+    summary = exporters.export_memory_dir(path=tmp_path / "out", project=project)
+    assert (tmp_path / "out" / "%2E%2E" / "lessons.md").exists()
+    assert summary.files >= 2
+
+
+@pytest.mark.parametrize("key", ["%C2%B9", "%C2%B2", "%D9%A3"])
+def test_it_answers_404_for_a_session_id_of_unicode_digits(api, token_a, agent_a, key):
+    response = api.get(f"/agents/agent-a/sessions/{key}/stats", token=token_a)
+    assert response.status_code == 404, response.content
+    assert response.json()["detail"]
+
+
+def test_it_answers_for_unicode_digits_in_session_query_and_message_ref(api, token_a, agent_a):
+    api.post("/agents/agent-a/messages", {"messages": [{"role": "user", "text": "hello"}]}, token=token_a)
+    response = api.get("/agents/agent-a/messages", token=token_a, session="²")
+    assert response.status_code < 500, response.content
+    response = api.post("/agents/agent-a/branches", {"message": "¹", "name": "b"}, token=token_a)
+    assert response.status_code < 500, response.content
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2048)
+def test_it_answers_413_json_for_a_body_over_the_request_limit(api, token_a, agent_a):
+    body = json.dumps({"category": "lessons", "content": "x " * 4000})
+    response = api.post("/agents/agent-a/entries", raw=body, token=token_a)
+    assert response.status_code == 413, response.content
+    assert "MEMORY_MAX_REQUEST_BYTES" in response.json()["detail"]
+
+
+def test_it_answers_422_for_lone_surrogates_in_a_memory_tool_path(api, token_a, agent_a):
+    raw = '{"command": "create", "path": "/memories/\\ud800.md", "file_text": "x"}'
+    response = api.post("/agents/agent-a/memory-tool", raw=raw, token=token_a)
+    assert response.status_code == 422, response.content
+
+
+def test_it_answers_422_for_lone_surrogates_in_forget_tags(api, admin_token, agent_a):
+    raw = '{"agent": "agent-a", "tags": ["\\udc00"], "dry_run": true}'
+    response = api.post("/forget", raw=raw, token=admin_token)
+    assert response.status_code == 422, response.content
+
+
+@override_settings(MEMORY_MAX_MESSAGE_BYTES=4096)
+@pytest.mark.parametrize("field", ["tool_calls", "state"])
+def test_it_counts_tool_calls_and_state_in_the_message_limit(api, token_a, agent_a, field):
+    payload = [{"name": "x", "arguments": "y" * 5000}] if field == "tool_calls" else {"blob": "y" * 5000}
+    message = {"role": "assistant", "text": "ok", field: payload}
+    response = api.post("/agents/agent-a/messages", {"messages": [message]}, token=token_a)
+    assert response.status_code == 413, response.content
+    assert "MEMORY_MAX_MESSAGE_BYTES" in response.json()["detail"]
+
+
+@override_settings(MEMORY_MAX_MESSAGE_BYTES=1024)
+def test_it_names_the_message_limit_for_a_too_large_message(api, token_a, agent_a):
+    response = api.post(
+        "/agents/agent-a/messages", {"messages": [{"role": "user", "text": "z" * 2000}]}, token=token_a
+    )
+    assert response.status_code == 413
+    assert "MEMORY_MAX_MESSAGE_BYTES" in response.json()["detail"]
+    assert "MEMORY_MAX_ENTRY_BYTES" not in response.json()["detail"]
+
+
+def test_it_says_nul_for_a_nul_in_a_session_id(api, token_a, agent_a):
+    response = api.post(
+        "/agents/agent-a/messages",
+        {"session": "chat\u0000one", "messages": [{"role": "user", "text": "hi"}]},
+        token=token_a,
+    )
+    assert response.status_code == 422, response.content
+    assert "NUL" in response.json()["detail"]
+    assert "200 characters" not in response.json()["detail"]
+
+
+def test_it_answers_json_404_to_a_post_on_an_unknown_api_path(db):
+    response = Client(enforce_csrf_checks=True).post(
+        "/api/v2/nothing", data="{}", content_type="application/json"
+    )
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
+    assert "No API endpoint" in response.json()["detail"]
+
+
+def test_it_answers_json_405_to_trace(api, token_a, agent_a):
+    response = api.client.generic(
+        "TRACE", "/api/v1/agents/agent-a/entries", HTTP_AUTHORIZATION=f"Bearer {token_a}"
+    )
+    assert response.status_code == 405
+    assert response["Content-Type"].startswith("application/json")
+    assert "TRACE" in response.json()["detail"]

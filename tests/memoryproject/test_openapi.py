@@ -1,0 +1,42 @@
+"""The OpenAPI document describes the errors every operation can answer and the server's real limits."""
+
+import pytest
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def document():
+    response = Client().get("/api/v1/openapi.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_every_operation_documents_its_error_responses(document):
+    assert "ErrorOut" in document["components"]["schemas"]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            codes = set(operation["responses"])
+            assert "503" in codes, (method, path)
+            if operation.get("security"):
+                assert {"400", "401", "403", "404", "413", "422", "429"} <= codes, (method, path)
+                error = operation["responses"]["422"]["content"]["application/json"]["schema"]
+                assert error == {"$ref": "#/components/schemas/ErrorOut"}
+    assert "Retry-After" in document["paths"]["/api/v1/search"]["get"]["responses"]["429"]["headers"]
+
+
+def test_the_schema_states_the_context_budget_cap(document, settings):
+    schema = document["components"]["schemas"]["ContextIn"]["properties"]["budget_tokens"]
+    limits = [schema] + schema.get("anyOf", [])
+    assert any(part.get("maximum") == settings.MEMORY_CONTEXT_MAX_BUDGET == 32000 for part in limits)
+
+
+def test_the_export_is_documented_as_a_zip(document):
+    responses = document["paths"]["/api/v1/agents/{agent}/export"]["get"]["responses"]
+    assert "application/zip" in responses["200"]["content"]
+
+
+def test_a_budget_over_the_cap_is_refused_by_validation(api, token_a, agent_a):
+    response = api.post("/agents/agent-a/context", {"budget_tokens": 32001}, token=token_a)
+    assert response.status_code == 422

@@ -1,0 +1,133 @@
+"""Security defaults: the secret key, API rate limits, login throttling, HTTPS settings, the CSP."""
+
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import Client, override_settings
+
+from memoryproject.security import secret_key_load
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC_KEY = "insecure-dev-key-set-SECRET_KEY-in-production-0123456789abcdef"
+
+
+def test_it_generates_a_secret_key_on_first_start_and_keeps_it(tmp_path):
+    key = secret_key_load(configured="", data_dir=tmp_path, debug=False)
+    assert len(key) >= 50 and key != PUBLIC_KEY
+    assert stat.S_IMODE((tmp_path / "secret_key").stat().st_mode) == 0o600
+    assert secret_key_load(configured="", data_dir=tmp_path, debug=False) == key
+    assert secret_key_load(configured="", data_dir=tmp_path / "other", debug=False) != key
+
+
+def test_it_refuses_a_known_public_key_unless_debug_is_on(tmp_path):
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
+        secret_key_load(configured=PUBLIC_KEY, data_dir=tmp_path, debug=False)
+    with pytest.raises(ImproperlyConfigured):
+        secret_key_load(configured="django-insecure-abc" + "x" * 50, data_dir=tmp_path, debug=False)
+    assert secret_key_load(configured=PUBLIC_KEY, data_dir=tmp_path, debug=True) == PUBLIC_KEY
+
+
+def test_the_server_refuses_to_start_with_the_old_public_key():
+    env = {
+        **os.environ,
+        "SECRET_KEY": PUBLIC_KEY,
+        "DEBUG": "0",
+        "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+@override_settings(MEMORY_API_RATE_LIMIT="3/m")
+def test_it_answers_429_with_retry_after_once_a_token_is_over_its_limit(api, token_a, token_b, agent_a):
+    for _ in range(3):
+        assert api.get("/me", token=token_a).status_code == 200
+    response = api.get("/me", token=token_a)
+    assert response.status_code == 429
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert "MEMORY_API_RATE_LIMIT" in response.json()["detail"]
+    assert api.get("/me", token=token_b).status_code == 200  # limits are per token
+
+
+@override_settings(MEMORY_API_RATE_LIMIT="")
+def test_an_empty_rate_limit_turns_the_limit_off(api, token_a, agent_a):
+    assert all(api.get("/me", token=token_a).status_code == 200 for _ in range(5))
+
+
+@override_settings(AXES_FAILURE_LIMIT=3)
+def test_it_locks_out_a_login_after_repeated_wrong_passwords(django_user_model):
+    django_user_model.objects.create_user(username="curator", password="right-horse-battery")
+    client = Client()
+    statuses = [
+        client.post("/login/", {"username": "curator", "password": "wrong"}).status_code for _ in range(3)
+    ]
+    assert statuses == [200, 200, 429]
+    response = client.post("/login/", {"username": "curator", "password": "right-horse-battery"})
+    assert response.status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+def test_a_right_password_still_logs_in_below_the_limit(django_user_model):
+    django_user_model.objects.create_user(username="curator", password="right-horse-battery")
+    client = Client()
+    client.post("/login/", {"username": "curator", "password": "wrong"})
+    response = client.post("/login/", {"username": "curator", "password": "right-horse-battery"})
+    assert response.status_code == 302
+    assert "_auth_user_id" in client.session
+
+
+def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path):
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; a deployment does not.
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
+        "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
+        "DEBUG": "0",
+        "SECRET_KEY": "",
+        "MEMORY_DATA_DIR": str(tmp_path),
+        "MEMORY_BEHIND_TLS": "1",
+        "ALLOWED_HOSTS": "memory.example.com",
+        "CSRF_TRUSTED_ORIGINS": "https://memory.example.com",
+        "DATABASE_URL": os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/unused",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+    assert stat.S_IMODE((tmp_path / "secret_key").stat().st_mode) == 0o600
+
+
+def test_curator_pages_send_a_csp_without_inline_script(admin_client, project):
+    response = admin_client.get("/")
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    html = response.content.decode()
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html)
+    assert not re.search(r"\son[a-z]+=", html)
+
+
+def test_no_template_has_inline_handlers_scripts_or_styles():
+    for path in (ROOT / "templates").rglob("*.html"):
+        text = path.read_text()
+        assert not re.search(r"\son(click|change|focus|submit|load|input|keyup|keydown)=", text), path
+        assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", text), path
+        assert "style=" not in text and "<style" not in text, path

@@ -1,0 +1,77 @@
+"""An agent that replaces its own decision updates its memory; it never loses the decision meanwhile."""
+
+import pytest
+
+from vault import services
+from vault.models import EntryStatus, VaultEntry
+
+pytestmark = pytest.mark.django_db
+
+OLD = "We decided to use Redis for the session cache"
+NEW = "We decided to use Memcached for the session cache"
+
+
+def context_text(api, token) -> str:
+    response = api.post(
+        "/agents/agent-a/context", {"command": "session cache", "budget_tokens": 4000}, token=token
+    )
+    assert response.status_code == 200, response.content
+    return response.json()["text"]
+
+
+def write(api, token, content, **extra):
+    response = api.post(
+        "/agents/agent-a/entries", {"category": "decisions", "content": content, **extra}, token=token
+    )
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_it_treats_a_supersede_by_the_writer_as_an_update(api, token_a, agent_a):
+    old = write(api, token_a, OLD)
+    new = write(api, token_a, NEW, supersedes=old["id"])
+    assert new["status"] == "active"
+    assert VaultEntry.objects.get(pk=old["id"]).status == EntryStatus.SUPERSEDED
+    text = context_text(api, token_a)
+    assert "Memcached" in text
+    assert "Redis" not in text
+
+
+def test_it_keeps_the_old_entry_live_until_the_superseding_one_is_approved(
+    api, token_a, admin_token, agent_a, project
+):
+    old = write(api, token_a, OLD)
+    services.review_policy_set(project=project, hold_agent_writes=True, hold_extracted=False)
+    new = write(api, token_a, NEW, supersedes=old["id"])
+    assert new["status"] == "pending"
+    assert VaultEntry.objects.get(pk=old["id"]).status == EntryStatus.ACTIVE
+    assert "Redis for the session cache" in context_text(api, token_a)
+
+    response = api.post(f"/review/{new['id']}/approve", {}, token=admin_token)
+    assert response.status_code == 200, response.content
+    assert VaultEntry.objects.get(pk=old["id"]).status == EntryStatus.SUPERSEDED
+    text = context_text(api, token_a)
+    assert "Memcached" in text and "Redis" not in text
+
+
+def test_it_leaves_the_old_entry_alone_when_the_superseding_one_is_rejected(
+    api, token_a, admin_token, agent_a, project
+):
+    old = write(api, token_a, OLD)
+    services.review_policy_set(project=project, hold_agent_writes=True, hold_extracted=False)
+    new = write(api, token_a, NEW, supersedes=old["id"])
+    response = api.post(f"/review/{new['id']}/reject", {"reason": "no"}, token=admin_token)
+    assert response.status_code == 200, response.content
+    assert VaultEntry.objects.get(pk=old["id"]).status == EntryStatus.ACTIVE
+    assert "Redis for the session cache" in context_text(api, token_a)
+    again = write(api, token_a, "We decided to use Valkey for the session cache", supersedes=old["id"])
+    assert again["status"] == "pending"
+
+
+def test_an_edit_of_an_entry_deleted_meanwhile_is_not_found(agent_a):
+    entry = services.entry_create(agent=agent_a, category="lessons", content="Short lived lesson here")
+    VaultEntry.objects.filter(pk=entry.pk).delete()  # a concurrent forget, after the API's own check
+    with pytest.raises(services.NotFound):
+        services.entry_update(
+            entry_id=entry.pk, changes=services.EntryChanges(importance=0.9), changed_by="t"
+        )
