@@ -28,6 +28,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
+from search.bm25 import TermStats, bm25_score_sql, term_stats
 from search.query import CompiledQuery, query_compile, snippet_build
 from vault.models import (
     SCOPE_AGENT_PREFIX,
@@ -92,11 +93,19 @@ def _half_life_case(column: str) -> str:
 
 
 def _text_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
-    coverage = []
-    for i, term in enumerate(compiled.terms):
-        params[f"t{i}"] = term.tsquery
-        coverage.append(f"({alias}.search_vector @@ %(t{i})s::tsquery)::int")
-    return f"({' + '.join(coverage)} + ts_rank({alias}.search_vector, %(q)s::tsquery))"
+    return bm25_score_sql(alias, compiled, params)
+
+
+def _term_stats(
+    table: str, where: list[str], compiled: CompiledQuery, params: dict, scope: SearchScope
+) -> TermStats:
+    """Document frequencies of the query's terms in the scope (search/bm25.py); the rare terms are
+    then scanned over the whole scope (`q_rare`), so no row holding one can be lost to the caps."""
+    stats = term_stats(table, where, compiled, params, scope_tsquery(scope), _fetch)
+    if stats.rare and not stats.exhaustive:
+        rare = [compiled.terms[i].tsquery for i in stats.rare]
+        params["q_rare"] = f"( {compiled.match} ) & ( {' | '.join(rare)} ) & {scope_tsquery(scope)}"
+    return stats
 
 
 def scope_tsquery(scope: SearchScope) -> str:
@@ -227,10 +236,19 @@ def _epoch_windows(scope: SearchScope) -> EpochWindows:
 
 
 def _candidates_sql(
-    table: str, where: list[str], compiled: CompiledQuery, params: dict, windows: EpochWindows | None = None
+    table: str,
+    where: list[str],
+    compiled: CompiledQuery,
+    params: dict,
+    windows: EpochWindows | None = None,
+    stats: TermStats | None = None,
 ) -> str:
     """CTEs ending in `cand`: the ids to rank, straight from the GIN index and cut by the scope (and
     the recency windows) inside the scan.
+
+    When the terms' document frequencies (`stats`) add up to at most k, every matching row is a
+    candidate (one scan of the scope, no windows). Otherwise the rows holding one of the rare terms
+    are all scanned over the whole scope (`q_rare`, see _term_stats), and besides them:
 
     Without windows: up to k rows matching any term; only when they overflow the cap (so an
     arbitrary subset was kept) are up to k rows matching every term fetched too, so the best answers
@@ -248,13 +266,19 @@ def _candidates_sql(
             f" AND search_vector @@ %({query_param})s::tsquery LIMIT %(k)s"
         )
 
+    if stats is not None and stats.exhaustive:
+        return f"cand AS ({scan('q_scoped')})"
+    rare, rare_union = "", ""
+    if "q_rare" in params:
+        rare, rare_union = f"rareq AS ({scan('q_rare')}),", " UNION SELECT id FROM rareq"
     if windows.near is None:
         if not multi:
-            return f"cand AS ({scan('q_scoped')})"
+            return f"{rare} cand AS (SELECT id FROM ({scan('q_scoped')}) a{rare_union})"
         return f"""
+            {rare}
             anyq AS MATERIALIZED ({scan("q_scoped")}),
             allq AS ({scan("q_all_scoped", "(SELECT count(*) FROM anyq) >= %(k)s")}),
-            cand AS (SELECT id FROM anyq UNION SELECT id FROM allq)
+            cand AS (SELECT id FROM anyq UNION SELECT id FROM allq{rare_union})
         """
     params["q_near"] = f"( {compiled.match} ) & {windows.near}"
     if multi:
@@ -267,12 +291,13 @@ def _candidates_sql(
         wide_gate = "(SELECT count(*) FROM anyq) < %(k)s"
     params["page"] = max(1, params["n"])
     return f"""
+        {rare}
         anyq AS MATERIALIZED ({scan("q_near")}),
         allq AS MATERIALIZED ({scan("q_wide", wide_gate)}),
         fullq AS (
             {scan("q_scoped", "(SELECT count(*) FROM (SELECT id FROM anyq UNION SELECT id FROM allq) w) < %(page)s")}
         ),
-        cand AS (SELECT id FROM anyq UNION SELECT id FROM allq UNION SELECT id FROM fullq)
+        cand AS (SELECT id FROM anyq UNION SELECT id FROM allq UNION SELECT id FROM fullq{rare_union})
     """
 
 
@@ -342,13 +367,15 @@ def _entries(
         wanted, partition = "%(n)s", ""
         top = "SELECT id, score FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
     params["prune"] = _prune_ratio(filters)
+    stats = _term_stats("vault_vaultentry", where, compiled, params, scope)
+    windows = EpochWindows() if stats.exhaustive else _epoch_windows(scope)
     # Text relevance is computed for every candidate; the other factors only for the candidates
     # that can still reach the page: a row whose text score is below (the n-th best text score) x
     # (smallest / largest possible product of the other factors) cannot outrank the n-th row, so
     # its decay and access arithmetic is skipped. The display columns (and the supersede lookup)
     # are read for the rows that make the page only.
     sql = f"""
-        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, _epoch_windows(scope))},
+        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, windows, stats)},
         texted AS (
             SELECT e.id, e.category, e.created_at, e.importance, e.last_accessed_at, e.access_count,
                    e.status, {_text_score_sql("e", compiled, params)} AS ts
@@ -413,8 +440,9 @@ def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilter
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters) + ["NOT internal"]
     half_life = float(settings.MEMORY_HALF_LIFE_HOURS["messages"])
+    stats = _term_stats("sessions_app_message", where, compiled, params, scope)
     sql = f"""
-        WITH {_candidates_sql("sessions_app_message", where, compiled, params)}
+        WITH {_candidates_sql("sessions_app_message", where, compiled, params, stats=stats)}
         SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
                m.session_id, m.created_at,
                {_text_score_sql("m", compiled, params)}
@@ -436,8 +464,9 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
     half_life = float(settings.MEMORY_HALF_LIFE_HOURS["files"])
+    stats = _term_stats("vault_workspacefile", where, compiled, params, scope)
     sql = f"""
-        WITH {_candidates_sql("vault_workspacefile", where, compiled, params)}
+        WITH {_candidates_sql("vault_workspacefile", where, compiled, params, stats=stats)}
         SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,
                {_text_score_sql("f", compiled, params)}
                * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("f.updated_at"), f"{half_life}::float8")})

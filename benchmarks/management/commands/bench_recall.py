@@ -37,7 +37,9 @@ class HttpTransport:
         self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     def __call__(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        self.conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=self.headers)
+        self.conn.request(
+            method, path, body=json.dumps(body) if body is not None else None, headers=self.headers
+        )
         response = self.conn.getresponse()
         payload = response.read()
         return response.status, json.loads(payload or b"{}")
@@ -61,7 +63,9 @@ class Command(BaseCommand):
     help = "Recall of /search on a long-conversation benchmark (LoCoMo format) beside a stemmed BM25."
 
     def add_arguments(self, parser):
-        parser.add_argument("--dataset", required=True, help="Path to locomo10.json (or a file in its format).")
+        parser.add_argument(
+            "--dataset", required=True, help="Path to locomo10.json (or a file in its format)."
+        )
         parser.add_argument(
             "--mode",
             default="",
@@ -72,8 +76,12 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
         parser.add_argument("--in-process", action="store_true", help="Use Django's test client, no server.")
         parser.add_argument("--keep", action="store_true", help="Keep the benchmark project afterwards.")
+        parser.add_argument(
+            "--reuse", action="store_true", help="Reuse a kept project holding the same turns (no ingest)."
+        )
 
     def handle(self, *args, **options):
+        self._check_migrated()
         path = Path(options["dataset"])
         if not path.is_file():
             raise CommandError(f"no such dataset file: {path}")
@@ -84,7 +92,8 @@ class Command(BaseCommand):
         if options["conversations"] > 0:
             dataset.conversations = dataset.conversations[: options["conversations"]]
         modes = [m.strip() for m in options["mode"].split(",") if m.strip()] or [""]
-        project, agents, token = self._project(dataset)
+        reused = self._reusable(dataset) if options["reuse"] else None
+        project, agents, token = reused or self._project(dataset)
         server = None
         try:
             if options["in_process"]:
@@ -93,10 +102,13 @@ class Command(BaseCommand):
                 port = options["port"] or self._free_port()
                 server = self._start_server(port, options["workers"])
                 transport = HttpTransport(port, token)
-            started = time.perf_counter()
-            self._ingest(dataset, agents, transport)
-            self.stdout.write(f"ingested {dataset.turns} turns in {time.perf_counter() - started:.1f} s")
-            self._after_ingest()
+            if reused:
+                self.stdout.write(f"reusing project {PROJECT_SLUG} ({dataset.turns} turns)")
+            else:
+                started = time.perf_counter()
+                self._ingest(dataset, agents, transport)
+                self.stdout.write(f"ingested {dataset.turns} turns in {time.perf_counter() - started:.1f} s")
+                self._after_ingest()
             results = {"bm25": self._baseline(dataset)}
             for mode in modes:
                 results[mode or "search"] = self._ask(dataset, agents, transport, mode)
@@ -105,20 +117,52 @@ class Command(BaseCommand):
             if server is not None:
                 server.terminate()
                 server.wait(timeout=30)
-            if not options["keep"]:
+            if not (options["keep"] or options["reuse"]):
                 project.delete()
 
     # --- setup ------------------------------------------------------------------------------------
+
+    def _check_migrated(self) -> None:
+        from django.db import DEFAULT_DB_ALIAS, connections
+        from django.db.migrations.executor import MigrationExecutor
+
+        try:
+            executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+            pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        except Exception as exc:  # no database, or not reachable
+            raise CommandError(
+                f"cannot read the database's migrations ({exc}); run `manage.py migrate`"
+            ) from exc
+        if pending:
+            raise CommandError(f"{len(pending)} migrations are not applied; run `manage.py migrate` first")
 
     def _project(self, dataset: Dataset) -> tuple[Project, dict[str, Agent], str]:
         Project.objects.filter(slug=PROJECT_SLUG).delete()
         project = Project.objects.create(slug=PROJECT_SLUG, name="Recall benchmark", context="# Recall bench")
         agents = {}
         for conv in dataset.conversations:
-            slug = "conv-" + "".join(ch if ch.isalnum() else "-" for ch in conv.sample_id.lower())[:58]
-            agents[conv.sample_id] = Agent.objects.create(project=project, slug=slug)
+            agents[conv.sample_id] = Agent.objects.create(project=project, slug=self._slug(conv.sample_id))
         _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_recall")
         return project, agents, token
+
+    def _reusable(self, dataset: Dataset) -> tuple[Project, dict[str, Agent], str] | None:
+        from sessions_app.models import Message
+
+        project = Project.objects.filter(slug=PROJECT_SLUG).first()
+        if project is None or Message.objects.filter(project=project).count() != dataset.turns:
+            return None
+        agents = {}
+        for conv in dataset.conversations:
+            agent = Agent.objects.filter(project=project, slug=self._slug(conv.sample_id)).first()
+            if agent is None:
+                return None
+            agents[conv.sample_id] = agent
+        _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_recall")
+        return project, agents, token
+
+    @staticmethod
+    def _slug(sample_id: str) -> str:
+        return "conv-" + "".join(ch if ch.isalnum() else "-" for ch in sample_id.lower())[:58]
 
     def _after_ingest(self) -> None:
         """Make the just-written rows searchable as a running server would have them (embeddings are
