@@ -86,3 +86,21 @@ def test_rare_term_candidates_keep_exclusions_and_phrases(agent_a, make_message,
     assert find(agent_a, "billing deploy -outage")[0] == wanted.pk
     assert unwanted.pk not in find(agent_a, "billing deploy -outage", limit=100)
     assert find(agent_a, '"blue green" billing') == [wanted.pk]
+
+
+def test_a_reply_is_found_by_the_turn_it_answers(api, token_a):
+    messages = [
+        {"role": "user", "text": "Did you finish the Lisbon marathon?"},
+        {"role": "assistant", "text": "Yes, in four hours and ten minutes!"},
+        {"role": "user", "text": "Great, see you at the gym."},
+    ]
+    assert (
+        api.post(
+            "/agents/agent-a/messages", {"session": "s1", "messages": messages}, token=token_a
+        ).status_code
+        == 200
+    )
+    found = api.get("/search", q="lisbon marathon", kinds="messages", token=token_a).json()["results"]
+    texts = [Message.objects.get(pk=r["id"]).text for r in found]
+    # the question itself first (its own words weigh more), then the reply that answers it
+    assert texts == ["Did you finish the Lisbon marathon?", "Yes, in four hours and ten minutes!"]
