@@ -1,20 +1,24 @@
 """Search over vault entries, session messages and workspace files, ranked in SQL.
 
-Per kind, at most MEMORY_SEARCH_CANDIDATES rows matching any query term are ranked (plus, when more
-than that match, as many rows matching every term), straight from the GIN index and cut by the
-project/agent scope in the same scan. The score is
+Candidates per kind come straight from the GIN index, cut by the project/agent scope in the same
+scan: every row matching the query when the terms' document frequencies add up to at most
+MEMORY_SEARCH_CANDIDATES; otherwise every row holding one of the rare terms (search/bm25.py) plus up
+to that many rows matching any term (entries: in the recency windows) and as many matching every
+term. The score is
 
-    (terms matched + ts_rank) x (1 + w_recency x decay) x (1 + w_importance x (2 x importance - 1))
-                              x (1 + w_access x access)
+    bm25 x coverage x (1 + w_recency x decay) x (1 + w_importance x (2 x importance - 1))
+                    x (1 + w_access x access)
 
-where decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
+where bm25 sums the matched terms' idf (document frequencies in the scope searched) with tf
+saturation and length normalisation, coverage = terms matched / terms (as Lucene's classic coord),
+decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
 x 0.5 ^ (hours since last access / access half-life). Two more factors for trust (issue 8): an entry
 older than MEMORY_UNCITED_DAYS that was never accessed (never cited in a context, never read) gets
 x (1 - MEMORY_SEARCH_UNCITED_PENALTY), and with status=all an entry that is not active (superseded,
 pending, rejected, archived) gets x MEMORY_SEARCH_INACTIVE_FACTOR, so the live entry of a supersede
-chain ranks first. Terms matched dominate, so a recent or important
-entry wins only over entries that answer the query about as well. Everything is computed at query
-time: nothing periodically rewrites stored decay factors.
+chain ranks first. Relevance dominates, so a recent or important entry wins only over entries that
+answer the query about as well. Everything is computed at query time: nothing periodically rewrites
+stored decay factors or term statistics.
 """
 
 import re
@@ -101,10 +105,18 @@ def _term_stats(
 ) -> TermStats:
     """Document frequencies of the query's terms in the scope (search/bm25.py); the rare terms are
     then scanned over the whole scope (`q_rare`), so no row holding one can be lost to the caps."""
-    stats = term_stats(table, where, compiled, params, scope_tsquery(scope), _fetch)
+    scope_where = ["project_id = %(project)s"] + (
+        ["agent_id = ANY(%(agents)s)"] if scope.agent_ids is not None else []
+    )
+    stats = term_stats(table, where, scope_where, compiled, params, scope_tsquery(scope), _fetch)
     if stats.rare and not stats.exhaustive:
         rare = [compiled.terms[i].tsquery for i in stats.rare]
-        params["q_rare"] = f"( {compiled.match} ) & ( {' | '.join(rare)} ) & {scope_tsquery(scope)}"
+        # Only the rare terms' posting lists (and the required phrases', and the exclusions) are read.
+        required = [t.tsquery for t in compiled.terms if t.required]
+        exclusions = compiled.match[len(compiled.match_terms) :]
+        params["q_rare"] = (
+            " & ".join([f"( {' | '.join(rare)} )", *required, scope_tsquery(scope)]) + exclusions
+        )
     return stats
 
 
