@@ -207,9 +207,6 @@ MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, 
 # for among the MEMORY_SEARCH_RECENT_IDS entry ids below the scope's newest, rows matching every term
 # among twice as many, and the whole scope only when those give less than a page. 0: always all.
 MEMORY_SEARCH_RECENT_IDS = env_int("MEMORY_SEARCH_RECENT_IDS", 32768, minimum=0, maximum=1_000_000_000)
-# BM25 document frequencies are counted per query in the scope searched, each capped at this many rows
-# (search/bm25.py): a term that common weighs almost nothing anyway.
-MEMORY_SEARCH_DF_CAP = env_int("MEMORY_SEARCH_DF_CAP", 5000, minimum=100, maximum=10_000_000)
 MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
 
 # --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM (issue 5) ---

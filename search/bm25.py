@@ -13,13 +13,14 @@ are short; `ts_rank` is added as a small tie-break that still sees repetitions a
 and path weights). len is the number of lexemes of the stored vector; avglen is the candidates'
 mean.
 
-Document frequencies are counted when the query runs, from the GIN index, cut by the scope lexemes
-inside the scan (one statement for every term), each capped at MEMORY_SEARCH_DF_CAP rows: exact for
-every term that can matter, always current (no counts to maintain on the write path, no job to
-refresh them), and bounded in cost (about 5 ms at 100,000 entries on a loaded machine). A term at the
-cap is common enough that its weight is near zero anyway. N and the mean length come from the b-tree
-indexes on project/agent (an index-only count, a 200-row sample), capped the same way and, for scopes
-of 1,000 rows or more, kept a minute in the process.
+Document frequencies are computed when the query runs, so they are always current: no counts to
+maintain on the write path, no job to refresh them. A scope of at most SAMPLE_ROWS rows (an agent of
+a few hundred conversations) is counted exactly from the GIN index, cut by the scope lexemes inside
+the scan. A larger scope's size comes from an index-only count on the project/agent b-tree, and each
+term's frequency is estimated from the lexemes of SAMPLE_ROWS of its rows, kept a minute in the
+process; the terms whose estimate leaves them possibly rare are then counted exactly (few rows, so
+cheap). Counting every term exactly in a large scope read every matching heap row (4,000 heap blocks
+for one common word at 100,000 entries): it doubled search latency, which is why it is not done.
 
 The same counts choose the candidates (rare terms first, as MaxScore engines do): the rarest terms
 whose document frequencies add up to at most a quarter of MEMORY_SEARCH_CANDIDATES are scanned over
@@ -33,17 +34,17 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from search.query import CompiledQuery
+from search.query import CompiledQuery, query_lexemes
 
 K1 = 1.2
 B = 0.5
 # ts_rank of one occurrence of a term of weight B (the text's weight): the unit of tf.
 ONE_OCCURRENCE = 0.24317084
-LENGTH_SAMPLE = 200  # rows whose mean vector length stands for the scope's
+SAMPLE_ROWS = 1000  # rows of a large scope whose lexemes stand for its document frequencies
+MAX_SCOPE_COUNT = 10_000_000
 SCOPE_CACHE_SECONDS = 60.0
 RARE_SHARE = 0.25
-SCOPE_CACHE_MIN_ROWS = 1000  # smaller scopes are counted exactly on every search
-_scope_cache: dict[tuple, tuple[float, int, float]] = {}
+_scope_cache: dict = {}
 
 
 @dataclass
@@ -58,29 +59,61 @@ class TermStats:
         return math.log(1 + (n - self.df[i] + 0.5) / (self.df[i] + 0.5))
 
 
-def _scope_size(table: str, scope_where: list[str], params: dict, fetch) -> tuple[int, float]:
-    """Rows in the scope (capped) and the mean vector length of a sample of them. Counted through
-    the b-tree indexes on project/agent (an index-only scan, not the GIN's heap visits: 86 ms cold
-    for a 3,300-row agent through the GIN, well under 1 ms through the b-tree); a large scope's
-    figures are kept SCOPE_CACHE_SECONDS in the process, since they move slowly."""
+@dataclass
+class _Sample:
+    expires: float
+    total: int  # rows in the scope
+    avglen: float
+    docs: list[frozenset[str]]  # the lexemes of up to SAMPLE_ROWS rows of the scope
+
+
+def _scope_sample(table: str, scope_where: list[str], params: dict, fetch) -> _Sample:
+    """The scope's size (an index-only count on the project/agent b-tree, capped at MAX_SCOPE_COUNT)
+    and the lexemes of SAMPLE_ROWS of its rows; kept SCOPE_CACHE_SECONDS in the process when the
+    scope is larger than the sample (smaller ones are read on every search)."""
     key = (table, params["project"], tuple(params["agents"]) if params["agents"] is not None else None)
     now = time.monotonic()
     cached = _scope_cache.get(key)
-    if cached and cached[0] > now:
-        return cached[1], cached[2]
+    if cached and cached.expires > now:
+        return cached
     condition = " AND ".join(scope_where)
-    row = fetch(
-        f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(cap)s) x) AS n,"
-        f" (SELECT avg(length(search_vector)) FROM (SELECT search_vector FROM {table} WHERE {condition}"
-        " LIMIT %(sample)s) x) AS avglen",
-        {**params, "cap": settings.MEMORY_SEARCH_DF_CAP, "sample": LENGTH_SAMPLE},
-    )[0]
-    total, avglen = int(row["n"]), float(row["avglen"] or 1.0)
-    if total >= SCOPE_CACHE_MIN_ROWS:
-        if len(_scope_cache) > 10_000:
+    scope_params = {**params, "ncap": MAX_SCOPE_COUNT, "sample": SAMPLE_ROWS}
+    total = fetch(
+        f"SELECT count(*) AS n FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(ncap)s) x", scope_params
+    )[0]["n"]
+    docs = [
+        frozenset(row["lx"])
+        for row in fetch(
+            f"SELECT tsvector_to_array(search_vector) AS lx FROM {table} WHERE {condition} LIMIT %(sample)s",
+            scope_params,
+        )
+    ]
+    avglen = sum(len(d) for d in docs) / len(docs) if docs else 1.0
+    sample = _Sample(now + SCOPE_CACHE_SECONDS, int(total), avglen, docs)
+    if total > SAMPLE_ROWS:
+        if len(_scope_cache) > 1_000:
             _scope_cache.clear()
-        _scope_cache[key] = (now + SCOPE_CACHE_SECONDS, total, avglen)
-    return total, avglen
+        _scope_cache[key] = sample
+    return sample
+
+
+def _exact_counts(
+    table: str, where: list[str], terms: dict[int, str], params: dict, in_scope: str, cap: int, fetch
+) -> dict[int, int]:
+    """Rows of the scope matching each term, counted through the GIN index (capped), in one statement."""
+    if not terms:
+        return {}
+    condition = " AND ".join(where)
+    stat_params = {**params, "cap": cap}
+    counts = []
+    for i, tsquery in terms.items():
+        stat_params[f"df{i}"] = f"( {tsquery} ) & {in_scope}"
+        counts.append(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition}"
+            f" AND search_vector @@ %(df{i})s::tsquery LIMIT %(cap)s) x) AS c{i}"
+        )
+    row = fetch("SELECT " + ", ".join(counts), stat_params)[0]
+    return {i: int(row[f"c{i}"]) for i in terms}
 
 
 def term_stats(
@@ -92,22 +125,29 @@ def term_stats(
     in_scope: str,
     fetch,
 ) -> TermStats:
-    """Count, in one statement, each term's matching rows in the scope (each capped); with the
-    scope's size and mean length (_scope_size), set the idf and length parameters."""
-    cap = settings.MEMORY_SEARCH_DF_CAP
-    condition = " AND ".join(where)
-    stat_params = dict(params)
-    stat_params["cap"] = cap
-    counts = []
-    for i, term in enumerate(compiled.terms):
-        stat_params[f"df{i}"] = f"( {term.tsquery} ) & {in_scope}"
-        counts.append(
-            f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition}"
-            f" AND search_vector @@ %(df{i})s::tsquery LIMIT %(cap)s) x) AS c{i}"
-        )
-    row = fetch("SELECT " + ", ".join(counts), stat_params)[0]
-    df = [int(row[f"c{i}"]) for i in range(len(counts))]
-    total, avglen = _scope_size(table, scope_where, params, fetch)
+    """Document frequencies of the query's terms in the scope; sets the idf and length parameters.
+
+    A scope no larger than SAMPLE_ROWS is counted exactly (GIN). In a larger one each term's
+    frequency is estimated from the cached sample, and the terms that may be rare (estimate at most
+    the candidate cap) are then counted exactly (cheap: few rows), so the rare-first choice of
+    candidates rests on exact figures."""
+    k = settings.MEMORY_SEARCH_CANDIDATES
+    sample = _scope_sample(table, scope_where, params, fetch)
+    terms = {i: term.tsquery for i, term in enumerate(compiled.terms)}
+    if sample.total <= SAMPLE_ROWS:
+        df = _exact_counts(table, where, terms, params, in_scope, SAMPLE_ROWS, fetch)
+    else:
+        df = {}
+        for i, term in enumerate(compiled.terms):
+            lexemes = set(query_lexemes(term.tsquery))
+            hits = sum(1 for doc in sample.docs if not lexemes.isdisjoint(doc))
+            df[i] = round(hits / max(1, len(sample.docs)) * sample.total)
+        maybe_rare = {i: terms[i] for i in terms if df[i] <= k}
+        exact_cap = 2 * k
+        for i, n in _exact_counts(table, where, maybe_rare, params, in_scope, exact_cap, fetch).items():
+            df[i] = n if n < exact_cap else max(df[i], n)
+    df = [df[i] for i in range(len(terms))]
+    total, avglen = sample.total, sample.avglen
     k = settings.MEMORY_SEARCH_CANDIDATES
     exhaustive = sum(df) <= k
     # Rare terms: the rarest whose rows add up to at most a quarter of the cap (a term rare in the

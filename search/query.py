@@ -213,8 +213,12 @@ def _alternatives(*tsqueries: str) -> str:
     return unique[0] if len(unique) == 1 else "( " + " | ".join(unique) + " )"
 
 
-def _lexemes(tsquery: str) -> list[str]:
+def query_lexemes(tsquery: str) -> list[str]:
+    """The lexemes of a tsquery's text."""
     return [m.replace("''", "'") for m in _LEXEME_RE.findall(tsquery)]
+
+
+_lexemes = query_lexemes
 
 
 def query_compile(q: str) -> CompiledQuery:

@@ -12,6 +12,18 @@ from sessions_app.models import Message, Session
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(params=["exact", "sampled"])
+def frequencies(request, monkeypatch):
+    """Document frequencies counted exactly (a small scope) or estimated from a sample of the scope
+    (a scope larger than bm25.SAMPLE_ROWS, made small here), with possibly rare terms counted."""
+    from search import bm25
+
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    if request.param == "sampled":
+        monkeypatch.setattr(bm25, "SAMPLE_ROWS", 25)
+    return request.param
+
+
 def find(agent, q, kinds=("messages",), **filters):
     outcome = search_run(
         q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=SearchFilters(kinds=kinds, **filters)
@@ -38,7 +50,7 @@ def bulk_messages(agent, texts, *, start, step=timedelta(minutes=1)):
     )
 
 
-def test_a_rare_term_outranks_a_common_one(agent_a, make_message):
+def test_a_rare_term_outranks_a_common_one(agent_a, make_message, frequencies):
     now = timezone.now()
     bulk_messages(agent_a, [f"Caroline: chatting about the weekend, part {i}" for i in range(60)], start=now)
     common = make_message(agent_a, "Caroline: see you soon")
@@ -49,7 +61,9 @@ def test_a_rare_term_outranks_a_common_one(agent_a, make_message):
     assert found.index(rare.pk) < found.index(common.pk)
 
 
-def test_an_old_relevant_message_is_found_among_thousands_of_newer_partial_matches(agent_a, settings):
+def test_an_old_relevant_message_is_found_among_thousands_of_newer_partial_matches(
+    agent_a, settings, frequencies
+):
     settings.MEMORY_SEARCH_CANDIDATES = 100
     now = timezone.now()
     bulk_messages(
@@ -65,7 +79,7 @@ def test_an_old_relevant_message_is_found_among_thousands_of_newer_partial_match
     assert found[0] == old.pk
 
 
-def test_document_frequencies_come_from_the_scope_searched(agent_a, agent_b, make_message):
+def test_document_frequencies_come_from_the_scope_searched(agent_a, agent_b, make_message, frequencies):
     # "kafka" is everywhere in agent B's memory but rare in agent A's: A's ranking must not care
     now = timezone.now()
     bulk_messages(agent_b, [f"kafka and ledger talk {i}" for i in range(50)], start=now)
@@ -77,7 +91,7 @@ def test_document_frequencies_come_from_the_scope_searched(agent_a, agent_b, mak
     assert ledger.pk in found
 
 
-def test_rare_term_candidates_keep_exclusions_and_phrases(agent_a, make_message, settings):
+def test_rare_term_candidates_keep_exclusions_and_phrases(agent_a, make_message, settings, frequencies):
     settings.MEMORY_SEARCH_CANDIDATES = 50
     now = timezone.now()
     bulk_messages(agent_a, [f"notes about the deploy pipeline {i}" for i in range(200)], start=now)
