@@ -13,14 +13,15 @@ are short; `ts_rank` is added as a small tie-break that still sees repetitions a
 and path weights). len is the number of lexemes of the stored vector; avglen is the candidates'
 mean.
 
-Document frequencies are computed when the query runs, so they are always current: no counts to
-maintain on the write path, no job to refresh them. A scope of at most SAMPLE_ROWS rows (an agent of
-a few hundred conversations) is counted exactly from the GIN index, cut by the scope lexemes inside
-the scan. A larger scope's size comes from an index-only count on the project/agent b-tree, and each
-term's frequency is estimated from the lexemes of SAMPLE_ROWS of its rows, kept a minute in the
-process; the terms whose estimate leaves them possibly rare are then counted exactly (few rows, so
-cheap). Counting every term exactly in a large scope read every matching heap row (4,000 heap blocks
-for one common word at 100,000 entries): it doubled search latency, which is why it is not done.
+Document frequencies are counted when the query runs, from the GIN index, cut by the scope lexemes
+inside the scan (one statement for every term), each capped at twice MEMORY_SEARCH_CANDIDATES: always
+current (no counts to maintain on the write path, no job to refresh them), exact for every term that
+can be rare, and bounded in cost: counting reads the heap row of every match, and a common word's
+uncapped count read 4,000 heap blocks at 100,000 entries. A term at the cap is common and weighs
+little; the cap flattens differences among common words only. The scope's size and mean length come
+from the project/agent b-tree (an index-only count, a 200-row sample), kept a minute in the process
+for scopes of 1,000 rows or more. (Estimating frequencies from a cached sample of each scope's
+lexemes was tried: reading the sample cost up to half a second for each cold agent.)
 
 The same counts choose the candidates (rare terms first, as MaxScore engines do): the rarest terms
 whose document frequencies add up to at most a quarter of MEMORY_SEARCH_CANDIDATES are scanned over
@@ -34,14 +35,16 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from search.query import CompiledQuery, query_lexemes
+from search.query import CompiledQuery
 
 K1 = 1.2
 B = 0.5
 # ts_rank of one occurrence of a term of weight B (the text's weight): the unit of tf.
 ONE_OCCURRENCE = 0.24317084
-SAMPLE_ROWS = 1000  # rows of a large scope whose lexemes stand for its document frequencies
+LENGTH_SAMPLE = 200  # rows whose mean vector length stands for the scope's
 MAX_SCOPE_COUNT = 10_000_000
+CACHE_MIN_ROWS = 1000
+DF_CAP_FACTOR = 2
 SCOPE_CACHE_SECONDS = 60.0
 RARE_SHARE = 0.25
 _scope_cache: dict = {}
@@ -59,42 +62,28 @@ class TermStats:
         return math.log(1 + (n - self.df[i] + 0.5) / (self.df[i] + 0.5))
 
 
-@dataclass
-class _Sample:
-    expires: float
-    total: int  # rows in the scope
-    avglen: float
-    docs: list[frozenset[str]]  # the lexemes of up to SAMPLE_ROWS rows of the scope
-
-
-def _scope_sample(table: str, scope_where: list[str], params: dict, fetch) -> _Sample:
-    """The scope's size (an index-only count on the project/agent b-tree, capped at MAX_SCOPE_COUNT)
-    and the lexemes of SAMPLE_ROWS of its rows; kept SCOPE_CACHE_SECONDS in the process when the
-    scope is larger than the sample (smaller ones are read on every search)."""
+def _scope_size(table: str, scope_where: list[str], params: dict, fetch) -> tuple[int, float]:
+    """Rows in the scope (an index-only count on the project/agent b-tree, capped at MAX_SCOPE_COUNT)
+    and the mean vector length of LENGTH_SAMPLE of them; kept SCOPE_CACHE_SECONDS in the process for
+    a scope of CACHE_MIN_ROWS rows or more (they move slowly; smaller scopes are read every time)."""
     key = (table, params["project"], tuple(params["agents"]) if params["agents"] is not None else None)
     now = time.monotonic()
     cached = _scope_cache.get(key)
-    if cached and cached.expires > now:
-        return cached
+    if cached and cached[0] > now:
+        return cached[1], cached[2]
     condition = " AND ".join(scope_where)
-    scope_params = {**params, "ncap": MAX_SCOPE_COUNT, "sample": SAMPLE_ROWS}
-    total = fetch(
-        f"SELECT count(*) AS n FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(ncap)s) x", scope_params
-    )[0]["n"]
-    docs = [
-        frozenset(row["lx"])
-        for row in fetch(
-            f"SELECT tsvector_to_array(search_vector) AS lx FROM {table} WHERE {condition} LIMIT %(sample)s",
-            scope_params,
-        )
-    ]
-    avglen = sum(len(d) for d in docs) / len(docs) if docs else 1.0
-    sample = _Sample(now + SCOPE_CACHE_SECONDS, int(total), avglen, docs)
-    if total > SAMPLE_ROWS:
-        if len(_scope_cache) > 1_000:
+    row = fetch(
+        f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(ncap)s) x) AS n,"
+        f" (SELECT avg(length(search_vector)) FROM (SELECT search_vector FROM {table} WHERE {condition}"
+        " LIMIT %(sample)s) x) AS avglen",
+        {**params, "ncap": MAX_SCOPE_COUNT, "sample": LENGTH_SAMPLE},
+    )[0]
+    total, avglen = int(row["n"]), float(row["avglen"] or 1.0)
+    if total >= CACHE_MIN_ROWS:
+        if len(_scope_cache) > 10_000:
             _scope_cache.clear()
-        _scope_cache[key] = sample
-    return sample
+        _scope_cache[key] = (now + SCOPE_CACHE_SECONDS, total, avglen)
+    return total, avglen
 
 
 def _exact_counts(
@@ -125,29 +114,13 @@ def term_stats(
     in_scope: str,
     fetch,
 ) -> TermStats:
-    """Document frequencies of the query's terms in the scope; sets the idf and length parameters.
-
-    A scope no larger than SAMPLE_ROWS is counted exactly (GIN). In a larger one each term's
-    frequency is estimated from the cached sample, and the terms that may be rare (estimate at most
-    the candidate cap) are then counted exactly (cheap: few rows), so the rare-first choice of
-    candidates rests on exact figures."""
+    """Document frequencies of the query's terms in the scope, counted from the GIN index, each
+    capped at DF_CAP_FACTOR x the candidate cap; sets the idf and length parameters."""
     k = settings.MEMORY_SEARCH_CANDIDATES
-    sample = _scope_sample(table, scope_where, params, fetch)
     terms = {i: term.tsquery for i, term in enumerate(compiled.terms)}
-    if sample.total <= SAMPLE_ROWS:
-        df = _exact_counts(table, where, terms, params, in_scope, SAMPLE_ROWS, fetch)
-    else:
-        df = {}
-        for i, term in enumerate(compiled.terms):
-            lexemes = set(query_lexemes(term.tsquery))
-            hits = sum(1 for doc in sample.docs if not lexemes.isdisjoint(doc))
-            df[i] = round(hits / max(1, len(sample.docs)) * sample.total)
-        maybe_rare = {i: terms[i] for i in terms if df[i] <= k}
-        exact_cap = 2 * k
-        for i, n in _exact_counts(table, where, maybe_rare, params, in_scope, exact_cap, fetch).items():
-            df[i] = n if n < exact_cap else max(df[i], n)
-    df = [df[i] for i in range(len(terms))]
-    total, avglen = sample.total, sample.avglen
+    counted = _exact_counts(table, where, terms, params, in_scope, DF_CAP_FACTOR * k, fetch)
+    df = [counted[i] for i in range(len(terms))]
+    total, avglen = _scope_size(table, scope_where, params, fetch)
     k = settings.MEMORY_SEARCH_CANDIDATES
     exhaustive = sum(df) <= k
     # Rare terms: the rarest whose rows add up to at most a quarter of the cap (a term rare in the

@@ -213,12 +213,8 @@ def _alternatives(*tsqueries: str) -> str:
     return unique[0] if len(unique) == 1 else "( " + " | ".join(unique) + " )"
 
 
-def query_lexemes(tsquery: str) -> list[str]:
-    """The lexemes of a tsquery's text."""
+def _lexemes(tsquery: str) -> list[str]:
     return [m.replace("''", "'") for m in _LEXEME_RE.findall(tsquery)]
-
-
-_lexemes = query_lexemes
 
 
 def query_compile(q: str) -> CompiledQuery:

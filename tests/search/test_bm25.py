@@ -12,15 +12,15 @@ from sessions_app.models import Message, Session
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(params=["exact", "sampled"])
+@pytest.fixture(params=["small scope", "cached large scope"])
 def frequencies(request, monkeypatch):
-    """Document frequencies counted exactly (a small scope) or estimated from a sample of the scope
-    (a scope larger than bm25.SAMPLE_ROWS, made small here), with possibly rare terms counted."""
+    """The scope's size read on every search (a small scope), or kept in the process (a scope larger
+    than bm25.CACHE_MIN_ROWS, made small here)."""
     from search import bm25
 
     monkeypatch.setattr(bm25, "_scope_cache", {})
-    if request.param == "sampled":
-        monkeypatch.setattr(bm25, "SAMPLE_ROWS", 25)
+    if request.param == "cached large scope":
+        monkeypatch.setattr(bm25, "CACHE_MIN_ROWS", 10)
     return request.param
 
 
