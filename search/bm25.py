@@ -13,15 +13,17 @@ are short; `ts_rank` is added as a small tie-break that still sees repetitions a
 and path weights). len is the number of lexemes of the stored vector; avglen is the candidates'
 mean.
 
-Document frequencies are counted when the query runs, from the GIN index, cut by the scope lexemes
-inside the scan (one statement for every term), each capped at twice MEMORY_SEARCH_CANDIDATES: always
-current (no counts to maintain on the write path, no job to refresh them), exact for every term that
-can be rare, and bounded in cost: counting reads the heap row of every match, and a common word's
-uncapped count read 4,000 heap blocks at 100,000 entries. A term at the cap is common and weighs
-little; the cap flattens differences among common words only. The scope's size and mean length come
-from the project/agent b-tree (an index-only count, a 200-row sample), kept a minute in the process
-for scopes of 1,000 rows or more. (Estimating frequencies from a cached sample of each scope's
-lexemes was tried: reading the sample cost up to half a second for each cold agent.)
+Document frequencies are taken when the query runs, so they are always current (no counts to
+maintain on the write path, no job of ours to refresh them): each term's rows in the scope are counted
+from the GIN index, cut by the scope lexemes inside the scan: all of them in a scope under 1,000 rows,
+else up to a quarter of MEMORY_SEARCH_CANDIDATES, which is exact for every rare term (the ones that weigh most and choose the
+candidates). A term past that is common, and its frequency is estimated from PostgreSQL's own
+statistics of the search vector (pg_stats' most common lexemes and their shares, kept by
+autovacuum's ANALYZE) times the scope's size. Counting common words exactly read the heap row of
+every match (4,000 heap blocks for one word at 100,000 entries) and multiplied search latency;
+estimating from a cached sample of each scope's lexemes cost up to half a second per cold agent.
+The scope's size and mean length come from the project/agent b-tree (an index-only count, a
+200-row sample), kept a minute in the process for scopes of 1,000 rows or more.
 
 The same counts choose the candidates (rare terms first, as MaxScore engines do): the rarest terms
 whose document frequencies add up to at most a quarter of MEMORY_SEARCH_CANDIDATES are scanned over
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from search.query import CompiledQuery
+from search.query import CompiledQuery, _lexemes
 
 K1 = 1.2
 B = 0.5
@@ -44,7 +46,8 @@ ONE_OCCURRENCE = 0.24317084
 LENGTH_SAMPLE = 200  # rows whose mean vector length stands for the scope's
 MAX_SCOPE_COUNT = 10_000_000
 CACHE_MIN_ROWS = 1000
-DF_CAP_FACTOR = 2
+COMMON_CACHE_SECONDS = 300.0
+_common_cache: dict = {}
 SCOPE_CACHE_SECONDS = 60.0
 RARE_SHARE = 0.25
 _scope_cache: dict = {}
@@ -105,6 +108,25 @@ def _exact_counts(
     return {i: int(row[f"c{i}"]) for i in terms}
 
 
+def _common_lexemes(table: str, fetch) -> dict[str, float]:
+    """The table's most common lexemes and the share of rows holding each, from PostgreSQL's own
+    statistics of the search vector (pg_stats, kept by ANALYZE/autovacuum); cached a few minutes."""
+    now = time.monotonic()
+    cached = _common_cache.get(table)
+    if cached and cached[0] > now:
+        return cached[1]
+    rows = fetch(
+        "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats"
+        " WHERE schemaname = current_schema() AND tablename = %(table)s AND attname = 'search_vector'",
+        {"table": table},
+    )
+    common: dict[str, float] = {}
+    if rows and rows[0]["elems"]:
+        common = dict(zip(rows[0]["elems"], rows[0]["freqs"], strict=False))
+    _common_cache[table] = (now + COMMON_CACHE_SECONDS, common)
+    return common
+
+
 def term_stats(
     table: str,
     where: list[str],
@@ -114,15 +136,28 @@ def term_stats(
     in_scope: str,
     fetch,
 ) -> TermStats:
-    """Document frequencies of the query's terms in the scope, counted from the GIN index, each
-    capped at DF_CAP_FACTOR x the candidate cap; sets the idf and length parameters."""
+    """Document frequencies of the query's terms in the scope; sets the idf and length parameters.
+
+    Each term's rows in the scope are counted from the GIN index: all of them in a scope of fewer
+    than CACHE_MIN_ROWS rows, else up to a quarter of the candidate cap (exact for the rare terms,
+    which choose the candidates); a term past that is common, and its frequency is estimated from
+    the table's lexeme statistics scaled to the scope's size."""
     k = settings.MEMORY_SEARCH_CANDIDATES
-    terms = {i: term.tsquery for i, term in enumerate(compiled.terms)}
-    counted = _exact_counts(table, where, terms, params, in_scope, DF_CAP_FACTOR * k, fetch)
-    df = [counted[i] for i in range(len(terms))]
     total, avglen = _scope_size(table, scope_where, params, fetch)
+    # A small scope is counted exactly (its rows are few); a large one up to the rare-term limit.
+    cap = total + 1 if total < CACHE_MIN_ROWS else max(1, int(k * RARE_SHARE)) + 1
+    terms = {i: term.tsquery for i, term in enumerate(compiled.terms)}
+    counted = _exact_counts(table, where, terms, params, in_scope, cap, fetch)
+    common = _common_lexemes(table, fetch) if any(n >= cap for n in counted.values()) else {}
+    df = []
+    for i in range(len(terms)):
+        n = counted[i]
+        if n >= cap:
+            share = min(1.0, sum(common.get(lexeme, 0.0) for lexeme in set(_lexemes(terms[i]))))
+            n = max(cap, round(share * total))
+        df.append(n)
     k = settings.MEMORY_SEARCH_CANDIDATES
-    exhaustive = sum(df) <= k
+    exhaustive = sum(df) <= k and all(counted[i] < cap for i in counted)
     # Rare terms: the rarest whose rows add up to at most a quarter of the cap (a term rare in the
     # scope can still be common in the table, and its whole posting list is read).
     order = sorted(range(len(df)), key=lambda i: (df[i], i))
