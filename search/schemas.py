@@ -48,3 +48,11 @@ class ContextOut(Schema):
     sections: dict
     cited: list[int]
     warnings: list[dict]
+
+
+class EmbeddingsStatusOut(Schema):
+    backend: str  # local | openai | off
+    model: str
+    pending: int  # items waiting to be embedded (new, edited, or made by another model)
+    enabled: bool  # semantic search runs (embeddings on and pgvector present)
+    detail: str | None = None  # why semantic search is off

@@ -2,7 +2,7 @@ from typing import Literal
 
 from ninja import Query, Router, Status
 
-from memoryproject.errors import InvalidInput, NotFound, PermissionDenied
+from memoryproject.errors import InvalidInput, NotFound
 from vault.api import agent_for_write
 from vault.models import TokenScope
 from vault.selectors import agent_get_for_principal
@@ -21,7 +21,6 @@ from .schemas import (
     CompactOut,
     MessagePage,
     MessagesIn,
-    ProjectStatsOut,
     RecoveryOut,
     RestoreOut,
     SessionOut,
@@ -297,9 +296,4 @@ def session_stats(request, agent: str, session_id: str):
     return selectors.session_stats(session)
 
 
-@router.get("/stats", response=ProjectStatsOut, summary="Statistics of the project")
-def project_stats(request, days: int = Query(14, ge=1, le=366)):
-    request.auth.require(TokenScope.READ)
-    if request.auth.is_agent_bound:
-        raise PermissionDenied("Project statistics need an admin or project-wide token.")
-    return selectors.project_stats(request.auth.project_id, days=days)
+# GET /stats is served by memoryproject/api.py, which adds the embeddings status of search.

@@ -46,7 +46,9 @@ def test_it_records_last_use(api, agent_a, token_a):
 def test_healthz_needs_no_token(api, db):
     response = api.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok"}
+    body = response.json()
+    assert (body["status"], body["database"]) == ("ok", "ok")
+    assert set(body["embeddings"]) >= {"backend", "model", "pending", "enabled"}
 
 
 def test_it_serves_the_openapi_schema(api, db):

@@ -4,6 +4,11 @@ Loads N entries over 50 agents into a project `bench-N` with COPY (reused when i
 entries), starts gunicorn on 127.0.0.1 (2 sync workers, the same WSGI app as production), and times
 sequential keep-alive requests from this process: p50/p95/p99 of agent-scoped search, project-wide
 search and context building. The server is stopped at the end; the corpus is kept unless --drop.
+
+With --embeddings the entries also get stored vectors (cheap synthetic ones, benchmarks/vectors.py:
+realistic for timing, meaningless for quality), the HNSW index is built, and two more rows are
+timed: `mode=hybrid` search of one agent over HTTP (the query embedded for real by the server), and
+the semantic arm alone in this process (search.semantic.semantic_search, query embedding included).
 """
 
 import http.client
@@ -23,6 +28,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from benchmarks.corpus import corpus_generate, corpus_queries
+from benchmarks.vectors import synthetic_embeddings_copy, vector_pool
+from memoryproject.embeddings import embedder_get
+from search.embedding_index import hnsw_index_ensure, vector_storage_ensure
+from search.models import Embedding
+from search.semantic import semantic_search
 from search.services import vocabulary_rebuild
 from vault import services as vault_services
 from vault import trust
@@ -69,17 +79,24 @@ class Command(BaseCommand):
         parser.add_argument("--queries", type=int, default=300, help="Timed requests per measurement.")
         parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
         parser.add_argument("--drop", action="store_true", help="Delete the benchmark project afterwards.")
+        parser.add_argument(
+            "--embeddings",
+            action="store_true",
+            help="Store synthetic vectors for the entries and also time hybrid search and the semantic arm.",
+        )
 
     def handle(self, *args, **options):
         n = options["entries"]
         if not 1 <= n <= 5_000_000:
             raise CommandError("--entries must be between 1 and 5,000,000")
         project = self._corpus(n)
+        if options["embeddings"]:
+            self._embeddings(project)
         _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_search")
         port = self._free_port()
         server = self._start_server(port, options["workers"])
         try:
-            self._measure(project, token, port, options["queries"])
+            self._measure(project, token, port, options["queries"], embeddings=options["embeddings"])
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -151,6 +168,36 @@ class Command(BaseCommand):
         self.stdout.write(f"loaded {n} entries in {time.perf_counter() - started:.1f} s")
         return project
 
+    def _embeddings(self, project: Project) -> None:
+        """One synthetic vector per entry, marked as the entry's current embedding (its md5 and the
+        configured model), so that nothing is pending and the background job leaves them alone."""
+        embedder = embedder_get()
+        if embedder is None or not vector_storage_ensure():
+            raise CommandError("--embeddings needs MEMORY_EMBEDDINGS on and pgvector in the database")
+        stored = Embedding.objects.filter(project=project, kind="entry", model=embedder.model_id).count()
+        entries = VaultEntry.objects.filter(project=project).count()
+        if stored == entries:
+            self.stdout.write(f"reusing {stored} stored vectors")
+            return
+        started = time.perf_counter()
+        Embedding.objects.filter(project=project).delete()
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP INDEX IF EXISTS search_embedding_hnsw_{embedder.dimensions}")
+            cursor.execute(
+                "SELECT id, project_id, agent_id, md5(content) FROM vault_vaultentry WHERE project_id = %s",
+                [project.pk],
+            )
+            rows = [("entry", *row) for row in cursor.fetchall()]
+        synthetic_embeddings_copy(rows, embedder=embedder, pool=vector_pool(embedder, 256))
+        with connection.cursor() as cursor:
+            cursor.execute("SET maintenance_work_mem = '512MB'")
+        hnsw_index_ensure(embedder.dimensions)
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM (ANALYZE) search_embedding")
+        self.stdout.write(
+            f"stored {len(rows)} synthetic vectors and built the HNSW index in {time.perf_counter() - started:.1f} s"
+        )
+
     def _vacuum(self) -> None:
         # A bulk COPY leaves its last rows in the GIN index's pending list, which every search then
         # scans linearly until (auto)vacuum merges it: measure the steady state, not that transient.
@@ -195,7 +242,9 @@ class Command(BaseCommand):
 
     # --- measurement ----------------------------------------------------------------------------
 
-    def _measure(self, project: Project, token: str, port: int, count: int) -> None:
+    def _measure(
+        self, project: Project, token: str, port: int, count: int, *, embeddings: bool = False
+    ) -> None:
         from urllib.parse import urlencode
 
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -226,6 +275,28 @@ class Command(BaseCommand):
                 {"command": queries[i], "budget_tokens": 2000},
             ),
         }
+        if embeddings:
+            runs["search mode=hybrid, one agent"] = lambda i: timed(
+                "GET",
+                "/api/v1/search?"
+                + urlencode(
+                    {"q": queries[i], "agent": agents[i % len(agents)], "kinds": "entries", "mode": "hybrid"}
+                ),
+            )
+            agent_ids = dict(Agent.objects.filter(project=project).values_list("slug", "pk"))
+
+            def semantic_arm(i):
+                started = time.perf_counter()
+                hits = semantic_search(
+                    project_id=project.pk,
+                    agent_id=agent_ids[agents[i % len(agents)]],
+                    kinds={"entries"},
+                    query=queries[i],
+                    limit=10,
+                )
+                return (time.perf_counter() - started) * 1000, {"results": hits}
+
+            runs["semantic arm (in-process)"] = semantic_arm
         self.stdout.write(
             f"{VaultEntry.objects.filter(project=project).count()} entries, {count} sequential requests each"
         )

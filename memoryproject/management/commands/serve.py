@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from memoryproject import embedded_db
+from search.semantic import semantic_status
 from vault.services import project_ensure_default
 
 
@@ -30,6 +31,9 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.")
         call_command("setup_schedules", verbosity=0, stdout=io.StringIO())
+        embeddings = semantic_status(with_pending=False)
+        if not embeddings["enabled"] and embeddings["backend"] != "off":
+            self.stderr.write(self.style.WARNING(f"Warning: {embeddings['detail']}."))
         self._first_run_help()
 
         base = [sys.executable, str(settings.BASE_DIR / "manage.py")]

