@@ -105,8 +105,9 @@ def _term_stats(
 ) -> TermStats:
     """Document frequencies of the query's terms in the scope (search/bm25.py); the rare terms are
     then scanned over the whole scope (`q_rare`), so no row holding one can be lost to the caps."""
-    scope_where = ["project_id = %(project)s"] + (
-        ["agent_id = ANY(%(agents)s)"] if scope.agent_ids is not None else []
+    # Only the scope's own column, so that the count is an index-only scan of its b-tree.
+    scope_where = (
+        ["agent_id = ANY(%(agents)s)"] if scope.agent_ids is not None else ["project_id = %(project)s"]
     )
     stats = term_stats(table, where, scope_where, compiled, params, scope_tsquery(scope), _fetch)
     if stats.rare and not stats.exhaustive:
