@@ -23,7 +23,7 @@ stored decay factors or term statistics.
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import psycopg
@@ -32,6 +32,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
+from search import fusion
 from search.bm25 import TermStats, bm25_score_sql, term_stats
 from search.query import CompiledQuery, query_compile, snippet_build
 from vault.models import (
@@ -67,6 +68,7 @@ class SearchFilters:
     status: str = EntryStatus.ACTIVE  # an EntryStatus value, or "all"
     limit: int = 10
     offset: int = 0
+    mode: str | None = None  # hybrid, lexical or semantic (search/fusion.py); None: the default
 
 
 @dataclass
@@ -136,6 +138,13 @@ def _common_params(compiled: CompiledQuery, filters: SearchFilters, scope: Searc
         "q": compiled.match,
         "q_scoped": f"( {compiled.match} ) & {in_scope}",
         "q_all_scoped": f"( {compiled.match_all} ) & {in_scope}",
+        **_common_params_plain(filters, scope),
+    }
+
+
+def _common_params_plain(filters: SearchFilters, scope: SearchScope) -> dict:
+    """The scope, filter and factor parameters (no query)."""
+    return {
         "project": scope.project_id,
         "agents": scope.agent_ids,
         "since": filters.since,
@@ -331,20 +340,39 @@ def _fetch(sql: str, params: dict) -> list[dict]:
         return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _entries(
-    compiled: CompiledQuery,
-    scope: SearchScope,
-    filters: SearchFilters,
-    per_category: dict[str, int] | None = None,
-) -> list[dict]:
-    """Ranked entries; with `per_category` ({category: n}) the best n of each of those categories
-    (one query for several sections of a context) instead of the best offset + limit overall."""
-    params = _common_params(compiled, filters, scope)
+def _entry_factor_sql(alias: str) -> str:
+    """The non-text factors of an entry's score (recency, importance, access, trust)."""
+    access = (
+        f"CASE WHEN {alias}.last_accessed_at IS NULL THEN 0 ELSE"
+        f" least(1.0, ln(1 + {alias}.access_count) / ln(11)) * "
+        + _decay_sql(_age_seconds_sql(f"{alias}.last_accessed_at"), "%(access_hl)s::float8")
+        + " END"
+    )
+    return f"""(
+        (1 + %(wr)s * {_decay_sql(_age_seconds_sql(f"{alias}.created_at"), _half_life_case(f"{alias}.category"))})
+        * (1 + %(wi)s * (2 * {alias}.importance - 1))
+        * (1 + %(wa)s * {access})
+        * CASE WHEN {alias}.last_accessed_at IS NULL AND {alias}.created_at < %(uncited_before)s
+               THEN %(uncited_factor)s ELSE 1 END
+        * CASE WHEN {alias}.status = 'active' THEN 1 ELSE %(inactive_factor)s END
+    )"""
+
+
+def _recency_factor_sql(column: str, kind: str) -> str:
+    """The recency factor of a message's or file's score."""
+    half_life = float(settings.MEMORY_HALF_LIFE_HOURS[kind])
+    return f"(1 + %(wr)s * {_decay_sql(_age_seconds_sql(column), f'{half_life}::float8')})"
+
+
+def entry_where(
+    scope: SearchScope, filters: SearchFilters, params: dict, categories: list[str] | None = None
+) -> list[str]:
+    """The scope and filter conditions of an entry search (sets their parameters)."""
     where = _scope_where(scope, filters)
     # Category and status are checked on the GIN scan's rows (`|| ''`: no b-tree bitmap, as above).
-    if per_category:
+    if categories:
         where.append("category || '' = ANY(%(categories)s)")
-        params["categories"] = list(per_category)
+        params["categories"] = categories
     elif filters.category:
         where.append("category || '' = %(category)s")
         params["category"] = filters.category
@@ -356,11 +384,19 @@ def _entries(
             "tags && %(tags)s::varchar[]" if filters.tags_mode == "any" else "tags @> %(tags)s::varchar[]"
         )
         params["tags"] = filters.tags
-    access = (
-        "CASE WHEN e.last_accessed_at IS NULL THEN 0 ELSE least(1.0, ln(1 + e.access_count) / ln(11)) * "
-        + _decay_sql(_age_seconds_sql("e.last_accessed_at"), "%(access_hl)s::float8")
-        + " END"
-    )
+    return where
+
+
+def _entries(
+    compiled: CompiledQuery,
+    scope: SearchScope,
+    filters: SearchFilters,
+    per_category: dict[str, int] | None = None,
+) -> list[dict]:
+    """Ranked entries; with `per_category` ({category: n}) the best n of each of those categories
+    (one query for several sections of a context) instead of the best offset + limit overall."""
+    params = _common_params(compiled, filters, scope)
+    where = entry_where(scope, filters, params, categories=list(per_category) if per_category else None)
     if per_category:
         limits = " ".join(f"WHEN %(cat{i})s THEN %(lim{i})s" for i, _ in enumerate(per_category.items()))
         for i, (category, n) in enumerate(per_category.items()):
@@ -369,8 +405,8 @@ def _entries(
         wanted = f"CASE category {limits} ELSE 1 END"
         partition = "PARTITION BY category"
         top = f"""
-            SELECT id, score FROM (
-                SELECT id, score, category,
+            SELECT id, score, factor FROM (
+                SELECT id, score, factor, category,
                        row_number() OVER (PARTITION BY category ORDER BY score DESC, id DESC) AS rank
                 FROM scored
             ) ranked
@@ -378,7 +414,7 @@ def _entries(
         """
     else:
         wanted, partition = "%(n)s", ""
-        top = "SELECT id, score FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
+        top = "SELECT id, score, factor FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
     params["prune"] = _prune_ratio(filters)
     stats = _term_stats("vault_vaultentry", where, compiled, params, scope)
     windows = EpochWindows() if stats.exhaustive else _epoch_windows(scope)
@@ -401,23 +437,18 @@ def _entries(
             FROM texted t
         ),
         scored AS (
-            SELECT e.id, e.category,
-                   e.ts
-                   * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("e.created_at"), _half_life_case("e.category"))})
-                   * (1 + %(wi)s * (2 * e.importance - 1))
-                   * (1 + %(wa)s * {access})
-                   * CASE WHEN e.last_accessed_at IS NULL AND e.created_at < %(uncited_before)s
-                          THEN %(uncited_factor)s ELSE 1 END
-                   * CASE WHEN e.status = 'active' THEN 1 ELSE %(inactive_factor)s END AS score
-            FROM bounded e
-            WHERE e.ts >= coalesce(e.nth, 0) * %(prune)s
+            SELECT id, category, ts * factor AS score, factor FROM (
+                SELECT e.id, e.category, e.ts, {_entry_factor_sql("e")} AS factor
+                FROM bounded e
+                WHERE e.ts >= coalesce(e.nth, 0) * %(prune)s
+            ) f
         ),
         top AS ({top})
         SELECT e.id, a.slug AS agent, e.category, e.content AS text, e.tags, e.status, e.importance,
                e.access_count, e.created_at, e.updated_at, e.source, e.created_by, e.confidence,
                e.source_session_id, e.supersedes_id AS supersedes,
                (SELECT s.id FROM vault_vaultentry s WHERE s.supersedes_id = e.id) AS superseded_by,
-               top.score
+               top.score, top.factor
         FROM top JOIN vault_vaultentry e ON e.id = top.id JOIN vault_agent a ON a.id = e.agent_id
         ORDER BY top.score DESC, e.id DESC
     """
@@ -428,15 +459,27 @@ def _entries(
 
 
 def entries_best_by_category(
-    agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int]
+    agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int], q: str = ""
 ) -> dict[str, list[dict]]:
-    """The best active entries of each category in `limits` for one compiled command, ranked as
-    search ranks them, in one query (context injection: top decisions and top lessons)."""
+    """The best active entries of each category in `limits` for one compiled command `q`, ranked as
+    search ranks them (context injection: top decisions and top lessons): in hybrid mode one search
+    per category, lexically in one query."""
     unknown = [c for c in limits if c not in Category.values]
     if unknown:
         raise InvalidInput(
             f"Unknown categories: {', '.join(unknown)}", [{"loc": ["category"], "msg": "unknown"}]
         )
+    if q.strip() and fusion.resolve_mode(None) == "hybrid":
+        scope = SearchScope(agent.project_id, [agent.pk])
+        return {
+            category: search_run(
+                q=q,
+                scope=scope,
+                filters=SearchFilters(kinds=("entries",), category=category, limit=int(n)),
+                compiled=compiled,
+            ).results
+            for category, n in limits.items()
+        }
     rows = _entries(
         compiled,
         SearchScope(agent.project_id, [agent.pk]),
@@ -452,15 +495,13 @@ def entries_best_by_category(
 def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters) + ["NOT internal"]
-    half_life = float(settings.MEMORY_HALF_LIFE_HOURS["messages"])
     stats = _term_stats("sessions_app_message", where, compiled, params, scope)
     sql = f"""
         WITH {_candidates_sql("sessions_app_message", where, compiled, params, stats=stats)}
         SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
                m.session_id, m.created_at,
-               {_text_score_sql("m", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("m.created_at"), f"{half_life}::float8")})
-               AS score
+               {_text_score_sql("m", compiled, params)} * {_recency_factor_sql("m.created_at", "messages")}
+               AS score, {_recency_factor_sql("m.created_at", "messages")} AS factor
         FROM cand JOIN sessions_app_message m ON m.id = cand.id
         JOIN vault_agent a ON a.id = m.agent_id JOIN sessions_app_session s ON s.id = m.session_id
         ORDER BY score DESC, m.id DESC
@@ -476,14 +517,12 @@ def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilter
 def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
-    half_life = float(settings.MEMORY_HALF_LIFE_HOURS["files"])
     stats = _term_stats("vault_workspacefile", where, compiled, params, scope)
     sql = f"""
         WITH {_candidates_sql("vault_workspacefile", where, compiled, params, stats=stats)}
         SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,
-               {_text_score_sql("f", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("f.updated_at"), f"{half_life}::float8")})
-               AS score
+               {_text_score_sql("f", compiled, params)} * {_recency_factor_sql("f.updated_at", "files")}
+               AS score, {_recency_factor_sql("f.updated_at", "files")} AS factor
         FROM cand JOIN vault_workspacefile f ON f.id = cand.id JOIN vault_agent a ON a.id = f.agent_id
         ORDER BY score DESC, f.id DESC
         LIMIT %(n)s
@@ -583,19 +622,28 @@ def search_run(
         return SearchOutcome(results=[], took_ms=0.0, query=compiled)
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
     entries_only = bool(filters.category or filters.tags or filters.status not in ("active", "all"))
+    mode = fusion.resolve_mode(filters.mode)
+    wanted = filters
+    if mode != "lexical":  # each arm gives its best rows to the fusion, which then cuts the page
+        wanted = replace(filters, offset=0, limit=max(filters.offset + filters.limit, fusion.FUSION_DEPTH))
     rows: list[dict] = []
-    if "entries" in filters.kinds:
-        rows += _entries(compiled, scope, filters)
-    if "messages" in filters.kinds and not entries_only:
-        rows += _messages(compiled, scope, filters)
+    if mode != "semantic":
+        rows = _lexical_rows(compiled, scope, wanted, entries_only)
+    if mode != "lexical":
+        kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
+        semantic = fusion.semantic_rows(q, scope, filters, kinds, wanted.limit)
+        rows = fusion.fuse(rows, semantic)
+    else:
+        for row in rows:
+            row["arms"] = ["lexical"]
     if (
         "messages" in filters.kinds
         and filters.status in ("archived", "all")
         and not (filters.category or filters.tags)
     ):
-        rows += _archived_session_messages(compiled, scope, filters)
-    if "files" in filters.kinds and not entries_only:
-        rows += _files(compiled, scope, filters)
+        for row in _archived_session_messages(compiled, scope, filters):
+            row["arms"] = ["lexical"]
+            rows.append(row)
     rows.sort(key=lambda row: (-row["score"], row["kind"], -row["id"]))
     page = rows[filters.offset : filters.offset + filters.limit]
     patterns = compiled.patterns
@@ -605,6 +653,19 @@ def search_run(
     return SearchOutcome(
         results=page, took_ms=round((time.perf_counter() - started) * 1000, 2), query=compiled
     )
+
+
+def _lexical_rows(
+    compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters, entries_only: bool
+) -> list[dict]:
+    rows: list[dict] = []
+    if "entries" in filters.kinds:
+        rows += _entries(compiled, scope, filters)
+    if "messages" in filters.kinds and not entries_only:
+        rows += _messages(compiled, scope, filters)
+    if "files" in filters.kinds and not entries_only:
+        rows += _files(compiled, scope, filters)
+    return rows
 
 
 def search_for_principal(
