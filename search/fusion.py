@@ -1,9 +1,9 @@
 """Hybrid retrieval: the lexical arm (BM25 in SQL, search/selectors.py) fused with the semantic arm
 (embeddings, search/semantic.py), then the recency/importance/access factors.
 
-Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). Each arm's relevance
-(lexical: the BM25 text score before the factors; semantic: the cosine similarity) is min-max
-normalised over its own rows, the two are averaged with equal weights (a row one arm did not find
+Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). Each arm's relevance is
+normalised over its own rows (lexical: the BM25 text score before the factors, divided by the best;
+semantic: the cosine similarity, min-max), the two are averaged with equal weights (a row one arm did not find
 gets 0 from it), and the result is multiplied by the row's factors, as a lexical score is. Every
 result says which arm(s) found it (`arms`). The semantic arm's rows are read with the same scope and
 filters (category, tags, status, since, until, internal, deleted) as the lexical ones: a semantic hit
@@ -143,7 +143,11 @@ def fuse(lexical: list[dict], semantic: list[dict], method: str | None = None) -
             )
             row["score"] = fused * row["factor"]
     else:
-        lex_n, sem_n = _normalised(text_score, None), _normalised(similarity, None)
+        # BM25 is ratio-scaled (0: no match): divided by the best, so the factors can still reorder
+        # rows of about the same relevance; cosine similarity has an arbitrary floor: min-max.
+        best = max(text_score.values(), default=0.0)
+        lex_n = {k: v / best for k, v in text_score.items()} if best > 0 else {}
+        sem_n = _normalised(similarity, None)
         for key, row in rows.items():
             fused = LEXICAL_WEIGHT * lex_n.get(key, 0.0) + (1 - LEXICAL_WEIGHT) * sem_n.get(key, 0.0)
             row["score"] = fused * row["factor"]

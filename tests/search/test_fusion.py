@@ -65,9 +65,10 @@ def test_fusion_marks_both_arms_and_applies_the_factors():
         assert fused[("entry", 2)]["arms"] == ["lexical", "semantic"]
         assert fused[("message", 3)]["arms"] == ["semantic"]
     minmax = {(r["kind"], r["id"]): r["score"] for r in fuse(lexical, semantic, "minmax")}
-    # entry 1: best lexical (1.0 x 0.5) x its factor 2; entry 2: best semantic (0.5); message: 0
+    # entry 1: best lexical (text score 2 of 2: 1.0 x 0.5) x its factor 2; entry 2: text score 1 of
+    # 2 (0.5 x 0.5) + best semantic (1.0 x 0.5); message: lowest semantic, min-max 0
     assert minmax[("entry", 1)] == pytest.approx(1.0)
-    assert minmax[("entry", 2)] == pytest.approx(0.5)
+    assert minmax[("entry", 2)] == pytest.approx(0.75)
     assert minmax[("message", 3)] == pytest.approx(0.0)
 
 

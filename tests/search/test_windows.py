@@ -58,6 +58,7 @@ def history(agent_a, agent_b, settings, monkeypatch):
 
 def find(agent, q, **filters):
     filters.setdefault("kinds", ("entries",))
+    filters.setdefault("mode", "lexical")  # the windows belong to the lexical arm
     outcome = search_run(
         q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=SearchFilters(**filters)
     )
