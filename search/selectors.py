@@ -1,25 +1,29 @@
 """Search over vault entries, session messages and workspace files, ranked in SQL.
 
-Per kind, at most MEMORY_SEARCH_CANDIDATES rows matching any query term are ranked (plus, when more
-than that match, as many rows matching every term), straight from the GIN index and cut by the
-project/agent scope in the same scan. The score is
+Candidates per kind come straight from the GIN index, cut by the project/agent scope in the same
+scan: every row matching the query when the terms' document frequencies add up to at most
+MEMORY_SEARCH_CANDIDATES; otherwise every row holding one of the rare terms (search/bm25.py) plus up
+to that many rows matching any term (entries: in the recency windows) and as many matching every
+term. The score is
 
-    (terms matched + ts_rank) x (1 + w_recency x decay) x (1 + w_importance x (2 x importance - 1))
-                              x (1 + w_access x access)
+    bm25 x coverage x (1 + w_recency x decay) x (1 + w_importance x (2 x importance - 1))
+                    x (1 + w_access x access)
 
-where decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
+where bm25 sums the matched terms' idf (document frequencies in the scope searched) with tf
+saturation and length normalisation, coverage = terms matched / terms (as Lucene's classic coord),
+decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
 x 0.5 ^ (hours since last access / access half-life). Two more factors for trust (issue 8): an entry
 older than MEMORY_UNCITED_DAYS that was never accessed (never cited in a context, never read) gets
 x (1 - MEMORY_SEARCH_UNCITED_PENALTY), and with status=all an entry that is not active (superseded,
 pending, rejected, archived) gets x MEMORY_SEARCH_INACTIVE_FACTOR, so the live entry of a supersede
-chain ranks first. Terms matched dominate, so a recent or important
-entry wins only over entries that answer the query about as well. Everything is computed at query
-time: nothing periodically rewrites stored decay factors.
+chain ranks first. Relevance dominates, so a recent or important entry wins only over entries that
+answer the query about as well. Everything is computed at query time: nothing periodically rewrites
+stored decay factors or term statistics.
 """
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import psycopg
@@ -28,6 +32,8 @@ from django.db import connection
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
+from search import fusion
+from search.bm25 import TermStats, bm25_score_sql, term_stats
 from search.query import CompiledQuery, query_compile, snippet_build
 from vault.models import (
     SCOPE_AGENT_PREFIX,
@@ -62,6 +68,7 @@ class SearchFilters:
     status: str = EntryStatus.ACTIVE  # an EntryStatus value, or "all"
     limit: int = 10
     offset: int = 0
+    mode: str | None = None  # hybrid, lexical or semantic (search/fusion.py); None: the default
 
 
 @dataclass
@@ -92,11 +99,28 @@ def _half_life_case(column: str) -> str:
 
 
 def _text_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
-    coverage = []
-    for i, term in enumerate(compiled.terms):
-        params[f"t{i}"] = term.tsquery
-        coverage.append(f"({alias}.search_vector @@ %(t{i})s::tsquery)::int")
-    return f"({' + '.join(coverage)} + ts_rank({alias}.search_vector, %(q)s::tsquery))"
+    return bm25_score_sql(alias, compiled, params)
+
+
+def _term_stats(
+    table: str, where: list[str], compiled: CompiledQuery, params: dict, scope: SearchScope
+) -> TermStats:
+    """Document frequencies of the query's terms in the scope (search/bm25.py); the rare terms are
+    then scanned over the whole scope (`q_rare`), so no row holding one can be lost to the caps."""
+    # Only the scope's own column, so that the count is an index-only scan of its b-tree.
+    scope_where = (
+        ["agent_id = ANY(%(agents)s)"] if scope.agent_ids is not None else ["project_id = %(project)s"]
+    )
+    stats = term_stats(table, where, scope_where, compiled, params, scope_tsquery(scope), _fetch)
+    if stats.rare and not stats.exhaustive:
+        rare = [compiled.terms[i].tsquery for i in stats.rare]
+        # Only the rare terms' posting lists (and the required phrases', and the exclusions) are read.
+        required = [t.tsquery for t in compiled.terms if t.required]
+        exclusions = compiled.match[len(compiled.match_terms) :]
+        params["q_rare"] = (
+            " & ".join([f"( {' | '.join(rare)} )", *required, scope_tsquery(scope)]) + exclusions
+        )
+    return stats
 
 
 def scope_tsquery(scope: SearchScope) -> str:
@@ -114,6 +138,13 @@ def _common_params(compiled: CompiledQuery, filters: SearchFilters, scope: Searc
         "q": compiled.match,
         "q_scoped": f"( {compiled.match} ) & {in_scope}",
         "q_all_scoped": f"( {compiled.match_all} ) & {in_scope}",
+        **_common_params_plain(filters, scope),
+    }
+
+
+def _common_params_plain(filters: SearchFilters, scope: SearchScope) -> dict:
+    """The scope, filter and factor parameters (no query)."""
+    return {
         "project": scope.project_id,
         "agents": scope.agent_ids,
         "since": filters.since,
@@ -227,10 +258,19 @@ def _epoch_windows(scope: SearchScope) -> EpochWindows:
 
 
 def _candidates_sql(
-    table: str, where: list[str], compiled: CompiledQuery, params: dict, windows: EpochWindows | None = None
+    table: str,
+    where: list[str],
+    compiled: CompiledQuery,
+    params: dict,
+    windows: EpochWindows | None = None,
+    stats: TermStats | None = None,
 ) -> str:
     """CTEs ending in `cand`: the ids to rank, straight from the GIN index and cut by the scope (and
     the recency windows) inside the scan.
+
+    When the terms' document frequencies (`stats`) add up to at most k, every matching row is a
+    candidate (one scan of the scope, no windows). Otherwise the rows holding one of the rare terms
+    are all scanned over the whole scope (`q_rare`, see _term_stats), and besides them:
 
     Without windows: up to k rows matching any term; only when they overflow the cap (so an
     arbitrary subset was kept) are up to k rows matching every term fetched too, so the best answers
@@ -248,13 +288,19 @@ def _candidates_sql(
             f" AND search_vector @@ %({query_param})s::tsquery LIMIT %(k)s"
         )
 
+    if stats is not None and stats.exhaustive:
+        return f"cand AS ({scan('q_scoped')})"
+    rare, rare_union = "", ""
+    if "q_rare" in params:
+        rare, rare_union = f"rareq AS ({scan('q_rare')}),", " UNION SELECT id FROM rareq"
     if windows.near is None:
         if not multi:
-            return f"cand AS ({scan('q_scoped')})"
+            return f"{rare} cand AS (SELECT id FROM ({scan('q_scoped')}) a{rare_union})"
         return f"""
+            {rare}
             anyq AS MATERIALIZED ({scan("q_scoped")}),
             allq AS ({scan("q_all_scoped", "(SELECT count(*) FROM anyq) >= %(k)s")}),
-            cand AS (SELECT id FROM anyq UNION SELECT id FROM allq)
+            cand AS (SELECT id FROM anyq UNION SELECT id FROM allq{rare_union})
         """
     params["q_near"] = f"( {compiled.match} ) & {windows.near}"
     if multi:
@@ -267,12 +313,13 @@ def _candidates_sql(
         wide_gate = "(SELECT count(*) FROM anyq) < %(k)s"
     params["page"] = max(1, params["n"])
     return f"""
+        {rare}
         anyq AS MATERIALIZED ({scan("q_near")}),
         allq AS MATERIALIZED ({scan("q_wide", wide_gate)}),
         fullq AS (
             {scan("q_scoped", "(SELECT count(*) FROM (SELECT id FROM anyq UNION SELECT id FROM allq) w) < %(page)s")}
         ),
-        cand AS (SELECT id FROM anyq UNION SELECT id FROM allq UNION SELECT id FROM fullq)
+        cand AS (SELECT id FROM anyq UNION SELECT id FROM allq UNION SELECT id FROM fullq{rare_union})
     """
 
 
@@ -293,20 +340,39 @@ def _fetch(sql: str, params: dict) -> list[dict]:
         return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _entries(
-    compiled: CompiledQuery,
-    scope: SearchScope,
-    filters: SearchFilters,
-    per_category: dict[str, int] | None = None,
-) -> list[dict]:
-    """Ranked entries; with `per_category` ({category: n}) the best n of each of those categories
-    (one query for several sections of a context) instead of the best offset + limit overall."""
-    params = _common_params(compiled, filters, scope)
+def _entry_factor_sql(alias: str) -> str:
+    """The non-text factors of an entry's score (recency, importance, access, trust)."""
+    access = (
+        f"CASE WHEN {alias}.last_accessed_at IS NULL THEN 0 ELSE"
+        f" least(1.0, ln(1 + {alias}.access_count) / ln(11)) * "
+        + _decay_sql(_age_seconds_sql(f"{alias}.last_accessed_at"), "%(access_hl)s::float8")
+        + " END"
+    )
+    return f"""(
+        (1 + %(wr)s * {_decay_sql(_age_seconds_sql(f"{alias}.created_at"), _half_life_case(f"{alias}.category"))})
+        * (1 + %(wi)s * (2 * {alias}.importance - 1))
+        * (1 + %(wa)s * {access})
+        * CASE WHEN {alias}.last_accessed_at IS NULL AND {alias}.created_at < %(uncited_before)s
+               THEN %(uncited_factor)s ELSE 1 END
+        * CASE WHEN {alias}.status = 'active' THEN 1 ELSE %(inactive_factor)s END
+    )"""
+
+
+def _recency_factor_sql(column: str, kind: str) -> str:
+    """The recency factor of a message's or file's score."""
+    half_life = float(settings.MEMORY_HALF_LIFE_HOURS[kind])
+    return f"(1 + %(wr)s * {_decay_sql(_age_seconds_sql(column), f'{half_life}::float8')})"
+
+
+def entry_where(
+    scope: SearchScope, filters: SearchFilters, params: dict, categories: list[str] | None = None
+) -> list[str]:
+    """The scope and filter conditions of an entry search (sets their parameters)."""
     where = _scope_where(scope, filters)
     # Category and status are checked on the GIN scan's rows (`|| ''`: no b-tree bitmap, as above).
-    if per_category:
+    if categories:
         where.append("category || '' = ANY(%(categories)s)")
-        params["categories"] = list(per_category)
+        params["categories"] = categories
     elif filters.category:
         where.append("category || '' = %(category)s")
         params["category"] = filters.category
@@ -318,11 +384,19 @@ def _entries(
             "tags && %(tags)s::varchar[]" if filters.tags_mode == "any" else "tags @> %(tags)s::varchar[]"
         )
         params["tags"] = filters.tags
-    access = (
-        "CASE WHEN e.last_accessed_at IS NULL THEN 0 ELSE least(1.0, ln(1 + e.access_count) / ln(11)) * "
-        + _decay_sql(_age_seconds_sql("e.last_accessed_at"), "%(access_hl)s::float8")
-        + " END"
-    )
+    return where
+
+
+def _entries(
+    compiled: CompiledQuery,
+    scope: SearchScope,
+    filters: SearchFilters,
+    per_category: dict[str, int] | None = None,
+) -> list[dict]:
+    """Ranked entries; with `per_category` ({category: n}) the best n of each of those categories
+    (one query for several sections of a context) instead of the best offset + limit overall."""
+    params = _common_params(compiled, filters, scope)
+    where = entry_where(scope, filters, params, categories=list(per_category) if per_category else None)
     if per_category:
         limits = " ".join(f"WHEN %(cat{i})s THEN %(lim{i})s" for i, _ in enumerate(per_category.items()))
         for i, (category, n) in enumerate(per_category.items()):
@@ -331,8 +405,8 @@ def _entries(
         wanted = f"CASE category {limits} ELSE 1 END"
         partition = "PARTITION BY category"
         top = f"""
-            SELECT id, score FROM (
-                SELECT id, score, category,
+            SELECT id, score, factor FROM (
+                SELECT id, score, factor, category,
                        row_number() OVER (PARTITION BY category ORDER BY score DESC, id DESC) AS rank
                 FROM scored
             ) ranked
@@ -340,15 +414,17 @@ def _entries(
         """
     else:
         wanted, partition = "%(n)s", ""
-        top = "SELECT id, score FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
+        top = "SELECT id, score, factor FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
     params["prune"] = _prune_ratio(filters)
+    stats = _term_stats("vault_vaultentry", where, compiled, params, scope)
+    windows = EpochWindows() if stats.exhaustive else _epoch_windows(scope)
     # Text relevance is computed for every candidate; the other factors only for the candidates
     # that can still reach the page: a row whose text score is below (the n-th best text score) x
     # (smallest / largest possible product of the other factors) cannot outrank the n-th row, so
     # its decay and access arithmetic is skipped. The display columns (and the supersede lookup)
     # are read for the rows that make the page only.
     sql = f"""
-        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, _epoch_windows(scope))},
+        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, windows, stats)},
         texted AS (
             SELECT e.id, e.category, e.created_at, e.importance, e.last_accessed_at, e.access_count,
                    e.status, {_text_score_sql("e", compiled, params)} AS ts
@@ -361,23 +437,18 @@ def _entries(
             FROM texted t
         ),
         scored AS (
-            SELECT e.id, e.category,
-                   e.ts
-                   * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("e.created_at"), _half_life_case("e.category"))})
-                   * (1 + %(wi)s * (2 * e.importance - 1))
-                   * (1 + %(wa)s * {access})
-                   * CASE WHEN e.last_accessed_at IS NULL AND e.created_at < %(uncited_before)s
-                          THEN %(uncited_factor)s ELSE 1 END
-                   * CASE WHEN e.status = 'active' THEN 1 ELSE %(inactive_factor)s END AS score
-            FROM bounded e
-            WHERE e.ts >= coalesce(e.nth, 0) * %(prune)s
+            SELECT id, category, ts * factor AS score, factor FROM (
+                SELECT e.id, e.category, e.ts, {_entry_factor_sql("e")} AS factor
+                FROM bounded e
+                WHERE e.ts >= coalesce(e.nth, 0) * %(prune)s
+            ) f
         ),
         top AS ({top})
         SELECT e.id, a.slug AS agent, e.category, e.content AS text, e.tags, e.status, e.importance,
                e.access_count, e.created_at, e.updated_at, e.source, e.created_by, e.confidence,
                e.source_session_id, e.supersedes_id AS supersedes,
                (SELECT s.id FROM vault_vaultentry s WHERE s.supersedes_id = e.id) AS superseded_by,
-               top.score
+               top.score, top.factor
         FROM top JOIN vault_vaultentry e ON e.id = top.id JOIN vault_agent a ON a.id = e.agent_id
         ORDER BY top.score DESC, e.id DESC
     """
@@ -388,15 +459,27 @@ def _entries(
 
 
 def entries_best_by_category(
-    agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int]
+    agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int], q: str = ""
 ) -> dict[str, list[dict]]:
-    """The best active entries of each category in `limits` for one compiled command, ranked as
-    search ranks them, in one query (context injection: top decisions and top lessons)."""
+    """The best active entries of each category in `limits` for one compiled command `q`, ranked as
+    search ranks them (context injection: top decisions and top lessons): in hybrid mode one search
+    per category, lexically in one query."""
     unknown = [c for c in limits if c not in Category.values]
     if unknown:
         raise InvalidInput(
             f"Unknown categories: {', '.join(unknown)}", [{"loc": ["category"], "msg": "unknown"}]
         )
+    if q.strip() and fusion.resolve_mode(None) == "hybrid":
+        scope = SearchScope(agent.project_id, [agent.pk])
+        return {
+            category: search_run(
+                q=q,
+                scope=scope,
+                filters=SearchFilters(kinds=("entries",), category=category, limit=int(n)),
+                compiled=compiled,
+            ).results
+            for category, n in limits.items()
+        }
     rows = _entries(
         compiled,
         SearchScope(agent.project_id, [agent.pk]),
@@ -412,14 +495,13 @@ def entries_best_by_category(
 def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters) + ["NOT internal"]
-    half_life = float(settings.MEMORY_HALF_LIFE_HOURS["messages"])
+    stats = _term_stats("sessions_app_message", where, compiled, params, scope)
     sql = f"""
-        WITH {_candidates_sql("sessions_app_message", where, compiled, params)}
+        WITH {_candidates_sql("sessions_app_message", where, compiled, params, stats=stats)}
         SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
                m.session_id, m.created_at,
-               {_text_score_sql("m", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("m.created_at"), f"{half_life}::float8")})
-               AS score
+               {_text_score_sql("m", compiled, params)} * {_recency_factor_sql("m.created_at", "messages")}
+               AS score, {_recency_factor_sql("m.created_at", "messages")} AS factor
         FROM cand JOIN sessions_app_message m ON m.id = cand.id
         JOIN vault_agent a ON a.id = m.agent_id JOIN sessions_app_session s ON s.id = m.session_id
         ORDER BY score DESC, m.id DESC
@@ -435,13 +517,12 @@ def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilter
 def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
-    half_life = float(settings.MEMORY_HALF_LIFE_HOURS["files"])
+    stats = _term_stats("vault_workspacefile", where, compiled, params, scope)
     sql = f"""
-        WITH {_candidates_sql("vault_workspacefile", where, compiled, params)}
+        WITH {_candidates_sql("vault_workspacefile", where, compiled, params, stats=stats)}
         SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,
-               {_text_score_sql("f", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("f.updated_at"), f"{half_life}::float8")})
-               AS score
+               {_text_score_sql("f", compiled, params)} * {_recency_factor_sql("f.updated_at", "files")}
+               AS score, {_recency_factor_sql("f.updated_at", "files")} AS factor
         FROM cand JOIN vault_workspacefile f ON f.id = cand.id JOIN vault_agent a ON a.id = f.agent_id
         ORDER BY score DESC, f.id DESC
         LIMIT %(n)s
@@ -541,19 +622,28 @@ def search_run(
         return SearchOutcome(results=[], took_ms=0.0, query=compiled)
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
     entries_only = bool(filters.category or filters.tags or filters.status not in ("active", "all"))
+    mode = fusion.resolve_mode(filters.mode)
+    wanted = filters
+    if mode != "lexical":  # each arm gives its best rows to the fusion, which then cuts the page
+        wanted = replace(filters, offset=0, limit=max(filters.offset + filters.limit, fusion.FUSION_DEPTH))
     rows: list[dict] = []
-    if "entries" in filters.kinds:
-        rows += _entries(compiled, scope, filters)
-    if "messages" in filters.kinds and not entries_only:
-        rows += _messages(compiled, scope, filters)
+    if mode != "semantic":
+        rows = _lexical_rows(compiled, scope, wanted, entries_only)
+    if mode != "lexical":
+        kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
+        semantic = fusion.semantic_rows(q, scope, filters, kinds, wanted.limit)
+        rows = fusion.fuse(rows, semantic)
+    else:
+        for row in rows:
+            row["arms"] = ["lexical"]
     if (
         "messages" in filters.kinds
         and filters.status in ("archived", "all")
         and not (filters.category or filters.tags)
     ):
-        rows += _archived_session_messages(compiled, scope, filters)
-    if "files" in filters.kinds and not entries_only:
-        rows += _files(compiled, scope, filters)
+        for row in _archived_session_messages(compiled, scope, filters):
+            row["arms"] = ["lexical"]
+            rows.append(row)
     rows.sort(key=lambda row: (-row["score"], row["kind"], -row["id"]))
     page = rows[filters.offset : filters.offset + filters.limit]
     patterns = compiled.patterns
@@ -563,6 +653,19 @@ def search_run(
     return SearchOutcome(
         results=page, took_ms=round((time.perf_counter() - started) * 1000, 2), query=compiled
     )
+
+
+def _lexical_rows(
+    compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters, entries_only: bool
+) -> list[dict]:
+    rows: list[dict] = []
+    if "entries" in filters.kinds:
+        rows += _entries(compiled, scope, filters)
+    if "messages" in filters.kinds and not entries_only:
+        rows += _messages(compiled, scope, filters)
+    if "files" in filters.kinds and not entries_only:
+        rows += _files(compiled, scope, filters)
+    return rows
 
 
 def search_for_principal(

@@ -278,6 +278,15 @@ def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> Session 
     return candidate if first == head else None
 
 
+REPLY_CONTEXT_CHARS = 300
+
+
+def _reply_context(text: str | None) -> str:
+    """The part of the previous turn stored with a message for search (its end: what is answered)."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= REPLY_CONTEXT_CHARS else text[-REPLY_CONTEXT_CHARS:]
+
+
 def messages_append(
     *,
     agent: Agent,
@@ -373,6 +382,9 @@ def messages_append(
         now = timezone.now()
         ids = _ids_allocate(len(unique))
         rows = []
+        previous = _reply_context(
+            Message.objects.filter(pk=parent_id).values_list("text", flat=True).first() if parent_id else ""
+        )
         for pk, item in zip(ids, unique, strict=True):
             rows.append(
                 Message(
@@ -389,9 +401,11 @@ def messages_append(
                     tool_call_id=item.tool_call_id,
                     state=item.state,
                     created_at=item.created_at or now,
+                    reply_to_text=previous,
                 )
             )
             parent_id = pk
+            previous = _reply_context(item.text)
         Message.objects.bulk_create(rows)
         branch.head_id = parent_id
         branch.save(update_fields=["head"])
