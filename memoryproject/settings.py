@@ -155,8 +155,8 @@ if REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
 # The cache holds the rate-limit counters, so it must be shared by every web process and host: Redis
-# when REDIS_URL is set, else a table in the database (created by `manage.py createcachetable`, which
-# `serve` runs after migrating).
+# when REDIS_URL is set, else a table in the database (created by the migration
+# memoryproject.0001_cache_table).
 CACHE_TABLE = "memory_cache"
 CACHES = {
     "default": (
