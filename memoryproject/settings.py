@@ -155,8 +155,8 @@ if REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
 # The cache holds the rate-limit counters, so it must be shared by every web process and host: Redis
-# when REDIS_URL is set, else a table in the database (created by `manage.py createcachetable`, which
-# `serve` runs after migrating).
+# when REDIS_URL is set, else a table in the database (created by the migration
+# memoryproject.0001_cache_table).
 CACHE_TABLE = "memory_cache"
 CACHES = {
     "default": (
@@ -276,6 +276,11 @@ MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, 
 # for among the MEMORY_SEARCH_RECENT_IDS entry ids below the scope's newest, rows matching every term
 # among twice as many, and the whole scope only when those give less than a page. 0: always all.
 MEMORY_SEARCH_RECENT_IDS = env_int("MEMORY_SEARCH_RECENT_IDS", 32768, minimum=0, maximum=1_000_000_000)
+# How hybrid search fuses its lexical and semantic arms (search/fusion.py): "minmax" (BM25 / its best
+# and the similarity min-max normalised, averaged) or "rrf" (reciprocal rank fusion, k = 10).
+MEMORY_SEARCH_FUSION = env_str("MEMORY_SEARCH_FUSION", "minmax").strip().lower()
+if MEMORY_SEARCH_FUSION not in ("minmax", "rrf"):
+    raise ImproperlyConfigured("MEMORY_SEARCH_FUSION must be minmax or rrf")
 MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
 
 # --- Embeddings and semantic search -----------------------------------------------------------

@@ -28,6 +28,9 @@ def search(
     ),
     limit: int = Query(None, ge=1, le=100),
     offset: int = Query(0, ge=0, le=10_000),
+    mode: Literal["hybrid", "lexical", "semantic"] | None = Query(
+        None, description="Default: hybrid when semantic search is on, else lexical"
+    ),
 ):
     request.auth.require(TokenScope.READ)
     filters = selectors.SearchFilters(
@@ -40,6 +43,7 @@ def search(
         status=status,
         limit=limit or selectors.default_limit(),
         offset=offset,
+        mode=mode,
     )
     outcome = selectors.search_for_principal(request.auth, q=q, agent=agent, filters=filters)
     return {

@@ -28,6 +28,9 @@ class SearchResultOut(Schema):
     role: str | None = None
     archived: bool | None = None
     path: str | None = Field(None, description="Files: the workspace path")
+    arms: list[str] = Field(
+        default_factory=list, description="Which retrieval found it: lexical, semantic or both (hybrid)"
+    )
 
 
 class SearchOut(Schema):

@@ -1,297 +1,61 @@
 """Search over vault entries, session messages and workspace files, ranked in SQL.
 
-Per kind, at most MEMORY_SEARCH_CANDIDATES rows matching any query term are ranked (plus, when more
-than that match, as many rows matching every term), straight from the GIN index and cut by the
-project/agent scope in the same scan. The score is
+Candidates per kind come straight from the GIN index, cut by the project/agent scope in the same
+scan: every row matching the query when the terms' document frequencies add up to at most
+MEMORY_SEARCH_CANDIDATES; otherwise every row holding one of the rare terms (search/bm25.py) plus up
+to that many rows matching any term (entries: in the recency windows) and as many matching every
+term. The score is
 
-    (terms matched + ts_rank) x (1 + w_recency x decay) x (1 + w_importance x (2 x importance - 1))
-                              x (1 + w_access x access)
+    bm25 x coverage x (1 + w_recency x decay) x (1 + w_importance x (2 x importance - 1))
+                    x (1 + w_access x access)
 
-where decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
+where bm25 sums the matched terms' idf (document frequencies in the scope searched) with tf
+saturation and length normalisation, coverage = terms matched / terms (as Lucene's classic coord),
+decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
 x 0.5 ^ (hours since last access / access half-life). Two more factors for trust: an entry
 older than MEMORY_UNCITED_DAYS that was never accessed (never cited in a context, never read) gets
 x (1 - MEMORY_SEARCH_UNCITED_PENALTY), and with status=all an entry that is not active (superseded,
 pending, rejected, archived) gets x MEMORY_SEARCH_INACTIVE_FACTOR, so the live entry of a supersede
-chain ranks first. Terms matched dominate, so a recent or important
-entry wins only over entries that answer the query about as well. Everything is computed at query
-time: nothing periodically rewrites stored decay factors.
+chain ranks first. Relevance dominates, so a recent or important entry wins only over entries that
+answer the query about as well. Everything is computed at query time: nothing periodically rewrites
+stored decay factors or term statistics.
 """
 
 import re
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import replace
 
-import psycopg
 from django.conf import settings
-from django.db import connection
-from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
+from search import fusion
 from search.query import CompiledQuery, query_compile, snippet_build
+from search.ranking import (
+    KINDS,
+    EpochWindows,
+    SearchFilters,
+    SearchOutcome,
+    SearchScope,
+    _candidates_sql,
+    _common_params,
+    _entry_factor_sql,
+    _epoch_windows,
+    _fetch,
+    _prune_ratio,
+    _recency_factor_sql,
+    _scope_where,
+    _term_stats,
+    _text_score_sql,
+    entry_where,
+)
 from sessions_app.selectors import archived_messages_matching
 from vault.models import (
-    SCOPE_AGENT_PREFIX,
-    SCOPE_EPOCH_MARK,
-    SCOPE_EPOCH_SHIFT,
-    SCOPE_PROJECT_PREFIX,
     Agent,
     Category,
     EntryStatus,
 )
 from vault.principal import Principal
 from vault.selectors import agent_get_for_principal
-
-KINDS = ("entries", "messages", "files")
-LN2 = 0.6931471805599453
-
-
-@dataclass
-class SearchScope:
-    project_id: int
-    agent_ids: list[int] | None = None  # None: every agent of the project
-
-
-@dataclass
-class SearchFilters:
-    category: str | None = None
-    tags: list[str] = field(default_factory=list)
-    tags_mode: str = "any"
-    since: datetime | None = None
-    until: datetime | None = None
-    kinds: tuple[str, ...] = KINDS
-    status: str = EntryStatus.ACTIVE  # an EntryStatus value, or "all"
-    limit: int = 10
-    offset: int = 0
-
-
-@dataclass
-class SearchOutcome:
-    results: list[dict]
-    took_ms: float
-    query: CompiledQuery
-
-
-def _age_seconds_sql(column: str) -> str:
-    # date_part() answers in double precision; extract() would answer in numeric, whose exp() and
-    # division cost several times more per ranked row.
-    return f"date_part('epoch', %(now)s - {column})"
-
-
-def _decay_sql(age_expr: str, half_life_sql: str) -> str:
-    # exp() raises on underflow in PostgreSQL, hence the clamp.
-    return f"exp(-{LN2}::float8 * least(greatest({age_expr}, 0) / 3600.0::float8 / ({half_life_sql}), 1000))"
-
-
-def _half_life_case(column: str) -> str:
-    half_lives = settings.MEMORY_HALF_LIFE_HOURS
-    whens = " ".join(
-        f"WHEN '{category}' THEN {float(half_lives.get(category, half_lives['decisions']))}::float8"
-        for category in Category.values
-    )
-    return f"CASE {column} {whens} ELSE {float(half_lives['decisions'])}::float8 END"
-
-
-def _text_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
-    coverage = []
-    for i, term in enumerate(compiled.terms):
-        params[f"t{i}"] = term.tsquery
-        coverage.append(f"({alias}.search_vector @@ %(t{i})s::tsquery)::int")
-    return f"({' + '.join(coverage)} + ts_rank({alias}.search_vector, %(q)s::tsquery))"
-
-
-def scope_tsquery(scope: SearchScope) -> str:
-    """The scope lexemes (vault.models.scope_lexemes) to AND into the match: the GIN index then
-    returns only this agent's (or project's) rows instead of every match, filtered afterwards."""
-    if scope.agent_ids is None:
-        return f"'{SCOPE_PROJECT_PREFIX}{int(scope.project_id)}'"
-    lexemes = [f"'{SCOPE_AGENT_PREFIX}{int(agent_id)}'" for agent_id in sorted(set(scope.agent_ids))]
-    return lexemes[0] if len(lexemes) == 1 else "( " + " | ".join(lexemes) + " )"
-
-
-def _common_params(compiled: CompiledQuery, filters: SearchFilters, scope: SearchScope) -> dict:
-    in_scope = scope_tsquery(scope)
-    return {
-        "q": compiled.match,
-        "q_scoped": f"( {compiled.match} ) & {in_scope}",
-        "q_all_scoped": f"( {compiled.match_all} ) & {in_scope}",
-        "project": scope.project_id,
-        "agents": scope.agent_ids,
-        "since": filters.since,
-        "until": filters.until,
-        "k": settings.MEMORY_SEARCH_CANDIDATES,
-        "n": filters.offset + filters.limit,
-        "now": timezone.now(),
-        "wr": settings.MEMORY_SEARCH_RECENCY_WEIGHT,
-        "wi": settings.MEMORY_SEARCH_IMPORTANCE_WEIGHT,
-        "wa": settings.MEMORY_SEARCH_ACCESS_WEIGHT,
-        "access_hl": settings.MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS,
-        "uncited_before": timezone.now() - timedelta(days=settings.MEMORY_UNCITED_DAYS),
-        "uncited_factor": 1 - settings.MEMORY_SEARCH_UNCITED_PENALTY,
-        "inactive_factor": settings.MEMORY_SEARCH_INACTIVE_FACTOR,
-    }
-
-
-def _scope_where(scope: SearchScope, filters: SearchFilters, time_column: str = "created_at") -> list[str]:
-    # `+ 0` keeps the planner off the project and agent b-tree indexes: the scope lexemes already cut
-    # the GIN scan to the scope, and AND-ing a b-tree bitmap of every row of the agent on top of it
-    # only costs (0.9 ms at 100,000 entries, 8 ms at 1,000,000 for a large agent).
-    where = ["project_id + 0 = %(project)s"]
-    if scope.agent_ids is not None:
-        where.append("agent_id + 0 = ANY(%(agents)s)")
-    if filters.since is not None:
-        where.append(f"{time_column} >= %(since)s")
-    if filters.until is not None:
-        where.append(f"{time_column} < %(until)s")
-    return where
-
-
-def _prune_ratio(filters: SearchFilters) -> float:
-    """Smallest / largest possible product of the non-text score factors (see _entries); 0 when a
-    factor can reach zero (nothing can then be pruned)."""
-    wr = settings.MEMORY_SEARCH_RECENCY_WEIGHT
-    wi = settings.MEMORY_SEARCH_IMPORTANCE_WEIGHT
-    wa = settings.MEMORY_SEARCH_ACCESS_WEIGHT
-    uncited = 1 - settings.MEMORY_SEARCH_UNCITED_PENALTY
-    inactive = settings.MEMORY_SEARCH_INACTIVE_FACTOR if filters.status == "all" else 1.0
-    ranges = [
-        (min(1.0, 1 + wr), max(1.0, 1 + wr)),  # recency: decay in [0, 1]
-        (1 - abs(wi), 1 + abs(wi)),  # importance in [0, 1]
-        (min(1.0, 1 + wa), max(1.0, 1 + wa)),  # access in [0, 1]
-        (min(1.0, uncited), max(1.0, uncited)),
-        (min(1.0, inactive), max(1.0, inactive)),
-    ]
-    low = high = 1.0
-    for lo, hi in ranges:
-        low, high = low * lo, high * hi
-    return low / high if low > 0 else 0.0
-
-
-@dataclass
-class EpochWindows:
-    """tsquery alternatives of the epoch lexemes (vault.models.scope_epoch_lexeme) covering the entry
-    ids just below the scope's newest one: `near` for rows matching any term, `wide` (twice as many
-    ids) for rows matching every term. None where the window would reach id 0 anyway, or would need
-    more than MAX_WINDOW_LEXEMES lexemes (several agents: their own lexemes then cut the scan)."""
-
-    near: str | None = None
-    wide: str | None = None
-
-
-WIDE_WINDOW_FACTOR = 2
-MAX_WINDOW_LEXEMES = 96
-
-
-def _epoch_windows(scope: SearchScope) -> EpochWindows:
-    """The recency windows of an entry search.
-
-    Searching every row of a large agent that matches a common word costs in proportion to the
-    agent's whole history (at 1,000,000 entries: 25,000 matching rows and 100+ ms for one question).
-    An agent's newest rows are what an agent asks about most, and what the ranking favours, so rows
-    matching any term are first looked for among the newest ids only: the GIN scan then reads the
-    part of the posting lists that covers those ids (epoch lexemes AND-ed in), whatever the table's
-    size. Rows matching every term (the best answers, rarely many) are looked for in a window twice
-    as wide, and the whole scope is searched when the windows give less than a page."""
-    recent = settings.MEMORY_SEARCH_RECENT_IDS
-    if recent <= 0:
-        return EpochWindows()
-    # The scope's newest id (one probe of the newest-first agent or project index).
-    with connection.cursor() as cursor:
-        if scope.agent_ids is None:
-            cursor.execute("SELECT max(id) FROM vault_vaultentry WHERE project_id = %s", [scope.project_id])
-        else:
-            cursor.execute(
-                "SELECT max(m) FROM unnest(%s::bigint[]) AS a(agent),"
-                " LATERAL (SELECT max(id) AS m FROM vault_vaultentry WHERE agent_id = a.agent) newest",
-                [sorted(set(scope.agent_ids))],
-            )
-        (top,) = cursor.fetchone()
-    if top is None:
-        return EpochWindows()
-    if scope.agent_ids is None:
-        prefixes = [f"{SCOPE_PROJECT_PREFIX}{int(scope.project_id)}"]
-    else:
-        prefixes = [f"{SCOPE_AGENT_PREFIX}{int(agent_id)}" for agent_id in sorted(set(scope.agent_ids))]
-    # One epoch past the newest id: rows written while this search runs are not lost either.
-    last = (top >> SCOPE_EPOCH_SHIFT) + 1
-
-    def window(ids: int) -> str | None:
-        if top <= ids:
-            return None  # the window reaches back to the first id: no window
-        epochs = range((top - ids) >> SCOPE_EPOCH_SHIFT, last + 1)
-        if len(prefixes) * len(epochs) > MAX_WINDOW_LEXEMES:
-            return None
-        lexemes = [f"'{prefix}{SCOPE_EPOCH_MARK}{epoch}'" for prefix in prefixes for epoch in epochs]
-        return "( " + " | ".join(lexemes) + " )"
-
-    return EpochWindows(near=window(recent), wide=window(recent * WIDE_WINDOW_FACTOR))
-
-
-def _candidates_sql(
-    table: str, where: list[str], compiled: CompiledQuery, params: dict, windows: EpochWindows | None = None
-) -> str:
-    """CTEs ending in `cand`: the ids to rank, straight from the GIN index and cut by the scope (and
-    the recency windows) inside the scan.
-
-    Without windows: up to k rows matching any term; only when they overflow the cap (so an
-    arbitrary subset was kept) are up to k rows matching every term fetched too, so the best answers
-    are never lost to the cap. With windows (entries of a large table): any term in the near
-    window, every term in the wide one, and any term in the whole scope only when those two give
-    less than a page. The conditions on other CTEs' counts are one-time filters: a scan they
-    turn off is not run at all."""
-    windows = windows or EpochWindows()
-    condition = " AND ".join(where)
-    multi = compiled.match_all != compiled.match
-
-    def scan(query_param: str, gate: str = "") -> str:
-        return (
-            f"SELECT id FROM {table} WHERE {gate + ' AND ' if gate else ''}{condition}"
-            f" AND search_vector @@ %({query_param})s::tsquery LIMIT %(k)s"
-        )
-
-    if windows.near is None:
-        if not multi:
-            return f"cand AS ({scan('q_scoped')})"
-        return f"""
-            anyq AS MATERIALIZED ({scan("q_scoped")}),
-            allq AS ({scan("q_all_scoped", "(SELECT count(*) FROM anyq) >= %(k)s")}),
-            cand AS (SELECT id FROM anyq UNION SELECT id FROM allq)
-        """
-    params["q_near"] = f"( {compiled.match} ) & {windows.near}"
-    if multi:
-        params["q_wide"] = (
-            f"( {compiled.match_all} ) & {windows.wide}" if windows.wide else params["q_all_scoped"]
-        )
-        wide_gate = ""
-    else:  # one term: the wide window only adds older rows, needed when the near one is short
-        params["q_wide"] = f"( {compiled.match} ) & {windows.wide}" if windows.wide else params["q_scoped"]
-        wide_gate = "(SELECT count(*) FROM anyq) < %(k)s"
-    params["page"] = max(1, params["n"])
-    return f"""
-        anyq AS MATERIALIZED ({scan("q_near")}),
-        allq AS MATERIALIZED ({scan("q_wide", wide_gate)}),
-        fullq AS (
-            {scan("q_scoped", "(SELECT count(*) FROM (SELECT id FROM anyq UNION SELECT id FROM allq) w) < %(page)s")}
-        ),
-        cand AS (SELECT id FROM anyq UNION SELECT id FROM allq UNION SELECT id FROM fullq)
-    """
-
-
-def _fetch(sql: str, params: dict) -> list[dict]:
-    """Run a ranking query as a prepared statement (server-side parameters).
-
-    The SQL of a search depends only on the shape of the query (number of terms, windows), so the
-    same few statements repeat, and planning one cost more than running it (1.5-5 ms against 0.3 ms
-    for a query that matches nothing). Prepared, with the generic plan (plan_cache_mode and
-    prepare_threshold are set for every connection in settings; the ORM's client-side cursors never
-    prepare), they are planned once per connection: a search matching nothing went from 13.4 to
-    5.1 ms p50 over HTTP at 100,000 entries."""
-    connection.ensure_connection()
-    # Errors come out as Django's (django.db.DataError...), as from any other query.
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, prepare=True)
-        columns = [c.name for c in cursor.description]
-        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def _entries(
@@ -303,27 +67,7 @@ def _entries(
     """Ranked entries; with `per_category` ({category: n}) the best n of each of those categories
     (one query for several sections of a context) instead of the best offset + limit overall."""
     params = _common_params(compiled, filters, scope)
-    where = _scope_where(scope, filters)
-    # Category and status are checked on the GIN scan's rows (`|| ''`: no b-tree bitmap, as above).
-    if per_category:
-        where.append("category || '' = ANY(%(categories)s)")
-        params["categories"] = list(per_category)
-    elif filters.category:
-        where.append("category || '' = %(category)s")
-        params["category"] = filters.category
-    if filters.status != "all":
-        where.append("status || '' = %(status)s")
-        params["status"] = filters.status
-    if filters.tags:
-        where.append(
-            "tags && %(tags)s::varchar[]" if filters.tags_mode == "any" else "tags @> %(tags)s::varchar[]"
-        )
-        params["tags"] = filters.tags
-    access = (
-        "CASE WHEN e.last_accessed_at IS NULL THEN 0 ELSE least(1.0, ln(1 + e.access_count) / ln(11)) * "
-        + _decay_sql(_age_seconds_sql("e.last_accessed_at"), "%(access_hl)s::float8")
-        + " END"
-    )
+    where = entry_where(scope, filters, params, categories=list(per_category) if per_category else None)
     if per_category:
         limits = " ".join(f"WHEN %(cat{i})s THEN %(lim{i})s" for i, _ in enumerate(per_category.items()))
         for i, (category, n) in enumerate(per_category.items()):
@@ -332,8 +76,8 @@ def _entries(
         wanted = f"CASE category {limits} ELSE 1 END"
         partition = "PARTITION BY category"
         top = f"""
-            SELECT id, score FROM (
-                SELECT id, score, category,
+            SELECT id, score, factor FROM (
+                SELECT id, score, factor, category,
                        row_number() OVER (PARTITION BY category ORDER BY score DESC, id DESC) AS rank
                 FROM scored
             ) ranked
@@ -341,15 +85,17 @@ def _entries(
         """
     else:
         wanted, partition = "%(n)s", ""
-        top = "SELECT id, score FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
+        top = "SELECT id, score, factor FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
     params["prune"] = _prune_ratio(filters)
+    stats = _term_stats("vault_vaultentry", where, compiled, params, scope)
+    windows = EpochWindows() if stats.exhaustive else _epoch_windows(scope)
     # Text relevance is computed for every candidate; the other factors only for the candidates
     # that can still reach the page: a row whose text score is below (the n-th best text score) x
     # (smallest / largest possible product of the other factors) cannot outrank the n-th row, so
     # its decay and access arithmetic is skipped. The display columns (and the supersede lookup)
     # are read for the rows that make the page only.
     sql = f"""
-        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, _epoch_windows(scope))},
+        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, windows, stats)},
         texted AS (
             SELECT e.id, e.category, e.created_at, e.importance, e.last_accessed_at, e.access_count,
                    e.status, {_text_score_sql("e", compiled, params)} AS ts
@@ -362,23 +108,18 @@ def _entries(
             FROM texted t
         ),
         scored AS (
-            SELECT e.id, e.category,
-                   e.ts
-                   * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("e.created_at"), _half_life_case("e.category"))})
-                   * (1 + %(wi)s * (2 * e.importance - 1))
-                   * (1 + %(wa)s * {access})
-                   * CASE WHEN e.last_accessed_at IS NULL AND e.created_at < %(uncited_before)s
-                          THEN %(uncited_factor)s ELSE 1 END
-                   * CASE WHEN e.status = 'active' THEN 1 ELSE %(inactive_factor)s END AS score
-            FROM bounded e
-            WHERE e.ts >= coalesce(e.nth, 0) * %(prune)s
+            SELECT id, category, ts * factor AS score, factor FROM (
+                SELECT e.id, e.category, e.ts, {_entry_factor_sql("e")} AS factor
+                FROM bounded e
+                WHERE e.ts >= coalesce(e.nth, 0) * %(prune)s
+            ) f
         ),
         top AS ({top})
         SELECT e.id, a.slug AS agent, e.category, e.content AS text, e.tags, e.status, e.importance,
                e.access_count, e.created_at, e.updated_at, e.source, e.created_by, e.confidence,
                e.source_session_id, e.supersedes_id AS supersedes,
                (SELECT s.id FROM vault_vaultentry s WHERE s.supersedes_id = e.id) AS superseded_by,
-               top.score
+               top.score, top.factor
         FROM top JOIN vault_vaultentry e ON e.id = top.id JOIN vault_agent a ON a.id = e.agent_id
         ORDER BY top.score DESC, e.id DESC
     """
@@ -389,15 +130,27 @@ def _entries(
 
 
 def entries_best_by_category(
-    agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int]
+    agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int], q: str = ""
 ) -> dict[str, list[dict]]:
-    """The best active entries of each category in `limits` for one compiled command, ranked as
-    search ranks them, in one query (context injection: top decisions and top lessons)."""
+    """The best active entries of each category in `limits` for one compiled command `q`, ranked as
+    search ranks them (context injection: top decisions and top lessons): in hybrid mode one search
+    per category, lexically in one query."""
     unknown = [c for c in limits if c not in Category.values]
     if unknown:
         raise InvalidInput(
             f"Unknown categories: {', '.join(unknown)}", [{"loc": ["category"], "msg": "unknown"}]
         )
+    if q.strip() and fusion.resolve_mode(None) == "hybrid":
+        scope = SearchScope(agent.project_id, [agent.pk])
+        return {
+            category: search_run(
+                q=q,
+                scope=scope,
+                filters=SearchFilters(kinds=("entries",), category=category, limit=int(n)),
+                compiled=compiled,
+            ).results
+            for category, n in limits.items()
+        }
     rows = _entries(
         compiled,
         SearchScope(agent.project_id, [agent.pk]),
@@ -413,14 +166,13 @@ def entries_best_by_category(
 def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters) + ["NOT internal"]
-    half_life = float(settings.MEMORY_HALF_LIFE_HOURS["messages"])
+    stats = _term_stats("sessions_app_message", where, compiled, params, scope)
     sql = f"""
-        WITH {_candidates_sql("sessions_app_message", where, compiled, params)}
+        WITH {_candidates_sql("sessions_app_message", where, compiled, params, stats=stats)}
         SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
                m.session_id, m.created_at,
-               {_text_score_sql("m", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("m.created_at"), f"{half_life}::float8")})
-               AS score
+               {_text_score_sql("m", compiled, params)} * {_recency_factor_sql("m.created_at", "messages")}
+               AS score, {_recency_factor_sql("m.created_at", "messages")} AS factor
         FROM cand JOIN sessions_app_message m ON m.id = cand.id
         JOIN vault_agent a ON a.id = m.agent_id JOIN sessions_app_session s ON s.id = m.session_id
         ORDER BY score DESC, m.id DESC
@@ -436,13 +188,12 @@ def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilter
 def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
-    half_life = float(settings.MEMORY_HALF_LIFE_HOURS["files"])
+    stats = _term_stats("vault_workspacefile", where, compiled, params, scope)
     sql = f"""
-        WITH {_candidates_sql("vault_workspacefile", where, compiled, params)}
+        WITH {_candidates_sql("vault_workspacefile", where, compiled, params, stats=stats)}
         SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,
-               {_text_score_sql("f", compiled, params)}
-               * (1 + %(wr)s * {_decay_sql(_age_seconds_sql("f.updated_at"), f"{half_life}::float8")})
-               AS score
+               {_text_score_sql("f", compiled, params)} * {_recency_factor_sql("f.updated_at", "files")}
+               AS score, {_recency_factor_sql("f.updated_at", "files")} AS factor
         FROM cand JOIN vault_workspacefile f ON f.id = cand.id JOIN vault_agent a ON a.id = f.agent_id
         ORDER BY score DESC, f.id DESC
         LIMIT %(n)s
@@ -541,19 +292,28 @@ def search_run(
         return SearchOutcome(results=[], took_ms=0.0, query=compiled)
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
     entries_only = bool(filters.category or filters.tags or filters.status not in ("active", "all"))
+    mode = fusion.resolve_mode(filters.mode)
+    wanted = filters
+    if mode != "lexical":  # each arm gives its best rows to the fusion, which then cuts the page
+        wanted = replace(filters, offset=0, limit=max(filters.offset + filters.limit, fusion.FUSION_DEPTH))
     rows: list[dict] = []
-    if "entries" in filters.kinds:
-        rows += _entries(compiled, scope, filters)
-    if "messages" in filters.kinds and not entries_only:
-        rows += _messages(compiled, scope, filters)
+    if mode != "semantic":
+        rows = _lexical_rows(compiled, scope, wanted, entries_only)
+    if mode != "lexical":
+        kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
+        semantic = fusion.semantic_rows(q, scope, filters, kinds, wanted.limit)
+        rows = fusion.fuse(rows, semantic)
+    else:
+        for row in rows:
+            row["arms"] = ["lexical"]
     if (
         "messages" in filters.kinds
         and filters.status in ("archived", "all")
         and not (filters.category or filters.tags)
     ):
-        rows += _archived_session_messages(compiled, scope, filters)
-    if "files" in filters.kinds and not entries_only:
-        rows += _files(compiled, scope, filters)
+        for row in _archived_session_messages(compiled, scope, filters):
+            row["arms"] = ["lexical"]
+            rows.append(row)
     rows.sort(key=lambda row: (-row["score"], row["kind"], -row["id"]))
     page = rows[filters.offset : filters.offset + filters.limit]
     patterns = compiled.patterns
@@ -563,6 +323,19 @@ def search_run(
     return SearchOutcome(
         results=page, took_ms=round((time.perf_counter() - started) * 1000, 2), query=compiled
     )
+
+
+def _lexical_rows(
+    compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters, entries_only: bool
+) -> list[dict]:
+    rows: list[dict] = []
+    if "entries" in filters.kinds:
+        rows += _entries(compiled, scope, filters)
+    if "messages" in filters.kinds and not entries_only:
+        rows += _messages(compiled, scope, filters)
+    if "files" in filters.kinds and not entries_only:
+        rows += _files(compiled, scope, filters)
+    return rows
 
 
 def search_for_principal(

@@ -130,13 +130,13 @@ def _compiled(command: str) -> CompiledQuery | None:
         return None  # a command with nothing searchable in it: the sections fall back to the newest
 
 
-def _relevant(agent: Agent, compiled: CompiledQuery | None) -> dict[str, list[_Item]]:
+def _relevant(agent: Agent, compiled: CompiledQuery | None, command: str = "") -> dict[str, list[_Item]]:
     """The top decisions and top lessons for the command, ranked by search in one query; a category
     with nothing relevant falls back to its newest entries."""
     limits = {Category.DECISIONS: TOP_DECISIONS, Category.LESSONS: TOP_LESSONS}
     found: dict[str, list[dict]] = {category: [] for category in limits}
     if compiled is not None:
-        found = entries_best_by_category(agent, compiled=compiled, limits=limits)
+        found = entries_best_by_category(agent, compiled=compiled, limits=limits, q=command)
     relevant = {}
     for category, limit in limits.items():
         entries = [
@@ -308,25 +308,17 @@ def context_build(
     compiled = _compiled(command)
     failures = len(warnings)
     relevant = gather(
-        "decisions", lambda: _relevant(agent, compiled), {Category.DECISIONS: [], Category.LESSONS: []}
+        "decisions",
+        lambda: _relevant(agent, compiled, command),
+        {Category.DECISIONS: [], Category.LESSONS: []},
     )
     if len(warnings) > failures:  # one query serves both sections: both are reported
         warnings.append({**warnings[-1], "section": "lessons"})
     sections = {
         "project": _Section("project", "Project:", [_Item(project_text)] if project_text else []),
         "handoff": _Section("handoff", "Last Session:", gather("handoff", lambda: _handoff(agent))),
-        "decisions": _Section(
-            "decisions",
-            "Relevant Decisions:",
-            relevant[Category.DECISIONS],
-            bullet="- ",
-        ),
-        "lessons": _Section(
-            "lessons",
-            "Relevant Lessons:",
-            relevant[Category.LESSONS],
-            bullet="- ",
-        ),
+        "decisions": _Section("decisions", "Relevant Decisions:", relevant[Category.DECISIONS], bullet="- "),
+        "lessons": _Section("lessons", "Relevant Lessons:", relevant[Category.LESSONS], bullet="- "),
         "tasks": _Section(
             "tasks", "Open Tasks:", gather("tasks", lambda: _tasks(agent, budget * 4)), bullet="- [ ] "
         ),

@@ -2,6 +2,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
 from django.db import models
 
 from vault.models import GIN_PENDING_KB, bilingual_vectors, search_vector_field
@@ -81,7 +82,14 @@ class Message(models.Model):
         default=False, help_text="Compacted away: kept and searchable, not active."
     )
     created_at = models.DateTimeField(db_index=True)
-    search_vector = search_vector_field(*bilingual_vectors("text"))
+    # The turn this one answers (its parent's text, shortened): a reply like "Yes, last week!" means
+    # nothing alone, so search also matches it, at the lowest weight, by what it replies to.
+    reply_to_text = models.TextField(blank=True, default="", editable=False)
+    search_vector = search_vector_field(
+        *bilingual_vectors("text"),
+        SearchVector("reply_to_text", config="english", weight="D"),
+        SearchVector("reply_to_text", config="portuguese", weight="D"),
+    )
 
     class Meta:
         ordering = ["created_at", "id"]

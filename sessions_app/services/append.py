@@ -134,11 +134,23 @@ def _new_items(
     return unique, duplicates, parent_id
 
 
+REPLY_CONTEXT_CHARS = 300
+
+
+def _reply_context(text: str | None) -> str:
+    """The part of the previous turn stored with a message for search (its end: what is answered)."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= REPLY_CONTEXT_CHARS else text[-REPLY_CONTEXT_CHARS:]
+
+
 def _rows_store(
     agent: Agent, session: Session, items: list[MessageInput], parent_id: int | None, now
 ) -> tuple[list[Message], int | None]:
     """Store the items as one chain from `parent_id`; returns the rows and the new head's id."""
     rows = []
+    previous = _reply_context(
+        Message.objects.filter(pk=parent_id).values_list("text", flat=True).first() if parent_id else ""
+    )
     for pk, item in zip(_ids_allocate(len(items)), items, strict=True):
         rows.append(
             Message(
@@ -155,9 +167,11 @@ def _rows_store(
                 tool_call_id=item.tool_call_id,
                 state=item.state,
                 created_at=item.created_at or now,
+                reply_to_text=previous,
             )
         )
         parent_id = pk
+        previous = _reply_context(item.text)
     Message.objects.bulk_create(rows)
     return rows, parent_id
 

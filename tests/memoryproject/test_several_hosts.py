@@ -90,7 +90,6 @@ def test_two_web_processes_and_a_worker_on_one_database_lose_nothing(shared_data
         return env
 
     _manage(host_env("setup"), "migrate", "--verbosity", "0")
-    _manage(host_env("setup"), "createcachetable")
     token = _manage(
         host_env("setup"), "token_create", "--project", "hosts", "--create-project", "--scope", "admin"
     )

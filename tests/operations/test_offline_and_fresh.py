@@ -50,7 +50,7 @@ def test_bin_serve_and_bin_test_work_offline_and_leave_nothing_running(data_dir)
         timeout=240,
     )
     log = (data_dir / "serve.log").read_text()
-    assert '{"status": "ok", "database": "ok"}' in serve.stdout, serve.stdout + serve.stderr + log
+    assert '{"status": "ok", "database": "ok"' in serve.stdout, serve.stdout + serve.stderr + log
     assert "serve exited with 0" in serve.stdout, log
     assert "Installing" not in log
     assert wait_no_processes(data_dir) == []

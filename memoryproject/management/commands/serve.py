@@ -53,7 +53,6 @@ class Command(BaseCommand):
         if message:
             raise CommandError(message)
         call_command("migrate", interactive=False, verbosity=0)
-        call_command("createcachetable", verbosity=0)  # the rate limits' shared counters
         self.stdout.write("Database migrated.")
         call_command("setup_schedules", verbosity=0, stdout=io.StringIO())
         embeddings = semantic_status(with_pending=False)

@@ -1,0 +1,187 @@
+"""BM25 term weights for the SQL ranking (search/selectors.py).
+
+Each query term (a word with its stems, completions and typo neighbours, a phrase, or an `a OR b`
+group) weighs its inverse document frequency in the scope searched (the agent or the project, with
+the search's filters), so a speaker's name that sits in half an agent's messages weighs little and
+the one rare word that identifies the answer weighs a lot:
+
+    score = sum over matched terms of  idf(t) x (k1 + 1) / (1 + k1 x (1 - b + b x len / avglen))
+    idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+(tf is taken as 1: a tsquery match says whether a term is present, and agents' messages and entries
+are short; `ts_rank` is added as a small tie-break that still sees repetitions and the heavier tag
+and path weights). len is the number of lexemes of the stored vector; avglen is the candidates'
+mean.
+
+Document frequencies are taken when the query runs, so they are always current (no counts to
+maintain on the write path, no job of ours to refresh them): each term's rows in the scope are counted
+from the GIN index, cut by the scope lexemes inside the scan: all of them in a scope under 1,000 rows,
+else up to a quarter of MEMORY_SEARCH_CANDIDATES, which is exact for every rare term (the ones that weigh most and choose the
+candidates). A term past that is common, and its frequency is estimated from PostgreSQL's own
+statistics of the search vector (pg_stats' most common lexemes and their shares, kept by
+autovacuum's ANALYZE) times the scope's size. Counting common words exactly read the heap row of
+every match (4,000 heap blocks for one word at 100,000 entries) and multiplied search latency;
+estimating from a cached sample of each scope's lexemes cost up to half a second per cold agent.
+The scope's size and mean length come from the project/agent b-tree (an index-only count, a
+200-row sample), kept a minute in the process for scopes of 1,000 rows or more.
+
+The same counts choose the candidates (rare terms first, as MaxScore engines do): the rarest terms
+whose document frequencies add up to at most a quarter of MEMORY_SEARCH_CANDIDATES are scanned over
+the whole scope, so a row holding one of them can never be lost to the candidate cap or the recency
+windows, however old it is; when all the terms' rows fit under the cap, every matching row is ranked.
+"""
+
+import math
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from search.query import CompiledQuery, _lexemes
+
+K1 = 1.2
+B = 0.5
+# ts_rank of one occurrence of a term of weight B (the text's weight): the unit of tf.
+ONE_OCCURRENCE = 0.24317084
+LENGTH_SAMPLE = 200  # rows whose mean vector length stands for the scope's
+MAX_SCOPE_COUNT = 10_000_000
+CACHE_MIN_ROWS = 1000
+COMMON_CACHE_SECONDS = 300.0
+_common_cache: dict = {}
+SCOPE_CACHE_SECONDS = 60.0
+RARE_SHARE = 0.25
+_scope_cache: dict = {}
+
+
+@dataclass
+class TermStats:
+    total: int  # rows in scope (capped)
+    df: list[int]  # per compiled term (capped)
+    rare: list[int]  # indexes of the terms scanned over the whole scope
+    exhaustive: bool  # every matching row fits under the candidate cap: no windows needed
+
+    def idf(self, i: int) -> float:
+        n = max(self.total, self.df[i])
+        return math.log(1 + (n - self.df[i] + 0.5) / (self.df[i] + 0.5))
+
+
+def _scope_size(table: str, scope_where: list[str], params: dict, fetch) -> tuple[int, float]:
+    """Rows in the scope (an index-only count on the project/agent b-tree, capped at MAX_SCOPE_COUNT)
+    and the mean vector length of LENGTH_SAMPLE of them; kept SCOPE_CACHE_SECONDS in the process for
+    a scope of CACHE_MIN_ROWS rows or more (they move slowly; smaller scopes are read every time)."""
+    key = (table, params["project"], tuple(params["agents"]) if params["agents"] is not None else None)
+    now = time.monotonic()
+    cached = _scope_cache.get(key)
+    if cached and cached[0] > now:
+        return cached[1], cached[2]
+    condition = " AND ".join(scope_where)
+    row = fetch(
+        f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(ncap)s) x) AS n,"
+        f" (SELECT avg(length(search_vector)) FROM (SELECT search_vector FROM {table} WHERE {condition}"
+        " LIMIT %(sample)s) x) AS avglen",
+        {**params, "ncap": MAX_SCOPE_COUNT, "sample": LENGTH_SAMPLE},
+    )[0]
+    total, avglen = int(row["n"]), float(row["avglen"] or 1.0)
+    if total >= CACHE_MIN_ROWS:
+        if len(_scope_cache) > 10_000:
+            _scope_cache.clear()
+        _scope_cache[key] = (now + SCOPE_CACHE_SECONDS, total, avglen)
+    return total, avglen
+
+
+def _exact_counts(
+    table: str, where: list[str], terms: dict[int, str], params: dict, in_scope: str, cap: int, fetch
+) -> dict[int, int]:
+    """Rows of the scope matching each term, counted through the GIN index (capped), in one statement."""
+    if not terms:
+        return {}
+    condition = " AND ".join(where)
+    stat_params = {**params, "cap": cap}
+    counts = []
+    for i, tsquery in terms.items():
+        stat_params[f"df{i}"] = f"( {tsquery} ) & {in_scope}"
+        counts.append(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition}"
+            f" AND search_vector @@ %(df{i})s::tsquery LIMIT %(cap)s) x) AS c{i}"
+        )
+    row = fetch("SELECT " + ", ".join(counts), stat_params)[0]
+    return {i: int(row[f"c{i}"]) for i in terms}
+
+
+def _common_lexemes(table: str, fetch) -> dict[str, float]:
+    """The table's most common lexemes and the share of rows holding each, from PostgreSQL's own
+    statistics of the search vector (pg_stats, kept by ANALYZE/autovacuum); cached a few minutes."""
+    now = time.monotonic()
+    cached = _common_cache.get(table)
+    if cached and cached[0] > now:
+        return cached[1]
+    rows = fetch(
+        "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats"
+        " WHERE schemaname = current_schema() AND tablename = %(table)s AND attname = 'search_vector'",
+        {"table": table},
+    )
+    common: dict[str, float] = {}
+    if rows and rows[0]["elems"]:
+        common = dict(zip(rows[0]["elems"], rows[0]["freqs"], strict=False))
+    _common_cache[table] = (now + COMMON_CACHE_SECONDS, common)
+    return common
+
+
+def term_stats(
+    table: str,
+    where: list[str],
+    scope_where: list[str],
+    compiled: CompiledQuery,
+    params: dict,
+    in_scope: str,
+    fetch,
+) -> TermStats:
+    """Document frequencies of the query's terms in the scope; sets the idf and length parameters.
+
+    Each term's rows in the scope are counted from the GIN index: all of them in a scope of fewer
+    than CACHE_MIN_ROWS rows, else up to a quarter of the candidate cap (exact for the rare terms,
+    which choose the candidates); a term past that is common, and its frequency is estimated from
+    the table's lexeme statistics scaled to the scope's size."""
+    k = settings.MEMORY_SEARCH_CANDIDATES
+    total, avglen = _scope_size(table, scope_where, params, fetch)
+    # A small scope is counted exactly (its rows are few); a large one up to the rare-term limit.
+    cap = total + 1 if total < CACHE_MIN_ROWS else max(1, int(k * RARE_SHARE)) + 1
+    terms = {i: term.tsquery for i, term in enumerate(compiled.terms)}
+    counted = _exact_counts(table, where, terms, params, in_scope, cap, fetch)
+    common = _common_lexemes(table, fetch) if any(n >= cap for n in counted.values()) else {}
+    df = []
+    for i in range(len(terms)):
+        n = counted[i]
+        if n >= cap:
+            share = min(1.0, sum(common.get(lexeme, 0.0) for lexeme in set(_lexemes(terms[i]))))
+            n = max(cap, round(share * total))
+        df.append(n)
+    k = settings.MEMORY_SEARCH_CANDIDATES
+    exhaustive = sum(df) <= k and all(counted[i] < cap for i in counted)
+    # Rare terms: the rarest whose rows add up to at most a quarter of the cap (a term rare in the
+    # scope can still be common in the table, and its whole posting list is read).
+    order = sorted(range(len(df)), key=lambda i: (df[i], i))
+    rare, budget = [], 0
+    for i in order:
+        if budget + df[i] > k * RARE_SHARE:
+            break
+        rare.append(i)
+        budget += df[i]
+    stats = TermStats(total=total, df=df, rare=rare, exhaustive=exhaustive)
+    params["k1"], params["b"], params["avglen"] = K1, B, max(avglen, 1.0)
+    for i in range(len(df)):
+        params[f"idf{i}"] = stats.idf(i)
+    return stats
+
+
+def bm25_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
+    """The BM25 text score of row `alias` (with the parameters `term_stats` set)."""
+    length = f"(1 - %(b)s + %(b)s * length({alias}.search_vector) / %(avglen)s::float8)"
+    parts, matched = [], []
+    for i, term in enumerate(compiled.terms):
+        params[f"t{i}"] = term.tsquery
+        tf = f"(ts_rank({alias}.search_vector, %(t{i})s::tsquery) / {ONE_OCCURRENCE})"
+        parts.append(f"%(idf{i})s::float8 * {tf} * (%(k1)s + 1) / ({tf} + %(k1)s * {length})")
+        matched.append(f"({alias}.search_vector @@ %(t{i})s::tsquery)::int")
+    coord = f"({' + '.join(matched)})::float8 / {len(matched)}"
+    return f"(({' + '.join(parts)}) * {coord})"

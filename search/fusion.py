@@ -1,0 +1,152 @@
+"""Hybrid retrieval: the lexical arm (BM25 in SQL, search/ranking.py) fused with the semantic arm
+(embeddings, search/semantic.py), then the recency/importance/access factors.
+
+Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). Each arm's relevance is
+normalised over its own rows (lexical: the BM25 text score before the factors, divided by the best;
+semantic: the cosine similarity, min-max), the two are averaged with equal weights (a row one arm did not find
+gets 0 from it), and the result is multiplied by the row's factors, as a lexical score is. Every
+result says which arm(s) found it (`arms`). The semantic arm's rows are read with the same scope and
+filters (category, tags, status, since, until, internal, deleted) as the lexical ones: a semantic hit
+the filters exclude is dropped.
+
+Measured on LoCoMo (docs/benchmarks.md): weighted min-max against reciprocal rank fusion.
+"""
+
+from django.conf import settings
+
+from memoryproject.errors import InvalidInput
+from search import ranking
+from search.semantic import semantic_enabled, semantic_search, semantic_status
+
+MODES = ("hybrid", "lexical", "semantic")
+FUSION_DEPTH = 50
+LEXICAL_WEIGHT = 0.5
+RRF_K = 10
+
+
+def resolve_mode(mode: str | None) -> str:
+    """The mode asked for, or the default: hybrid when semantic search is available, else lexical.
+    Hybrid asked for without semantic search is lexical; semantic alone is refused."""
+    if mode is not None and mode not in MODES:
+        raise InvalidInput(
+            f"Unknown mode {mode!r}; use {', '.join(MODES)}.", [{"loc": ["mode"], "msg": "unknown"}]
+        )
+    enabled = semantic_enabled()
+    if mode is None:
+        return "hybrid" if enabled else "lexical"
+    if mode == "semantic" and not enabled:
+        detail = semantic_status(with_pending=False).get("detail", "semantic search is off")
+        raise InvalidInput(f"mode=semantic is not available: {detail}", [{"loc": ["mode"], "msg": "off"}])
+    if mode == "hybrid" and not enabled:
+        return "lexical"
+    return mode
+
+
+_KIND_OF = {"entries": "entry", "messages": "message", "files": "file"}
+
+
+def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int) -> list[dict]:
+    """The semantic arm: the nearest items of the scope, read with the search's filters, each with
+    `similarity` and its score `factor`."""
+    agents = scope.agent_ids if scope.agent_ids is not None else [None]
+    hits = []
+    for agent_id in agents:
+        hits += semantic_search(
+            project_id=scope.project_id, agent_id=agent_id, kinds=set(kinds), query=q, limit=depth
+        )
+    similarity = {(hit.kind, hit.object_id): hit.similarity for hit in hits}
+    rows = []
+    for kind in kinds:
+        ids = [object_id for (hit_kind, object_id) in similarity if hit_kind == _KIND_OF[kind]]
+        if ids:
+            rows += rows_by_ids(kind, ids, scope, filters)
+    for row in rows:
+        row["similarity"] = similarity[(row["kind"], row["id"])]
+    return rows
+
+
+def rows_by_ids(kind: str, ids: list[int], scope, filters) -> list[dict]:
+    """Rows of one kind by id, within the scope and filters, with the display columns of a search
+    result and their score factor."""
+    params = ranking._common_params_plain(filters, scope)
+    params["ids"] = ids
+    if kind == "entries":
+        where = ranking.entry_where(scope, filters, params)
+        sql = f"""
+            SELECT e.id, a.slug AS agent, e.category, e.content AS text, e.tags, e.status, e.importance,
+                   e.access_count, e.created_at, e.updated_at, e.source, e.created_by, e.confidence,
+                   e.source_session_id, e.supersedes_id AS supersedes,
+                   (SELECT s.id FROM vault_vaultentry s WHERE s.supersedes_id = e.id) AS superseded_by,
+                   {ranking._entry_factor_sql("e")} AS factor
+            FROM (SELECT * FROM vault_vaultentry WHERE id = ANY(%(ids)s) AND {" AND ".join(where)}) e
+            JOIN vault_agent a ON a.id = e.agent_id
+        """
+    elif kind == "messages":
+        where = ranking._scope_where(scope, filters) + ["NOT internal"]
+        sql = f"""
+            SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
+                   m.session_id, m.created_at, {ranking._recency_factor_sql("m.created_at", "messages")} AS factor
+            FROM (SELECT * FROM sessions_app_message WHERE id = ANY(%(ids)s) AND {" AND ".join(where)}) m
+            JOIN vault_agent a ON a.id = m.agent_id JOIN sessions_app_session s ON s.id = m.session_id
+        """
+    else:
+        where = ranking._scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
+        sql = f"""
+            SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,
+                   {ranking._recency_factor_sql("f.updated_at", "files")} AS factor
+            FROM (SELECT * FROM vault_workspacefile WHERE id = ANY(%(ids)s) AND {" AND ".join(where)}) f
+            JOIN vault_agent a ON a.id = f.agent_id
+        """
+    rows = ranking._fetch(sql, params)
+    for row in rows:
+        row["kind"] = _KIND_OF[kind]
+        row.setdefault("category", None)
+    return rows
+
+
+def _normalised(values: dict, key) -> dict:
+    if not values:
+        return {}
+    low, high = min(values.values()), max(values.values())
+    span = high - low
+    return {k: (v - low) / span if span > 0 else 1.0 for k, v in values.items()}
+
+
+def fuse(lexical: list[dict], semantic: list[dict], method: str | None = None) -> list[dict]:
+    """One list from both arms' rows, best first, each with its fused `score` and `arms`."""
+    method = method or settings.MEMORY_SEARCH_FUSION
+    rows: dict[tuple, dict] = {}
+    text_score: dict[tuple, float] = {}
+    for row in lexical:
+        key = (row["kind"], row["id"])
+        factor = float(row.get("factor") or 1.0)
+        text_score[key] = float(row["score"]) / factor if factor else 0.0
+        rows[key] = {**row, "factor": factor, "arms": ["lexical"]}
+    similarity: dict[tuple, float] = {}
+    for row in semantic:
+        key = (row["kind"], row["id"])
+        similarity[key] = float(row["similarity"])
+        if key in rows:
+            rows[key]["arms"].append("semantic")
+        else:
+            rows[key] = {**row, "factor": float(row.get("factor") or 1.0), "arms": ["semantic"]}
+    if method == "rrf":
+        lex_rank = {k: i for i, k in enumerate(sorted(text_score, key=lambda k: -text_score[k]), 1)}
+        sem_rank = {k: i for i, k in enumerate(sorted(similarity, key=lambda k: -similarity[k]), 1)}
+        for key, row in rows.items():
+            fused = (1 / (RRF_K + lex_rank[key]) if key in lex_rank else 0.0) + (
+                1 / (RRF_K + sem_rank[key]) if key in sem_rank else 0.0
+            )
+            row["score"] = fused * row["factor"]
+    else:
+        # BM25 is ratio-scaled (0: no match): divided by the best, so the factors can still reorder
+        # rows of about the same relevance; cosine similarity has an arbitrary floor: min-max.
+        best = max(text_score.values(), default=0.0)
+        lex_n = {k: v / best for k, v in text_score.items()} if best > 0 else {}
+        sem_n = _normalised(similarity, None)
+        for key, row in rows.items():
+            fused = LEXICAL_WEIGHT * lex_n.get(key, 0.0) + (1 - LEXICAL_WEIGHT) * sem_n.get(key, 0.0)
+            row["score"] = fused * row["factor"]
+    for row in rows.values():
+        row.pop("similarity", None)
+    return sorted(rows.values(), key=lambda r: (-r["score"], r["kind"], -r["id"]))

@@ -1,0 +1,94 @@
+"""bench_recall (benchmarks/locomo.py and its command) on a tiny conversation set in LoCoMo's format."""
+
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from benchmarks.locomo import (
+    Scores,
+    dataset_load,
+    evidence_normalise,
+    recall_at,
+    reciprocal_rank,
+    session_date,
+)
+from sessions_app.models import Message
+from vault.models import Project
+
+TINY = Path(__file__).parent / "fixtures" / "tiny_conversations.json"
+
+
+def test_evidence_ids_are_normalised_and_the_unknown_ones_counted():
+    known = {"D8:6", "D9:17", "D11:26", "D30:5"}
+    ids, fixed, dropped = evidence_normalise(["D8:6; D9:17", "D:11:26", "D30:05", "D", "D99:1"], known)
+    assert ids == ["D8:6", "D9:17", "D11:26", "D30:5"]
+    assert fixed == 3
+    assert dropped == ["D", "D99:1"]
+
+
+def test_the_dataset_loads_turns_with_their_session_dates_and_categories_1_to_4():
+    data = dataset_load(TINY)
+    first = data.conversations[0]
+    assert data.turns == 10
+    assert [t.dia_id for t in first.turns[:2]] == ["D1:1", "D1:2"]
+    assert first.turns[0].when == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert first.turns[4].when == datetime(2023, 6, 20, 10, 5, tzinfo=UTC)
+    assert first.turns[0].document.startswith("Ana: Hi Bruno")
+    assert "a photo of a clay bowl" in first.turns[3].document
+    assert [q.category for q in first.questions] == [
+        4,
+        1,
+        2,
+        3,
+    ]  # category 5 and the no-evidence one left out
+    assert first.questions[1].evidence == ["D1:3", "D1:1"]
+    assert first.questions[2].evidence == ["D2:1"]
+    assert data.questions_dropped == 1 and data.evidence_dropped == 2  # "D" and "D9:9"
+    assert session_date("10:05 am on 20 June, 2023") == datetime(2023, 6, 20, 10, 5, tzinfo=UTC)
+
+
+def test_metrics():
+    assert recall_at(["a", "b", "c"], ["c", "z"], 2) == 0.0
+    assert recall_at(["a", "b", "c"], ["c", "z"], 3) == 0.5
+    assert reciprocal_rank(["a", "b", "c"], ["c"]) == pytest.approx(1 / 3)
+    assert reciprocal_rank(["a"], ["c"]) == 0.0
+    scores = Scores()
+    scores.add(4, ["a"], ["a"])
+    scores.add(2, ["b"], ["a"])
+    assert scores.row() == (2, 0.5, 0.5, 0.5)
+    assert scores.row(4) == (1, 1.0, 1.0, 1.0)
+
+
+@pytest.mark.django_db
+def test_the_command_ingests_asks_and_reports_beside_bm25():
+    out = io.StringIO()
+    call_command("bench_recall", dataset=str(TINY), in_process=True, keep=True, stdout=out)
+    report = out.getvalue()
+    assert "2 conversations, 10 turns, 5 questions" in report
+    assert "dropped: 2" in report
+    lines = {tuple(line.split()[:2]): line.split() for line in report.splitlines() if line.split()}
+    bm25, search = lines[("bm25", "all")], lines[("search", "all")]
+    assert bm25[2] == search[2] == "5"
+    assert float(search[4]) >= 0.8  # R@10: every evidence turn of these questions is easy to find
+    project = Project.objects.get(slug="bench-recall")
+    messages = Message.objects.filter(project=project)
+    assert messages.count() == 10
+    dated = messages.get(agent__slug="conv-tiny-1", client_id="D2:1")
+    assert dated.created_at == datetime(2023, 6, 20, 10, 5, tzinfo=UTC)
+    assert dated.text.startswith("Ana: We drove to Lisbon")
+
+
+@pytest.mark.django_db
+def test_the_command_deletes_its_project_and_rejects_a_bad_file(tmp_path):
+    call_command("bench_recall", dataset=str(TINY), in_process=True, stdout=io.StringIO())
+    assert not Project.objects.filter(slug="bench-recall").exists()
+    with pytest.raises(CommandError):
+        call_command("bench_recall", dataset=str(tmp_path / "missing.json"), stdout=io.StringIO())
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"conversation": {}}]')
+    with pytest.raises(CommandError):
+        call_command("bench_recall", dataset=str(bad), in_process=True, stdout=io.StringIO())

@@ -1,0 +1,120 @@
+"""BM25-grade lexical ranking (search/bm25.py): term weights from document frequencies in the scope
+searched, and candidates chosen rare terms first so an old relevant row is never lost to the caps."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from search.selectors import SearchFilters, SearchScope, search_run
+from sessions_app.models import Message, Session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(params=["small scope", "cached large scope"])
+def frequencies(request, monkeypatch):
+    """The scope's size read on every search (a small scope), or kept in the process (a scope larger
+    than bm25.CACHE_MIN_ROWS, made small here)."""
+    from search import bm25
+
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    if request.param == "cached large scope":
+        monkeypatch.setattr(bm25, "CACHE_MIN_ROWS", 10)
+    return request.param
+
+
+def find(agent, q, kinds=("messages",), **filters):
+    outcome = search_run(
+        q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=SearchFilters(kinds=kinds, **filters)
+    )
+    return [r["id"] for r in outcome.results]
+
+
+def bulk_messages(agent, texts, *, start, step=timedelta(minutes=1)):
+    session, _ = Session.objects.get_or_create(
+        project=agent.project, agent=agent, external_id="history", defaults={"model_id": "m"}
+    )
+    return Message.objects.bulk_create(
+        [
+            Message(
+                project=agent.project,
+                agent=agent,
+                session=session,
+                role="user",
+                text=text,
+                created_at=start + i * step,
+            )
+            for i, text in enumerate(texts)
+        ]
+    )
+
+
+def test_a_rare_term_outranks_a_common_one(agent_a, make_message, frequencies):
+    now = timezone.now()
+    bulk_messages(agent_a, [f"Caroline: chatting about the weekend, part {i}" for i in range(60)], start=now)
+    common = make_message(agent_a, "Caroline: see you soon")
+    rare = make_message(agent_a, "Melanie: the pottery class was wonderful")
+    found = find(agent_a, "Caroline pottery")
+    # one match each: the word in one message of sixty-two weighs more than the name in sixty-one
+    assert found[0] == rare.pk
+    assert found.index(rare.pk) < found.index(common.pk)
+
+
+def test_an_old_relevant_message_is_found_among_thousands_of_newer_partial_matches(
+    agent_a, settings, frequencies
+):
+    settings.MEMORY_SEARCH_CANDIDATES = 100
+    now = timezone.now()
+    bulk_messages(
+        agent_a,
+        [f"Caroline: we walked in the park again, day {i}" for i in range(3000)],
+        start=now - timedelta(days=30),
+    )
+    # imported last (so it is also last in the table and in every posting list), dated a year ago
+    (old,) = bulk_messages(
+        agent_a, ["Caroline: I adopted a greyhound from the shelter"], start=now - timedelta(days=400)
+    )
+    found = find(agent_a, "Caroline greyhound park")
+    assert found[0] == old.pk
+
+
+def test_document_frequencies_come_from_the_scope_searched(agent_a, agent_b, make_message, frequencies):
+    # "kafka" is everywhere in agent B's memory but rare in agent A's: A's ranking must not care
+    now = timezone.now()
+    bulk_messages(agent_b, [f"kafka and ledger talk {i}" for i in range(50)], start=now)
+    ledger = make_message(agent_a, "the ledger is append only")
+    kafka = make_message(agent_a, "kafka retention is seven days")
+    bulk_messages(agent_a, [f"ledger entry number {i}" for i in range(20)], start=now)
+    found = find(agent_a, "kafka ledger")
+    assert found[0] == kafka.pk
+    assert ledger.pk in found
+
+
+def test_rare_term_candidates_keep_exclusions_and_phrases(agent_a, make_message, settings, frequencies):
+    settings.MEMORY_SEARCH_CANDIDATES = 50
+    now = timezone.now()
+    bulk_messages(agent_a, [f"notes about the deploy pipeline {i}" for i in range(200)], start=now)
+    wanted = make_message(agent_a, "the blue green deploy of the billing service")
+    unwanted = make_message(agent_a, "billing service outage during the deploy")
+    assert find(agent_a, "billing deploy -outage")[0] == wanted.pk
+    assert unwanted.pk not in find(agent_a, "billing deploy -outage", limit=100)
+    assert find(agent_a, '"blue green" billing') == [wanted.pk]
+
+
+def test_a_reply_is_found_by_the_turn_it_answers(api, token_a):
+    messages = [
+        {"role": "user", "text": "Did you finish the Lisbon marathon?"},
+        {"role": "assistant", "text": "Yes, in four hours and ten minutes!"},
+        {"role": "user", "text": "Great, see you at the gym."},
+    ]
+    assert (
+        api.post(
+            "/agents/agent-a/messages", {"session": "s1", "messages": messages}, token=token_a
+        ).status_code
+        == 200
+    )
+    found = api.get("/search", q="lisbon marathon", kinds="messages", token=token_a).json()["results"]
+    texts = [Message.objects.get(pk=r["id"]).text for r in found]
+    # the question itself first (its own words weigh more), then the reply that answers it
+    assert texts == ["Did you finish the Lisbon marathon?", "Yes, in four hours and ten minutes!"]
