@@ -55,18 +55,7 @@ def messages_append(request, agent: str, payload: MessagesIn):
         changed_by=request.auth.label,
         max_input_tokens=payload.max_input_tokens,
     )
-    return {
-        "session": result.session,
-        "stored": len(result.stored),
-        "duplicates": result.duplicates,
-        "items": result.stored,
-        "state": result.state,
-        "head": result.head_id,
-        "saved_branch": result.saved_branch,
-        "warnings": result.warnings,
-        "recovery": result.recovery,
-        "buffer_logged": result.buffer_logged,
-    }
+    return result.as_dict()
 
 
 @router.get("/agents/{agent}/messages", response=MessagePage, summary="The conversation, oldest first")

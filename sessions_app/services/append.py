@@ -52,6 +52,21 @@ class AppendResult:
     recovery: dict | None = None
     buffer_logged: int = 0
 
+    def as_dict(self) -> dict:
+        """The result as the API and the MCP tool answer it (AppendOut)."""
+        return {
+            "session": self.session,
+            "stored": len(self.stored),
+            "duplicates": self.duplicates,
+            "items": self.stored,
+            "state": self.state,
+            "head": self.head_id,
+            "saved_branch": self.saved_branch,
+            "warnings": self.warnings,
+            "recovery": self.recovery,
+            "buffer_logged": self.buffer_logged,
+        }
+
 
 def _ids_allocate(count: int) -> list[int]:
     with connection.cursor() as cursor:
