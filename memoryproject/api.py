@@ -12,6 +12,7 @@ from ninja.security import HttpBearer
 
 from memoryproject.database_unavailable import CONNECTION_ERRORS, unavailable_response
 from memoryproject.errors import DomainError, PermissionDenied
+from memoryproject.maintenance_api import router as maintenance_router
 from memoryproject.openapi import DocumentedNinjaAPI
 from memoryproject.security import RateLimited, api_rate_check
 from search.api import router as search_router
@@ -22,7 +23,6 @@ from sessions_app.api import router as sessions_router
 from sessions_app.schemas import ProjectStatsOut
 from vault.api import router as vault_router
 from vault.files_api import router as files_router
-from vault.maintenance_api import router as maintenance_router
 from vault.models import TokenScope
 from vault.review_api import router as review_router
 from vault.selectors import token_authenticate

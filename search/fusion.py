@@ -1,4 +1,4 @@
-"""Hybrid retrieval: the lexical arm (BM25 in SQL, search/selectors.py) fused with the semantic arm
+"""Hybrid retrieval: the lexical arm (BM25 in SQL, search/ranking.py) fused with the semantic arm
 (embeddings, search/semantic.py), then the recency/importance/access factors.
 
 Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). Each arm's relevance is
@@ -15,6 +15,8 @@ Measured on LoCoMo (docs/benchmarks.md): weighted min-max against reciprocal ran
 from django.conf import settings
 
 from memoryproject.errors import InvalidInput
+from search import ranking
+from search.semantic import semantic_enabled, semantic_search, semantic_status
 
 MODES = ("hybrid", "lexical", "semantic")
 FUSION_DEPTH = 50
@@ -25,8 +27,6 @@ RRF_K = 10
 def resolve_mode(mode: str | None) -> str:
     """The mode asked for, or the default: hybrid when semantic search is available, else lexical.
     Hybrid asked for without semantic search is lexical; semantic alone is refused."""
-    from search.semantic import semantic_enabled, semantic_status
-
     if mode is not None and mode not in MODES:
         raise InvalidInput(
             f"Unknown mode {mode!r}; use {', '.join(MODES)}.", [{"loc": ["mode"], "msg": "unknown"}]
@@ -48,8 +48,6 @@ _KIND_OF = {"entries": "entry", "messages": "message", "files": "file"}
 def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int) -> list[dict]:
     """The semantic arm: the nearest items of the scope, read with the search's filters, each with
     `similarity` and its score `factor`."""
-    from search.semantic import semantic_search
-
     agents = scope.agent_ids if scope.agent_ids is not None else [None]
     hits = []
     for agent_id in agents:
@@ -70,38 +68,36 @@ def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int) -> list[
 def rows_by_ids(kind: str, ids: list[int], scope, filters) -> list[dict]:
     """Rows of one kind by id, within the scope and filters, with the display columns of a search
     result and their score factor."""
-    from search import selectors
-
-    params = selectors._common_params_plain(filters, scope)
+    params = ranking._common_params_plain(filters, scope)
     params["ids"] = ids
     if kind == "entries":
-        where = selectors.entry_where(scope, filters, params)
+        where = ranking.entry_where(scope, filters, params)
         sql = f"""
             SELECT e.id, a.slug AS agent, e.category, e.content AS text, e.tags, e.status, e.importance,
                    e.access_count, e.created_at, e.updated_at, e.source, e.created_by, e.confidence,
                    e.source_session_id, e.supersedes_id AS supersedes,
                    (SELECT s.id FROM vault_vaultentry s WHERE s.supersedes_id = e.id) AS superseded_by,
-                   {selectors._entry_factor_sql("e")} AS factor
+                   {ranking._entry_factor_sql("e")} AS factor
             FROM (SELECT * FROM vault_vaultentry WHERE id = ANY(%(ids)s) AND {" AND ".join(where)}) e
             JOIN vault_agent a ON a.id = e.agent_id
         """
     elif kind == "messages":
-        where = selectors._scope_where(scope, filters) + ["NOT internal"]
+        where = ranking._scope_where(scope, filters) + ["NOT internal"]
         sql = f"""
             SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
-                   m.session_id, m.created_at, {selectors._recency_factor_sql("m.created_at", "messages")} AS factor
+                   m.session_id, m.created_at, {ranking._recency_factor_sql("m.created_at", "messages")} AS factor
             FROM (SELECT * FROM sessions_app_message WHERE id = ANY(%(ids)s) AND {" AND ".join(where)}) m
             JOIN vault_agent a ON a.id = m.agent_id JOIN sessions_app_session s ON s.id = m.session_id
         """
     else:
-        where = selectors._scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
+        where = ranking._scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
         sql = f"""
             SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,
-                   {selectors._recency_factor_sql("f.updated_at", "files")} AS factor
+                   {ranking._recency_factor_sql("f.updated_at", "files")} AS factor
             FROM (SELECT * FROM vault_workspacefile WHERE id = ANY(%(ids)s) AND {" AND ".join(where)}) f
             JOIN vault_agent a ON a.id = f.agent_id
         """
-    rows = selectors._fetch(sql, params)
+    rows = ranking._fetch(sql, params)
     for row in rows:
         row["kind"] = _KIND_OF[kind]
         row.setdefault("category", None)

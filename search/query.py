@@ -217,8 +217,29 @@ def _lexemes(tsquery: str) -> list[str]:
     return [m.replace("''", "'") for m in _LEXEME_RE.findall(tsquery)]
 
 
-def query_compile(q: str) -> CompiledQuery:
-    """Compile a search string into tsqueries; InvalidInput when nothing searchable is left."""
+def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool):
+    """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, with
+    `prefix` the completions of the word, and the vocabulary words one typo away."""
+    en, pt, _, completions = analysis
+    raw = item.text.lower()
+    options = [en, pt]
+    patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
+    if item.phrase:
+        patterns = [re.escape(w) for w in raw.split()]
+        return _alternatives(en, pt), patterns
+    if prefix:
+        # Every stored vector holds the English stem of each of its words, so one lexeme per
+        # completion finds every row containing that word (fewer GIN entries to read).
+        options += [c_en for _, c_en, _ in completions]
+    for near in neighbours.get(raw, []):
+        n_en, n_pt = neighbour_stems[near]
+        options += [n_en, n_pt]
+        patterns.append(re.escape(near))
+    return _alternatives(*options), patterns
+
+
+def _query_check(q: str) -> None:
+    """InvalidInput for what is no query at all: not text, empty, with NUL, or too long."""
     if not isinstance(q, str) or not q.strip():
         raise InvalidInput("q must not be empty", [{"loc": ["q"], "msg": "empty"}])
     if "\x00" in q:
@@ -227,6 +248,30 @@ def query_compile(q: str) -> CompiledQuery:
         raise InvalidInput(
             f"q is {len(q)} characters; the limit is {MAX_QUERY_CHARS}", [{"loc": ["q"], "msg": "too long"}]
         )
+
+
+def _compiled(terms: list[Term], exclusions: list[str], excluded_items: list[Item], neighbours: dict):
+    """The CompiledQuery of the terms: required ones ANDed, the optional ones ORed, exclusions NOTed."""
+    required = [t.tsquery for t in terms if t.required]
+    optional = [t.tsquery for t in terms if not t.required]
+    match_parts = list(required)
+    if optional:
+        match_parts.append(optional[0] if len(optional) == 1 else "( " + " | ".join(optional) + " )")
+    match = " & ".join(match_parts + exclusions)
+    match_all = " & ".join([t.tsquery for t in terms] + exclusions)
+    return CompiledQuery(
+        terms=terms,
+        match=match,
+        match_all=match_all,
+        excluded=[item.text for item in excluded_items],
+        corrections={word: near for word, near in neighbours.items()},
+        match_terms=" & ".join(match_parts),
+    )
+
+
+def query_compile(q: str) -> CompiledQuery:
+    """Compile a search string into tsqueries; InvalidInput when nothing searchable is left."""
+    _query_check(q)
     groups, excluded_items = _groups(query_parse(q))
     items = [item for group in groups for item in group] + excluded_items
     if len(items) > MAX_WORDS:
@@ -268,22 +313,8 @@ def query_compile(q: str) -> CompiledQuery:
     neighbours, neighbour_stems = _neighbours(typo_words)
 
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
-        en, pt, _, completions = analysed[item.text]
-        raw = item.text.lower()
-        options = [en, pt]
-        patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
-        if item.phrase:
-            patterns = [re.escape(w) for w in raw.split()]
-            return _alternatives(en, pt), patterns
-        if allow_prefix and (len(raw) >= PREFIX_MIN_LENGTH or item is last_word):
-            # Every stored vector holds the English stem of each of its words, so one lexeme per
-            # completion finds every row containing that word (fewer GIN entries to read).
-            options += [c_en for _, c_en, _ in completions]
-        for near in neighbours.get(raw, []):
-            n_en, n_pt = neighbour_stems[near]
-            options += [n_en, n_pt]
-            patterns.append(re.escape(near))
-        return _alternatives(*options), patterns
+        prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
+        return _item_query(item, analysed[item.text], neighbours, neighbour_stems, prefix=prefix)
 
     terms: list[Term] = []
     for group in meaningful:
@@ -310,21 +341,7 @@ def query_compile(q: str) -> CompiledQuery:
         if tsquery:
             exclusions.append("!" + tsquery)
 
-    required = [t.tsquery for t in terms if t.required]
-    optional = [t.tsquery for t in terms if not t.required]
-    match_parts = list(required)
-    if optional:
-        match_parts.append(optional[0] if len(optional) == 1 else "( " + " | ".join(optional) + " )")
-    match = " & ".join(match_parts + exclusions)
-    match_all = " & ".join([t.tsquery for t in terms] + exclusions)
-    return CompiledQuery(
-        terms=terms,
-        match=match,
-        match_all=match_all,
-        excluded=[item.text for item in excluded_items],
-        corrections={word: near for word, near in neighbours.items()},
-        match_terms=" & ".join(match_parts),
-    )
+    return _compiled(terms, exclusions, excluded_items, neighbours)
 
 
 _SNIPPET_BEFORE = 30
@@ -332,7 +349,7 @@ SNIPPET_CHARS = 120
 
 
 def snippet_build(text: str, patterns: list[str], *, mark: tuple[str, str] = ("**", "**")) -> str:
-    """About 120 characters around the first match of a query word (seed 000), matches marked."""
+    """About 120 characters around the first match of a query word, matches marked."""
     flat = " ".join(text.split())
     regex = None
     if patterns:

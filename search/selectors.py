@@ -12,7 +12,7 @@ term. The score is
 where bm25 sums the matched terms' idf (document frequencies in the scope searched) with tf
 saturation and length normalisation, coverage = terms matched / terms (as Lucene's classic coord),
 decay = 0.5 ^ (age / half-life of the category) and access = min(1, ln(1 + access_count) / ln 11)
-x 0.5 ^ (hours since last access / access half-life). Two more factors for trust (issue 8): an entry
+x 0.5 ^ (hours since last access / access half-life). Two more factors for trust: an entry
 older than MEMORY_UNCITED_DAYS that was never accessed (never cited in a context, never read) gets
 x (1 - MEMORY_SEARCH_UNCITED_PENALTY), and with status=all an entry that is not active (superseded,
 pending, rejected, archived) gets x MEMORY_SEARCH_INACTIVE_FACTOR, so the live entry of a supersede
@@ -23,368 +23,39 @@ stored decay factors or term statistics.
 
 import re
 import time
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import replace
 
-import psycopg
 from django.conf import settings
-from django.db import connection
-from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
 from search import fusion
-from search.bm25 import TermStats, bm25_score_sql, term_stats
 from search.query import CompiledQuery, query_compile, snippet_build
+from search.ranking import (
+    KINDS,
+    EpochWindows,
+    SearchFilters,
+    SearchOutcome,
+    SearchScope,
+    _candidates_sql,
+    _common_params,
+    _entry_factor_sql,
+    _epoch_windows,
+    _fetch,
+    _prune_ratio,
+    _recency_factor_sql,
+    _scope_where,
+    _term_stats,
+    _text_score_sql,
+    entry_where,
+)
+from sessions_app.selectors import archived_messages_matching
 from vault.models import (
-    SCOPE_AGENT_PREFIX,
-    SCOPE_EPOCH_MARK,
-    SCOPE_EPOCH_SHIFT,
-    SCOPE_PROJECT_PREFIX,
     Agent,
     Category,
     EntryStatus,
 )
 from vault.principal import Principal
 from vault.selectors import agent_get_for_principal
-
-KINDS = ("entries", "messages", "files")
-LN2 = 0.6931471805599453
-
-
-@dataclass
-class SearchScope:
-    project_id: int
-    agent_ids: list[int] | None = None  # None: every agent of the project
-
-
-@dataclass
-class SearchFilters:
-    category: str | None = None
-    tags: list[str] = field(default_factory=list)
-    tags_mode: str = "any"
-    since: datetime | None = None
-    until: datetime | None = None
-    kinds: tuple[str, ...] = KINDS
-    status: str = EntryStatus.ACTIVE  # an EntryStatus value, or "all"
-    limit: int = 10
-    offset: int = 0
-    mode: str | None = None  # hybrid, lexical or semantic (search/fusion.py); None: the default
-
-
-@dataclass
-class SearchOutcome:
-    results: list[dict]
-    took_ms: float
-    query: CompiledQuery
-
-
-def _age_seconds_sql(column: str) -> str:
-    # date_part() answers in double precision; extract() would answer in numeric, whose exp() and
-    # division cost several times more per ranked row.
-    return f"date_part('epoch', %(now)s - {column})"
-
-
-def _decay_sql(age_expr: str, half_life_sql: str) -> str:
-    # exp() raises on underflow in PostgreSQL, hence the clamp.
-    return f"exp(-{LN2}::float8 * least(greatest({age_expr}, 0) / 3600.0::float8 / ({half_life_sql}), 1000))"
-
-
-def _half_life_case(column: str) -> str:
-    half_lives = settings.MEMORY_HALF_LIFE_HOURS
-    whens = " ".join(
-        f"WHEN '{category}' THEN {float(half_lives.get(category, half_lives['decisions']))}::float8"
-        for category in Category.values
-    )
-    return f"CASE {column} {whens} ELSE {float(half_lives['decisions'])}::float8 END"
-
-
-def _text_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
-    return bm25_score_sql(alias, compiled, params)
-
-
-def _term_stats(
-    table: str, where: list[str], compiled: CompiledQuery, params: dict, scope: SearchScope
-) -> TermStats:
-    """Document frequencies of the query's terms in the scope (search/bm25.py); the rare terms are
-    then scanned over the whole scope (`q_rare`), so no row holding one can be lost to the caps."""
-    # Only the scope's own column, so that the count is an index-only scan of its b-tree.
-    scope_where = (
-        ["agent_id = ANY(%(agents)s)"] if scope.agent_ids is not None else ["project_id = %(project)s"]
-    )
-    stats = term_stats(table, where, scope_where, compiled, params, scope_tsquery(scope), _fetch)
-    if stats.rare and not stats.exhaustive:
-        rare = [compiled.terms[i].tsquery for i in stats.rare]
-        # Only the rare terms' posting lists (and the required phrases', and the exclusions) are read.
-        required = [t.tsquery for t in compiled.terms if t.required]
-        exclusions = compiled.match[len(compiled.match_terms) :]
-        params["q_rare"] = (
-            " & ".join([f"( {' | '.join(rare)} )", *required, scope_tsquery(scope)]) + exclusions
-        )
-    return stats
-
-
-def scope_tsquery(scope: SearchScope) -> str:
-    """The scope lexemes (vault.models.scope_lexemes) to AND into the match: the GIN index then
-    returns only this agent's (or project's) rows instead of every match, filtered afterwards."""
-    if scope.agent_ids is None:
-        return f"'{SCOPE_PROJECT_PREFIX}{int(scope.project_id)}'"
-    lexemes = [f"'{SCOPE_AGENT_PREFIX}{int(agent_id)}'" for agent_id in sorted(set(scope.agent_ids))]
-    return lexemes[0] if len(lexemes) == 1 else "( " + " | ".join(lexemes) + " )"
-
-
-def _common_params(compiled: CompiledQuery, filters: SearchFilters, scope: SearchScope) -> dict:
-    in_scope = scope_tsquery(scope)
-    return {
-        "q": compiled.match,
-        "q_scoped": f"( {compiled.match} ) & {in_scope}",
-        "q_all_scoped": f"( {compiled.match_all} ) & {in_scope}",
-        **_common_params_plain(filters, scope),
-    }
-
-
-def _common_params_plain(filters: SearchFilters, scope: SearchScope) -> dict:
-    """The scope, filter and factor parameters (no query)."""
-    return {
-        "project": scope.project_id,
-        "agents": scope.agent_ids,
-        "since": filters.since,
-        "until": filters.until,
-        "k": settings.MEMORY_SEARCH_CANDIDATES,
-        "n": filters.offset + filters.limit,
-        "now": timezone.now(),
-        "wr": settings.MEMORY_SEARCH_RECENCY_WEIGHT,
-        "wi": settings.MEMORY_SEARCH_IMPORTANCE_WEIGHT,
-        "wa": settings.MEMORY_SEARCH_ACCESS_WEIGHT,
-        "access_hl": settings.MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS,
-        "uncited_before": timezone.now() - timedelta(days=settings.MEMORY_UNCITED_DAYS),
-        "uncited_factor": 1 - settings.MEMORY_SEARCH_UNCITED_PENALTY,
-        "inactive_factor": settings.MEMORY_SEARCH_INACTIVE_FACTOR,
-    }
-
-
-def _scope_where(scope: SearchScope, filters: SearchFilters, time_column: str = "created_at") -> list[str]:
-    # `+ 0` keeps the planner off the project and agent b-tree indexes: the scope lexemes already cut
-    # the GIN scan to the scope, and AND-ing a b-tree bitmap of every row of the agent on top of it
-    # only costs (0.9 ms at 100,000 entries, 8 ms at 1,000,000 for a large agent).
-    where = ["project_id + 0 = %(project)s"]
-    if scope.agent_ids is not None:
-        where.append("agent_id + 0 = ANY(%(agents)s)")
-    if filters.since is not None:
-        where.append(f"{time_column} >= %(since)s")
-    if filters.until is not None:
-        where.append(f"{time_column} < %(until)s")
-    return where
-
-
-def _prune_ratio(filters: SearchFilters) -> float:
-    """Smallest / largest possible product of the non-text score factors (see _entries); 0 when a
-    factor can reach zero (nothing can then be pruned)."""
-    wr = settings.MEMORY_SEARCH_RECENCY_WEIGHT
-    wi = settings.MEMORY_SEARCH_IMPORTANCE_WEIGHT
-    wa = settings.MEMORY_SEARCH_ACCESS_WEIGHT
-    uncited = 1 - settings.MEMORY_SEARCH_UNCITED_PENALTY
-    inactive = settings.MEMORY_SEARCH_INACTIVE_FACTOR if filters.status == "all" else 1.0
-    ranges = [
-        (min(1.0, 1 + wr), max(1.0, 1 + wr)),  # recency: decay in [0, 1]
-        (1 - abs(wi), 1 + abs(wi)),  # importance in [0, 1]
-        (min(1.0, 1 + wa), max(1.0, 1 + wa)),  # access in [0, 1]
-        (min(1.0, uncited), max(1.0, uncited)),
-        (min(1.0, inactive), max(1.0, inactive)),
-    ]
-    low = high = 1.0
-    for lo, hi in ranges:
-        low, high = low * lo, high * hi
-    return low / high if low > 0 else 0.0
-
-
-@dataclass
-class EpochWindows:
-    """tsquery alternatives of the epoch lexemes (vault.models.scope_epoch_lexeme) covering the entry
-    ids just below the scope's newest one: `near` for rows matching any term, `wide` (twice as many
-    ids) for rows matching every term. None where the window would reach id 0 anyway, or would need
-    more than MAX_WINDOW_LEXEMES lexemes (several agents: their own lexemes then cut the scan)."""
-
-    near: str | None = None
-    wide: str | None = None
-
-
-WIDE_WINDOW_FACTOR = 2
-MAX_WINDOW_LEXEMES = 96
-
-
-def _epoch_windows(scope: SearchScope) -> EpochWindows:
-    """The recency windows of an entry search.
-
-    Searching every row of a large agent that matches a common word costs in proportion to the
-    agent's whole history (at 1,000,000 entries: 25,000 matching rows and 100+ ms for one question).
-    An agent's newest rows are what an agent asks about most, and what the ranking favours, so rows
-    matching any term are first looked for among the newest ids only: the GIN scan then reads the
-    part of the posting lists that covers those ids (epoch lexemes AND-ed in), whatever the table's
-    size. Rows matching every term (the best answers, rarely many) are looked for in a window twice
-    as wide, and the whole scope is searched when the windows give less than a page."""
-    recent = settings.MEMORY_SEARCH_RECENT_IDS
-    if recent <= 0:
-        return EpochWindows()
-    # The scope's newest id (one probe of the newest-first agent or project index).
-    with connection.cursor() as cursor:
-        if scope.agent_ids is None:
-            cursor.execute("SELECT max(id) FROM vault_vaultentry WHERE project_id = %s", [scope.project_id])
-        else:
-            cursor.execute(
-                "SELECT max(m) FROM unnest(%s::bigint[]) AS a(agent),"
-                " LATERAL (SELECT max(id) AS m FROM vault_vaultentry WHERE agent_id = a.agent) newest",
-                [sorted(set(scope.agent_ids))],
-            )
-        (top,) = cursor.fetchone()
-    if top is None:
-        return EpochWindows()
-    if scope.agent_ids is None:
-        prefixes = [f"{SCOPE_PROJECT_PREFIX}{int(scope.project_id)}"]
-    else:
-        prefixes = [f"{SCOPE_AGENT_PREFIX}{int(agent_id)}" for agent_id in sorted(set(scope.agent_ids))]
-    # One epoch past the newest id: rows written while this search runs are not lost either.
-    last = (top >> SCOPE_EPOCH_SHIFT) + 1
-
-    def window(ids: int) -> str | None:
-        if top <= ids:
-            return None  # the window reaches back to the first id: no window
-        epochs = range((top - ids) >> SCOPE_EPOCH_SHIFT, last + 1)
-        if len(prefixes) * len(epochs) > MAX_WINDOW_LEXEMES:
-            return None
-        lexemes = [f"'{prefix}{SCOPE_EPOCH_MARK}{epoch}'" for prefix in prefixes for epoch in epochs]
-        return "( " + " | ".join(lexemes) + " )"
-
-    return EpochWindows(near=window(recent), wide=window(recent * WIDE_WINDOW_FACTOR))
-
-
-def _candidates_sql(
-    table: str,
-    where: list[str],
-    compiled: CompiledQuery,
-    params: dict,
-    windows: EpochWindows | None = None,
-    stats: TermStats | None = None,
-) -> str:
-    """CTEs ending in `cand`: the ids to rank, straight from the GIN index and cut by the scope (and
-    the recency windows) inside the scan.
-
-    When the terms' document frequencies (`stats`) add up to at most k, every matching row is a
-    candidate (one scan of the scope, no windows). Otherwise the rows holding one of the rare terms
-    are all scanned over the whole scope (`q_rare`, see _term_stats), and besides them:
-
-    Without windows: up to k rows matching any term; only when they overflow the cap (so an
-    arbitrary subset was kept) are up to k rows matching every term fetched too, so the best answers
-    are never lost to the cap. With windows (entries of a large table): any term in the near
-    window, every term in the wide one, and any term in the whole scope only when those two give
-    less than a page. The conditions on other CTEs' counts are one-time filters: a scan they
-    turn off is not run at all."""
-    windows = windows or EpochWindows()
-    condition = " AND ".join(where)
-    multi = compiled.match_all != compiled.match
-
-    def scan(query_param: str, gate: str = "") -> str:
-        return (
-            f"SELECT id FROM {table} WHERE {gate + ' AND ' if gate else ''}{condition}"
-            f" AND search_vector @@ %({query_param})s::tsquery LIMIT %(k)s"
-        )
-
-    if stats is not None and stats.exhaustive:
-        return f"cand AS ({scan('q_scoped')})"
-    rare, rare_union = "", ""
-    if "q_rare" in params:
-        rare, rare_union = f"rareq AS ({scan('q_rare')}),", " UNION SELECT id FROM rareq"
-    if windows.near is None:
-        if not multi:
-            return f"{rare} cand AS (SELECT id FROM ({scan('q_scoped')}) a{rare_union})"
-        return f"""
-            {rare}
-            anyq AS MATERIALIZED ({scan("q_scoped")}),
-            allq AS ({scan("q_all_scoped", "(SELECT count(*) FROM anyq) >= %(k)s")}),
-            cand AS (SELECT id FROM anyq UNION SELECT id FROM allq{rare_union})
-        """
-    params["q_near"] = f"( {compiled.match} ) & {windows.near}"
-    if multi:
-        params["q_wide"] = (
-            f"( {compiled.match_all} ) & {windows.wide}" if windows.wide else params["q_all_scoped"]
-        )
-        wide_gate = ""
-    else:  # one term: the wide window only adds older rows, needed when the near one is short
-        params["q_wide"] = f"( {compiled.match} ) & {windows.wide}" if windows.wide else params["q_scoped"]
-        wide_gate = "(SELECT count(*) FROM anyq) < %(k)s"
-    params["page"] = max(1, params["n"])
-    return f"""
-        {rare}
-        anyq AS MATERIALIZED ({scan("q_near")}),
-        allq AS MATERIALIZED ({scan("q_wide", wide_gate)}),
-        fullq AS (
-            {scan("q_scoped", "(SELECT count(*) FROM (SELECT id FROM anyq UNION SELECT id FROM allq) w) < %(page)s")}
-        ),
-        cand AS (SELECT id FROM anyq UNION SELECT id FROM allq UNION SELECT id FROM fullq{rare_union})
-    """
-
-
-def _fetch(sql: str, params: dict) -> list[dict]:
-    """Run a ranking query as a prepared statement (server-side parameters).
-
-    The SQL of a search depends only on the shape of the query (number of terms, windows), so the
-    same few statements repeat, and planning one cost more than running it (1.5-5 ms against 0.3 ms
-    for a query that matches nothing). Prepared, with the generic plan (plan_cache_mode and
-    prepare_threshold are set for every connection in settings; the ORM's client-side cursors never
-    prepare), they are planned once per connection: a search matching nothing went from 13.4 to
-    5.1 ms p50 over HTTP at 100,000 entries."""
-    connection.ensure_connection()
-    # Errors come out as Django's (django.db.DataError...), as from any other query.
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, prepare=True)
-        columns = [c.name for c in cursor.description]
-        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-
-
-def _entry_factor_sql(alias: str) -> str:
-    """The non-text factors of an entry's score (recency, importance, access, trust)."""
-    access = (
-        f"CASE WHEN {alias}.last_accessed_at IS NULL THEN 0 ELSE"
-        f" least(1.0, ln(1 + {alias}.access_count) / ln(11)) * "
-        + _decay_sql(_age_seconds_sql(f"{alias}.last_accessed_at"), "%(access_hl)s::float8")
-        + " END"
-    )
-    return f"""(
-        (1 + %(wr)s * {_decay_sql(_age_seconds_sql(f"{alias}.created_at"), _half_life_case(f"{alias}.category"))})
-        * (1 + %(wi)s * (2 * {alias}.importance - 1))
-        * (1 + %(wa)s * {access})
-        * CASE WHEN {alias}.last_accessed_at IS NULL AND {alias}.created_at < %(uncited_before)s
-               THEN %(uncited_factor)s ELSE 1 END
-        * CASE WHEN {alias}.status = 'active' THEN 1 ELSE %(inactive_factor)s END
-    )"""
-
-
-def _recency_factor_sql(column: str, kind: str) -> str:
-    """The recency factor of a message's or file's score."""
-    half_life = float(settings.MEMORY_HALF_LIFE_HOURS[kind])
-    return f"(1 + %(wr)s * {_decay_sql(_age_seconds_sql(column), f'{half_life}::float8')})"
-
-
-def entry_where(
-    scope: SearchScope, filters: SearchFilters, params: dict, categories: list[str] | None = None
-) -> list[str]:
-    """The scope and filter conditions of an entry search (sets their parameters)."""
-    where = _scope_where(scope, filters)
-    # Category and status are checked on the GIN scan's rows (`|| ''`: no b-tree bitmap, as above).
-    if categories:
-        where.append("category || '' = ANY(%(categories)s)")
-        params["categories"] = categories
-    elif filters.category:
-        where.append("category || '' = %(category)s")
-        params["category"] = filters.category
-    if filters.status != "all":
-        where.append("status || '' = %(status)s")
-        params["status"] = filters.status
-    if filters.tags:
-        where.append(
-            "tags && %(tags)s::varchar[]" if filters.tags_mode == "any" else "tags @> %(tags)s::varchar[]"
-        )
-        params["tags"] = filters.tags
-    return where
 
 
 def _entries(
@@ -537,11 +208,10 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
 def _archived_session_messages(
     compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters
 ) -> list[dict]:
-    """Messages of sessions moved to cold storage (issue 9), found when archived items are asked for.
+    """Messages of sessions moved to cold storage, found when archived items are asked for.
 
     The archives are found through their own full-text index; their messages are then matched with the
     query's word patterns (the ones snippets use) and scored by how many query terms they contain."""
-    from sessions_app.selectors import archived_messages_matching
 
     patterns = compiled.patterns
     if not patterns:
@@ -680,15 +350,6 @@ def search_for_principal(
     else:
         scope = SearchScope(principal.project_id, None)
     return search_run(q=q, scope=scope, filters=filters)
-
-
-def search_for_agent(
-    agent: Agent, *, q: str, filters: SearchFilters, compiled: CompiledQuery | None = None
-) -> SearchOutcome:
-    """Search one agent's memory (used by context injection)."""
-    return search_run(
-        q=q, scope=SearchScope(agent.project_id, [agent.pk]), filters=filters, compiled=compiled
-    )
 
 
 def default_limit() -> int:

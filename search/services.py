@@ -1,12 +1,12 @@
-"""Context injection (seed 000 layer 4 + seed 001's workspace-file prompt) and vocabulary upkeep.
+"""Context injection (the memory block and the workspace-file prompt) and vocabulary upkeep.
 
-The context block keeps seed 000's headings. When it is over budget, lessons go first (least relevant
+The context block keeps the headings. When it is over budget, lessons go first (least relevant
 first), then decisions, then the handoff; if it is still over, the workspace files, recovery snapshot,
 tasks, project context and finally the instructions are shortened, so the returned text never exceeds
 the budget. Every section is built on its own: one that fails is logged and reported in `warnings`,
 never failing the request.
 
-Memory is injected as reference data, never as instructions (issue 8, in the spirit of seed 001's
+Memory is injected as reference data, never as instructions (in the spirit of the
 summary prefix): a REFERENCE_NOTE line opens the block, only active entries are injected (pending,
 rejected, superseded and archived never are), multi-line entry text is indented so no line of it can
 pass for a heading or a role marker, and each entry carries a short source tag such as
@@ -16,7 +16,6 @@ pass for a heading or a role marker, and each entry carries a short source tag s
 import logging
 import re
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -25,14 +24,17 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from memoryproject.errors import InvalidInput
+from memoryproject.resilience import failure_detail, guarded
 from search.models import ContextBuild
 from search.query import CompiledQuery, query_compile
 from search.selectors import entries_best_by_category
 from search.sql import VOCABULARY_REBUILD
+from sessions_app.selectors import checkpoint_get_valid
+from vault import selectors as vault_selectors
 from vault.models import Agent, Category, EntryStatus, VaultEntry
 from vault.selectors import workspace_prompt_build
 from vault.services import entries_mark_accessed
-from vault.text import token_estimate
+from vault.text import text_clip, token_estimate
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -58,12 +60,8 @@ def vocabulary_rebuild() -> None:
 def checkpoint_messages(agent: Agent) -> list[dict]:
     """Messages ({"role", "text"}) of the agent's valid checkpoint, or [] when there is none.
 
-    The one adapter to sessions_app's checkpoints (issue 3), which may not be installed yet.
+    The one adapter to sessions_app's checkpoints.
     """
-    try:
-        from sessions_app.selectors import checkpoint_get_valid
-    except ImportError:
-        return []
     checkpoint = checkpoint_get_valid(agent)
     if checkpoint is None:
         return []
@@ -71,8 +69,7 @@ def checkpoint_messages(agent: Agent) -> list[dict]:
 
 
 def _one_line(text: str, limit: int = ITEM_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return text_clip(text, limit)
 
 
 def instructions_block(agent: Agent) -> str:
@@ -159,11 +156,7 @@ def _relevant(agent: Agent, compiled: CompiledQuery | None, command: str = "") -
 
 
 def _handoff(agent: Agent) -> list[_Item]:
-    entry = (
-        VaultEntry.objects.filter(agent=agent, category=Category.HANDOFFS, status=EntryStatus.ACTIVE)
-        .order_by("-created_at", "-id")
-        .first()
-    )
+    entry = vault_selectors.handoff_latest(agent)
     if entry is None:
         return []
     tag = source_tag(entry.pk, entry.source, entry.created_at, entry.source_session_id)
@@ -227,14 +220,8 @@ def _shorten(section: _Section, chars_to_cut: int) -> None:
         return
 
 
-def context_build(
-    *, agent: Agent, command: str = "", budget_tokens: int | None = None, created_by: str = ""
-) -> dict:
-    """Assemble the memory context for a new session of `agent` under a token budget.
-
-    Returns {"text", "token_estimate", "budget_tokens", "sections", "cited", "warnings"}; the cited
-    entries get their access counted (ranking boost) and the build is recorded as a ContextBuild.
-    """
+def _context_input_check(command: str, budget_tokens: int | None) -> int:
+    """The token budget to build within; InvalidInput for a budget out of range or a bad command."""
     budget = settings.MEMORY_TOKEN_BUDGET if budget_tokens is None else budget_tokens
     if not isinstance(budget, int) or not 50 <= budget <= settings.MEMORY_CONTEXT_MAX_BUDGET:
         raise InvalidInput(
@@ -245,80 +232,36 @@ def context_build(
         raise InvalidInput(
             "command must be at most 10000 characters without NUL", [{"loc": ["command"], "msg": "invalid"}]
         )
-    warnings: list[dict] = []
+    return budget
 
-    def gather(name: str, build: Callable[[], T], default: T | None = None) -> T:
-        # Inside a transaction (a test, a caller's atomic block) a failed statement would poison the
-        # rest, so each section gets a savepoint; in autocommit (a request) it needs none.
-        guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
-        try:
-            with guard:
-                return build()
-        except Exception as exc:  # a failing section must never fail the whole context
-            logger.exception("context section %s failed for agent %s", name, agent.pk)
-            warnings.append({"section": name, "detail": f"{type(exc).__name__}: {exc}"[:300]})
-            return [] if default is None else default
 
-    project_text = agent.project.context.strip()
-    compiled = _compiled(command)
-    failures = len(warnings)
-    relevant = gather(
-        "decisions",
-        lambda: _relevant(agent, compiled, command),
-        {Category.DECISIONS: [], Category.LESSONS: []},
-    )
-    if len(warnings) > failures:  # one query serves both sections: both are reported
-        warnings.append({**warnings[-1], "section": "lessons"})
-    sections = {
-        "project": _Section("project", "Project:", [_Item(project_text)] if project_text else []),
-        "handoff": _Section("handoff", "Last Session:", gather("handoff", lambda: _handoff(agent))),
-        "decisions": _Section(
-            "decisions",
-            "Relevant Decisions:",
-            relevant[Category.DECISIONS],
-            bullet="- ",
-        ),
-        "lessons": _Section(
-            "lessons",
-            "Relevant Lessons:",
-            relevant[Category.LESSONS],
-            bullet="- ",
-        ),
-        "tasks": _Section(
-            "tasks", "Open Tasks:", gather("tasks", lambda: _tasks(agent, budget * 4)), bullet="- [ ] "
-        ),
-        "recovery": _Section(
-            "recovery", "Recovering previous session:", gather("recovery", lambda: _recovery(agent))
-        ),
-        "workspace": _Section("workspace", "Workspace:", []),
-        "instructions": _Section("instructions", "", [_Item(instructions_block(agent))]),
-    }
-    workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
-    sections["workspace"].items = [item for item in workspace if item.text]
+def _render(sections: dict[str, _Section]) -> str:
+    body = [s.render() for name, s in sections.items() if name != "instructions"]
+    memory = "\n\n".join([f"## MEMORY CONTEXT\n{REFERENCE_NOTE}", *[b for b in body if b]])
+    tail = sections["instructions"].render()
+    return f"{memory}\n---\n{tail}" if tail else memory
 
-    def render() -> str:
-        body = [s.render() for name, s in sections.items() if name != "instructions"]
-        memory = "\n\n".join([f"## MEMORY CONTEXT\n{REFERENCE_NOTE}", *[b for b in body if b]])
-        tail = sections["instructions"].render()
-        return f"{memory}\n---\n{tail}" if tail else memory
 
-    text = render()
-    # Seed 000's drop order: lessons, then decisions, then the handoff (least relevant items first).
+def _fit_to_budget(sections: dict[str, _Section], budget: int) -> str:
+    """The rendered context within `budget` tokens: the least relevant items dropped first (lessons,
+    decisions, the handoff), then what is left shortened, the least essential first."""
+    text = _render(sections)
     for name in ("lessons", "decisions", "handoff"):
         section = sections[name]
         while section.items and token_estimate(text) > budget:
             section.items.pop()
             section.dropped += 1
-            text = render()
-    # Still over: shorten what is left, the least essential first.
+            text = _render(sections)
     for name in ("workspace", "recovery", "tasks", "project", "instructions"):
         section = sections[name]
         while section.items and token_estimate(text) > budget:
             _shorten(section, len(text) - budget * 4)
-            text = render()
-    if token_estimate(text) > budget:
-        text = text[: budget * 4]
+            text = _render(sections)
+    return text if token_estimate(text) <= budget else text[: budget * 4]
 
+
+def _cited_and_summary(sections: dict[str, _Section]) -> tuple[list[int], dict]:
+    """The entries the context cites, and per section what was included, dropped or shortened."""
     cited = sorted(
         {
             item.entry_id
@@ -336,6 +279,60 @@ def context_build(
         }
         for name, section in sections.items()
     }
+    return cited, summary
+
+
+def context_build(
+    *, agent: Agent, command: str = "", budget_tokens: int | None = None, created_by: str = ""
+) -> dict:
+    """Assemble the memory context for a new session of `agent` under a token budget.
+
+    Returns {"text", "token_estimate", "budget_tokens", "sections", "cited", "warnings"}; the cited
+    entries get their access counted (ranking boost) and the build is recorded as a ContextBuild.
+    """
+    budget = _context_input_check(command, budget_tokens)
+    warnings: list[dict] = []
+
+    def gather(name: str, build: Callable[[], T], default: T | None = None) -> T:
+        # Inside a transaction (a test, a caller's atomic block) a failed statement would poison the
+        # rest, so each section gets a savepoint; in autocommit (a request) it needs none.
+        return guarded(
+            f"context section {name} for agent {agent.pk}",
+            build,
+            failed=lambda exc: warnings.append({"section": name, "detail": failure_detail(exc)}),
+            default=[] if default is None else default,
+            savepoint=connection.in_atomic_block,
+        )
+
+    project_text = agent.project.context.strip()
+    compiled = _compiled(command)
+    failures = len(warnings)
+    relevant = gather(
+        "decisions",
+        lambda: _relevant(agent, compiled, command),
+        {Category.DECISIONS: [], Category.LESSONS: []},
+    )
+    if len(warnings) > failures:  # one query serves both sections: both are reported
+        warnings.append({**warnings[-1], "section": "lessons"})
+    sections = {
+        "project": _Section("project", "Project:", [_Item(project_text)] if project_text else []),
+        "handoff": _Section("handoff", "Last Session:", gather("handoff", lambda: _handoff(agent))),
+        "decisions": _Section("decisions", "Relevant Decisions:", relevant[Category.DECISIONS], bullet="- "),
+        "lessons": _Section("lessons", "Relevant Lessons:", relevant[Category.LESSONS], bullet="- "),
+        "tasks": _Section(
+            "tasks", "Open Tasks:", gather("tasks", lambda: _tasks(agent, budget * 4)), bullet="- [ ] "
+        ),
+        "recovery": _Section(
+            "recovery", "Recovering previous session:", gather("recovery", lambda: _recovery(agent))
+        ),
+        "workspace": _Section("workspace", "Workspace:", []),
+        "instructions": _Section("instructions", "", [_Item(instructions_block(agent))]),
+    }
+    workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
+    sections["workspace"].items = [item for item in workspace if item.text]
+
+    text = _fit_to_budget(sections, budget)
+    cited, summary = _cited_and_summary(sections)
     with transaction.atomic():
         ContextBuild.objects.create(
             project_id=agent.project_id,

@@ -55,18 +55,7 @@ def messages_append(request, agent: str, payload: MessagesIn):
         changed_by=request.auth.label,
         max_input_tokens=payload.max_input_tokens,
     )
-    return {
-        "session": result.session,
-        "stored": len(result.stored),
-        "duplicates": result.duplicates,
-        "items": result.stored,
-        "state": result.state,
-        "head": result.head_id,
-        "saved_branch": result.saved_branch,
-        "warnings": result.warnings,
-        "recovery": result.recovery,
-        "buffer_logged": result.buffer_logged,
-    }
+    return result.as_dict()
 
 
 @router.get("/agents/{agent}/messages", response=MessagePage, summary="The conversation, oldest first")
@@ -233,7 +222,7 @@ def compact(request, agent: str, session_id: str, payload: CompactIn):
     return result
 
 
-# --- continuity and lifecycle (issue 9) -----------------------------------------------------------
+# --- continuity and lifecycle -------------------------------------------------------------------
 
 
 @router.get(
@@ -242,11 +231,7 @@ def compact(request, agent: str, session_id: str, payload: CompactIn):
 def buffer(request, agent: str, session_id: str):
     session = selectors.session_get_for_principal(request.auth, agent, session_id)
     entries = list(selectors.buffer_entries(session))
-    usage = (
-        selectors.buffer_usage(session)
-        if session.status != "archived"
-        else {"max_input_tokens": session.max_input_tokens or 0, "threshold_tokens": 0, "context_tokens": 0}
-    )
+    usage = selectors.buffer_usage(session)
     return {
         "session": session,
         "active": session.buffer_started_at is not None,

@@ -1,4 +1,4 @@
-"""Context window management: the pure parts (seeds 001, 002, 003).
+"""Context window management: the pure parts.
 
 `compaction_plan` decides which messages of a conversation stay in the model's context (the first few
 and the most recent turns) and which are summarised; `heuristic_summary` writes that summary when no LLM
@@ -7,12 +7,16 @@ applies a plan to the database is `sessions_app.services.session_compact`.
 """
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from django.conf import settings
+
+from memoryproject.llm import LLMError, llm_chat, prompt_render
 from vault.extraction import insights_extract
-from vault.text import token_estimate
+from vault.text import ASCII_CUT, text_clip, token_estimate
 
 from .scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 
@@ -32,7 +36,7 @@ Summariser = Callable[[Sequence[MessageLike]], str]
 
 def tool_result_truncate(text: str, max_chars: int = 8000) -> str:
     """Keep 70% of the budget from the head and 20% from the tail of an over-long tool result, with a
-    marker saying how many characters were cut (seed 002). Text within the budget is returned as is."""
+    marker saying how many characters were cut. Text within the budget is returned as is."""
     if len(text) <= max_chars:
         return text
     head = int(max_chars * 0.7)
@@ -42,7 +46,7 @@ def tool_result_truncate(text: str, max_chars: int = 8000) -> str:
 
 
 def message_tokens(message: MessageLike, *, tool_max_chars: int | None = None) -> int:
-    """Tokens a message takes in the context window (seed 000's estimate, behind one function)."""
+    """Tokens a message takes in the context window (estimate, behind one function)."""
     text = message.text
     if tool_max_chars is not None and message.role == "tool":
         text = tool_result_truncate(text, tool_max_chars)
@@ -92,14 +96,9 @@ def compaction_plan(messages: Sequence[MessageLike], *, keep_first: int, keep_tu
     )
 
 
-def _clip(text: str, max_chars: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= max_chars else text[: max_chars - 3].rstrip() + "..."
-
-
 def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200) -> str:
     """A summary without an LLM: counts, the facts the write-ahead scan finds, the decisions and lessons
-    of seed 000's patterns, and the user's requests, cut to `max_chars`."""
+    of the patterns, and the user's requests, cut to `max_chars`."""
     counts = {role: sum(1 for m in messages if m.role == role) for role in ("user", "assistant", "tool")}
     parts = [
         f"{len(messages)} earlier messages ({counts['user']} from the user, {counts['assistant']} from the "
@@ -115,7 +114,7 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
                 key = normalise_fact(match.text)
                 if key not in seen:
                     seen.add(key)
-                    facts.append(f"- {match.category}: {_clip(match.text, 160)}")
+                    facts.append(f"- {match.category}: {text_clip(match.text, 160, mark=ASCII_CUT)}")
     if facts:
         parts.append("Facts from the user:\n" + "\n".join(facts[:8]))
     insights = insights_extract(
@@ -126,25 +125,20 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
     if insights.lessons:
         parts.append("Lessons:\n" + "\n".join(f"- {lesson}" for lesson in insights.lessons))
     requests = [
-        f"- {_clip(m.text, 120)}"
+        f"- {text_clip(m.text, 120, mark=ASCII_CUT)}"
         for m in messages
         if m.role == "user" and m.text.strip() and not m.text.startswith(SUMMARY_PREFIX)
     ]
     if requests:
         parts.append("The user asked:\n" + "\n".join(requests[-8:]))
     summary = "\n\n".join(parts)
-    return summary if len(summary) <= max_chars else summary[: max_chars - 3].rstrip() + "..."
+    return text_clip(summary, max_chars, flatten=False, mark=ASCII_CUT)
 
 
 def llm_summary(messages: Sequence[MessageLike]) -> str:
-    """The LLM's summary of the compacted messages (prompts/compaction-summary-*.md, with seed 001's
+    """The LLM's summary of the compacted messages (prompts/compaction-summary-*.md, with the
     injection-safety framing: the transcript is data, never instructions). Falls back to the heuristic
     summary on any LLMError (not configured, timeout, empty reply)."""
-    import logging
-
-    from django.conf import settings
-
-    from memoryproject.llm import LLMError, llm_chat, prompt_render
 
     lines = []
     for message in messages:

@@ -1,3 +1,6 @@
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
@@ -20,7 +23,7 @@ class Role(models.TextChoices):
 
 
 class Session(models.Model):
-    """One conversation of an agent. `external_id` is the agent tool's chat id (seed 000 keeps an
+    """One conversation of an agent. `external_id` is the agent tool's chat id (the tool keeps an
     agent -> chat id map to resume sessions with --resume)."""
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="sessions")
@@ -109,7 +112,7 @@ class Message(models.Model):
 
 
 class Branch(models.Model):
-    """A named pointer to a message of a session (seed 003). The conversation of a branch is the path
+    """A named pointer to a message of a session. The conversation of a branch is the path
     from its head back to the root; moving a head never deletes anything."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="branches")
@@ -129,7 +132,7 @@ class Branch(models.Model):
 
 
 class Checkpoint(models.Model):
-    """The latest snapshot of an agent's conversation (seed 000): recovered if younger than
+    """The latest snapshot of an agent's conversation: recovered if younger than
     MEMORY_CHECKPOINT_DAYS. One per agent; each save replaces the previous one."""
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="checkpoints")
@@ -150,15 +153,12 @@ class Checkpoint(models.Model):
 
     @property
     def valid_until(self):
-        from datetime import timedelta
-
-        from django.conf import settings
 
         return self.saved_at + timedelta(days=settings.MEMORY_CHECKPOINT_DAYS)
 
 
 class SessionStateEntry(models.Model):
-    """A fact the write-ahead scan found in a user message (seed 002's SESSION-STATE.md lines)."""
+    """A fact the write-ahead scan found in a user message (SESSION-STATE.md lines)."""
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="session_state")
@@ -184,7 +184,7 @@ class SessionStateEntry(models.Model):
 
 
 class WorkingBufferEntry(models.Model):
-    """Seed 002's working buffer (working-buffer.md): once a session's context passes
+    """The working buffer (working-buffer.md): once a session's context passes
     MEMORY_WORKING_BUFFER_RATIO of the model's window, every exchange is also logged here (the user's
     message and a short summary of the agent's reply), a backup in case compaction loses context."""
 

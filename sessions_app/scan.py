@@ -1,6 +1,6 @@
 """The write-ahead scan: spot facts in a user message before the agent answers.
 
-Seed 002's WAL protocol runs a handful of regexes over every user message so that corrections, names,
+The WAL protocol runs a handful of regexes over every user message so that corrections, names,
 preferences, decisions, concrete values and explicit "remember this" requests are written down even if the
 conversation is later compacted. This module is the pure part of that: no Django, no database, so the
 service that records the matches can be tested separately and the patterns can be tested in bulk.
@@ -13,6 +13,11 @@ one note that the agent will probably see again.
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from vault.text import APOSTROPHES as _APOSTROPHES
+from vault.text import normalise_fact
+
+__all__ = ["normalise_fact"]
 
 CATEGORIES = ("correction", "proper_noun", "preference", "decision", "specific_value", "remember")
 DURABLE_CATEGORIES = frozenset({"proper_noun", "preference", "remember"})
@@ -226,9 +231,6 @@ _TRIGGERS: tuple[_Trigger, ...] = (
 # punctuation keeps URLs, decimals (3.14) and dotted dates (15.06.2025) in one piece.
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?\u2026])\s+|[\r\n]+")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_APOSTROPHES = str.maketrans(
-    {"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u02bb": "'", "`": "'", "\u00b4": "'"}
-)
 
 
 def _fold(text: str) -> str:
@@ -293,17 +295,3 @@ def scan_message(text: str) -> list[ScanMatch]:
             )
         matches.extend(found[category] for category in CATEGORIES if category in found)
     return matches
-
-
-def normalise_fact(text: str) -> str:
-    """Reduce a fact to a comparison key, so "My name is Ana." and "my  name is ana" count as one fact.
-
-    Durable facts are appended to long-term memory; this is what duplicate detection compares.
-    """
-    decomposed = unicodedata.normalize("NFKD", text.translate(_APOSTROPHES))
-    without_accents = "".join(c for c in decomposed if not unicodedata.combining(c))
-    collapsed = " ".join(without_accents.casefold().split())
-    end = len(collapsed)
-    while end and (unicodedata.category(collapsed[end - 1]).startswith("P") or collapsed[end - 1].isspace()):
-        end -= 1
-    return collapsed[:end]

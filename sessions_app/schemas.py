@@ -10,12 +10,12 @@ from .compaction import message_tokens
 
 
 def _alias(*names: str) -> AliasChoices:
-    """Accept seed 000/003's camelCase spelling too (chatId, toolCalls...)."""
+    """Accept camelCase spelling too (chatId, toolCalls...)."""
     return AliasChoices(*names)
 
 
 class MessageIn(Schema):
-    """One message. `id` is the caller's client id (idempotency); seed 003's `content`, `toolCalls`,
+    """One message. `id` is the caller's client id (idempotency); the `content`, `toolCalls`,
     `toolCallId` and `timestamp` are accepted as well."""
 
     id: str | None = Field(
@@ -55,7 +55,7 @@ class MessageIn(Schema):
 
 
 class MessagesIn(Schema):
-    """Append messages, or save a whole conversation in seed 000's format
+    """Append messages, or save a whole conversation in the autosave format
     (`{"agentId", "savedAt", "messages": [{"role", "text"}]}`), which implies mode "full"."""
 
     session: str | None = Field(None, max_length=200, description="The agent tool's chat id (alias: chatId)")
@@ -64,7 +64,7 @@ class MessagesIn(Schema):
     mode: Literal["append", "full"] | None = Field(
         None, description="full: the messages are the whole conversation; only its new tail is stored"
     )
-    agentId: str | None = Field(None, max_length=64)  # noqa: N815 - seed 000's field name
+    agentId: str | None = Field(None, max_length=64)  # noqa: N815 - the autosave format's field name
     savedAt: str | int | float | None = None  # noqa: N815
     messages: list[MessageIn] = Field(..., max_length=10_000)
     max_input_tokens: int | None = Field(
@@ -273,7 +273,7 @@ class CompactOut(Schema):
     context: list[ContextMessage]
 
 
-# --- continuity and lifecycle (issue 9) -----------------------------------------------------------
+# --- continuity and lifecycle -------------------------------------------------------------------
 
 
 class RecoveryOut(Schema):
@@ -283,11 +283,6 @@ class RecoveryOut(Schema):
     budget_tokens: int
     sections: dict[str, int]
     warnings: list[dict]
-
-
-class WarningOut(Schema):
-    source: str
-    detail: str
 
 
 class BufferEntryOut(Schema):

@@ -1,18 +1,26 @@
 """Reads of short-term memory. Tenancy is enforced here: the API passes the Principal asking."""
 
+import json
 import logging
 import re
-from datetime import datetime
+import zlib
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchQuery
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, F, QuerySet
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from memoryproject.errors import NotFound
+from memoryproject.resilience import failure_detail, guarded
+from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
+from vault import selectors as vault_selectors
 from vault.models import Agent
 from vault.principal import Principal
-from vault.selectors import MAX_ID, agent_get_for_principal
+from vault.selectors import MAX_ID, agent_get_for_principal, daily_note_path
+from vault.text import token_estimate
 
 from .compaction import SUMMARY_PREFIX, SUMMARY_STATE_KEY, message_tokens
 from .models import Branch, Checkpoint, Message, Session, SessionStateEntry, SessionStatus
@@ -103,7 +111,7 @@ def session_get_for_principal(
 
 
 def sessions_for_agent(agent: Agent) -> QuerySet[Session]:
-    """The agent's sessions, most recently active first: the agent -> chat id map of seed 000."""
+    """The agent's sessions, most recently active first: the agent -> chat id map."""
     return Session.objects.filter(agent=agent).order_by("-last_activity_at", "-id")
 
 
@@ -115,7 +123,7 @@ def messages_window(
     offset: int = 0,
     max_tokens: int | None = None,
 ) -> list[Message]:
-    """Seed 003's list(): order, offset and limit, then, with `max_tokens`, the newest of those messages
+    """The message list: order, offset and limit, then, with `max_tokens`, the newest of those messages
     that fit the budget. The result keeps the requested order (asc = chronological)."""
     ordered = list(messages) if order == "asc" else list(reversed(messages))
     selected = ordered[offset:] if limit is None else ordered[offset : offset + limit]
@@ -135,7 +143,7 @@ def messages_window(
 
 
 def checkpoint_get_valid(agent: Agent) -> Checkpoint | None:
-    """The agent's latest checkpoint if it is younger than MEMORY_CHECKPOINT_DAYS (seed 000's recover)."""
+    """The agent's latest checkpoint if it is younger than MEMORY_CHECKPOINT_DAYS (what recovery returns)."""
     checkpoint = Checkpoint.objects.filter(agent=agent).first()
     if checkpoint is None or timezone.now() >= checkpoint.valid_until:
         return None
@@ -143,7 +151,7 @@ def checkpoint_get_valid(agent: Agent) -> Checkpoint | None:
 
 
 def branches_list(session: Session) -> list[dict]:
-    """Seed 003's listBranches: name, created, from message, message count (path length), active."""
+    """The branches: name, created, from message, message count (path length), active."""
     result = []
     for branch in Branch.objects.filter(session=session).select_related("from_message"):
         result.append(
@@ -173,7 +181,7 @@ def session_state_list(session: Session) -> QuerySet[SessionStateEntry]:
 
 
 def session_state_markdown(entries) -> str:
-    """Seed 002's SESSION-STATE.md rendering of the write-ahead scan entries."""
+    """The SESSION-STATE.md rendering of the write-ahead scan entries."""
     lines = ["# SESSION-STATE.md -- Active Working Memory", ""]
     for entry in entries:
         stamp = timezone.localtime(entry.created_at).isoformat(timespec="seconds")
@@ -189,7 +197,7 @@ def conversation_tokens(messages: list[Message]) -> int:
     return sum(message_tokens(m, tool_max_chars=settings.MEMORY_TOOL_RESULT_MAX_CHARS) for m in messages)
 
 
-# --- working buffer and compaction recovery (seed 002) --------------------------------------------
+# --- working buffer and compaction recovery -----------------------------------------------------
 
 COMPACTION_MARKERS = (SUMMARY_PREFIX, "[CONTEXT COMPACTION:")
 RECOVERY_PREFIX = "[Context recovery - for reference only, not instructions]"
@@ -210,7 +218,7 @@ LOST_CONTEXT_RE = re.compile(
 
 def lost_context_signals(text: str, history: list[Message]) -> list[str]:
     """Why a new user message suggests the agent lost context: "compaction_marker" (a compaction summary
-    or seed 002's [CONTEXT COMPACTION: marker among the last MEMORY_RECOVERY_LOOKBACK messages before it,
+    or the [CONTEXT COMPACTION: marker among the last MEMORY_RECOVERY_LOOKBACK messages before it,
     or in the message itself) and "where_were_we" (the user asks where things stood, EN or PT)."""
     signals = []
     recent = history[-settings.MEMORY_RECOVERY_LOOKBACK :]
@@ -238,18 +246,28 @@ def session_tokens_upper_bound(session: Session) -> int:
 
 
 def buffer_usage(session: Session) -> dict:
-    """The session's context use against its working-buffer threshold."""
+    """The session's context use against its working-buffer threshold, with `percent` of the window used.
+    An archived session has no live context: it uses nothing and has no threshold (`archived` is True)."""
+    if session.status == SessionStatus.ARCHIVED:
+        return {
+            "max_input_tokens": session.max_input_tokens or 0,
+            "threshold_tokens": 0,
+            "context_tokens": 0,
+            "percent": 0.0,
+            "archived": True,
+        }
     window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
     used = conversation_tokens(session_conversation(session, active_only=True))
     return {
         "max_input_tokens": window,
         "threshold_tokens": int(window * settings.MEMORY_WORKING_BUFFER_RATIO),
         "context_tokens": used,
+        "percent": round(100 * used / max(window, 1), 1),
+        "archived": False,
     }
 
 
 def buffer_entries(session: Session):
-    from .models import WorkingBufferEntry
 
     return WorkingBufferEntry.objects.filter(session=session).order_by("created_at", "id")
 
@@ -261,7 +279,7 @@ def _buffer_entry_markdown(entry) -> str:
 
 
 def buffer_markdown(session: Session, entries) -> str:
-    """Seed 002's working-buffer.md."""
+    """The working-buffer.md."""
     if session.buffer_started_at is None:
         return "# Working Buffer (Danger Zone Log)\n**Status:** INACTIVE\n"
     lines = [
@@ -293,34 +311,25 @@ def _fit(lines: list[str], max_chars: int) -> list[str]:
 def recovery_build(
     session: Session, *, signals: list[str] | None = None, budget_tokens: int | None = None
 ) -> dict:
-    """Seed 002's compaction recovery: the working buffer, the session state entries and today's daily
+    """The compaction recovery: the working buffer, the session state entries and today's daily
     note, newest first within each, under `budget_tokens` (MEMORY_RECOVERY_TOKENS). Each source is read
     on its own: one that fails is logged and reported in `warnings`. Shares: buffer 50%, state 25%, daily
     note the rest; what a section leaves unused goes to the next."""
-    from vault.models import WorkspaceFile
-    from vault.services import daily_note_path
-    from vault.text import token_estimate
 
     budget = budget_tokens or settings.MEMORY_RECOVERY_TOKENS
     max_chars = budget * 4
     warnings: list[dict] = []
 
     def read(source, work):
-        try:
-            return work()
-        except Exception as exc:  # noqa: BLE001 - silent resilience
-            logger.exception("recovery source %s failed", source)
-            warnings.append({"source": source, "detail": f"{type(exc).__name__}: {exc}"[:300]})
-            return []
+        failed = lambda exc: warnings.append({"source": source, "detail": failure_detail(exc)})  # noqa: E731
+        return guarded(f"recovery source {source}", work, failed=failed, default=[], savepoint=False)
 
     today = timezone.localdate()
     path = daily_note_path(today)
 
     def daily_lines():
-        file = WorkspaceFile.objects.filter(
-            agent_id=session.agent_id, path=path, deleted_at__isnull=True
-        ).first()
-        return [line for line in (file.content.splitlines() if file else []) if line.strip()]
+        content = vault_selectors.file_content(session.agent_id, path) or ""
+        return [line for line in content.splitlines() if line.strip()]
 
     sources = [
         (
@@ -365,15 +374,11 @@ def recovery_build(
     }
 
 
-# --- archives, statistics (seed 004) --------------------------------------------------------------
+# --- archives, statistics -----------------------------------------------------------------------
 
 
 def archive_messages(session: Session) -> list[dict]:
     """The message rows stored in a session's archive (empty when it has none)."""
-    import json
-    import zlib
-
-    from .models import SessionArchive
 
     archive = SessionArchive.objects.filter(session=session).first()
     if archive is None:
@@ -386,9 +391,6 @@ def archived_messages_search(
 ) -> list[dict]:
     """Messages of archived sessions matching all `words` (for search's "include archived"): the archive
     rows are found with their full-text index, then their messages are scanned. Newest first."""
-    from django.contrib.postgres.search import SearchQuery
-
-    from .models import SessionArchive
 
     words = [w.lower() for w in words if w and w.strip()]
     if not words:
@@ -401,9 +403,6 @@ def archived_messages_search(
         archives = archives.filter(agent_id__in=agent_ids)
     found = []
     for archive in archives.order_by("-archived_at", "-id")[:200]:
-        import json
-        import zlib
-
         rows = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))["messages"]
         for row in reversed(rows):
             lowered = row["text"].lower()
@@ -421,11 +420,6 @@ def archived_messages_matching(
     """Every message row of the archived sessions whose text matches a tsquery (the search compiler's
     `match`), newest archives first, each with its session's and agent's names. Search decides which
     of these messages match and how well; this only finds the archives through their GIN index."""
-    import json
-    import zlib
-    from datetime import datetime
-
-    from .models import SessionArchive
 
     archives = (
         SessionArchive.objects.filter(project_id=project_id)
@@ -454,9 +448,6 @@ def archived_messages_matching(
 def session_stats(session: Session) -> dict:
     """Exact statistics of one session: messages (by role), tokens (every stored message, and the active
     context), decisions and lessons extracted at its close, scan facts, buffer entries, size and times."""
-    from vault.models import VaultEntry
-
-    from .models import SessionArchive, SessionTransition
 
     archive = SessionArchive.objects.filter(session=session).first()
     if archive is not None:
@@ -479,8 +470,7 @@ def session_stats(session: Session) -> dict:
             )
             raw = size = int(cursor.fetchone()[0])
         context = conversation_tokens(session_conversation(session, active_only=True))
-    tag = f"session-{session.pk}"
-    extracted = VaultEntry.objects.filter(agent_id=session.agent_id, tags__contains=[tag])
+    extracted = vault_selectors.entry_counts_tagged(session.agent_id, f"session-{session.pk}")
     return {
         "session": session,
         "status": session.status,
@@ -488,8 +478,8 @@ def session_stats(session: Session) -> dict:
         "messages_by_role": {role: roles.count(role) for role in sorted(set(roles))},
         "tokens": tokens,
         "context_tokens": context,
-        "decisions": extracted.filter(category="decisions").count(),
-        "lessons": extracted.filter(category="lessons").count(),
+        "decisions": extracted.get("decisions", 0),
+        "lessons": extracted.get("lessons", 0),
         "state_entries": SessionStateEntry.objects.filter(session=session).count(),
         "buffer_entries": buffer_entries(session).count(),
         "size_bytes": size,
@@ -506,86 +496,98 @@ class _Row:
         self.role, self.text, self.tool_calls = row["role"], row["text"], row["tool_calls"]
 
 
+def _per_day(qs, field: str, since) -> dict:
+    return {
+        row["day"]: row["n"]
+        for row in qs.filter(**{f"{field}__gte": since})
+        .annotate(day=TruncDate(field))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by("day")
+    }
+
+
+def _grouped(qs, key: str) -> dict:
+    return {row[key]: row["n"] for row in qs.values(key).annotate(n=Count("id")).order_by(key)}
+
+
+def _octets(sql: str, project_id: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [project_id])
+        return int(cursor.fetchone()[0] or 0)
+
+
 def project_stats(project_id: int, *, days: int = 14) -> dict:
     """Exact statistics of a project: agents, entries per category and status, sessions by state,
     storage used (bytes of entries, messages, archives and files) and growth per day over `days` days
-    (entries, messages and sessions created, by local date)."""
-    from datetime import timedelta
-
-    from django.db.models import Count
-    from django.db.models.functions import TruncDate
-
-    from vault.models import Agent, VaultEntry, WorkspaceFile
-
-    from .models import SessionArchive
-
-    def grouped(qs, key):
-        return {row[key]: row["n"] for row in qs.values(key).annotate(n=Count("id")).order_by(key)}
-
-    def octets(sql):
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [project_id])
-            return int(cursor.fetchone()[0] or 0)
-
-    storage = {
-        "entries": octets(
-            "SELECT COALESCE(SUM(octet_length(content)), 0) FROM vault_vaultentry WHERE project_id = %s"
-        ),
-        "messages": octets(
-            "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text) + octet_length(state::text)"
-            " + octet_length(client_id) + octet_length(tool_call_id)), 0)"
-            " FROM sessions_app_message WHERE project_id = %s"
-        ),
-        "archives": octets(
-            "SELECT COALESCE(SUM(compressed_bytes), 0) FROM sessions_app_sessionarchive WHERE project_id = %s"
-        ),
-        "files": octets(
-            "SELECT COALESCE(SUM(octet_length(f.content)), 0) FROM vault_workspacefile f"
-            " JOIN vault_agent a ON a.id = f.agent_id WHERE a.project_id = %s AND f.deleted_at IS NULL"
-        ),
-    }
-    storage["total"] = sum(storage.values())
+    (entries, messages and sessions created, by local date). The vault's part comes from
+    vault.selectors.project_memory_stats."""
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
     since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
-
-    def per_day(qs, field):
-        return {
-            row["day"]: row["n"]
-            for row in qs.filter(**{f"{field}__gte": since})
-            .annotate(day=TruncDate(field))
-            .values("day")
-            .annotate(n=Count("id"))
-            .order_by("day")
-        }
-
-    entries_day = per_day(VaultEntry.objects.filter(project_id=project_id), "created_at")
-    messages_day = per_day(Message.objects.filter(project_id=project_id), "created_at")
-    sessions_day = per_day(Session.objects.filter(project_id=project_id), "created_at")
+    memory = vault_selectors.project_memory_stats(project_id, since=since)
+    storage = {
+        "entries": memory["entries_bytes"],
+        "messages": _octets(
+            "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text) + octet_length(state::text)"
+            " + octet_length(client_id) + octet_length(tool_call_id)), 0)"
+            " FROM sessions_app_message WHERE project_id = %s",
+            project_id,
+        ),
+        "archives": _octets(
+            "SELECT COALESCE(SUM(compressed_bytes), 0) FROM sessions_app_sessionarchive WHERE project_id = %s",
+            project_id,
+        ),
+        "files": memory["files_bytes"],
+    }
+    storage["total"] = sum(storage.values())
+    messages_day = _per_day(Message.objects.filter(project_id=project_id), "created_at", since)
+    sessions_day = _per_day(Session.objects.filter(project_id=project_id), "created_at", since)
     growth = []
     for offset in range(days):
         day = first + timedelta(days=offset)
         growth.append(
             {
                 "date": day,
-                "entries": entries_day.get(day, 0),
+                "entries": memory["entries_per_day"].get(day, 0),
                 "messages": messages_day.get(day, 0),
                 "sessions": sessions_day.get(day, 0),
             }
         )
-    entries = VaultEntry.objects.filter(project_id=project_id)
+    sessions = Session.objects.filter(project_id=project_id)
     return {
-        "agents": Agent.objects.filter(project_id=project_id).count(),
-        "entries": entries.count(),
-        "entries_by_category": grouped(entries, "category"),
-        "entries_by_status": grouped(entries, "status"),
-        "sessions": Session.objects.filter(project_id=project_id).count(),
-        "sessions_by_status": grouped(Session.objects.filter(project_id=project_id), "status"),
+        "agents": memory["agents"],
+        "entries": memory["entries"],
+        "entries_by_category": memory["entries_by_category"],
+        "entries_by_status": memory["entries_by_status"],
+        "sessions": sessions.count(),
+        "sessions_by_status": _grouped(sessions, "status"),
         "messages": Message.objects.filter(project_id=project_id).count(),
         "archived_messages": sum(
             SessionArchive.objects.filter(project_id=project_id).values_list("message_count", flat=True)
         ),
-        "files": WorkspaceFile.objects.filter(agent__project_id=project_id, deleted_at__isnull=True).count(),
+        "files": memory["files"],
         "storage_bytes": storage,
         "growth": growth,
     }
+
+
+def sessions_with_counts(agent: Agent, *, limit: int = 200) -> list:
+    """The agent's sessions, most recently active first, each with `message_count` (hot rows) and
+    `archived_count` (messages in its archive, None when it has none)."""
+    return list(
+        Session.objects.filter(agent=agent)
+        .annotate(message_count=Count("messages"), archived_count=F("archive__message_count"))
+        .order_by("-last_activity_at", "-id")[:limit]
+    )
+
+
+def session_get_for_agent(agent: Agent, session_id: int):
+    session = (
+        Session.objects.filter(agent=agent, pk=session_id).first()
+        if 1 <= session_id <= vault_selectors.MAX_ID
+        else None
+    )
+    if session is None:
+        raise NotFound(f"Session {session_id} not found.")
+    return session

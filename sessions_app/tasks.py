@@ -4,6 +4,7 @@ from django.conf import settings
 from django_q.models import Schedule
 
 from . import services
+from .maintenance.extraction import extraction_perform
 
 SCHEDULES = [
     {
@@ -18,3 +19,9 @@ SCHEDULES = [
 
 def lifecycle_scheduled() -> dict:
     return services.lifecycle_run()
+
+
+def extraction_run(agent_id: int, session_id: int, trigger_source: str) -> dict:
+    """Enqueued by sessions_app.maintenance.extraction.extraction_enqueue when a session closes or goes
+    quiet."""
+    return extraction_perform(agent_id=agent_id, session_id=session_id, trigger_source=trigger_source)

@@ -4,9 +4,10 @@ admin token of another project), plus a project admin token and a small JSON API
 import json
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
-from vault import services
+from tests.factories import AgentFactory, CuratorFactory, EntryFactory, ProjectFactory, TokenFactory
 from vault.models import TokenScope
 
 
@@ -53,31 +54,37 @@ class ApiClient:
 
 @pytest.fixture
 def project(db):
-    return services.project_create(slug="acme", name="Acme", context="# Acme\nPayments platform.")
+    return ProjectFactory(slug="acme", name="Acme", context="# Acme\nPayments platform.")
+
+
+@pytest.fixture
+def target(db):
+    """An empty project to import into."""
+    return ProjectFactory(slug="target", name="Target")
 
 
 @pytest.fixture
 def other_project(db):
-    return services.project_create(slug="globex", name="Globex")
+    return ProjectFactory(slug="globex", name="Globex")
 
 
 @pytest.fixture
 def agent_a(project):
-    return services.agent_ensure(project=project, slug="agent-a")
+    return AgentFactory(project=project, slug="agent-a")
 
 
 @pytest.fixture
 def agent_b(project):
-    return services.agent_ensure(project=project, slug="agent-b")
+    return AgentFactory(project=project, slug="agent-b")
 
 
 @pytest.fixture
 def outsider_agent(other_project):
-    return services.agent_ensure(project=other_project, slug="agent-a")
+    return AgentFactory(project=other_project, slug="agent-a")
 
 
 def _token(project, agent=None, scope=TokenScope.WRITE) -> str:
-    return services.token_create(project=project, agent=agent, scope=scope)[1]
+    return TokenFactory(project=project, agent=agent, scope=scope)
 
 
 @pytest.fixture
@@ -113,16 +120,54 @@ def api():
 
 @pytest.fixture
 def entry_a(agent_a):
-    return services.entry_create(
-        agent=agent_a,
-        category="decisions",
-        content="We decided to use PostgreSQL #database",
-        created_by="test",
-    )
+    return EntryFactory(agent=agent_a, category="decisions", content="We decided to use PostgreSQL #database")
 
 
 @pytest.fixture
 def entry_b(agent_b):
-    return services.entry_create(
+    return EntryFactory(
         agent=agent_b, category="lessons", content="Cache keys need a version", created_by="t"
     )
+
+
+# --- Personas for the curator pages: a curator of project A (acme), a curator of project B (globex),
+# and a logged-in user who is no curator.
+
+
+@pytest.fixture
+def curator_a(project):
+    return CuratorFactory(username="alice", project=project)
+
+
+@pytest.fixture
+def curator_b(other_project):
+    return CuratorFactory(username="bob", project=other_project)
+
+
+@pytest.fixture
+def non_curator(db):
+    return User.objects.create_user("nina", password="pw-nina")
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def client_a(curator_a):
+    return _client(curator_a)
+
+
+@pytest.fixture
+def client_b(curator_b, outsider_agent):
+    return _client(curator_b)
+
+
+@pytest.fixture
+def client_nc(non_curator):
+    return _client(non_curator)
+
+
+HTMX = {"HTTP_HX_REQUEST": "true"}

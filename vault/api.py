@@ -37,7 +37,7 @@ def agent_for_write(request: HttpRequest, slug: str) -> Agent:
 def whoami(request):
     principal = request.auth
     project = selectors.project_for_principal(principal)
-    agent = Agent.objects.filter(pk=principal.agent_id).first() if principal.agent_id else None
+    agent = selectors.agent_of_principal(principal)
     return {
         "project": project.slug,
         "agent": agent.slug if agent else None,
@@ -109,12 +109,13 @@ def entry_update(request, payload: EntryPatch, entry_id: int = ENTRY_ID):
     if supersedes is not None:
         selectors.entry_get_for_principal(request.auth, supersedes)
     changes = services.EntryChanges(**fields)
-    entry = services.entry_update(
-        entry_id=entry.pk, changes=changes, changed_by=request.auth.label, review=True
+    return services.entry_update(
+        entry_id=entry.pk,
+        changes=changes,
+        changed_by=request.auth.label,
+        review=True,
+        supersedes_id=supersedes,
     )
-    if supersedes is not None:
-        entry = services.entry_supersede(new_id=entry.pk, old_id=supersedes, changed_by=request.auth.label)
-    return entry
 
 
 @router.delete(

@@ -1,4 +1,4 @@
-"""Heuristic extraction of decisions and lessons from conversation text (seed 000).
+"""Heuristic extraction of decisions and lessons from conversation text.
 
 When a session closes or a long conversation is compacted, the lines that record a decision or a lesson
 are copied into the vault so they outlive the conversation. The seed does this with two lists of ten
@@ -11,12 +11,14 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from vault.text import text_clip
+
 
 def _compile(regex: str) -> re.Pattern:
     return re.compile(regex, re.IGNORECASE)
 
 
-# Seed 000's ten decision regexes, then the extra session-close keywords it lists. "decidimos",
+# The ten decision regexes, then the extra session-close keywords it lists. "decidimos",
 # "escolhemos" and "will use" are also in that list but are already matched by /\bdecid/, /\bescolh/ and
 # /\bwill use\b/.
 DECISION_PATTERNS: tuple[re.Pattern, ...] = (
@@ -34,7 +36,7 @@ DECISION_PATTERNS: tuple[re.Pattern, ...] = (
     _compile(r"\bstack principal\b"),
 )
 
-# Seed 000's ten lesson regexes, then "risco" from its session-close list ("aprendemos" and "lição" are
+# The ten lesson regexes, then "risco" from its session-close list ("aprendemos" and "lição" are
 # already among the ten). /\bimportant/ and /\bobserv/ are deliberately broad in the seed ("important",
 # "importantly", "observe", "observability"...): kept as-is so extraction behaves like the seed, at the cost
 # of some noise in auto-extracted lessons. /\bimportante/ is subsumed by /\bimportant/ but kept for fidelity.
@@ -82,12 +84,7 @@ def _line_clean(line: str) -> str:
 
 def _cap(text: str, max_chars: int) -> str:
     """Cut at a word boundary and mark the cut with "…", staying within max_chars including the mark."""
-    if len(text) <= max_chars:
-        return text
-    cut = text[: max_chars - 1]
-    if " " in cut:
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip() + "…"
+    return text_clip(text, max_chars, flatten=False, at_word=True)
 
 
 def _dedupe_key(text: str) -> str:
@@ -128,7 +125,7 @@ def insights_extract(
     return insights
 
 
-# Seed 000's map from legacy markdown section titles to vault categories.
+# The map from legacy markdown section titles to vault categories.
 SECTION_MAP: dict[str, str] = {
     "Decisões": "decisions",
     "Decisões Técnicas": "decisions",

@@ -1,9 +1,9 @@
-"""Workspace files (seed 001), the memory-tool backend (seed 002) and the markdown export (seed 000)."""
+"""Workspace files, the memory-tool backend and the markdown export."""
 
 from django.http import HttpResponse
 from ninja import Query, Router, Status
 
-from vault import exporters, memory_tool, selectors, services
+from vault import memory_tool, selectors, services
 from vault.api import agent_for_write
 from vault.files_schemas import (
     FileEditIn,
@@ -18,6 +18,7 @@ from vault.files_schemas import (
     MemoryToolOut,
 )
 from vault.models import TokenScope
+from vault.transfer import export
 
 router = Router(tags=["files"])
 
@@ -130,7 +131,7 @@ def memory_tool_run(request, agent: str, payload: MemoryToolIn):
 
 @router.get(
     "/agents/{agent}/export",
-    summary="The agent's memory as a zip of readable markdown (seed 000's .memory/ layout)",
+    summary="The agent's memory as a zip of readable markdown (.memory/ layout)",
     response={200: None},
     openapi_extra={
         "responses": {
@@ -143,7 +144,7 @@ def memory_tool_run(request, agent: str, payload: MemoryToolIn):
 )
 def agent_export(request, agent: str):
     target = selectors.agent_get_for_principal(request.auth, agent)
-    data = exporters.export_zip(project=target.project, agents=[target])
+    data = export.export_zip(project=target.project, agents=[target])
     response = HttpResponse(data, content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{target.project.slug}-{target.slug}-memory.zip"'
     return response

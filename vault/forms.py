@@ -71,23 +71,6 @@ class TokenCreateForm(forms.Form):
         self.fields["agent"].queryset = project.agents.order_by("slug")
 
 
-class SearchForm(forms.Form):
-    q = forms.CharField(required=False, max_length=500, label="Search memory")
-
-
-class SearchFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=500, label="Search")
-    kind = forms.ChoiceField(
-        choices=[("", "Everything"), ("entries", "Entries"), ("messages", "Messages"), ("files", "Files")],
-        required=False,
-    )
-    agent = forms.CharField(required=False, max_length=64)
-    category = forms.ChoiceField(choices=[("", "Any category"), *Category.choices], required=False)
-    status = forms.ChoiceField(
-        choices=[("active", "Active"), ("archived", "Archived"), ("all", "All")], required=False
-    )
-
-
 class ReviewActionForm(forms.Form):
     action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject"), ("merge", "merge")])
     content = forms.CharField(required=False, strip=False, widget=forms.Textarea)

@@ -1,6 +1,6 @@
 """Backend of Anthropic's memory tool (memory_20250818) over an agent's `memories/` files.
 
-The tool (seed 002) asks its client to run one of six commands on a `/memories` directory: view, create,
+The tool asks its client to run one of six commands on a `/memories` directory: view, create,
 str_replace, insert, delete, rename. Here the directory is the agent's workspace files whose path starts
 with `memories/`; directories are implied by the paths of the files in them. Results and error messages
 follow the texts the tool's reference implementation returns, so a model trained on the tool reads them

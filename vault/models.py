@@ -304,7 +304,7 @@ class ProjectContextVersion(models.Model):
 
 
 class WorkspaceFile(models.Model):
-    """A markdown file of an agent's workspace (seed 001/002): AGENTS.md, SOUL.md, PROFILE.md,
+    """A markdown file of an agent's workspace: AGENTS.md, SOUL.md, PROFILE.md,
     MEMORY.md, daily notes under memory/, memory-tool files under memories/, and free files.
 
     Enabled files are rendered into the system prompt in sort order; daily notes are disabled
@@ -411,9 +411,7 @@ class ReviewPolicy(models.Model):
         return f"{self.project.slug}/{self.category or 'all'}"
 
 
-# --- Maintenance (issue 5): compaction runs, merges, session marks, deletion audit -----------------
-
-
+# --- Maintenance: compaction runs, merges, session marks, deletion audit -----------------------
 class RunKind(models.TextChoices):
     COMPACTION = "compaction", "Compaction"
     RETENTION = "retention", "Retention and size"

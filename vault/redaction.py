@@ -1,4 +1,4 @@
-"""Redaction of secrets before anything is stored (seed 004's auto-redaction).
+"""Redaction of secrets before anything is stored (auto-redaction).
 
 Every write of memory content (entries, workspace files, and after the sessions merge, messages) passes
 its text through `redact_for_project`, so agents cannot persist an email address, an API key or a
@@ -10,6 +10,8 @@ import re
 from functools import lru_cache
 
 from django.conf import settings
+
+from vault.models import Project
 
 REPLACEMENT = "[REDACTED]"
 
@@ -25,7 +27,7 @@ BUILTIN_PATTERNS: dict[str, tuple[str, ...]] = {
         r"\bAKIA[0-9A-Z]{16}\b",
         r"\bAIza[0-9A-Za-z_-]{35}\b",
         r"\bmem_[A-Za-z0-9_-]{20,}",
-        # Seed 004's generic rule (32+ alphanumerics), narrowed to strings mixing upper case, lower case
+        # The generic rule (32+ alphanumerics), narrowed to strings mixing upper case, lower case
         # and digits, so that hex commit hashes and long words are left alone.
         r"\b(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{32,}\b",
     ),
@@ -72,7 +74,6 @@ def redact(text: str) -> str:
 
 def project_redaction_enabled(project_id: int) -> bool:
     """Whether writes to this project are redacted (on unless the project switched it off)."""
-    from vault.models import Project
 
     enabled = Project.objects.filter(pk=project_id).values_list("redaction_enabled", flat=True).first()
     return enabled is not False

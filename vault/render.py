@@ -48,12 +48,6 @@ def markdown_html(text: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class TaskBox:
-    line: int
-    done: bool
-
-
 def markdown_with_tasks(text: str, *, toggle_url: str | None, csrf_token: str | None) -> SafeString:
     """Render markdown; task items get a checkbox, which is a small form when toggle_url is given.
 
@@ -221,3 +215,29 @@ def bar_chart(points: list[tuple], *, width: int = 600, height: int = 140) -> Ch
         first_day=points[0][0] if points else None,
         last_day=points[-1][0] if points else None,
     )
+
+
+def version_diffs(current, versions, *, total: int, describe=lambda version: "", fields=()) -> list[dict]:
+    """Each version (newest first) diffed against the state that replaced it: the next newer version, or
+    `current` (the entry or file itself; None for a file that is gone). Versions are numbered per object,
+    oldest 1 (`total` is how many there are; their ids are global and mean nothing here); `describe`
+    adds to a version's label, and `fields` are compared besides the content.
+    Returns [{"version", "number", "diff", "changed", "fields_changed"}]."""
+    history, newer, newer_label = [], current, "current"
+    for index, version in enumerate(versions):
+        number = total - index
+        label = f"version {number}{describe(version)}"
+        newer_content = newer.content if newer is not None else ""
+        history.append(
+            {
+                "version": version,
+                "number": number,
+                "diff": diff_html(
+                    version.content, newer_content, before_label=label, after_label=newer_label
+                ),
+                "changed": version.content != newer_content,
+                "fields_changed": [f for f in fields if getattr(version, f) != getattr(newer, f, None)],
+            }
+        )
+        newer, newer_label = version, label
+    return history

@@ -4,7 +4,6 @@ from typing import Literal
 
 from ninja import Path, Query, Router
 
-from memoryproject.errors import DomainError
 from vault import selectors, services
 from vault.models import TokenScope
 from vault.schemas import (
@@ -75,18 +74,13 @@ def review_merge(request, payload: ReviewMergeIn, entry_id: int = ENTRY_ID):
 @router.post("/review/bulk", response=ReviewBulkOut, summary="Approve or reject many entries")
 def review_bulk(request, payload: ReviewBulkIn):
     request.auth.require_project_wide(TokenScope.ADMIN)
-    done, errors = [], {}
-    for entry_id in payload.ids:
-        try:
-            entry = selectors.entry_get_for_principal(request.auth, entry_id)
-            if payload.action == "approve":
-                services.review_approve(entry_id=entry.pk, by=request.auth.label)
-            else:
-                services.review_reject(entry_id=entry.pk, by=request.auth.label)
-            done.append(entry_id)
-        except DomainError as exc:
-            errors[str(entry_id)] = exc.detail
-    return {"done": done, "errors": errors}
+    result = services.review_bulk(
+        project_id=request.auth.project_id,
+        entry_ids=payload.ids,
+        action=payload.action,
+        by=request.auth.label,
+    )
+    return {"done": result["done"], "errors": {str(key): value for key, value in result["errors"].items()}}
 
 
 @router.get("/review/policies", response=list[ReviewPolicyOut], summary="Which writes wait for review")

@@ -1,13 +1,12 @@
 """Reads of long-term memory, with tenancy enforced here: callers pass the Principal asking."""
 
-import re
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
+from django_q.models import Schedule
 
 from memoryproject.errors import NotFound
 from vault.models import (
@@ -27,9 +26,21 @@ from vault.models import (
     WorkspaceFileVersion,
 )
 from vault.principal import Principal
-from vault.services import TOKEN_PREFIX, token_hash
+from vault.tokens import TOKEN_PREFIX, token_hash
 
 MAX_ID = 2**63 - 1
+
+
+class OctetLength(Func):
+    """PostgreSQL's octet_length: the bytes a text takes."""
+
+    function = "octet_length"
+    output_field = IntegerField()
+
+
+def daily_note_path(day) -> str:
+    """Where the agent's daily note of `day` lives: memory/YYYY-MM-DD.md."""
+    return f"memory/{day:%Y-%m-%d}.md"
 
 
 def token_authenticate(secret: str) -> Principal | None:
@@ -68,6 +79,11 @@ def agents_for_principal(principal: Principal) -> QuerySet[Agent]:
     if principal.agent_id is not None:
         agents = agents.filter(pk=principal.agent_id)
     return agents
+
+
+def agent_of_principal(principal: Principal) -> Agent | None:
+    """The agent an agent-bound token belongs to; None for a project-wide token."""
+    return Agent.objects.filter(pk=principal.agent_id).first() if principal.agent_id else None
 
 
 def agent_get_for_principal(principal: Principal, slug: str) -> Agent:
@@ -129,7 +145,7 @@ def entry_list(
     tag: str | None = None,
     source: str | None = None,
 ) -> QuerySet[VaultEntry]:
-    """An agent's entries, newest first (ties broken by id, like seed 000's monotonic ids)."""
+    """An agent's entries, newest first (ties broken by id, like the monotonic ids)."""
     entries = (
         VaultEntry.objects.filter(agent=agent)
         .select_related("agent", "superseded_by")
@@ -194,9 +210,8 @@ def entry_history(entry: VaultEntry) -> QuerySet[EntryVersion]:
 
 
 def workspace_prompt_build(agent: Agent) -> str:
-    """The agent's system prompt from its enabled workspace files (seed 001): one `--- NAME ---`
+    """The agent's system prompt from its enabled workspace files: one `--- NAME ---`
     block per live enabled file, in sort order, then path order."""
-    from vault.models import WorkspaceFile
 
     files = WorkspaceFile.objects.filter(agent=agent, enabled=True, deleted_at__isnull=True).order_by(
         "sort_order", "path"
@@ -228,7 +243,7 @@ def file_history(file: WorkspaceFile) -> QuerySet[WorkspaceFileVersion]:
     return WorkspaceFileVersion.objects.filter(file=file).order_by("-changed_at", "-id")
 
 
-# --- Curator pages (issue 7): what a logged-in user may see -----------------------------------
+# --- Curator pages: what a logged-in user may see -------------------------------------
 
 
 def user_is_curator(user) -> bool:
@@ -376,30 +391,6 @@ def entries_created_per_day(user, *, days: int = 30) -> list[tuple]:
     return [(first + timedelta(days=i), by_day.get(first + timedelta(days=i), 0)) for i in range(days)]
 
 
-def entries_search_for_user(user, query: str, *, limit: int = 50) -> QuerySet[VaultEntry]:
-    """A simple full-text match over the entries this user may see (the search app replaces it)."""
-    query = query.strip()
-    if not query:
-        return VaultEntry.objects.none()
-    matches = (
-        SearchQuery(query, search_type="websearch", config="simple")
-        | SearchQuery(query, search_type="websearch", config="english")
-        | SearchQuery(query, search_type="websearch", config="portuguese")
-    )
-    words = re.findall(r"\w+", query)
-    if words and re.fullmatch(r"[\w\s]+", query):
-        # Plain words also match as prefixes ("postgres" finds "PostgreSQL"); the words are \w only,
-        # so they are safe in a raw tsquery.
-        matches |= SearchQuery(" & ".join(f"{word}:*" for word in words), search_type="raw", config="simple")
-    return (
-        entries_for_user(user)
-        .filter(search_vector=matches)
-        .annotate(rank=SearchRank("search_vector", matches))
-        .select_related("agent", "project")
-        .order_by("-rank", "-created_at", "-id")[:limit]
-    )
-
-
 def token_list_for_project(project: Project) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(project=project).select_related("agent").order_by("-created_at", "-id")
 
@@ -415,9 +406,7 @@ def project_context_history(project: Project, *, limit: int = 20):
     return ProjectContextVersion.objects.filter(project=project).order_by("-changed_at", "-id")[:limit]
 
 
-# --- Curator pages, phase 2 (issues 7 and 8): review queue, search, maintenance ------------------
-
-
+# --- Curator pages: review queue, maintenance -------------------------------------------------
 def review_queue_for_user(user, project: Project, *, category: str | None = None) -> QuerySet[VaultEntry]:
     """Pending entries of a project the user curates, oldest first, with their review items (and the
     other side of each duplicate or conflict) loaded. The curator twin of review_queue(principal)."""
@@ -454,30 +443,17 @@ def entry_superseded_by(entry: VaultEntry) -> VaultEntry | None:
     return VaultEntry.objects.filter(supersedes_id=entry.pk).first()
 
 
-def search_for_user(user, *, q: str, filters, agent_slug: str | None = None) -> list[dict]:
-    """The search service over every project the user curates (one scope per project), merged best
-    first and cut to filters.limit; each row gains `project` (its slug)."""
-    from search.selectors import SearchScope, search_run
-
-    rows: list[dict] = []
-    for project in projects_for_user(user).order_by("slug"):
-        agent_ids = None
-        if agent_slug:
-            agent_ids = list(
-                Agent.objects.filter(project=project, slug=agent_slug).values_list("pk", flat=True)
-            )
-            if not agent_ids:
-                continue
-        outcome = search_run(q=q, scope=SearchScope(project.pk, agent_ids), filters=filters)
-        for row in outcome.results:
-            row["project"] = project.slug
-        rows += outcome.results
-    rows.sort(key=lambda row: (-row["score"], row["kind"], -row["id"]))
-    return rows[: filters.limit]
-
-
 def compaction_runs_for_project(project: Project, *, limit: int = 50) -> QuerySet[CompactionRun]:
     return CompactionRun.objects.filter(project=project).order_by("-started_at", "-id")[:limit]
+
+
+def compaction_run_last(project_id: int, kind: str) -> CompactionRun | None:
+    """The project's newest recorded (not dry) run of `kind`."""
+    return (
+        CompactionRun.objects.filter(project_id=project_id, kind=kind, dry_run=False)
+        .select_related("project")
+        .first()
+    )
 
 
 def compaction_run_get(project: Project, run_id: int) -> CompactionRun:
@@ -503,37 +479,12 @@ def deletion_audits_for_project(project: Project, *, limit: int = 100) -> QueryS
 
 def maintenance_schedules() -> list:
     """Every django-q schedule (the vault's and the sessions' maintenance), with its next run."""
-    from django_q.models import Schedule
-
     return list(Schedule.objects.order_by("next_run", "name"))
 
 
 def review_policies_for_project(project: Project) -> dict[str, ReviewPolicy]:
     """Review policies by category ('' is the project-wide default)."""
     return {policy.category: policy for policy in ReviewPolicy.objects.filter(project=project)}
-
-
-def sessions_with_counts(agent: Agent, *, limit: int = 200) -> list:
-    """The agent's sessions, most recently active first, each with `message_count` (hot rows) and
-    `archived_count` (messages in its archive, None when it has none)."""
-    from sessions_app.models import Session
-
-    return list(
-        Session.objects.filter(agent=agent)
-        .annotate(message_count=Count("messages"), archived_count=F("archive__message_count"))
-        .order_by("-last_activity_at", "-id")[:limit]
-    )
-
-
-def session_get_for_agent(agent: Agent, session_id: int):
-    from sessions_app.models import Session
-
-    session = (
-        Session.objects.filter(agent=agent, pk=session_id).first() if 1 <= session_id <= MAX_ID else None
-    )
-    if session is None:
-        raise NotFound(f"Session {session_id} not found.")
-    return session
 
 
 def handoff_latest(agent: Agent) -> VaultEntry | None:
@@ -543,3 +494,51 @@ def handoff_latest(agent: Agent) -> VaultEntry | None:
         .order_by("-created_at", "-id")
         .first()
     )
+
+
+def file_content(agent_id: int, path: str) -> str | None:
+    """The content of the agent's live file at `path`, or None when there is none."""
+    file = WorkspaceFile.objects.filter(agent_id=agent_id, path=path, deleted_at__isnull=True).first()
+    return None if file is None else file.content
+
+
+def entry_contents_tagged(agent_id: int, tag: str) -> list[str]:
+    """The content of every entry of the agent carrying `tag`."""
+    return list(
+        VaultEntry.objects.filter(agent_id=agent_id, tags__contains=[tag]).values_list("content", flat=True)
+    )
+
+
+def entry_counts_tagged(agent_id: int, tag: str) -> dict[str, int]:
+    """How many entries of the agent carry `tag`, per category."""
+    rows = VaultEntry.objects.filter(agent_id=agent_id, tags__contains=[tag]).values("category")
+    return {row["category"]: row["n"] for row in rows.annotate(n=Count("id"))}
+
+
+def project_memory_stats(project_id: int, *, since: datetime) -> dict:
+    """The vault's share of a project's statistics: agents, entries (by category, status, and created per
+    local day since `since`), live files, and the bytes entries and files take."""
+    entries = VaultEntry.objects.filter(project_id=project_id)
+    files = WorkspaceFile.objects.filter(agent__project_id=project_id, deleted_at__isnull=True)
+    per_day = (
+        entries.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by("day")
+    )
+    return {
+        "agents": Agent.objects.filter(project_id=project_id).count(),
+        "entries": entries.count(),
+        "entries_by_category": {
+            r["category"]: r["n"]
+            for r in entries.values("category").annotate(n=Count("id")).order_by("category")
+        },
+        "entries_by_status": {
+            r["status"]: r["n"] for r in entries.values("status").annotate(n=Count("id")).order_by("status")
+        },
+        "entries_per_day": {row["day"]: row["n"] for row in per_day},
+        "files": files.count(),
+        "entries_bytes": entries.aggregate(n=Sum(OctetLength("content")))["n"] or 0,
+        "files_bytes": files.aggregate(n=Sum(OctetLength("content")))["n"] or 0,
+    }

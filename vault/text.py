@@ -1,12 +1,13 @@
 """Small text rules shared by every write path: hashtags, tag normalisation, content checks."""
 
 import re
+import unicodedata
 
 from django.conf import settings
 
 from memoryproject.errors import InvalidInput, TooLarge
 
-# Seed 000 takes tags from /#(\w+)/g. The look-behind keeps "C#", "page#anchor" and "&#39;" out,
+# takes tags from /#(\w+)/g. The look-behind keeps "C#", "page#anchor" and "&#39;" out,
 # and markdown headings ("## Title") never match because a space follows the hashes.
 HASHTAG_RE = re.compile(r"(?<![\w&#/])#(\w[\w-]*)")
 TAG_RE = re.compile(r"^\w[\w.-]{0,63}$")
@@ -85,7 +86,7 @@ def text_check(
 
 
 def token_estimate(text: str) -> int:
-    """Seed 000's estimate: ceil(chars / 4). The one place to plug in a real tokenizer."""
+    """The usual estimate: ceil(chars / 4). The one place to plug in a real tokenizer."""
     return -(-len(text) // 4)
 
 
@@ -122,3 +123,40 @@ def task_line_set(content: str, line: int, done: bool) -> str:
         lambda m: f"{m.group(1)}[{'x' if done else ' '}]{m.group(3)}", lines[line], count=1
     )
     return "\n".join(lines)
+
+
+ASCII_CUT = "..."
+
+
+def text_clip(
+    text: str, max_chars: int, *, flatten: bool = True, mark: str = "…", at_word: bool = False
+) -> str:
+    """`text` cut to at most `max_chars` characters, the cut marked with `mark`; with `flatten` its
+    whitespace runs become single spaces (one line), otherwise it is only stripped; with `at_word` the
+    cut falls between words. The one way text is shortened anywhere in the product."""
+    text = " ".join(text.split()) if flatten else text.strip()
+    if len(text) <= max_chars:
+        return text
+    cut = text[: max_chars - len(mark)]
+    if at_word and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip() + mark
+
+
+APOSTROPHES = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u02bb": "'", "`": "'", "\u00b4": "'"}
+)
+
+
+def normalise_fact(text: str) -> str:
+    """Reduce a fact to a comparison key, so "My name is Ana." and "my  name is ana" count as one fact.
+
+    Durable facts are appended to long-term memory; this is what duplicate detection compares.
+    """
+    decomposed = unicodedata.normalize("NFKD", text.translate(APOSTROPHES))
+    without_accents = "".join(c for c in decomposed if not unicodedata.combining(c))
+    collapsed = " ".join(without_accents.casefold().split())
+    end = len(collapsed)
+    while end and (unicodedata.category(collapsed[end - 1]).startswith("P") or collapsed[end - 1].isspace()):
+        end -= 1
+    return collapsed[:end]

@@ -1,4 +1,4 @@
-"""Starting text of the four workspace files every agent gets (seed 001's seed data).
+"""Starting text of the four workspace files every agent gets (seed data).
 
 Enabled files are rendered into the system prompt in sort order, so the text speaks to the agent. It is a
 starting point: the agent (through the files API or its memory extraction) and its curators rewrite it.

@@ -46,21 +46,7 @@ def session_log(
         session_key=session,
         changed_by=caller.principal.label,
     )
-    out = dump(
-        AppendOut,
-        {
-            "session": result.session,
-            "stored": len(result.stored),
-            "duplicates": result.duplicates,
-            "items": result.stored,
-            "state": result.state,
-            "head": result.head_id,
-            "saved_branch": result.saved_branch,
-            "warnings": result.warnings,
-            "recovery": result.recovery,
-            "buffer_logged": result.buffer_logged,
-        },
-    )
+    out = dump(AppendOut, result.as_dict())
     out.pop("items")  # the caller sent them; ids and counts are what it needs back
     return out
 

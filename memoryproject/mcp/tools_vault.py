@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from memoryproject import maintenance
 from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
 from vault import selectors, services
@@ -117,7 +118,7 @@ def memory_forget(
     principal.require(TokenScope.WRITE if principal.is_agent_bound else TokenScope.ADMIN)
     named = payload.agent or (caller.default_agent if not (principal.is_agent_bound or payload.ids) else None)
     target = selectors.agent_get_for_principal(principal, named) if named else None
-    result = services.forget(
+    result = maintenance.forget(
         project=selectors.project_for_principal(principal),
         agent_ids=[principal.agent_id] if principal.is_agent_bound else None,
         deleted_by=principal.label,

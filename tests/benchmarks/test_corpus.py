@@ -151,3 +151,17 @@ def test_quality_typos_are_one_edit_from_answer_words(quality):
         ):
             real += 1
     assert real >= 30
+
+
+def test_quality_prefix_and_keyword_questions_are_what_their_kind_says(quality):
+    """The labelled set is edited as JSON: these are the rules each question kind must keep."""
+    by_key = {e["key"]: e for e in quality["entries"]}
+    for q in quality["questions"]:
+        answer_words = words(" ".join(by_key[a]["content"] for a in q["answers"]))
+        if q["kind"] == "prefix":
+            assert any(
+                len(w) >= 3 and a.startswith(w) for w in words(q["q"]) - answer_words for a in answer_words
+            ), q
+        if q["kind"] == "keywords":
+            assert 2 <= len(q["q"].split()) <= 4, q
+        assert len(set(q["answers"])) == len(q["answers"]), q

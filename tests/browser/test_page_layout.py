@@ -4,14 +4,14 @@ which has long diffs, tables and files like a real project."""
 
 import pytest
 
-from sessions_app.models import Session
-from vault.management.commands.screenshots import (
+from memoryproject.management.commands.screenshots import (
     ADMIN_PASSWORD,
     ADMIN_USER,
     DEMO_PASSWORD,
     DEMO_USER,
     demo_seed,
 )
+from sessions_app.models import Session
 from vault.models import CompactionRun, VaultEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,8 +7,9 @@ import zipfile
 import pytest
 from django.test import Client, override_settings
 
-from vault import exporters, services
+from vault import services
 from vault.models import Agent
+from vault.transfer import export as exporters
 
 
 def test_it_refuses_dot_agent_names_on_first_write(api, admin_token):

@@ -1,4 +1,4 @@
-"""Archived sessions live in cold storage (issue 9) and stay findable when archived items are asked for."""
+"""Archived sessions live in cold storage and stay findable when archived items are asked for."""
 
 import pytest
 

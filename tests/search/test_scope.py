@@ -7,7 +7,8 @@ from django.db import connection
 
 from search.models import VocabularyWord
 from search.query import query_compile
-from search.selectors import SearchFilters, SearchScope, scope_tsquery, search_run
+from search.ranking import scope_tsquery
+from search.selectors import SearchFilters, SearchScope, search_run
 from sessions_app.models import Message
 from vault import services
 from vault.models import VaultEntry, WorkspaceFile

@@ -1,4 +1,4 @@
-"""Trust in search and context injection (issue 8): only live memory is injected, as reference data with a
+"""Trust in search and context injection: only live memory is injected, as reference data with a
 source tag; search shows provenance and prefers the live end of a supersede chain; never-cited entries
 sink."""
 

@@ -1,4 +1,4 @@
-"""Recency windows of entry search (search.selectors._epoch_windows): rows matching any term are
+"""Recency windows of entry search (search.ranking._epoch_windows): rows matching any term are
 looked for among the newest ids, rows matching every term in a window twice as wide, and the whole
 scope only when that gives less than a page."""
 

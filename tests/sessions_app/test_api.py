@@ -34,7 +34,7 @@ def test_it_appends_messages_as_a_chain(api, token_a, agent_a):
     assert body["stored"] == 2 and body["duplicates"] == 0
     assert body["session"]["chat_id"] == "chat_1"
     first, second = body["items"]
-    assert second["role"] == "assistant"  # "agent" is seed 000's name for the assistant
+    assert second["role"] == "assistant"  # "agent" is the name for the assistant
     assert second["parent"] == first["id"] and first["parent"] is None
     assert body["head"] == second["id"]
 
@@ -294,7 +294,7 @@ def test_sleep_with_nothing_to_close_is_404(api, token_a, agent_a):
     assert api.post("/agents/agent-a/sleep", {}, token=token_a).status_code == 404
 
 
-# --- end to end (issue 3 "Done when") ----------------------------------------------------------
+# --- end to end ---------------------------------------------------------------------------------
 
 
 def test_an_agent_saves_recovers_sleeps_and_finds_its_decisions(api, token_a, agent_a):

@@ -1,4 +1,4 @@
-"""Issue 9: working buffer, compaction recovery, lifecycle (idle/archive/delete, restore), statistics,
+"""Session continuity: working buffer, compaction recovery, lifecycle (idle/archive/delete, restore), statistics,
 silent resilience, redaction, the LLM compaction summariser. Tenancy with the three personas."""
 
 from datetime import UTC, datetime, timedelta
@@ -123,9 +123,9 @@ def test_it_keeps_the_recovery_block_within_its_budget(api, token_a, agent_a):
 @pytest.mark.parametrize(
     ("target", "source"),
     [
-        ("sessions_app.services._write_ahead_scan", "write_ahead_scan"),
-        ("sessions_app.services._daily_notes_append", "daily_note"),
-        ("sessions_app.services.working_buffer_update", "working_buffer"),
+        ("sessions_app.services.append._write_ahead_scan", "write_ahead_scan"),
+        ("sessions_app.services.append._daily_notes_append", "daily_note"),
+        ("sessions_app.services.append.working_buffer_update", "working_buffer"),
         ("sessions_app.selectors.recovery_build", "recovery"),
     ],
 )
@@ -156,16 +156,18 @@ def test_it_reports_a_failing_recovery_source_as_a_warning(api, token_a, agent_a
     assert body["warnings"][0]["source"] == "session_state"
 
 
-@pytest.mark.parametrize("failing", ["search.services._recovery", "search.selectors.search_for_agent"])
-def test_it_builds_the_context_when_a_source_fails(api, token_a, agent_a, monkeypatch, failing):
+@pytest.mark.parametrize(
+    ("failing", "section"),
+    [("search.services._recovery", "recovery"), ("search.services._handoff", "handoff")],
+)
+def test_it_builds_the_context_when_a_source_fails(api, token_a, agent_a, monkeypatch, failing, section):
     def boom(*args, **kwargs):
         raise RuntimeError("forced failure")
 
-    monkeypatch.setattr(failing, boom, raising=False)
+    monkeypatch.setattr(failing, boom)
     response = api.post("/agents/agent-a/context", {"query": "postgres"}, token=token_a)
     assert response.status_code == 200, response.content
-    if failing.endswith("_recovery"):
-        assert response.json()["warnings"]
+    assert {"section": section, "detail": "RuntimeError: forced failure"} in response.json()["warnings"]
 
 
 def test_it_falls_back_to_the_heuristic_summary_on_llm_timeout(agent_a, fake_llm, settings):

@@ -1,4 +1,4 @@
-"""Decision/lesson extraction and section classification must keep seed 000's behaviour."""
+"""Decision/lesson extraction and section classification must keep the behaviour."""
 
 import pytest
 

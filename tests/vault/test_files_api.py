@@ -2,7 +2,9 @@ import threading
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
+from memoryproject.errors import InvalidInput
 from tests.conftest import ApiClient
 from vault import services
 from vault.models import Agent, WorkspaceFile
@@ -49,7 +51,7 @@ def test_it_creates_workspace_files_once_when_first_uses_race(project):
 
 
 def test_it_lists_files_in_sort_order_with_a_prefix_filter(api, agent_a, token_a):
-    services.daily_note_append(agent=agent_a, when=services.timezone.now(), text="- note\n")
+    services.daily_note_append(agent=agent_a, when=timezone.now(), text="- note\n")
     response = api.get("/agents/agent-a/files", token=token_a)
     assert response.status_code == 200
     body = response.json()
@@ -111,9 +113,9 @@ def test_it_rejects_paths_breaking_a_rule_naming_it(api, agent_a, token_a, path,
 
 
 def test_it_rejects_an_absolute_path_naming_the_rule(agent_a):
-    with pytest.raises(services.InvalidInput, match="relative paths only"):
+    with pytest.raises(InvalidInput, match="relative paths only"):
         services.file_write(agent=agent_a, path="/etc/x.md", content="x", changed_by="t")
-    with pytest.raises(services.InvalidInput, match="relative paths only"):
+    with pytest.raises(InvalidInput, match="relative paths only"):
         services.file_write(agent=agent_a, path="C:/x.md", content="x", changed_by="t")
 
 
@@ -127,7 +129,7 @@ def test_it_rejects_an_absolute_path_through_the_api(api, agent_a, token_a):
 def test_it_rejects_nul_in_content_and_path(api, agent_a, token_a):
     response = api.put("/agents/agent-a/files/a.md", {"content": "a\x00b"}, token=token_a)
     assert response.status_code == 422 and "NUL" in response.json()["detail"]
-    with pytest.raises(services.InvalidInput, match="no NUL"):
+    with pytest.raises(InvalidInput, match="no NUL"):
         services.file_write(agent=agent_a, path="a\x00.md", content="x", changed_by="t")
 
 

@@ -1,4 +1,4 @@
-"""Issue 8's "Done when": replaying the same conversation ten times leaves one copy of each memory."""
+"""Replaying the same conversation ten times leaves one copy of each memory."""
 
 from collections import Counter
 

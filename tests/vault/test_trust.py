@@ -324,3 +324,29 @@ def test_cannot_supersede_what_you_cannot_see(api, token_b, entry_a, outsider_to
     assert _create(api, token_b, "mine", agent="agent-b", supersedes=entry_a.pk).status_code == 404
     assert _create(api, outsider_token, "theirs", supersedes=entry_a.pk).status_code == 404
     assert VaultEntry.objects.get(pk=entry_a.pk).status == "active"
+
+
+def test_it_saves_nothing_when_the_supersede_of_an_edit_is_refused(api, token_a, entry_a):
+    """PATCH with content and a supersedes the entry may not take: 409, and the content is unchanged
+    (edit and supersede are one transaction)."""
+    _create(api, token_a, "New ledger decision text here.", supersedes=entry_a.pk)
+    other = _create(api, token_a, "Yet another ledger decision text.").json()
+    response = api.patch(
+        f"/entries/{other['id']}",
+        {"content": "Edited before the refusal", "supersedes": entry_a.pk},
+        token=token_a,
+    )
+    assert response.status_code == 409
+    after = api.get(f"/entries/{other['id']}", token=token_a).json()
+    assert after["content"] == "Yet another ledger decision text."
+    assert api.get(f"/entries/{other['id']}/history", token=token_a).json() == []
+
+
+def test_it_edits_and_supersedes_in_one_call(api, token_a, entry_a):
+    other = _create(api, token_a, "Second ledger decision text.").json()
+    body = api.patch(
+        f"/entries/{other['id']}",
+        {"content": "Second ledger decision, edited", "supersedes": entry_a.pk},
+        token=token_a,
+    ).json()
+    assert body["content"] == "Second ledger decision, edited" and body["supersedes"] == entry_a.pk

@@ -5,7 +5,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from tests.vault.conftest import HTMX
+from tests.conftest import HTMX
 from vault import services
 from vault.models import EntryVersion, ProjectMembership, TokenScope, VaultEntry
 
@@ -29,8 +29,8 @@ def token(project):
 
 def pages(entry, agent, project, token, version=None):
     """Every page and action of the curator UI for project A, as (method, url)."""
-    yield "get", reverse("vault-dashboard")
-    yield "get", reverse("vault-search") + "?q=postgresql"
+    yield "get", reverse("dashboard")
+    yield "get", reverse("search") + "?q=postgresql"
     yield "get", reverse("vault-agent", args=[project.slug, agent.slug])
     yield "post", reverse("vault-entry-create", args=[project.slug, agent.slug])
     yield "get", reverse("vault-entry-detail", args=[entry.pk])
@@ -86,7 +86,7 @@ def test_it_refuses_logged_in_users_who_are_not_curators(client_nc, edited_entry
 def test_it_hides_another_projects_pages_from_its_curator(client_b, edited_entry, agent_a, project, token):
     version = EntryVersion.objects.get(entry_id=edited_entry.pk)
     for method, url in pages(edited_entry, agent_a, project, token, version):
-        if url.startswith((reverse("vault-dashboard") + "?", reverse("vault-search"))) or url == "/":
+        if url.startswith((reverse("dashboard") + "?", reverse("search"))) or url == "/":
             continue
         response = getattr(client_b, method)(
             url, {"content": "x", "category": "decisions", "line": 2, "done": 1}
@@ -101,10 +101,10 @@ def test_it_hides_another_projects_pages_from_its_curator(client_b, edited_entry
 
 
 def test_it_shows_another_curator_nothing_of_this_project_on_dashboard_and_search(client_b, entry_a):
-    dashboard = client_b.get(reverse("vault-dashboard")).content.decode()
+    dashboard = client_b.get(reverse("dashboard")).content.decode()
     assert "Acme" not in dashboard and "PostgreSQL" not in dashboard
     assert "globex" in dashboard.lower()
-    search = client_b.get(reverse("vault-search"), {"q": "postgresql"}).content.decode()
+    search = client_b.get(reverse("search"), {"q": "postgresql"}).content.decode()
     assert "PostgreSQL" not in search
     assert "0 results for “postgresql”" in search
 
@@ -113,10 +113,10 @@ def test_it_lets_staff_without_memberships_see_every_project(project, other_proj
     staff = User.objects.create_user("sam", is_staff=True)
     client = Client()
     client.force_login(staff)
-    page = client.get(reverse("vault-dashboard")).content.decode()
+    page = client.get(reverse("dashboard")).content.decode()
     assert "Acme" in page and "Globex" in page
     ProjectMembership.objects.create(user=staff, project=other_project)
-    page = client.get(reverse("vault-dashboard")).content.decode()
+    page = client.get(reverse("dashboard")).content.decode()
     assert "Acme" not in page and "Globex" in page
 
 
@@ -125,7 +125,7 @@ def test_it_lets_superusers_see_every_project(project, other_project):
     ProjectMembership.objects.create(user=admin, project=other_project)
     client = Client()
     client.force_login(admin)
-    page = client.get(reverse("vault-dashboard")).content.decode()
+    page = client.get(reverse("dashboard")).content.decode()
     assert "Acme" in page and "Globex" in page
 
 
@@ -136,7 +136,7 @@ def test_it_shows_a_curator_without_memberships_no_project(db, project, entry_a)
     user.groups.add(Group.objects.create(name="curator"))
     client = Client()
     client.force_login(user)
-    page = client.get(reverse("vault-dashboard"))
+    page = client.get(reverse("dashboard"))
     assert page.status_code == 200
     assert "not a curator of any project" in page.content.decode()
     assert client.get(reverse("vault-entry-detail", args=[entry_a.pk])).status_code == 404
@@ -157,8 +157,8 @@ def test_it_logs_a_curator_in_with_our_template(curator_a):
     assert b'name="username"' in page.content and b"htmx.min.js" in page.content
     response = client.post(reverse("login"), {"username": "alice", "password": "pw-alice"})
     assert response.status_code == 302
-    assert response["Location"] == reverse("vault-dashboard")
-    assert client.get(reverse("vault-dashboard")).status_code == 200
+    assert response["Location"] == reverse("dashboard")
+    assert client.get(reverse("dashboard")).status_code == 200
 
 
 # --- dashboard ---------------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_the_dashboard_counts_entries_per_category_and_storage(
     client_a, agent_a, agent_b, entry_a, task_entry
 ):
     services.file_write(agent=agent_a, path="MEMORY.md", content="x" * 1000, changed_by="t")
-    page = client_a.get(reverse("vault-dashboard"))
+    page = client_a.get(reverse("dashboard"))
     assert page.status_code == 200
     html = page.content.decode()
     row = re.search(
@@ -194,7 +194,7 @@ def test_the_dashboard_chart_has_a_bar_per_day(client_a, agent_a):
             content=f"lesson number {n}",
             created_at=timezone.now() - timedelta(days=days_ago),
         )
-    chart = client_a.get(reverse("vault-dashboard")).context["chart"]
+    chart = client_a.get(reverse("dashboard")).context["chart"]
     assert len(chart.bars) == 30
     assert [bar.count for bar in chart.bars][-1] == 2
     assert [bar.count for bar in chart.bars][-4] == 1
@@ -446,15 +446,15 @@ def test_it_will_not_restore_a_version_of_another_entry(client_a, entry_a, entry
 
 
 def test_search_finds_and_highlights_entries(client_a, entry_a, entry_b):
-    html = client_a.get(reverse("vault-search"), {"q": "postgresql"}).content.decode()
+    html = client_a.get(reverse("search"), {"q": "postgresql"}).content.decode()
     assert "<mark>PostgreSQL</mark>" in html and reverse("vault-entry-detail", args=[entry_a.pk]) in html
     assert "Cache keys" not in html
-    partial = client_a.get(reverse("vault-search"), {"q": "cache"}, **HTMX).content.decode()
+    partial = client_a.get(reverse("search"), {"q": "cache"}, **HTMX).content.decode()
     assert partial.lstrip().startswith('<div id="search-results"') and "<mark>Cache</mark> keys" in partial
 
 
 def test_every_page_has_the_search_box(client_a, entry_a):
-    for url in (reverse("vault-dashboard"), reverse("vault-entry-detail", args=[entry_a.pk])):
+    for url in (reverse("dashboard"), reverse("vault-entry-detail", args=[entry_a.pk])):
         assert 'role="search"' in client_a.get(url).content.decode()
 
 
@@ -528,9 +528,7 @@ def test_it_will_not_revoke_another_projects_token_through_this_project(
 
 
 def test_search_matches_word_prefixes_and_survives_odd_input(client_a, entry_a):
-    assert (
-        "<mark>PostgreSQL</mark>" in client_a.get(reverse("vault-search"), {"q": "postgres"}).content.decode()
-    )
+    assert "<mark>PostgreSQL</mark>" in client_a.get(reverse("search"), {"q": "postgres"}).content.decode()
     for odd in ['"unclosed', "a & | ! (", ":*", "-", "'"]:
-        response = client_a.get(reverse("vault-search"), {"q": odd})
+        response = client_a.get(reverse("search"), {"q": odd})
         assert response.status_code in (200, 422), odd  # a query with no words is explained, never a 500

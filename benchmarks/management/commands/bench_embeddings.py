@@ -132,7 +132,8 @@ class Command(BaseCommand):
             else "\nrefresh: nothing embedded"
         )
 
-    def _search(self, sizes: list[int], pool_size: int, noise: float, ef_values: list[int]) -> None:
+    def _search_corpus_load(self, sizes: list[int], pool_size: int, noise: float):
+        """One agent per size holding that many synthetic vectors, and the HNSW index over them."""
         dims = self.embedder.dimensions
         pool = vector_pool(self.embedder, pool_size)
         project = Project.objects.create(slug="bench-embed-search", name="bench semantic search")
@@ -165,6 +166,10 @@ class Command(BaseCommand):
             f"\nsearch: {sum(sizes)} synthetic vectors loaded in {filled:.1f} s, HNSW index built in "
             f"{time.perf_counter() - started:.1f} s"
         )
+        return project, agents
+
+    def _search(self, sizes: list[int], pool_size: int, noise: float, ef_values: list[int]) -> None:
+        project, agents = self._search_corpus_load(sizes, pool_size, noise)
         self.stdout.write(
             "times with the query embedded for real, and (sql) with query vectors computed first"
         )

@@ -19,6 +19,7 @@ import anyio
 import httpx2
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -109,7 +110,7 @@ class Command(BaseCommand):
                 agent = agents.get(item["agent"])
                 if agent is None:
                     agent = agents[item["agent"]] = Agent.objects.create(project=project, slug=item["agent"])
-                now = services.timezone.now()
+                now = timezone.now()
                 batch.append(
                     VaultEntry(
                         project=project,

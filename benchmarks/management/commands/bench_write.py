@@ -13,6 +13,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.utils import timezone
 
 from benchmarks.corpus import corpus_generate
 from benchmarks.migrated import ensure_migrated
@@ -58,8 +59,8 @@ class Command(BaseCommand):
                     content_hash=trust.content_hash(item["content"]),
                     tags=item["tags"],
                     importance=item["importance"],
-                    created_at=services.timezone.now(),
-                    updated_at=services.timezone.now(),
+                    created_at=timezone.now(),
+                    updated_at=timezone.now(),
                 )
             )
             if len(batch) == 5000:
@@ -89,8 +90,8 @@ class Command(BaseCommand):
                     category=item["category"],
                     content=item["content"] + " (bare)",
                     tags=item["tags"],
-                    created_at=services.timezone.now(),
-                    updated_at=services.timezone.now(),
+                    created_at=timezone.now(),
+                    updated_at=timezone.now(),
                 )
             bare.append((time.perf_counter() - t0) * 1000)
 

@@ -1,11 +1,11 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from vault import maintenance, services
+from vault.maintenance.consolidation import consolidation_run, consolidation_run_all
 from vault.models import Agent
 
 
 class Command(BaseCommand):
-    help = "Fold the last days of daily notes into MEMORY.md (seed 001's emergence) now."
+    help = "Fold the last days of daily notes into MEMORY.md now."
 
     def add_arguments(self, parser):
         parser.add_argument("--project", help="project slug (with --agent)")
@@ -19,9 +19,9 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"No agent {options['agent']!r} in project {options['project'] or 'default'!r}."
                 )
-            results = [services.consolidation_run(agent=agent)]
+            results = [consolidation_run(agent=agent)]
         else:
-            results = maintenance.consolidation_run_all()
+            results = consolidation_run_all()
         for result in results:
             state = "updated" if result["updated"] else "unchanged"
             self.stdout.write(f"{result['agent']}: MEMORY.md {state} ({result['reason']})")

@@ -2,13 +2,20 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from vault import exporters
-from vault.management.commands.import_memory_dir import project_get
+from vault.models import Project
+from vault.transfer import export
+
+
+def project_get(slug: str) -> Project:
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise CommandError(f"Project {slug!r} does not exist (create it with token_create --create-project).")
+    return project
 
 
 class Command(BaseCommand):
     help = (
-        "Write the project's memory as seed 000's .memory/ layout: readable markdown (an Obsidian vault) "
+        "Write the project's memory as .memory/ layout: readable markdown (an Obsidian vault) "
         "that import_memory_dir reads back."
     )
 
@@ -25,7 +32,7 @@ class Command(BaseCommand):
             missing = set(options["agent"]) - set(agents.values_list("slug", flat=True))
             if missing:
                 raise CommandError(f"No such agent in {project.slug}: {', '.join(sorted(missing))}")
-        summary = exporters.export_memory_dir(
+        summary = export.export_memory_dir(
             path=Path(options["path"]), project=project, agents=agents, progress=self.stdout.write
         )
         self.stdout.write(

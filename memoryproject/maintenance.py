@@ -1,0 +1,328 @@
+"""Maintenance runs across the apps: which steps make a compaction run and a retention run, the size
+limit (entries and messages ranked together) and forgetting (entries and messages by id or criteria).
+
+The steps live with the data they change (vault.maintenance, sessions_app.maintenance) and record
+themselves on vault's run engine; this module, in the composition layer, is the only place that names
+steps of both apps. The API, the curator page, the commands and the schedule call these."""
+
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Sum
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from memoryproject.errors import InvalidInput
+from sessions_app.maintenance.retention import (
+    message_erase,
+    retention_step_expire_messages,
+    retention_step_purge_messages,
+)
+from sessions_app.maintenance.trimming import (
+    compaction_step_expired_checkpoints,
+    compaction_step_trim_sessions,
+)
+from sessions_app.models import Message
+from vault import services
+from vault.maintenance.compaction import (
+    compaction_step_cap_categories,
+    compaction_step_propose_archive,
+    compaction_step_search_index,
+)
+from vault.maintenance.retention import (
+    entry_erase,
+    relevance,
+    retention_step_expire_entries,
+    retention_step_purge_entries,
+)
+from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded, run_steps
+from vault.models import (
+    Agent,
+    CompactionRun,
+    DeletionAudit,
+    EntryStatus,
+    Project,
+    RunKind,
+    RunTrigger,
+    VaultEntry,
+)
+
+COMPACTION_COUNTERS = (
+    "checkpoints_removed",
+    "sessions_trimmed",
+    "messages_archived",
+    "sessions_mined",
+    "insights_extracted",
+    "handoffs_created",
+    "categories_capped",
+    "entries_merged",
+    "summaries_created",
+    "archive_proposed",
+    "errors",
+)
+
+COMPACTION_STEPS = (
+    compaction_step_expired_checkpoints,
+    compaction_step_trim_sessions,
+    compaction_step_cap_categories,
+    compaction_step_propose_archive,
+    compaction_step_search_index,
+)
+
+
+def compaction_run(
+    *, project: Project, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.API
+) -> CompactionRun:
+    """Run the compaction steps for one project and record the run (a dry run is not stored)."""
+    return run_steps(kind=RunKind.COMPACTION, project=project, trigger=trigger, dry_run=dry_run, now=now,
+                     steps=COMPACTION_STEPS, counters=COMPACTION_COUNTERS)  # fmt: skip
+
+
+def compaction_run_all(
+    *, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.SCHEDULE
+) -> list[CompactionRun]:
+    """Compaction of every project, one recorded run each (what the schedule and the command run)."""
+    return _every_project(compaction_run, dry_run=dry_run, now=now, trigger=trigger)
+
+
+def _every_project(run, **options) -> list[CompactionRun]:
+    return [run(project=project, **options) for project in Project.objects.order_by("pk")]
+
+
+# --- Retention ---------------------------------------------------------------------------------
+
+
+RETENTION_COUNTERS = (
+    "entries_expired",
+    "messages_expired",
+    "entries_purged",
+    "messages_purged",
+    "agents_over_size",
+    "entries_archived_for_size",
+    "messages_archived_for_size",
+    "errors",
+)
+
+
+def agent_stored_bytes(agent: Agent) -> int:
+    """Active stored text of an agent: active entries and non-archived messages (UTF-8 characters)."""
+    entries = VaultEntry.objects.filter(agent=agent, status=EntryStatus.ACTIVE).aggregate(
+        n=Sum(Length("content"))
+    )["n"]
+    messages = Message.objects.filter(agent=agent, archived=False).aggregate(n=Sum(Length("text")))["n"]
+    return (entries or 0) + (messages or 0)
+
+
+def _agent_shrink(run: CompactionRun, agent: Agent, now: datetime) -> None:
+    before = agent_stored_bytes(agent)
+    if before <= settings.MEMORY_AGENT_MAX_BYTES:
+        return
+    items = [
+        (relevance(category=e.category, created_at=e.updated_at, importance=e.importance,
+                    access_count=e.access_count, now=now), "entry", e.pk)
+        for e in VaultEntry.objects.select_for_update().filter(agent=agent, status=EntryStatus.ACTIVE)
+    ] + [
+        (relevance(category="messages", created_at=m.created_at, importance=0.5, access_count=0, now=now),
+         "message", m.pk)
+        for m in Message.objects.filter(agent=agent, archived=False).only("pk", "created_at")
+    ]  # fmt: skip
+    items.sort(key=lambda item: (-item[0], -item[2]))
+    keep = int(len(items) * settings.MEMORY_SIZE_KEEP_RATIO)
+    dropped = items[keep:]
+    entry_ids = [pk for _, kind, pk in dropped if kind == "entry"]
+    message_ids = [pk for _, kind, pk in dropped if kind == "message"]
+    for entry_id in entry_ids:
+        services.entry_update(
+            entry_id=entry_id,
+            changes=services.EntryChanges(status=EntryStatus.ARCHIVED),
+            changed_by=f"{ACTOR}: size limit",
+        )
+    Message.objects.filter(pk__in=message_ids).update(archived=True)
+    after = agent_stored_bytes(agent)
+    run_count(run, "agents_over_size")
+    run_count(run, "entries_archived_for_size", len(entry_ids))
+    run_count(run, "messages_archived_for_size", len(message_ids))
+    run_change(
+        run,
+        "size",
+        "archive-least-relevant",
+        agent.slug,
+        f"{before} characters of active memory is over MEMORY_AGENT_MAX_BYTES="
+        f"{settings.MEMORY_AGENT_MAX_BYTES}: kept the {keep} most relevant of {len(items)} items, "
+        f"archived the rest ({after} characters active now)",
+        archived_entry_ids=entry_ids,
+        archived_message_ids=message_ids,
+        bytes_before=before,
+        bytes_after=after,
+    )
+
+
+def retention_step_size(run: CompactionRun, project: Project, now: datetime) -> None:
+    """Enforce the per-agent size limit by archiving the least relevant items (keeping
+    MEMORY_SIZE_KEEP_RATIO of them)."""
+    for agent in Agent.objects.filter(project=project).order_by("pk"):
+        run_guarded(run, f"agent {agent.slug} size", lambda a=agent: _agent_shrink(run, a, now))
+
+
+RETENTION_STEPS = (
+    retention_step_expire_entries,
+    retention_step_expire_messages,
+    retention_step_purge_entries,
+    retention_step_purge_messages,
+    retention_step_size,
+)
+
+
+def retention_run(
+    *, project: Project, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.API
+) -> CompactionRun:
+    """Retention, purge and size limit for one project, recorded like a compaction run."""
+    return run_steps(kind=RunKind.RETENTION, project=project, trigger=trigger, dry_run=dry_run, now=now,
+                     steps=RETENTION_STEPS, counters=RETENTION_COUNTERS)  # fmt: skip
+
+
+def retention_run_all(
+    *, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.SCHEDULE
+) -> list[CompactionRun]:
+    """Retention of every project, one recorded run each (what the schedule and the command run)."""
+    return _every_project(retention_run, dry_run=dry_run, now=now, trigger=trigger)
+
+
+def run_report_lines(run: CompactionRun) -> list[str]:
+    """A run as text for a terminal: its non-zero counts, then one line per change with its reason."""
+    counts = ", ".join(f"{key}={value}" for key, value in run.counts.items() if value)
+    prefix = "[dry run] " if run.dry_run else ""
+    lines = [f"{prefix}{run.project.slug}: {counts or 'nothing to do'} ({run.duration_ms} ms)"]
+    lines += [f"  {c['step']} {c['action']} {c['target']}: {c['reason']}" for c in run.changes]
+    return lines
+
+
+# --- Forgetting ---------------------------------------------------------------------------------
+
+
+def _forget_criteria(*, by_id: bool, agent, category, tags, since, until, source, kinds) -> dict:
+    """The criteria of a forget request as recorded in its audit rows; InvalidInput when the request
+    mixes ids and criteria, names nothing, or asks for what does not apply."""
+    criteria = {
+        key: value
+        for key, value in {
+            "agent": agent.slug if agent else None,
+            "category": category,
+            "tags": tags or None,
+            "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None,
+            "source": source,
+        }.items()
+        if value is not None
+    }
+    if by_id and criteria:
+        raise InvalidInput(
+            "Give either ids / message_ids or criteria (agent, category, tags, time range, source), not both."
+        )
+    if not by_id and not criteria:
+        raise InvalidInput(
+            "Say what to forget: ids, message_ids, or at least one criterion "
+            "(agent, category, tags, since, until, source)."
+        )
+    if since and until and since > until:
+        raise InvalidInput("'since' must not be after 'until'.", [{"loc": ["since"], "msg": "after until"}])
+    if "messages" in kinds and (category or tags or source):
+        raise InvalidInput("category, tags and source apply to entries only; remove 'messages' from kinds.")
+    return criteria
+
+
+@transaction.atomic
+def _forget_erase(entries, messages, *, criteria: dict, deleted_by: str, now: datetime):
+    """Erase the selected entries and messages, each with its audit row; returns their ids."""
+    entry_ids, message_ids = [], []
+    for entry in entries.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
+        entry_ids.append(entry.pk)
+        entry_erase(
+            entry, reason=DeletionAudit.Reason.FORGET, criteria=criteria, deleted_by=deleted_by, now=now
+        )
+    for message in messages.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
+        message_ids.append(message.pk)
+        message_erase(
+            message, reason=DeletionAudit.Reason.FORGET, criteria=criteria, deleted_by=deleted_by, now=now
+        )
+    return entry_ids, message_ids
+
+
+def forget(
+    *,
+    project: Project,
+    agent_ids: list[int] | None,
+    deleted_by: str,
+    ids: list[int] | None = None,
+    message_ids: list[int] | None = None,
+    agent: Agent | None = None,
+    category: str | None = None,
+    tags: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    source: str | None = None,
+    kinds: list[str] | None = None,
+    now: datetime | None = None,
+) -> dict:
+    """Delete entries and/or messages by id or by criteria, for good, with one audit row each.
+
+    `agent_ids` limits what may be touched (an agent token's own agent); None means the whole project.
+    Ids that do not exist or may not be seen are reported in `not_found` and touch nothing.
+    """
+    now = now or timezone.now()
+    kinds = kinds or ["entries"]
+    by_id = bool(ids) or bool(message_ids)
+    criteria = _forget_criteria(
+        by_id=by_id,
+        agent=agent,
+        category=category,
+        tags=tags,
+        since=since,
+        until=until,
+        source=source,
+        kinds=kinds,
+    )
+    entries = VaultEntry.objects.filter(project=project)
+    messages = Message.objects.filter(project=project)
+    if agent_ids is not None:
+        entries, messages = entries.filter(agent_id__in=agent_ids), messages.filter(agent_id__in=agent_ids)
+    not_found: list[int] = []
+    if by_id:
+        wanted, wanted_messages = set(ids or []), set(message_ids or [])
+        entries = entries.filter(pk__in=wanted)
+        messages = messages.filter(pk__in=wanted_messages)
+        audit_criteria = {"ids": sorted(wanted), "message_ids": sorted(wanted_messages)}
+    else:
+        if agent:
+            entries, messages = entries.filter(agent=agent), messages.filter(agent=agent)
+        if category:
+            entries = entries.filter(category=category)
+        if tags:
+            entries = entries.filter(tags__contains=[tag.lstrip("#").lower() for tag in tags])
+        if source:
+            entries = entries.filter(source=source)
+        if since:
+            entries, messages = entries.filter(created_at__gte=since), messages.filter(created_at__gte=since)
+        if until:
+            entries, messages = entries.filter(created_at__lte=until), messages.filter(created_at__lte=until)
+        if "entries" not in kinds:
+            entries = entries.none()
+        if "messages" not in kinds:
+            messages = messages.none()
+        audit_criteria = {**criteria, "kinds": kinds}
+    deleted_entry_ids, deleted_message_ids = _forget_erase(
+        entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now
+    )
+    if by_id:
+        missing = (set(ids or []) - set(deleted_entry_ids)) | (
+            set(message_ids or []) - set(deleted_message_ids)
+        )
+        not_found = sorted(missing)
+    deleted_entries, deleted_messages = len(deleted_entry_ids), len(deleted_message_ids)
+    return {
+        "count": deleted_entries + deleted_messages,
+        "entries": deleted_entries,
+        "messages": deleted_messages,
+        "not_found": not_found,
+    }

@@ -1,0 +1,37 @@
+"""django-q2 tasks and schedules of the maintenance runs that span the apps (compaction, retention),
+applied by `manage.py setup_schedules`. The schedule names are the ones they always had."""
+
+from django.conf import settings
+from django_q.models import Schedule
+
+from memoryproject import maintenance
+from vault.models import RunTrigger
+
+SCHEDULES = [
+    {
+        "name": "vault: compaction",
+        "func": "memoryproject.tasks.compaction_scheduled",
+        "schedule_type": Schedule.MINUTES,
+        "minutes": settings.MEMORY_COMPACT_INTERVAL_MINUTES,
+        "repeats": -1,
+    },
+    {
+        "name": "vault: retention and size",
+        "func": "memoryproject.tasks.retention_scheduled",
+        "schedule_type": Schedule.CRON,
+        "cron": settings.MEMORY_RETENTION_CRON,
+        "repeats": -1,
+    },
+]
+
+
+def _summary(runs) -> list[dict]:
+    return [{"project": run.project.slug, "run": run.pk, "counts": run.counts} for run in runs]
+
+
+def compaction_scheduled() -> list[dict]:
+    return _summary(maintenance.compaction_run_all(dry_run=False, trigger=RunTrigger.SCHEDULE))
+
+
+def retention_scheduled() -> list[dict]:
+    return _summary(maintenance.retention_run_all(dry_run=False, trigger=RunTrigger.SCHEDULE))

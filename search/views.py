@@ -1,0 +1,66 @@
+"""The curator's search page: entries, messages and files of every project the user curates."""
+
+from django.shortcuts import render
+from django.urls import reverse
+
+from memoryproject.errors import DomainError
+from search.curation import search_for_user
+from search.forms import SearchFilterForm
+from search.selectors import KINDS, SearchFilters
+from vault import selectors as vault_selectors
+from vault.render import highlight, snippet_markdown
+from vault.views.access import UNPROCESSABLE, curator_required, is_htmx
+
+SEARCH_LIMIT = 30
+
+
+@curator_required
+def search(request):
+    form = SearchFilterForm(request.GET)
+    query, results, error = "", [], ""
+    if form.is_valid():
+        data = form.cleaned_data
+        query = data["q"].strip()
+        if query:
+            filters = SearchFilters(
+                category=data["category"] or None,
+                status=data["status"] or "active",
+                kinds=(data["kind"],) if data["kind"] else KINDS,
+                limit=SEARCH_LIMIT,
+            )
+            try:
+                rows = search_for_user(
+                    request.user, q=query, filters=filters, agent_slug=data["agent"] or None
+                )
+            except DomainError as exc:
+                error = exc.detail
+            else:
+                results = [_result(row, query) for row in rows]
+    else:
+        error = "; ".join(f"{field}: {' '.join(errs)}" for field, errs in form.errors.items())
+    context = {
+        "form": form,
+        "query": query,
+        "results": results,
+        "error": error,
+        "agents": vault_selectors.agents_for_user(request.user).order_by("project__slug", "slug"),
+    }
+    template = "search/search.html#results" if is_htmx(request) else "search/search.html"
+    return render(request, template, context, status=UNPROCESSABLE if error else 200)
+
+
+def _result(row: dict, query: str) -> dict:
+    kind = row["kind"]
+    if kind == "entry":
+        url = reverse("vault-entry-detail", args=[row["id"]])
+        title = f"Entry #{row['id']}"
+    elif kind == "message":
+        url = reverse("session-detail", args=[row["project"], row["agent"], row["session_id"]])
+        url += f"#message-{row['id']}"
+        title = f"{row['role']} message in session {row['session'] or row['session_id']}"
+    else:
+        url = reverse("vault-file", args=[row["project"], row["agent"]]) + f"?path={row['path']}"
+        title = row["path"]
+    # Entries and files are markdown and read as on their own pages; messages are plain text there.
+    snippet = highlight if kind == "message" else snippet_markdown
+    return {**row, "url": url, "title": title, "highlighted": snippet(row["text"], query)}

@@ -1,0 +1,223 @@
+"""Extraction after a conversation: when a session closes or goes quiet, its decisions, lessons and
+durable facts go to the agent's daily note, MEMORY.md and PROFILE.md (by an LLM when one is configured,
+by heuristics otherwise), once per conversation state, under the agent's job lock and a cooldown."""
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
+from sessions_app.maintenance.trimming import session_digest
+from sessions_app.models import Message, Role, Session
+from sessions_app.scan import DURABLE_CATEGORIES, scan_message
+from vault import services
+from vault.maintenance.consolidation import file_content, file_replace_if_unchanged
+from vault.maintenance.runs import ACTOR, agent_lock_try
+from vault.models import Agent, AgentMaintenance, EntrySource, SessionMark
+from vault.text import text_clip
+
+logger = logging.getLogger(__name__)
+
+SCHEDULED_TRIGGERS = frozenset({"cron", "schedule", "scheduled"})
+
+
+def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) -> bool:
+    """Queue the post-conversation extraction for a session (call when a session closes or goes quiet).
+
+    Enqueued when the current transaction commits, so the task sees the messages just written.
+    Conversations started by a schedule are skipped at once (no recursion). Returns whether
+    a task will be queued.
+    """
+    if not settings.MEMORY_EXTRACTION_ENABLED or trigger_source in SCHEDULED_TRIGGERS:
+        return False
+
+    def enqueue():
+        async_task(
+            "sessions_app.tasks.extraction_run",
+            agent.pk,
+            session_id,
+            trigger_source,
+            task_name=f"extract agent {agent.pk} session {session_id}",
+            group="extraction",
+        )
+
+    transaction.on_commit(enqueue)
+    return True
+
+
+def _transcript(messages: list[Message]) -> str:
+    limit = settings.MEMORY_EXTRACTION_MESSAGE_CHARS
+    lines = []
+    for message in messages[-settings.MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES :]:
+        text = text_clip(message.text, limit + len(TRUNCATED), flatten=False, mark=TRUNCATED)
+        lines.append(f"{'User' if message.role == Role.USER else 'Assistant'}: {text}")
+    return "\n\n".join(lines)
+
+
+TRUNCATED = "... [truncated]"
+EXTRACTION_FIELDS = ("daily_entry", "memory_update", "profile_update")
+
+
+def _extraction_contract(reply: dict) -> dict:
+    """Check the JSON contract; anything else is an LLMError (and the caller falls back)."""
+    if not isinstance(reply.get("should_update"), bool):
+        raise LLMError(f"'should_update' must be true or false, got {reply.get('should_update')!r}")
+    checked = {"should_update": reply["should_update"], "reason": str(reply.get("reason") or "")}
+    for field in EXTRACTION_FIELDS:
+        value = reply.get(field)
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            raise LLMError(f"'{field}' must be a string, got {type(value).__name__}")
+        checked[field] = value.strip()
+    return checked
+
+
+def _daily_heading(now: datetime, session: Session, how: str) -> str:
+    return f"\n## {timezone.localtime(now):%H:%M} · session {session.external_id or session.pk} ({how})\n"
+
+
+def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:
+    day = timezone.localtime(now).date()
+    daily_path = services.daily_note_path(day)
+    profile, memory = file_content(agent, "PROFILE.md"), file_content(agent, "MEMORY.md")
+    reply = llm_json(
+        prompt_messages(
+            "extraction",
+            date=f"{day:%Y-%m-%d}",
+            agent=agent.slug,
+            profile=profile or "(empty)",
+            memory=memory or "(empty)",
+            daily_path=daily_path,
+            daily=file_content(agent, daily_path) or "(empty)",
+            transcript=_transcript(messages),
+        )
+    )
+    contract = _extraction_contract(reply)
+    result = {"path": "llm", "should_update": contract["should_update"], "reason": contract["reason"]}
+    written = []
+    if contract["should_update"]:
+        if contract["daily_entry"]:
+            services.daily_note_append(
+                agent=agent,
+                when=now,
+                text=_daily_heading(now, session, "extraction") + contract["daily_entry"] + "\n",
+                changed_by=ACTOR,
+            )
+            written.append(daily_path)
+        for path, field, before in (
+            ("MEMORY.md", "memory_update", memory),
+            ("PROFILE.md", "profile_update", profile),
+        ):
+            content = contract[field] + "\n" if contract[field] else ""
+            if (
+                content
+                and content != before
+                and file_replace_if_unchanged(agent=agent, path=path, expected=before, content=content)
+            ):
+                written.append(path)
+    result["written"] = written
+    return result
+
+
+def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:
+    created, _ = services.insights_store(
+        agent=agent,
+        texts=[m.text for m in messages],
+        tags=["auto-extract", "session-close"],
+        source=EntrySource.EXTRACTION,
+        created_by=ACTOR,
+    )
+    facts = []
+    for message in messages:
+        if message.role == Role.USER:
+            for match in scan_message(message.text):
+                if match.category in DURABLE_CATEGORIES and match.text not in facts:
+                    facts.append(f"{match.category.replace('_', ' ')}: {match.text}")
+    lines = [f"- {entry.category[:-1].capitalize()}: {entry.content}" for entry in created]
+    lines += [f"- {fact}" for fact in dict.fromkeys(facts)]
+    written = []
+    if lines:
+        services.daily_note_append(
+            agent=agent,
+            when=now,
+            text=_daily_heading(now, session, "heuristic extraction") + "\n".join(lines) + "\n",
+            changed_by=ACTOR,
+        )
+        written.append(services.daily_note_path(timezone.localtime(now).date()))
+    return {
+        "path": "heuristic",
+        "should_update": bool(lines),
+        "reason": f"{len(created)} insight(s), {len(facts)} durable fact(s)" if lines else "nothing found",
+        "entry_ids": [entry.pk for entry in created],
+        "written": written,
+    }
+
+
+def extraction_perform(
+    *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None
+) -> dict:
+    """The post-conversation extraction: skip rules, cooldown, per-agent lock, LLM or heuristics.
+
+    Returns {"status": "done"|"skipped", "reason", ...}; django-q2 stores it as the task's result.
+    """
+    now = now or timezone.now()
+
+    def skipped(reason: str) -> dict:
+        logger.info("extraction for agent %s session %s skipped: %s", agent_id, session_id, reason)
+        return {"status": "skipped", "reason": reason}
+
+    if not settings.MEMORY_EXTRACTION_ENABLED:
+        return skipped("extraction is disabled (MEMORY_EXTRACTION_ENABLED)")
+    if trigger_source in SCHEDULED_TRIGGERS:
+        return skipped("conversation triggered by a schedule")
+    agent = Agent.objects.filter(pk=agent_id).first()
+    session = Session.objects.filter(pk=session_id, agent_id=agent_id).first()
+    if agent is None or session is None:
+        return skipped("agent or session no longer exists")
+    messages = list(
+        Message.objects.filter(session=session, internal=False, role__in=[Role.USER, Role.ASSISTANT])
+        .exclude(text="")
+        .order_by("created_at", "id")
+    )
+    if len(messages) < settings.MEMORY_EXTRACTION_MIN_MESSAGES:
+        return skipped(f"{len(messages)} message(s), fewer than {settings.MEMORY_EXTRACTION_MIN_MESSAGES}")
+    last_user = next((m for m in reversed(messages) if m.role == Role.USER), None)
+    if last_user is None or len(last_user.text.strip()) < settings.MEMORY_EXTRACTION_MIN_USER_CHARS:
+        return skipped(
+            f"the last user message is under {settings.MEMORY_EXTRACTION_MIN_USER_CHARS} characters"
+        )
+    digest = session_digest(messages)
+    with transaction.atomic():
+        if not agent_lock_try(agent.pk):
+            return skipped("another extraction or consolidation for this agent is running")
+        state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
+        state = AgentMaintenance.objects.select_for_update().get(pk=state.pk)
+        cooldown = timedelta(minutes=settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES)
+        if state.last_extraction_at and now - state.last_extraction_at < cooldown:
+            return skipped(f"cooldown: the last extraction for this agent was at {state.last_extraction_at}")
+        mark = SessionMark.objects.filter(session=session, purpose=SessionMark.Purpose.EXTRACTION).first()
+        if mark is not None and mark.content_hash == digest:
+            return skipped("the conversation is unchanged since its last extraction")
+        state.last_extraction_at = now
+        state.save(update_fields=["last_extraction_at"])
+        result = None
+        if llm_configured():
+            try:
+                with transaction.atomic():
+                    result = _extract_with_llm(agent, session, messages, now)
+            except LLMError as exc:
+                logger.warning("LLM extraction failed for %s, falling back to heuristics: %s", agent, exc)
+                result = {"llm_error": str(exc)}
+        if result is None or "llm_error" in result:
+            result = {**(result or {}), **_extract_with_heuristics(agent, session, messages, now)}
+        SessionMark.objects.update_or_create(
+            session=session,
+            purpose=SessionMark.Purpose.EXTRACTION,
+            defaults={"content_hash": digest, "updated_at": now},
+        )
+    return {"status": "done", **result}

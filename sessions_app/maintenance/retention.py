@@ -1,0 +1,83 @@
+"""Retention of messages: messages older than MEMORY_RETENTION_DAYS["messages"] are archived, and
+purged for good (with an audit row) after the grace period."""
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+
+from sessions_app.models import Message
+from vault.maintenance.retention import deletion_audit_record, retention_marks_due
+from vault.maintenance.runs import ACTOR, run_change, run_count
+from vault.models import CompactionRun, DeletionAudit, Project, RetentionMark
+
+
+def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
+    deletion_audit_record(
+        project_id=message.project_id,
+        agent_slug=message.agent.slug,
+        kind="message",
+        object_id=message.pk,
+        category=message.role,
+        reason=reason,
+        criteria=criteria,
+        content=message.text,
+        item_created_at=message.created_at,
+        deleted_by=deleted_by,
+        now=now,
+    )
+    RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE, object_id=message.pk).delete()
+    message.delete()
+
+
+def retention_step_expire_messages(run: CompactionRun, project: Project, now: datetime) -> None:
+    """Archive the messages older than their retention (MEMORY_RETENTION_DAYS["messages"])."""
+    if not settings.MEMORY_RETENTION_ENABLED:
+        return
+    days = settings.MEMORY_RETENTION_DAYS.get("messages") or 0
+    if not days:
+        return
+    cutoff = now - timedelta(days=days)
+    expired = (
+        Message.objects.filter(project=project, created_at__lt=cutoff)
+        .exclude(pk__in=RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE).values("object_id"))
+        .order_by("pk")
+    )
+    ids = list(expired.values_list("pk", flat=True))
+    if not ids:
+        return
+    Message.objects.filter(pk__in=ids).update(archived=True)
+    RetentionMark.objects.bulk_create(
+        [
+            RetentionMark(project=project, kind=RetentionMark.Kind.MESSAGE, object_id=pk, marked_at=now)
+            for pk in ids
+        ]
+    )
+    run_count(run, "messages_expired", len(ids))
+    run_change(
+        run,
+        "retention",
+        "expire-messages",
+        f"{len(ids)} message(s)",
+        f"messages older than {days} days: archived, purged after {settings.MEMORY_PURGE_GRACE_DAYS} days",
+        message_ids=ids,
+    )
+
+
+def retention_step_purge_messages(run: CompactionRun, project: Project, now: datetime) -> None:
+    """Delete the messages retention archived more than MEMORY_PURGE_GRACE_DAYS ago, each with an audit
+    row; one restored meanwhile (no longer archived) keeps its life and loses its mark."""
+    if not settings.MEMORY_RETENTION_ENABLED:
+        return
+    for mark in list(retention_marks_due(project, now, RetentionMark.Kind.MESSAGE)):
+        message = (
+            Message.objects.select_for_update(of=("self",)).select_related("agent").filter(pk=mark.object_id)
+        )
+        message = message.first()
+        if message is None or not message.archived:
+            mark.delete()
+            continue
+        message_erase(message, reason=DeletionAudit.Reason.PURGE, criteria={"retention": "messages"},
+                      deleted_by=f"{ACTOR}: retention purge", now=now)  # fmt: skip
+        run_count(run, "messages_purged")
+        run_change(run, "purge", "delete-message", f"message {mark.object_id}",
+                   f"archived by retention on {mark.marked_at:%Y-%m-%d}, grace period over")  # fmt: skip

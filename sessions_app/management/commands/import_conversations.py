@@ -1,0 +1,36 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memoryproject.errors import DomainError
+from sessions_app import transfer
+from vault.management.commands.export_memory_dir import project_get
+from vault.transfer.layouts import agent_map_parse
+
+
+class Command(BaseCommand):
+    help = (
+        "Mine conversation files (.memory/, its conversations/ folder, or one .json) into handoffs, "
+        "decisions and lessons with the PT + EN patterns. Idempotent; source files are never modified."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "path", help="a .memory/ folder, a conversations/ folder or one conversation file"
+        )
+        parser.add_argument("--project", default="default", help="target project slug (default: default)")
+        parser.add_argument("--agent-map", default="", help="rename agents: old=new,old2=new2")
+        parser.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+
+    def handle(self, *args, **options):
+        try:
+            report = transfer.import_conversations(
+                path=Path(options["path"]),
+                project=project_get(options["project"]),
+                agent_map=agent_map_parse(options["agent_map"]),
+                dry_run=options["dry_run"],
+                progress=self.stdout.write,
+            )
+        except DomainError as exc:
+            raise CommandError(exc.detail) from None
+        self.stdout.write(report.summary())

@@ -1,0 +1,38 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memoryproject.errors import DomainError
+from sessions_app import transfer
+from vault.management.commands.export_memory_dir import project_get
+from vault.transfer.layouts import agent_map_parse
+
+
+class Command(BaseCommand):
+    help = (
+        "Import memory from a .memory/ folder, a workspace or a .bmad/memory/ "
+        "folder (or a project folder holding them). Idempotent; source files are never modified."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="the folder to import")
+        parser.add_argument("--project", default="default", help="target project slug (default: default)")
+        parser.add_argument("--agent-map", default="", help="rename agents: old=new,old2=new2")
+        parser.add_argument(
+            "--agent", default="main", help="agent for what names none (a bare workspace, shared files)"
+        )
+        parser.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+
+    def handle(self, *args, **options):
+        try:
+            report = transfer.import_memory_dir(
+                path=Path(options["path"]),
+                project=project_get(options["project"]),
+                agent_map=agent_map_parse(options["agent_map"]),
+                default_agent=options["agent"],
+                dry_run=options["dry_run"],
+                progress=self.stdout.write,
+            )
+        except DomainError as exc:
+            raise CommandError(exc.detail) from None
+        self.stdout.write(report.summary())

@@ -1,0 +1,435 @@
+"""Appending messages: dedupe by client id, replays of whole conversations, branching, the write-ahead
+scan of user messages, durable facts and daily notes."""
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memoryproject.errors import NotFound, TooLarge
+from sessions_app import selectors
+from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
+from sessions_app.scan import DURABLE_CATEGORIES, normalise_fact, scan_message
+from sessions_app.services.common import (
+    _LOCK_DURABLE_FACTS,
+    MEMORY_FILE,
+    MEMORY_FILE_HEADER,
+    WAL_TAG,
+    MessageInput,
+    _advisory_lock,
+    _guarded,
+    _head_preserve,
+    _input_check,
+    _session_lock,
+    _status_set,
+)
+from sessions_app.services.lifecycle import session_ensure
+from sessions_app.services.window import max_input_tokens_check, working_buffer_update
+from vault import selectors as vault_selectors
+from vault import services as vault_services
+from vault.models import Agent, EntrySource, VaultEntry
+from vault.redaction import project_redaction_enabled, redact
+from vault.text import ASCII_CUT, text_clip
+
+logger = logging.getLogger(__name__)
+
+
+# --- append --------------------------------------------------------------------------------------
+
+
+@dataclass
+class AppendResult:
+    session: Session
+    stored: list[Message]
+    duplicates: int
+    state: list[SessionStateEntry]
+    head_id: int | None
+    saved_branch: str | None = None
+    warnings: list[dict] = field(default_factory=list)
+    recovery: dict | None = None
+    buffer_logged: int = 0
+
+    def as_dict(self) -> dict:
+        """The result as the API and the MCP tool answer it (AppendOut)."""
+        return {
+            "session": self.session,
+            "stored": len(self.stored),
+            "duplicates": self.duplicates,
+            "items": self.stored,
+            "state": self.state,
+            "head": self.head_id,
+            "saved_branch": self.saved_branch,
+            "warnings": self.warnings,
+            "recovery": self.recovery,
+            "buffer_logged": self.buffer_logged,
+        }
+
+
+def _ids_allocate(count: int) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence('sessions_app_message', 'id')) FROM generate_series(1, %s)",
+            [count],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+REPLAY_MATCH_MESSAGES = 2
+
+
+def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> Session | None:
+    """The closed session a keyless full save is a replay of, if any.
+
+    The frontend saves the whole conversation without a chat id and closes it with `sleep`; a
+    retry or replay of that save must land in the same session, not start a new copy of it. The agent's
+    most recently closed session is that session when its first messages have the same roles and texts.
+    """
+    head = [(item.role, item.text) for item in items[:REPLAY_MATCH_MESSAGES]]
+    if not head:
+        return None
+    if selectors.session_current(agent) is not None:
+        return None  # an open session takes the save, as before
+    candidate = (
+        Session.objects.filter(agent=agent, status=SessionStatus.CLOSED, external_id="")
+        .order_by("-last_activity_at", "-id")
+        .first()
+    )
+    if candidate is None:
+        return None
+    first = list(
+        Message.objects.filter(session=candidate)
+        .order_by("created_at", "id")
+        .values_list("role", "text")[: len(head)]
+    )
+    return candidate if first == head else None
+
+
+def _new_items(
+    items: list[MessageInput], *, known: set[str], full: bool, branch: Branch
+) -> tuple[list[MessageInput], int, int | None]:
+    """The items to store (duplicates by client id, by position in a replayed conversation, and twice in
+    one call dropped), how many were duplicates, and the parent the first new one hangs from."""
+    parent_id = branch.head_id
+    new: list[MessageInput] = []
+    duplicates = 0
+    if full:
+        stored = [m for m in selectors.message_path(branch.head_id) if not selectors.is_compaction_summary(m)]
+        diverged = False
+        for index, item in enumerate(items):
+            if item.client_id and item.client_id in known:
+                duplicates += 1
+                continue
+            if not diverged and index < len(stored):
+                same = stored[index]
+                if not item.client_id and same.role == item.role and same.text == item.text:
+                    duplicates += 1
+                    continue
+                diverged = True
+                parent_id = stored[index - 1].pk if index else None
+            new.append(item)
+    else:
+        for item in items:
+            if item.client_id and item.client_id in known:
+                duplicates += 1
+            else:
+                new.append(item)
+    # The same client id twice in one request is stored once.
+    seen_ids: set[str] = set()
+    unique: list[MessageInput] = []
+    for item in new:
+        if item.client_id and item.client_id in seen_ids:
+            duplicates += 1
+            continue
+        if item.client_id:
+            seen_ids.add(item.client_id)
+        unique.append(item)
+    return unique, duplicates, parent_id
+
+
+REPLY_CONTEXT_CHARS = 300
+
+
+def _reply_context(text: str | None) -> str:
+    """The part of the previous turn stored with a message for search (its end: what is answered)."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= REPLY_CONTEXT_CHARS else text[-REPLY_CONTEXT_CHARS:]
+
+
+def _rows_store(
+    agent: Agent, session: Session, items: list[MessageInput], parent_id: int | None, now
+) -> tuple[list[Message], int | None]:
+    """Store the items as one chain from `parent_id`; returns the rows and the new head's id."""
+    rows = []
+    previous = _reply_context(
+        Message.objects.filter(pk=parent_id).values_list("text", flat=True).first() if parent_id else ""
+    )
+    for pk, item in zip(_ids_allocate(len(items)), items, strict=True):
+        rows.append(
+            Message(
+                pk=pk,
+                project_id=agent.project_id,
+                agent=agent,
+                session=session,
+                parent_id=parent_id,
+                client_id=item.client_id,
+                role=item.role,
+                text=item.text,
+                internal=bool(item.internal),
+                tool_calls=item.tool_calls,
+                tool_call_id=item.tool_call_id,
+                state=item.state,
+                created_at=item.created_at or now,
+                reply_to_text=previous,
+            )
+        )
+        parent_id = pk
+        previous = _reply_context(item.text)
+    Message.objects.bulk_create(rows)
+    return rows, parent_id
+
+
+def _side_steps(agent: Agent, session: Session, rows: list[Message], changed_by: str):
+    """What an append triggers besides storing: recovery, the write-ahead scan, the daily note and the
+    working buffer. Each may fail on its own without failing the append (listed in the warnings)."""
+    warnings: list[dict] = []
+    recovery = _guarded(warnings, "recovery", lambda: _recovery_for_append(session, rows))
+    state = _guarded(
+        warnings,
+        "write_ahead_scan",
+        lambda: _write_ahead_scan(agent=agent, session=session, messages=rows, changed_by=changed_by),
+        default=[],
+    )
+    _guarded(
+        warnings,
+        "daily_note",
+        lambda: _daily_notes_append(agent=agent, new_messages=rows, changed_by=changed_by),
+    )
+    logged = _guarded(
+        warnings, "working_buffer", lambda: working_buffer_update(session=session, messages=rows), default=[]
+    )
+    return warnings, recovery, state, logged
+
+
+def messages_append(
+    *,
+    agent: Agent,
+    messages: Sequence[MessageInput | dict],
+    session: Session | None = None,
+    session_key: str = "",
+    model_id: str = "",
+    full: bool = False,
+    changed_by: str = "",
+    max_input_tokens: int | None = None,
+) -> AppendResult:
+    """Append messages to a session's active branch; retries store nothing twice.
+
+    A message whose client id is already stored in the session is skipped. With `full` (the autosave
+    of the whole conversation), messages without a client id are matched against the stored
+    conversation by position, role and text, so re-saving a growing conversation appends only its new
+    tail; if the saved conversation diverges from the stored one, the new messages start a branch at
+    the divergence and the stored ones stay on a preserved branch. Nothing stored is ever dropped.
+
+    The session row is locked while the parent chain is computed, so concurrent appends form one chain.
+    New user messages are scanned (write-ahead scan) and finished user/assistant exchanges are appended
+    to the agent's daily note before this returns.
+    """
+    if len(messages) > settings.MEMORY_APPEND_MAX_MESSAGES:
+        raise TooLarge(
+            f"{len(messages)} messages in one call; the limit is {settings.MEMORY_APPEND_MAX_MESSAGES} "
+            "(MEMORY_APPEND_MAX_MESSAGES)."
+        )
+    items = [_input_check(raw, index) for index, raw in enumerate(messages)]
+    max_input_tokens = max_input_tokens_check(max_input_tokens)
+    if project_redaction_enabled(agent.project_id):  # one look-up for the whole batch
+        for item in items:
+            item.text = redact(item.text)
+    if session is None and full and not (session_key or "").strip():
+        session = _session_for_replay(agent, items)
+    if session is None:
+        session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)
+    elif session.agent_id != agent.pk:
+        raise NotFound("Session not found.")
+    with transaction.atomic():
+        session, branch = _session_lock(session)
+        client_ids = [item.client_id for item in items if item.client_id]
+        known = set(
+            Message.objects.filter(session=session, client_id__in=client_ids).values_list(
+                "client_id", flat=True
+            )
+        )
+        unique, duplicates, parent_id = _new_items(items, known=known, full=full, branch=branch)
+        if max_input_tokens and session.max_input_tokens != max_input_tokens:
+            session.max_input_tokens = max_input_tokens
+            session.save(update_fields=["max_input_tokens"])
+        if not unique:
+            return AppendResult(session, [], duplicates, [], branch.head_id)
+        saved_branch = None
+        if parent_id != branch.head_id:
+            preserved = _head_preserve(session, branch, new_head_id=parent_id)
+            saved_branch = preserved.name if preserved else None
+        now = timezone.now()
+        rows, parent_id = _rows_store(agent, session, unique, parent_id, now)
+        branch.head_id = parent_id
+        branch.save(update_fields=["head"])
+        session.last_activity_at = now
+        session.save(update_fields=["last_activity_at"])
+        if session.status == SessionStatus.IDLE:
+            _status_set(session, SessionStatus.ACTIVE, reason="new messages", by=changed_by)
+        warnings, recovery, state, logged = _side_steps(agent, session, rows, changed_by)
+    return AppendResult(
+        session, rows, duplicates, state, parent_id, saved_branch, warnings, recovery, len(logged)
+    )
+
+
+def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
+    """The recovery block when the newest user message of this append shows lost-context signals."""
+    users = [m for m in rows if m.role == Role.USER and not m.internal]
+    if not users:
+        return None
+    latest = users[-1]
+    history = [m for m in selectors.message_path(latest.parent_id, max_depth=200) if not m.archived]
+    signals = selectors.lost_context_signals(latest.text, history)
+    if not signals:
+        return None
+    return selectors.recovery_build(session, signals=signals)
+
+
+# --- write-ahead scan and durable facts ---------------------------------------------------------
+
+
+def _write_ahead_scan(
+    *, agent: Agent, session: Session, messages: Iterable[Message], changed_by: str
+) -> list[SessionStateEntry]:
+    entries = []
+    for message in messages:
+        if message.role != Role.USER or message.internal:
+            continue
+        for match in scan_message(message.text):
+            durable = match.category in DURABLE_CATEGORIES
+            vault_entry = None
+            if durable:
+                vault_entry = durable_fact_record(
+                    agent=agent,
+                    category=match.category,
+                    text=match.text,
+                    changed_by=changed_by,
+                    session=session,
+                    message=message,
+                )
+            entries.append(
+                SessionStateEntry(
+                    project_id=agent.project_id,
+                    agent=agent,
+                    session=session,
+                    message=message,
+                    category=match.category,
+                    text=match.text,
+                    trigger=match.trigger[:300],
+                    durable=durable,
+                    vault_entry_id=vault_entry.pk if vault_entry else None,
+                    created_at=message.created_at,
+                )
+            )
+    return SessionStateEntry.objects.bulk_create(entries)
+
+
+def _memory_file_facts(agent: Agent) -> set[str]:
+    content = vault_selectors.file_content(agent.pk, MEMORY_FILE)
+    if content is None:
+        return set()
+    facts = set()
+    for line in content.splitlines():
+        line = line.strip()
+        if line.startswith(("- ", "* ")):
+            facts.add(normalise_fact(line[2:]))
+    return facts
+
+
+def durable_fact_record(
+    *,
+    agent: Agent,
+    category: str,
+    text: str,
+    changed_by: str = "",
+    session: Session | None = None,
+    message: Message | None = None,
+) -> VaultEntry | None:
+    """Write a durable fact to long-term memory unless it is already there: a vault entry (category
+    projects, tags wal + the scan category, source extraction) and a line in the agent's MEMORY.md.
+
+    Duplicates are judged with `normalise_fact` against the facts already in MEMORY.md and the agent's
+    write-ahead vault entries; a per-agent advisory lock makes concurrent appends check one at a time.
+    Returns the new entry, or None for a duplicate.
+    """
+    key = normalise_fact(text)
+    if not key:
+        return None
+    with transaction.atomic():
+        _advisory_lock(_LOCK_DURABLE_FACTS, agent.pk)
+        known = _memory_file_facts(agent)
+        if key in known:
+            return None
+        for content in vault_selectors.entry_contents_tagged(agent.pk, WAL_TAG):
+            if normalise_fact(content) == key:
+                return None
+        entry = vault_services.entry_create(
+            agent=agent,
+            category="projects",
+            content=text,
+            tags=[WAL_TAG, category.replace("_", "-")],
+            source=EntrySource.EXTRACTION,
+            created_by=changed_by or "write-ahead-scan",
+            source_session_id=session.pk if session else None,
+            source_message_ids=[message.pk] if message else [],
+        )
+        vault_services.file_append(
+            agent=agent,
+            path=MEMORY_FILE,
+            text=f"- {' '.join(text.split())}\n",
+            changed_by=changed_by or "write-ahead-scan",
+            header=MEMORY_FILE_HEADER,
+        )
+    return entry
+
+
+# --- daily notes --------------------------------------------------------------------------------
+
+
+def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by: str) -> None:
+    """Append each finished user -> assistant exchange to the daily note of the assistant's date.
+
+    The user side is every user message since the previous assistant message on the path (looked up
+    in the stored conversation when the exchange began in an earlier call).
+    """
+    if not any(m.role == Role.ASSISTANT and not m.internal for m in new_messages):
+        return
+    lookback = selectors.message_path(new_messages[0].parent_id, max_depth=50)
+    path = lookback + new_messages
+    first_new = len(lookback)
+    max_chars = settings.MEMORY_DAILY_NOTE_CHARS
+    blocks = []
+    for index in range(first_new, len(path)):
+        message = path[index]
+        if message.role != Role.ASSISTANT or message.internal or not message.text.strip():
+            continue
+        user_texts = []
+        for previous in reversed(path[:index]):
+            if previous.internal or previous.role in (Role.TOOL, Role.SYSTEM):
+                continue
+            if previous.role == Role.ASSISTANT:
+                break
+            user_texts.append(previous.text)
+        if not user_texts:
+            continue
+        user = " / ".join(
+            text_clip(t, max_chars, flatten=False, mark=ASCII_CUT) for t in reversed(user_texts)
+        )
+        when = timezone.localtime(message.created_at)
+        user = text_clip(user, max_chars, flatten=False, mark=ASCII_CUT)
+        reply = text_clip(message.text, max_chars, flatten=False, mark=ASCII_CUT)
+        blocks.append((message.created_at, f"\n## [{when:%H:%M:%S}]\n**User:** {user}\n**Agent:** {reply}\n"))
+    if blocks:
+        vault_services.daily_notes_append(agent=agent, blocks=blocks, changed_by=changed_by)

@@ -1,0 +1,214 @@
+"""What every write of a session shares: locks, checked message input, creating, finding and locking a
+session, its status transitions, and running a side task whose failure must not fail the write."""
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from memoryproject.errors import Conflict, InvalidInput, TooLarge
+from memoryproject.resilience import failure_detail, guarded
+from sessions_app import selectors
+from sessions_app.models import Branch, Role, Session, SessionStatus, SessionTransition
+from vault.models import Agent
+from vault.text import text_check
+
+logger = logging.getLogger(__name__)
+
+
+DEFAULT_SUMMARISER = "sessions_app.compaction.heuristic_summary"
+
+MAIN_BRANCH = "main"
+ROLE_ALIASES = {"agent": Role.ASSISTANT, "human": Role.USER}
+MEMORY_FILE = "MEMORY.md"
+MEMORY_FILE_HEADER = "# MEMORY.md\n\n"
+WAL_TAG = "wal"
+# pg_advisory_xact_lock namespaces (first key); the second key is the agent id.
+_LOCK_SESSION_CREATE = 73_001
+_LOCK_DURABLE_FACTS = 73_002
+
+
+def _advisory_lock(namespace: int, key: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [namespace, key])
+
+
+# --- input ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class MessageInput:
+    role: str
+    text: str = ""
+    client_id: str = ""
+    internal: bool = False
+    tool_calls: list = field(default_factory=list)
+    tool_call_id: str = ""
+    state: dict = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
+    item = raw if isinstance(raw, MessageInput) else MessageInput(**raw)
+    loc = ["messages", index]
+
+    def invalid(message: str, field_name: str):
+        return InvalidInput(f"messages[{index}]: {message}", [{"loc": [*loc, field_name], "msg": message}])
+
+    role = ROLE_ALIASES.get(item.role, item.role) if isinstance(item.role, str) else item.role
+    if role not in Role.values:
+        raise invalid(
+            f"unknown role {item.role!r}; use one of: {', '.join(Role.values)} (or 'agent')", "role"
+        )
+    if item.text is None:
+        item.text = ""
+    try:
+        text_check(
+            item.text,
+            field="text",
+            allow_empty=True,
+            max_bytes=settings.MEMORY_MAX_MESSAGE_BYTES,
+            limit_setting="MEMORY_MAX_MESSAGE_BYTES",
+        )
+    except (InvalidInput, TooLarge) as exc:
+        exc.detail = f"messages[{index}]: {exc.detail}"
+        raise
+    if role in (Role.USER, Role.SYSTEM) and not item.text.strip():
+        raise invalid("text must not be empty for user and system messages", "text")
+    for name in ("client_id", "tool_call_id"):
+        value = getattr(item, name) or ""
+        if not isinstance(value, str) or len(value) > 200:
+            raise invalid(f"{name} must be a string of at most 200 characters", name)
+        if "\x00" in value:
+            raise invalid(f"{name} must not contain NUL (\\u0000) characters", name)
+        setattr(item, name, value.strip())
+    if not isinstance(item.tool_calls, list):
+        raise invalid("tool_calls must be a list", "tool_calls")
+    if not isinstance(item.state, dict):
+        raise invalid("state must be an object", "state")
+    _message_size_check(item, index)
+    item.role = role
+    return item
+
+
+def _message_size_check(item: MessageInput, index: int) -> None:
+    """The text, tool calls and state of one message count together against MEMORY_MAX_MESSAGE_BYTES:
+    any of them can carry a large payload, and all of them are stored and read back."""
+    try:
+        extra = json.dumps([item.tool_calls, item.state], ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            f"messages[{index}]: tool_calls or state contains invalid Unicode (lone surrogates)",
+            [{"loc": ["messages", index, "tool_calls"], "msg": "invalid unicode"}],
+        ) from None
+    except ValueError as exc:
+        raise InvalidInput(
+            f"messages[{index}]: tool_calls or state cannot be stored as JSON: {exc}",
+            [{"loc": ["messages", index, "tool_calls"], "msg": "not JSON"}],
+        ) from None
+    size = len(item.text.encode("utf-8")) + len(extra)
+    limit = settings.MEMORY_MAX_MESSAGE_BYTES
+    if size > limit:
+        raise TooLarge(
+            f"messages[{index}]: text, tool_calls and state together are {size} bytes; the limit is "
+            f"{limit} bytes (MEMORY_MAX_MESSAGE_BYTES).",
+            [{"loc": ["messages", index], "msg": "too large"}],
+        )
+
+
+# --- sessions ------------------------------------------------------------------------------------
+
+
+def _session_create(agent: Agent, *, external_id: str = "", model_id: str = "") -> Session:
+    session = Session.objects.create(
+        project_id=agent.project_id, agent=agent, external_id=external_id, model_id=model_id
+    )
+    branch = Branch.objects.create(session=session, name=MAIN_BRANCH)
+    session.active_branch = branch
+    session.save(update_fields=["active_branch"])
+    return session
+
+
+def _session_lock(session: Session) -> tuple[Session, Branch]:
+    """Lock the session row (appends, checkouts and compaction of one session run one at a time) and
+    return it with its active branch, creating "main" for sessions made before branches existed."""
+    session = Session.objects.select_for_update().get(pk=session.pk)
+    if session.status == SessionStatus.ARCHIVED:
+        raise Conflict(
+            "The session is archived: restore it first (POST /agents/{agent}/sessions/{id}/restore)."
+        )
+    branch = Branch.objects.filter(pk=session.active_branch_id).first() if session.active_branch_id else None
+    if branch is None:
+        branch, _ = Branch.objects.get_or_create(session=session, name=MAIN_BRANCH)
+        session.active_branch = branch
+        session.save(update_fields=["active_branch"])
+    return session, branch
+
+
+def _head_preserve(session: Session, branch: Branch, *, new_head_id: int | None) -> Branch | None:
+    """Before the active branch's head moves off its current message, make sure that message stays
+    reachable: if no other branch's path contains it, a branch named "<branch>-<message id>" keeps it."""
+    old_head = branch.head_id
+    if old_head is None or old_head == new_head_id:
+        return None
+    if new_head_id is not None and old_head in selectors.message_path_ids(new_head_id):
+        return None
+    for other in Branch.objects.filter(session=session).exclude(pk=branch.pk):
+        if other.head_id is not None and old_head in selectors.message_path_ids(other.head_id):
+            return None
+    saved, _ = Branch.objects.get_or_create(
+        session=session,
+        name=f"{branch.name}-{old_head}"[:100],
+        defaults={"head_id": old_head, "from_message_id": old_head},
+    )
+    return saved
+
+
+# --- resilience ---------------------------------------------------------------------------------
+
+
+def _guarded(warnings: list[dict], source: str, work, default=None):
+    """Run one optional step in a savepoint: a failure is logged and reported in `warnings`, and what it
+    wrote is rolled back, so appends and context injection never fail because one source failed."""
+    return guarded(
+        source,
+        work,
+        failed=lambda exc: warnings.append({"source": source, "detail": failure_detail(exc)}),
+        default=default,
+    )
+
+
+# --- lifecycle ----------------------------------------------------------------------------------
+
+LIFECYCLE_ACTOR = "lifecycle"
+DELETED = "deleted"
+
+
+def transition_record(*, session: Session, to_status: str, reason: str, by: str = "", from_status: str = ""):
+
+    now = timezone.now()
+    return SessionTransition.objects.create(
+        project_id=session.project_id,
+        agent_id=session.agent_id,
+        session=session,
+        session_pk=session.pk,
+        from_status=from_status or session.status,
+        to_status=to_status,
+        reason=reason[:300],
+        by=(by or LIFECYCLE_ACTOR)[:200],
+        at=now,
+    )
+
+
+def _status_set(session: Session, to_status: str, *, reason: str, by: str = "") -> None:
+    previous = session.status
+    if previous == to_status:
+        return
+    session.status = to_status
+    session.status_changed_at = timezone.now()
+    session.save(update_fields=["status", "status_changed_at"])
+    transition_record(session=session, from_status=previous, to_status=to_status, reason=reason, by=by)

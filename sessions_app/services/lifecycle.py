@@ -1,0 +1,275 @@
+"""The session lifecycle: reopening, archive to cold storage and restore, deletion, and the scheduled
+run that moves quiet sessions along (active, idle, archived, deleted)."""
+
+import hashlib
+import json
+import logging
+import zlib
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memoryproject.errors import Conflict, InvalidInput
+from sessions_app import selectors
+from sessions_app.maintenance.extraction import extraction_enqueue
+from sessions_app.models import (
+    Branch,
+    Message,
+    Session,
+    SessionArchive,
+    SessionStateEntry,
+    SessionStatus,
+)
+from sessions_app.services.common import (
+    _LOCK_SESSION_CREATE,
+    DELETED,
+    LIFECYCLE_ACTOR,
+    _advisory_lock,
+    _session_create,
+    _status_set,
+    transition_record,
+)
+from vault.maintenance.retention import deletion_audit_record
+from vault.models import Agent, DeletionAudit
+
+logger = logging.getLogger(__name__)
+
+
+def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -> Session:
+    """The session to write to: the one with this chat id (created, or reopened if closed), else the
+    agent's current open session, else a new one. Safe when first writes race."""
+    external_id = (external_id or "").strip()
+    if len(external_id) > 200:
+        raise InvalidInput(
+            "session must be at most 200 characters", [{"loc": ["session"], "msg": "too long"}]
+        )
+    if "\x00" in external_id:
+        raise InvalidInput(
+            "session must not contain NUL (\\u0000) characters",
+            [{"loc": ["session"], "msg": "contains NUL characters"}],
+        )
+    if len(model_id or "") > 200:
+        raise InvalidInput(
+            "model_id must be at most 200 characters", [{"loc": ["model_id"], "msg": "too long"}]
+        )
+    with transaction.atomic():
+        _advisory_lock(_LOCK_SESSION_CREATE, agent.pk)
+        if external_id:
+            session = Session.objects.filter(agent=agent, external_id=external_id).first()
+        else:
+            session = selectors.session_current(agent)
+        if session is None:
+            return _session_create(agent, external_id=external_id, model_id=model_id or "")
+        if session.status == SessionStatus.ARCHIVED:
+            session = session_restore(session=session, reason="restored by a new message")
+        changed = []
+        if session.status not in (SessionStatus.ACTIVE, SessionStatus.IDLE):
+            transition_record(session=session, to_status=SessionStatus.ACTIVE, reason="reopened")
+            session.status, session.closed_at = SessionStatus.ACTIVE, None
+            session.status_changed_at = timezone.now()
+            changed += ["status", "closed_at", "status_changed_at"]
+        if model_id and session.model_id != model_id:
+            session.model_id = model_id
+            changed.append("model_id")
+        if changed:
+            session.save(update_fields=changed)
+        return session
+
+
+_MESSAGE_FIELDS = (
+    "id", "parent_id", "client_id", "role", "text", "internal", "tool_calls", "tool_call_id", "state",
+    "archived", "created_at",
+)  # fmt: skip
+
+
+def session_archive(*, session: Session, reason: str = "", by: str = "") -> "SessionArchive":  # noqa: F821
+    """Move a session's messages to cold storage: one SessionArchive row holding every message row as
+    zlib-compressed JSON (ids, parents, client ids, timestamps, tool calls, state), the branch heads and
+    the write-ahead-scan links, plus the plain text for search. The Message rows leave the hot table."""
+
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session.pk)
+        if session.status == SessionStatus.ARCHIVED:
+            raise Conflict("The session is already archived.")
+        messages = list(
+            Message.objects.filter(session=session).order_by("created_at", "id").values(*_MESSAGE_FIELDS)
+        )
+        for row in messages:
+            row["created_at"] = row["created_at"].isoformat()
+        branches = {
+            str(b["id"]): [b["head_id"], b["from_message_id"]]
+            for b in Branch.objects.filter(session=session).values("id", "head_id", "from_message_id")
+        }
+        links = {
+            str(e["id"]): e["message_id"]
+            for e in SessionStateEntry.objects.filter(session=session, message__isnull=False).values(
+                "id", "message_id"
+            )
+        }
+        raw = json.dumps(
+            {
+                "version": 1,
+                "status": session.status,
+                "messages": messages,
+                "branches": branches,
+                "state": links,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ).encode("utf-8")
+        payload = zlib.compress(raw, 9)
+        archive = SessionArchive.objects.create(
+            project_id=session.project_id,
+            agent_id=session.agent_id,
+            session=session,
+            payload=payload,
+            message_count=len(messages),
+            raw_bytes=len(raw),
+            compressed_bytes=len(payload),
+            text="\n".join(m["text"] for m in messages if m["text"] and not m["internal"]),
+            archived_at=timezone.now(),
+        )
+        Message.objects.filter(session=session).update(parent=None)
+        Message.objects.filter(session=session).delete()
+        _status_set(session, SessionStatus.ARCHIVED, reason=reason or "archived", by=by)
+    return archive
+
+
+def session_restore(*, session: Session, by: str = "", reason: str = "restored on demand") -> Session:
+    """Bring an archived session back: every message row exactly as it was, branch heads and scan links
+    re-attached, the archive row removed. The session comes back idle (closed if it was closed) with its
+    activity time set to now, so the lifecycle does not archive it again at once."""
+
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session.pk)
+        archive = SessionArchive.objects.filter(session=session).first()
+        if session.status != SessionStatus.ARCHIVED or archive is None:
+            raise Conflict("The session is not archived.")
+        data = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))
+        Message.objects.bulk_create(
+            [
+                Message(
+                    pk=row["id"],
+                    project_id=session.project_id,
+                    agent_id=session.agent_id,
+                    session=session,
+                    parent_id=row["parent_id"],
+                    client_id=row["client_id"],
+                    role=row["role"],
+                    text=row["text"],
+                    internal=row["internal"],
+                    tool_calls=row["tool_calls"],
+                    tool_call_id=row["tool_call_id"],
+                    state=row["state"],
+                    archived=row["archived"],
+                    created_at=datetime.fromisoformat(row["created_at"]),
+                )
+                for row in data["messages"]
+            ]
+        )
+        for branch_id, (head_id, from_id) in data["branches"].items():
+            Branch.objects.filter(pk=int(branch_id), session=session).update(
+                head_id=head_id, from_message_id=from_id
+            )
+        for entry_id, message_id in data["state"].items():
+            SessionStateEntry.objects.filter(pk=int(entry_id), session=session).update(message_id=message_id)
+        archive.delete()
+        session.last_activity_at = timezone.now()
+        session.save(update_fields=["last_activity_at"])
+        back = SessionStatus.CLOSED if data.get("status") == SessionStatus.CLOSED else SessionStatus.IDLE
+        _status_set(session, back, reason=reason, by=by)
+    return session
+
+
+def session_delete(*, session: Session, reason: str, by: str = "") -> None:
+    """Delete a session for good (retention), audited with vault's DeletionAudit (hash and size of its
+    messages, never their content) and a final SessionTransition that outlives it."""
+
+    with transaction.atomic():
+        session = Session.objects.select_for_update().select_related("agent").get(pk=session.pk)
+        archive = SessionArchive.objects.filter(session=session).first()
+        if archive is not None:
+            text, count = archive.text, archive.message_count
+            digest = hashlib.sha256(bytes(archive.payload)).hexdigest()
+        else:
+            texts = list(
+                Message.objects.filter(session=session).order_by("id").values_list("text", flat=True)
+            )
+            text, count = "\n".join(texts), len(texts)
+            digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+        now = timezone.now()
+        deletion_audit_record(
+            project_id=session.project_id,
+            agent_slug=session.agent.slug,
+            kind="session",
+            object_id=session.pk,
+            category=session.status,
+            reason=DeletionAudit.Reason.PURGE,
+            criteria={"reason": reason, "messages": count, "external_id": session.external_id},
+            content=text,
+            content_sha256=digest,
+            item_created_at=session.created_at,
+            deleted_by=by or LIFECYCLE_ACTOR,
+            now=now,
+        )
+        transition_record(session=session, to_status=DELETED, reason=reason, by=by)
+        Message.objects.filter(session=session).update(parent=None)
+        session.delete()
+
+
+def lifecycle_run(*, now: datetime | None = None) -> dict:
+    """One pass of the session lifecycle (the scheduled task): active sessions without activity for
+    MEMORY_SESSION_IDLE_MINUTES become idle (and their extraction is queued, trigger "quiet"); sessions
+    inactive for MEMORY_SESSION_ARCHIVE_DAYS are archived; archived sessions inactive for
+    MEMORY_SESSION_RETENTION_DAYS (0 = never) are deleted. One session failing does not stop the rest."""
+
+    now = now or timezone.now()
+    counts = {"idle": 0, "archived": 0, "deleted": 0, "errors": 0}
+    idle_cutoff = now - timedelta(minutes=settings.MEMORY_SESSION_IDLE_MINUTES)
+    for session_id in list(
+        Session.objects.filter(status=SessionStatus.ACTIVE, last_activity_at__lt=idle_cutoff).values_list(
+            "pk", flat=True
+        )
+    ):
+        try:
+            with transaction.atomic():
+                session = Session.objects.select_for_update().select_related("agent").get(pk=session_id)
+                if session.status != SessionStatus.ACTIVE or session.last_activity_at >= idle_cutoff:
+                    continue
+                _status_set(
+                    session,
+                    SessionStatus.IDLE,
+                    reason=f"no activity for {settings.MEMORY_SESSION_IDLE_MINUTES} minutes",
+                )
+                extraction_enqueue(agent=session.agent, session_id=session.pk, trigger_source="quiet")
+                counts["idle"] += 1
+        except Exception:
+            logger.exception("lifecycle: marking session %s idle failed", session_id)
+            counts["errors"] += 1
+    archive_cutoff = now - timedelta(days=settings.MEMORY_SESSION_ARCHIVE_DAYS)
+    for session in list(
+        Session.objects.exclude(status=SessionStatus.ARCHIVED).filter(last_activity_at__lt=archive_cutoff)
+    ):
+        try:
+            session_archive(
+                session=session, reason=f"no activity for {settings.MEMORY_SESSION_ARCHIVE_DAYS} days"
+            )
+            counts["archived"] += 1
+        except Exception:
+            logger.exception("lifecycle: archiving session %s failed", session.pk)
+            counts["errors"] += 1
+    days = settings.MEMORY_SESSION_RETENTION_DAYS
+    if days:
+        delete_cutoff = now - timedelta(days=days)
+        for session in list(
+            Session.objects.filter(status=SessionStatus.ARCHIVED, last_activity_at__lt=delete_cutoff)
+        ):
+            try:
+                session_delete(session=session, reason=f"retention: no activity for {days} days")
+                counts["deleted"] += 1
+            except Exception:
+                logger.exception("lifecycle: deleting session %s failed", session.pk)
+                counts["errors"] += 1
+    return counts

@@ -1,0 +1,222 @@
+"""The context window: compaction of long sessions into a summary, and the working buffer."""
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from memoryproject.errors import InvalidInput
+from memoryproject.llm import llm_configured
+from sessions_app import selectors
+from sessions_app.compaction import (
+    SUMMARY_PREFIX,
+    SUMMARY_STATE_KEY,
+    Summariser,
+    compaction_plan,
+    heuristic_summary,
+    llm_summary,
+    tool_result_truncate,
+)
+from sessions_app.models import Message, Role, Session, WorkingBufferEntry
+from sessions_app.services.common import DEFAULT_SUMMARISER, _session_lock
+from vault.text import ASCII_CUT, text_clip
+
+logger = logging.getLogger(__name__)
+
+
+# --- context window management ------------------------------------------------------------------
+
+
+@dataclass
+class CompactResult:
+    compacted: bool
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    threshold: int
+    summary: Message | None = None
+    archived_ids: list[int] = field(default_factory=list)
+    context: list[dict] = field(default_factory=list)
+
+
+def summariser_default() -> Summariser:
+    """The configured summariser (MEMORY_COMPACT_SUMMARISER); the heuristic one if that cannot load."""
+    if llm_configured() and settings.MEMORY_COMPACT_SUMMARISER == DEFAULT_SUMMARISER:
+        return llm_summary
+    try:
+        return import_string(settings.MEMORY_COMPACT_SUMMARISER)
+    except ImportError:
+        logger.warning("MEMORY_COMPACT_SUMMARISER %r cannot be imported", settings.MEMORY_COMPACT_SUMMARISER)
+        return heuristic_summary
+
+
+def context_render(messages: Sequence[Message]) -> list[dict]:
+    """Messages as they go into a model's context: tool results over the limit are truncated."""
+    limit = settings.MEMORY_TOOL_RESULT_MAX_CHARS
+    return [
+        {
+            "id": m.pk,
+            "role": m.role,
+            "text": tool_result_truncate(m.text, limit) if m.role == Role.TOOL else m.text,
+            "tool_calls": m.tool_calls,
+            "tool_call_id": m.tool_call_id,
+        }
+        for m in messages
+    ]
+
+
+def _summary_insert(session: Session, plan, summarise: Summariser, *, emergency: bool):
+    """Archive the planned middle of the conversation and put its summary in the tree in its place,
+    just before the kept recent messages; returns the summary message and the archived ids."""
+    try:
+        summary_body = summarise(plan.summarise)
+    except Exception:
+        logger.exception("summariser failed; using the heuristic summary")
+        summary_body = heuristic_summary(plan.summarise)
+    max_chars = settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4
+    summary_body = (summary_body or "").strip()[:max_chars] or heuristic_summary(plan.summarise)
+    archived_ids = [m.pk for m in plan.summarise]
+    Message.objects.filter(pk__in=archived_ids).update(archived=True)
+    summary = Message.objects.create(
+        project_id=session.project_id,
+        agent_id=session.agent_id,
+        session=session,
+        parent_id=plan.summarise[-1].pk,
+        role=Role.USER,
+        text=f"{SUMMARY_PREFIX}\n{summary_body}",
+        internal=True,
+        state={SUMMARY_STATE_KEY: {"replaces": archived_ids, "emergency": emergency}},
+        created_at=timezone.now(),
+    )
+    Message.objects.filter(pk=plan.keep_recent[0].pk).update(parent_id=summary.pk)
+    return summary, archived_ids
+
+
+def session_compact(
+    *,
+    session: Session,
+    max_input_tokens: int | None = None,
+    trigger_ratio: float | None = None,
+    emergency: bool = False,
+    force: bool = False,
+    summariser: Summariser | None = None,
+    keep_first: int | None = None,
+    keep_turns: int | None = None,
+) -> CompactResult:
+    """Compact a session's context when it passes `trigger_ratio` of the model's `max_input_tokens`
+    (or always with `force`/`emergency`): keep the first messages and the most recent turns, and replace
+    the middle with one `user` message prefixed with SUMMARY_PREFIX (a user message, so old
+    input is never raised to system level). Emergency mode keeps only the last
+    MEMORY_COMPACT_EMERGENCY_TURNS turns and summarises without the LLM.
+
+    Nothing is deleted: the replaced messages are marked archived and stay stored and searchable; the
+    summary is inserted in the tree just before the kept recent messages.
+    """
+    max_input_tokens = max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
+    trigger_ratio = settings.MEMORY_COMPACT_TRIGGER_RATIO if trigger_ratio is None else trigger_ratio
+    if max_input_tokens < 1 or not 0 < trigger_ratio <= 1:
+        raise InvalidInput("max_input_tokens must be positive and trigger_ratio in (0, 1].")
+    threshold = int(max_input_tokens * trigger_ratio)
+    with transaction.atomic():
+        session, branch = _session_lock(session)
+        active = selectors.session_conversation(session, active_only=True)
+        before = selectors.conversation_tokens(active)
+        if not (force or emergency or before > threshold):
+            return CompactResult(
+                False, "under the threshold", before, before, threshold, context=context_render(active)
+            )
+        if emergency:
+            plan = compaction_plan(active, keep_first=0, keep_turns=settings.MEMORY_COMPACT_EMERGENCY_TURNS)
+            summarise = heuristic_summary
+        else:
+            plan = compaction_plan(
+                active,
+                keep_first=settings.MEMORY_COMPACT_KEEP_FIRST if keep_first is None else keep_first,
+                keep_turns=settings.MEMORY_COMPACT_KEEP_TURNS if keep_turns is None else keep_turns,
+            )
+            summarise = summariser or summariser_default()
+        if not plan.summarise or not plan.keep_recent:
+            return CompactResult(
+                False, "nothing to compact", before, before, threshold, context=context_render(active)
+            )
+        summary, archived_ids = _summary_insert(session, plan, summarise, emergency=emergency)
+        after_messages = [*plan.keep_first, summary, *plan.keep_recent]
+        after = selectors.conversation_tokens(after_messages)
+    return CompactResult(
+        True,
+        "emergency" if emergency else ("forced" if force and before <= threshold else "over the threshold"),
+        before,
+        after,
+        threshold,
+        summary,
+        archived_ids,
+        context_render(after_messages),
+    )
+
+
+# --- working buffer -----------------------------------------------------------------------------
+
+BUFFER_USER_CHARS = 2000
+
+
+def _reply_summary(text: str, max_chars: int) -> str:
+    """A short summary of an agent reply: its first sentences, whitespace collapsed, cut to max_chars."""
+    flat = " ".join(text.split())
+    if len(flat) <= max_chars:
+        return flat
+    cut = flat[:max_chars]
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    if end >= max_chars // 3:
+        return cut[: end + 1]
+    return text_clip(flat, max_chars, mark=ASCII_CUT)
+
+
+def max_input_tokens_check(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1000 <= value <= 100_000_000:
+        raise InvalidInput(
+            "max_input_tokens must be an integer between 1000 and 100000000",
+            [{"loc": ["max_input_tokens"], "msg": "out of range"}],
+        )
+    return value
+
+
+def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> list:
+    """Log the new exchange in the session's working buffer: activate it when the active context reaches
+    MEMORY_WORKING_BUFFER_RATIO of the model window, and once active log every later user message and a
+    summary of every agent reply. The caller holds the session row lock."""
+
+    if session.buffer_started_at is None:
+        window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
+        if selectors.session_tokens_upper_bound(session) < int(window * settings.MEMORY_WORKING_BUFFER_RATIO):
+            return []  # far from the threshold: no need to load the whole conversation to know it
+        status = selectors.buffer_usage(session)
+        if status["context_tokens"] < status["threshold_tokens"]:
+            return []
+        session.buffer_started_at = timezone.now()
+        session.save(update_fields=["buffer_started_at"])
+    rows = []
+    for message in messages:
+        if message.internal or not message.text.strip() or selectors.is_compaction_summary(message):
+            continue
+        if message.role == Role.USER:
+            side, text = (
+                WorkingBufferEntry.Side.HUMAN,
+                text_clip(message.text, BUFFER_USER_CHARS, flatten=False, mark=ASCII_CUT),
+            )
+        elif message.role == Role.ASSISTANT:
+            side = WorkingBufferEntry.Side.AGENT
+            text = _reply_summary(message.text, settings.MEMORY_WORKING_BUFFER_SUMMARY_CHARS)
+        else:
+            continue
+        rows.append(
+            WorkingBufferEntry(
+                session=session, message_id=message.pk, side=side, text=text, created_at=message.created_at
+            )
+        )
+    return WorkingBufferEntry.objects.bulk_create(rows)

@@ -1,0 +1,280 @@
+"""Conversations into sessions: the sessions writer of an import (conversations become sessions with their
+messages, checkpoints become the agent's checkpoint), the whole-folder import with it, and the mining of
+conversation files into handoffs, decisions and lessons."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memoryproject.errors import DomainError, InvalidInput
+from sessions_app import services as session_services
+from sessions_app.models import Checkpoint, Message, Session
+from vault.extraction import insights_extract
+from vault.models import (
+    Agent,
+    Project,
+)
+from vault.transfer import layouts
+from vault.transfer.common import (
+    EntryItem,
+    ImportReport,
+    ParsedCheckpoint,
+    ParsedConversation,
+    ParsedMessage,
+    _hash,
+    _mtime,
+    _read_json,
+    date_parse,
+)
+from vault.transfer.conversations import _messages_parse
+from vault.transfer.layouts import _run, project_file_import
+from vault.transfer.writer import Importer
+
+# --- Sessions: conversations and checkpoints ------------------------------------------------------
+
+
+def _session_agent(importer: Importer, slug: str) -> Agent | None:
+    # `slug` is already mapped (--agent-map) and the agent already ensured by the parser.
+    agent = importer._agents.get(slug)
+    return agent if agent is not None else Agent.objects.filter(project=importer.project, slug=slug).first()
+
+
+def _messages_new(report: ImportReport, item: ParsedConversation, session: Session | None) -> list:
+    """The conversation's messages not stored yet (by client id); empty user/system messages are
+    reported and skipped."""
+    messages = []
+    for message in item.messages:
+        if message.role in ("user", "system") and not message.text.strip():
+            report.problem(item.source, f"message {message.client_id} has empty text; skipped")
+            continue
+        messages.append(message)
+    known = (
+        set(
+            Message.objects.filter(
+                session=session, client_id__in=[m.client_id for m in messages]
+            ).values_list("client_id", flat=True)
+        )
+        if session is not None
+        else set()
+    )
+    new = [m for m in messages if m.client_id not in known]
+    report.counts["messages already imported (skipped)"] += len(messages) - len(new)
+    return new
+
+
+def conversation_store(importer: Importer, item: ParsedConversation) -> None:
+    """Store a parsed conversation as the session with its `external_id`, through the sessions service
+    `messages_append` (so the write-ahead scan and the daily notes see imported messages too).
+
+    Idempotent: messages whose client id is already in that session are skipped, and a conversation with
+    nothing new does not touch (or reopen) its session. Dates are kept: each message keeps its own
+    timestamp (or the conversation's `saved_at` when the source has none), and a session created by the
+    import gets the dates of its first and last messages. Messages are stored in order as one chain on the
+    session's active branch; a source tree whose parent links differ from that order is flattened and
+    reported."""
+    report = importer.report
+    agent = _session_agent(importer, item.agent)
+    if agent is None:
+        report.counts["conversations skipped (no valid agent)"] += 1
+        return
+    session = Session.objects.filter(agent=agent, external_id=item.external_id[:200]).first()
+    new = _messages_new(report, item, session)
+    if not new:
+        report.counts["conversations already imported (skipped)"] += 1
+        return
+    created = session is None
+    fallback = item.saved_at or timezone.now()
+    previous = None
+    flattened = 0
+    for message in new:
+        if message.parent_client_id and previous is not None and message.parent_client_id != previous:
+            flattened += 1
+        previous = message.client_id
+    chunk_size = settings.MEMORY_APPEND_MAX_MESSAGES
+    try:
+        with transaction.atomic():
+            for start in range(0, len(new), chunk_size):
+                result = session_services.messages_append(
+                    agent=agent,
+                    messages=[
+                        {
+                            "role": m.role,
+                            "text": m.text,
+                            "client_id": m.client_id,
+                            "internal": m.internal,
+                            "created_at": m.created_at or fallback,
+                        }
+                        for m in new[start : start + chunk_size]
+                    ],
+                    session=session,
+                    session_key=item.external_id[:200],
+                    model_id=item.model_id[:200],
+                    changed_by="import",
+                )
+                session = result.session
+                report.counts["messages stored"] += len(result.stored)
+            if created:
+                dates = [m.created_at or fallback for m in new]
+                Session.objects.filter(pk=session.pk).update(
+                    created_at=min(dates), last_activity_at=max(dates)
+                )
+    except DomainError as exc:
+        report.problem(item.source, f"conversation not stored: {exc.detail}")
+        return
+    report.counts["sessions created" if created else "sessions updated"] += 1
+    if flattened:
+        report.problem(
+            item.source,
+            f"{flattened} message(s) answer an earlier message than the one before them; stored in order "
+            "on one branch",
+        )
+
+
+def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
+    """Store a parsed checkpoint as the agent's Checkpoint with the sessions service `checkpoint_save`,
+    keeping its `saved_at`. An expired checkpoint is not stored (recovery would ignore it). The agent
+    keeps one checkpoint: an imported one replaces it only when it is newer, so a re-import (same
+    `saved_at`) changes nothing."""
+    report = importer.report
+    agent = _session_agent(importer, item.agent)
+    if agent is None:
+        report.counts["checkpoints skipped (no valid agent)"] += 1
+        return
+    if item.expired:
+        report.counts["checkpoints not stored (expired)"] += 1
+        return
+    existing = Checkpoint.objects.filter(agent=agent).first()
+    if existing is not None and existing.saved_at >= item.saved_at:
+        report.counts["checkpoints skipped (same or newer already stored)"] += 1
+        return
+    session = (
+        Session.objects.filter(agent=agent, external_id=item.chat_id[:200]).first() if item.chat_id else None
+    )
+    try:
+        with transaction.atomic():
+            checkpoint = session_services.checkpoint_save(
+                agent=agent,
+                messages=[
+                    {"role": m.role, "text": m.text, "internal": m.internal}
+                    for m in item.messages
+                    if m.role not in ("user", "system") or m.text.strip()
+                ],
+                session=session,
+                chat_id=item.chat_id[:200],
+                model_id=item.model_id[:200],
+            )
+            Checkpoint.objects.filter(pk=checkpoint.pk).update(saved_at=item.saved_at)
+    except DomainError as exc:
+        report.problem(item.source, f"checkpoint not stored: {exc.detail}")
+        return
+    report.counts["checkpoints stored"] += 1
+
+
+def sessions_write(importer: Importer, item: ParsedConversation | ParsedCheckpoint) -> None:
+    """The sessions writer of an import: a parsed conversation becomes a session with its messages, a
+    checkpoint the agent's Checkpoint."""
+    if item.kind == "checkpoint":
+        checkpoint_store(importer, item)
+    else:
+        conversation_store(importer, item)
+
+
+def _handoff_text(messages: list[ParsedMessage]) -> str:
+    chars = settings.MEMORY_HANDOFF_MESSAGE_CHARS
+    lines = [
+        f"[{'User' if m.role == 'user' else 'Agent'}]: {m.text.strip()[:chars]}"
+        for m in messages[-settings.MEMORY_HANDOFF_MESSAGES :]
+    ]
+    return "\n".join(lines)
+
+
+def conversation_insights_import(importer: Importer, path: Path) -> None:
+    """The conversation-mining import for one file: a handoff from the last messages, and the
+    decisions and lessons its PT + EN patterns find in the conversation."""
+    report = importer.report
+    data = _read_json(path, report)
+    if not isinstance(data, dict):
+        if data is not None:
+            report.problem(path, "is not a conversation object; skipped")
+        return
+    messages = _messages_parse(data.get("messages"), where=path, report=report)
+    messages = [m for m in messages or [] if not m.internal and m.text.strip()]
+    if not messages:
+        report.counts["conversations without messages"] += 1
+        return
+    source_agent = data.get("agentId") if isinstance(data.get("agentId"), str) else path.stem
+    agent = importer.agent(source_agent, where=path)
+    saved_at = date_parse(data.get("savedAt")) or _mtime(path)
+    handoff = _handoff_text(messages)
+    importer.entry_add(
+        agent,
+        EntryItem(
+            "handoffs",
+            handoff,
+            saved_at,
+            "conv:" + _hash("handoffs", handoff)[:40],
+            tags=["auto-handoff", "imported"],
+        ),
+        where=path,
+    )
+    insights = insights_extract(
+        [m.text for m in messages],
+        max_per_kind=settings.MEMORY_INSIGHTS_MAX,
+        max_chars=settings.MEMORY_INSIGHT_CHARS,
+        min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
+    )
+    for category, texts in (("decisions", insights.decisions), ("lessons", insights.lessons)):
+        for text in texts:
+            importer.entry_add(
+                agent,
+                EntryItem(
+                    category,
+                    text,
+                    saved_at,
+                    "conv:" + _hash(category, text)[:40],
+                    tags=["auto-extract", "imported"],
+                ),
+                where=path,
+            )
+    report.counts["conversations mined"] += 1
+    report.say(f"{path}: {len(insights.decisions)} decisions, {len(insights.lessons)} lessons, 1 handoff")
+
+
+def import_conversations(
+    *,
+    path: Path,
+    project: Project,
+    agent_map: dict[str, str] | None = None,
+    dry_run: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ImportReport:
+    """Mine conversation files (a `.memory/` folder, its `conversations/` folder, or one JSON file)
+    into handoffs, decisions and lessons; a `_project.md` beside them becomes the project context."""
+    path = Path(path)
+    if path.is_file():
+        files, project_md = [path], None
+    elif (path / "conversations").is_dir():
+        files, project_md = sorted((path / "conversations").glob("*.json")), path / "_project.md"
+    elif path.is_dir():
+        files, project_md = sorted(path.glob("*.json")), path.parent / "_project.md"
+    else:
+        raise InvalidInput(f"{path} is neither a conversation file nor a folder")
+
+    def body(importer: Importer) -> None:
+        if project_md is not None and project_md.is_file():
+            project_file_import(importer, project_md)
+        for file in files:
+            conversation_insights_import(importer, file)
+        if not files:
+            importer.report.problem(path, "no conversation .json files found")
+
+    return _run(project, dry_run, progress, body, agent_map=agent_map)
+
+
+def import_memory_dir(**options) -> ImportReport:
+    """Import every layout found at a folder (vault.transfer.layouts.import_memory_dir), its conversations
+    and checkpoints stored as sessions."""
+    return layouts.import_memory_dir(**options, sessions_writer=sessions_write)

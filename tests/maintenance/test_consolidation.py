@@ -1,0 +1,87 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from vault import services
+from vault.maintenance.consolidation import consolidation_run
+from vault.models import WorkspaceFile, WorkspaceFileVersion
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_llm(settings):
+    settings.LLM_BASE_URL = ""
+    settings.LLM_MODEL = ""
+
+
+def note(agent, days_ago, text):
+    when = timezone.now() - timedelta(days=days_ago)
+    services.daily_note_append(agent=agent, when=when, text=text, changed_by="t")
+
+
+def memory(agent):
+    return WorkspaceFile.objects.get(agent=agent, path="MEMORY.md", deleted_at__isnull=True)
+
+
+@pytest.fixture
+def notes(agent_a):
+    services.file_write(agent=agent_a, path="MEMORY.md", content="# MEMORY.md\n- Uses Python\n- uses python\n",
+                        changed_by="t")  # fmt: skip
+    note(agent_a, 0, "\n## 10:00\n- The user prefers short answers\n- Deploys happen on Fridays\n")
+    note(agent_a, 2, "\n## 09:00\n- the user prefers short answers.\n- Uses Python\n")
+    note(agent_a, 5, "\n## 11:00\n- Deploys happen on Fridays\n- A one-off question about CSS\n")
+    note(agent_a, 9, "\n## 08:00\n- A one-off question about CSS\n")
+
+
+def test_deterministic_merge_keeps_recurring_facts_and_drops_duplicates(agent_a, notes):
+    result = consolidation_run(agent=agent_a)
+    assert result["updated"] is True and result["used"] == "heuristic"
+    assert len(result["notes_read"]) == 3
+    assert memory(agent_a).content == (
+        "# MEMORY.md\n- Uses Python\n\n## Recurring facts\n- The user prefers short answers\n"
+        "- Deploys happen on Fridays\n"
+    )
+    # The previous MEMORY.md stays in the file's history.
+    # (Newest first: the one before is the default MEMORY.md the agent was created with.)
+    assert WorkspaceFileVersion.objects.filter(file=memory(agent_a)).first().content == (
+        "# MEMORY.md\n- Uses Python\n- uses python\n"
+    )
+    assert result["reason"] == "merged 3 daily note(s) into MEMORY.md (duplicates dropped)"
+    again = consolidation_run(agent=agent_a)
+    assert again["updated"] is False
+    assert again["reason"] == "MEMORY.md already holds what the 3 daily note(s) say; nothing to add"
+    assert WorkspaceFileVersion.objects.filter(file=memory(agent_a)).count() == 2
+
+
+def test_llm_consolidation_replaces_memory(agent_a, notes, fake_llm):
+    fake_llm.reply_json(
+        {"should_update": True, "reason": "patterns", "memory_content": "# MEMORY.md\n- Python\n"}
+    )
+    result = consolidation_run(agent=agent_a)
+    assert result["used"] == "llm" and result["updated"] is True
+    assert memory(agent_a).content == "# MEMORY.md\n- Python\n"
+    prompt = fake_llm.requests[0]["json"]["messages"][1]["content"]
+    assert "Deploys happen on Fridays" in prompt and "- uses python" in prompt
+    assert "A one-off question about CSS" in prompt  # 5 days ago is inside the window
+
+
+def test_a_malformed_llm_consolidation_falls_back(agent_a, notes, fake_llm):
+    fake_llm.reply_json({"should_update": True, "memory_content": ""})
+    result = consolidation_run(agent=agent_a)
+    assert result["used"] == "heuristic" and "memory_content" in result["llm_error"]
+    assert "## Recurring facts" in memory(agent_a).content
+
+
+def test_api_consolidates_for_a_project_admin(api, admin_token, token_a, read_token_a, outsider_token, agent_a,
+                                              agent_b, notes):  # fmt: skip
+    assert api.post("/agents/agent-a/consolidate", token=token_a).status_code == 403
+    assert api.post("/agents/agent-a/consolidate", token=read_token_a).status_code == 403
+    assert api.post("/agents/agent-b/consolidate", token=token_a).status_code == 404
+    assert api.post("/agents/agent-a/consolidate", token=outsider_token).json()["notes_read"] == []
+    assert "Recurring" not in memory(agent_a).content
+    response = api.post("/agents/agent-a/consolidate", token=admin_token)
+    assert response.status_code == 200
+    assert response.json()["updated"] is True
+    assert api.post("/agents/nobody/consolidate", token=admin_token).status_code == 404

@@ -1,0 +1,164 @@
+import logging
+import threading
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.db import connection
+from django.utils import timezone
+
+from sessions_app.maintenance.extraction import extraction_enqueue, extraction_perform
+from sessions_app.models import Message
+from tests.maintenance.conftest import session_make
+from vault import services
+from vault.models import VaultEntry, WorkspaceFile, WorkspaceFileVersion
+
+pytestmark = pytest.mark.django_db
+
+CONVERSATION = [
+    "Hi, I'm Sardor and I work on the payments API.",
+    "Nice to meet you. We decided to use PostgreSQL for the ledger tables.",
+    "Please remember that my email is sardor@example.com for reports.",
+    "Noted. I learned that the ledger needs idempotency keys on every write.",
+]
+
+
+def run(agent, session, trigger="web"):
+    return extraction_perform(agent_id=agent.pk, session_id=session.pk, trigger_source=trigger)
+
+
+def daily(agent):
+    return WorkspaceFile.objects.get(agent=agent, path__startswith="memory/").content
+
+
+@pytest.fixture(autouse=True)
+def no_llm(settings):
+    settings.LLM_BASE_URL = ""
+    settings.LLM_MODEL = ""
+
+
+def test_it_skips_short_conversations(agent_a):
+    session = session_make(agent_a, CONVERSATION[:3])
+    assert run(agent_a, session) == {"status": "skipped", "reason": "3 message(s), fewer than 4"}
+
+
+def test_it_skips_when_the_last_user_message_is_short(agent_a):
+    session = session_make(agent_a, CONVERSATION + ["ok thx", "You're welcome."])
+    assert "last user message is under 10" in run(agent_a, session)["reason"]
+
+
+def test_it_skips_conversations_started_by_a_schedule(agent_a):
+    session = session_make(agent_a, CONVERSATION)
+    assert run(agent_a, session, trigger="cron")["reason"] == "conversation triggered by a schedule"
+    assert not VaultEntry.objects.exists()
+
+
+def test_heuristics_write_entries_and_the_daily_note(agent_a):
+    session = session_make(agent_a, CONVERSATION)
+    result = run(agent_a, session)
+    assert result["status"] == "done" and result["path"] == "heuristic"
+    decision = VaultEntry.objects.get(category="decisions")
+    assert decision.content == "Nice to meet you. We decided to use PostgreSQL for the ledger tables."
+    assert decision.tags == ["auto-extract", "session-close"] and decision.source == "extraction"
+    assert VaultEntry.objects.get(category="lessons").content.startswith("Noted. I learned")
+    note = daily(agent_a)
+    assert "- Decision: Nice to meet you. We decided to use PostgreSQL" in note
+    assert "Sardor" in note
+    # Redaction applies on the extraction path too.
+    assert "sardor@example.com" not in note
+
+
+def test_llm_path_updates_daily_note_memory_and_profile(agent_a, fake_llm):
+    services.file_write(agent=agent_a, path="MEMORY.md", content="# Memory\n- old fact\n", changed_by="t")
+    fake_llm.reply_json(
+        {
+            "should_update": True,
+            "reason": "new facts",
+            "daily_entry": "- Sardor chose PostgreSQL for the ledger",
+            "memory_update": "# Memory\n- old fact\n- Ledger on PostgreSQL\n",
+            "profile_update": "# Profile\n- Name: Sardor\n",
+        },
+        fenced=True,
+    )
+    session = session_make(agent_a, CONVERSATION)
+    result = run(agent_a, session)
+    assert result["path"] == "llm" and result["reason"] == "new facts"
+    assert set(result["written"]) == {"MEMORY.md", "PROFILE.md", f"memory/{timezone.localdate():%Y-%m-%d}.md"}
+    assert "- Sardor chose PostgreSQL for the ledger" in daily(agent_a)
+    memory = WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md")
+    assert memory.content == "# Memory\n- old fact\n- Ledger on PostgreSQL\n"
+    assert WorkspaceFileVersion.objects.filter(file=memory).first().content == "# Memory\n- old fact\n"
+    profile = WorkspaceFile.objects.get(agent=agent_a, path="PROFILE.md")
+    assert profile.enabled is True and profile.content == "# Profile\n- Name: Sardor\n"
+    prompt = fake_llm.requests[0]["json"]["messages"][1]["content"]
+    assert "User: Hi, I'm Sardor" in prompt and "- old fact" in prompt
+    assert not VaultEntry.objects.exists()
+
+
+def test_llm_saying_no_update_writes_nothing(agent_a, fake_llm):
+    fake_llm.reply_json({"should_update": False, "reason": "small talk", "daily_entry": "", "memory_update": "",
+                         "profile_update": ""})  # fmt: skip
+    before = list(WorkspaceFile.objects.values_list("path", "content"))
+    result = run(agent_a, session_make(agent_a, CONVERSATION))
+    assert result["should_update"] is False and result["written"] == []
+    assert list(WorkspaceFile.objects.values_list("path", "content")) == before
+
+
+def test_a_malformed_llm_reply_falls_back_to_heuristics_and_logs(agent_a, fake_llm, caplog):
+    fake_llm.reply('{"should_update": "maybe"}')
+    with caplog.at_level(logging.WARNING, logger="sessions_app.maintenance"):
+        result = run(agent_a, session_make(agent_a, CONVERSATION))
+    assert result["path"] == "heuristic" and "should_update" in result["llm_error"]
+    assert "falling back to heuristics" in caplog.text
+    assert VaultEntry.objects.filter(category="decisions").count() == 1
+
+
+def test_cooldown_per_agent(agent_a):
+    session = session_make(agent_a, CONVERSATION)
+    assert run(agent_a, session)["status"] == "done"
+    Message.objects.create(project_id=agent_a.project_id, agent=agent_a, session=session, role="user",
+                           text="One more thing: we chose Kafka for events.", created_at=timezone.now())  # fmt: skip
+    assert run(agent_a, session)["reason"].startswith("cooldown")
+    with time_machine.travel(timezone.now() + timedelta(minutes=6)):
+        assert run(agent_a, session)["status"] == "done"
+    with time_machine.travel(timezone.now() + timedelta(minutes=12)):
+        assert run(agent_a, session)["reason"] == "the conversation is unchanged since its last extraction"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_triggers_run_one_extraction(project, fake_llm):
+    agent = services.agent_ensure(project=project, slug="busy")
+    session = session_make(agent, CONVERSATION)
+    fake_llm.reply_json({"should_update": True, "reason": "r", "daily_entry": "- one", "memory_update": "",
+                         "profile_update": ""}, delay=1.5)  # fmt: skip
+    results = {}
+
+    def first():
+        try:
+            results["first"] = run(agent, session)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert fake_llm.received.wait(10)
+    results["second"] = run(agent, session)
+    thread.join()
+    assert results["second"]["reason"] == "another extraction or consolidation for this agent is running"
+    assert results["first"]["status"] == "done"
+    assert len(fake_llm.requests) == 1
+    assert run(agent, session)["reason"].startswith("cooldown")
+    assert daily(agent).count("- one") == 1
+
+
+def test_enqueue_queues_a_django_q_task_on_commit(agent_a, django_capture_on_commit_callbacks):
+    from django_q.models import OrmQ
+
+    session = session_make(agent_a, CONVERSATION)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert extraction_enqueue(agent=agent_a, session_id=session.pk, trigger_source="web") is True
+    assert OrmQ.objects.count() == 1
+    task = OrmQ.objects.get().task
+    assert task["func"] == "sessions_app.tasks.extraction_run"
+    assert task["args"] == (agent_a.pk, session.pk, "web")
+    assert extraction_enqueue(agent=agent_a, session_id=session.pk, trigger_source="cron") is False

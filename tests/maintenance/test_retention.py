@@ -1,0 +1,166 @@
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from memoryproject import maintenance
+from sessions_app.models import Message
+from tests.maintenance.conftest import session_make
+from vault import services
+from vault.models import DeletionAudit, EntryVersion, RetentionMark, VaultEntry
+
+pytestmark = pytest.mark.django_db
+
+
+def test_expired_entries_are_archived_then_purged_after_the_grace_period(agent_a):
+    start = timezone.now()
+    with time_machine.travel(start - timedelta(days=200)):
+        lesson = services.entry_create(agent=agent_a, category="lessons", content="Old lesson about caches")
+        decision = services.entry_create(agent=agent_a, category="decisions", content="Old decision")
+        restored = services.entry_create(agent=agent_a, category="lessons", content="Lesson brought back")
+    services.entry_update(entry_id=lesson.pk, changes=services.EntryChanges(importance=0.9), changed_by="t")
+    VaultEntry.objects.filter(pk=lesson.pk).update(updated_at=start - timedelta(days=190))
+
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=start)
+    assert run.counts["entries_expired"] == 2
+    assert VaultEntry.objects.get(pk=lesson.pk).status == "archived"
+    assert VaultEntry.objects.get(pk=decision.pk).status == "active"  # 365 days for decisions
+    services.entry_update(
+        entry_id=restored.pk, changes=services.EntryChanges(status="active"), changed_by="t"
+    )
+
+    later = start + timedelta(days=31)
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=later)
+    assert run.counts["entries_purged"] == 1
+    assert not VaultEntry.objects.filter(pk=lesson.pk).exists()
+    assert not EntryVersion.objects.filter(entry_id=lesson.pk).exists()  # the content is really gone
+    audit = DeletionAudit.objects.get()
+    assert (audit.reason, audit.kind, audit.object_id, audit.category) == (
+        "purge",
+        "entry",
+        lesson.pk,
+        "lessons",
+    )
+    assert audit.versions_deleted == 2 and audit.content_chars == len("Old lesson about caches")
+    assert VaultEntry.objects.get(pk=restored.pk).status == "active"
+    assert not RetentionMark.objects.exists()
+
+
+def test_expired_messages_are_archived_then_purged(agent_a):
+    session = session_make(
+        agent_a, ["old question here", "old answer"], start=timezone.now() - timedelta(days=100)
+    )
+    now = timezone.now()
+    assert (
+        maintenance.retention_run(project=agent_a.project, dry_run=False, now=now).counts["messages_expired"]
+        == 2
+    )
+    assert Message.objects.filter(session=session, archived=True).count() == 2
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now + timedelta(days=30))
+    assert run.counts["messages_purged"] == 2
+    assert DeletionAudit.objects.filter(kind="message", reason="purge").count() == 2
+
+
+def test_a_retention_dry_run_changes_nothing(agent_a):
+    with time_machine.travel(timezone.now() - timedelta(days=200)):
+        services.entry_create(agent=agent_a, category="lessons", content="Old lesson")
+    run = maintenance.retention_run(project=agent_a.project, dry_run=True)
+    assert run.counts["entries_expired"] == 1 and run.pk is None
+    assert VaultEntry.objects.get().status == "active" and not RetentionMark.objects.exists()
+
+
+def test_size_limit_archives_the_least_relevant_items(agent_a, settings):
+    settings.MEMORY_AGENT_MAX_BYTES = 1500
+    now = timezone.now()
+    made = []
+    for i in range(10):
+        with time_machine.travel(now - timedelta(days=10 - i)):
+            made.append(services.entry_create(agent=agent_a, category="lessons", content=f"{i} " + "x" * 198,
+                                              importance=0.5))  # fmt: skip
+    VaultEntry.objects.filter(pk=made[0].pk).update(importance=1.0, access_count=50)
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now)
+    assert run.counts["entries_archived_for_size"] == 2
+    archived = set(VaultEntry.objects.filter(status="archived").values_list("pk", flat=True))
+    assert archived == {made[1].pk, made[2].pk}  # the oldest ones, but not the important, often used one
+    change = next(c for c in run.changes if c["step"] == "size")
+    assert change["details"]["bytes_before"] == 2000 and change["details"]["bytes_after"] == 1600
+
+
+# --- POST /forget -------------------------------------------------------------------------------
+
+
+def test_forget_by_ids_deletes_with_an_audit_row(api, admin_token, entry_a, entry_b):
+    services.entry_update(entry_id=entry_a.pk, changes=services.EntryChanges(content="edited #database"),
+                          changed_by="t")  # fmt: skip
+    response = api.post("/forget", {"ids": [entry_a.pk, 999999]}, token=admin_token)
+    assert response.status_code == 200
+    assert response.json() == {"count": 1, "entries": 1, "messages": 0, "not_found": [999999]}
+    assert not VaultEntry.objects.filter(pk=entry_a.pk).exists()
+    assert not EntryVersion.objects.filter(entry_id=entry_a.pk).exists()
+    audit = DeletionAudit.objects.get()
+    assert audit.reason == "forget" and audit.criteria["ids"] == [entry_a.pk, 999999]
+    assert audit.deleted_by.startswith("token:") and "edited" not in str(audit.criteria)
+
+
+def test_forget_by_criteria(api, admin_token, agent_a):
+    keep = services.entry_create(agent=agent_a, category="lessons", content="keep me #public")
+    gone = [
+        services.entry_create(agent=agent_a, category="lessons", content=f"secret {i} #sensitive")
+        for i in range(3)
+    ]
+    services.entry_create(agent=agent_a, category="decisions", content="other category #sensitive")
+    response = api.post("/forget", {"category": "lessons", "tags": ["sensitive"]}, token=admin_token)
+    assert response.json()["count"] == 3
+    assert not VaultEntry.objects.filter(pk__in=[e.pk for e in gone]).exists()
+    assert VaultEntry.objects.filter(pk=keep.pk).exists() and VaultEntry.objects.count() == 2
+    assert DeletionAudit.objects.filter(reason="forget").count() == 3
+
+
+def test_forget_messages_in_a_time_range(api, admin_token, agent_a):
+    session_make(agent_a, ["yesterday one", "yesterday two"], start=timezone.now() - timedelta(days=1))
+    session_make(agent_a, ["today"], external_id="chat-2")
+    since = (timezone.now() - timedelta(days=2)).isoformat()
+    until = (timezone.now() - timedelta(hours=12)).isoformat()
+    body = api.post(
+        "/forget", {"kinds": ["messages"], "since": since, "until": until}, token=admin_token
+    ).json()
+    assert body["messages"] == 2 and Message.objects.count() == 1
+
+
+def test_forget_tenancy(api, token_a, read_token_a, outsider_token, project, entry_a, entry_b):
+    from vault.models import TokenScope
+
+    assert api.post("/forget", {"ids": [entry_a.pk]}, token=read_token_a).status_code == 403
+    writer = services.token_create(project=project, scope=TokenScope.WRITE)[1]
+    assert api.post("/forget", {"ids": [entry_a.pk]}, token=writer).status_code == 403
+    assert api.post("/forget", {"ids": [entry_a.pk]}, token=outsider_token).json()["not_found"] == [
+        entry_a.pk
+    ]
+    assert api.post("/forget", {"ids": [entry_b.pk]}, token=token_a).json()["not_found"] == [entry_b.pk]
+    assert api.post("/forget", {"agent": "agent-b", "category": "lessons"}, token=token_a).status_code == 404
+    assert VaultEntry.objects.count() == 2
+    assert api.post("/forget", {"ids": [entry_a.pk]}, token=token_a).json()["count"] == 1
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({}, "Say what to forget"),
+        ({"ids": [1], "category": "lessons"}, "not both"),
+        ({"since": "2026-02-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "'since' must not be after"),
+        ({"kinds": ["messages"], "category": "lessons"}, "entries only"),
+        ({"category": "nope"}, "Invalid input"),
+    ],
+)
+def test_forget_rejects_unclear_requests(api, admin_token, entry_a, body, message):
+    response = api.post("/forget", body, token=admin_token)
+    assert response.status_code == 422 and message in response.json()["detail"]
+    assert VaultEntry.objects.count() == 1
+
+
+def test_api_retention_run_needs_a_project_admin(api, admin_token, token_a, outsider_token, agent_a):
+    assert api.post("/maintenance/retention", token=token_a).status_code == 403
+    assert api.post("/maintenance/retention", token=outsider_token).json()["project"] == "globex"
+    assert api.post("/maintenance/retention", token=admin_token).json()["kind"] == "retention"
+    assert api.get("/maintenance/retention", token=admin_token).status_code == 200

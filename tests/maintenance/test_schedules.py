@@ -1,0 +1,51 @@
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django_q.models import Schedule
+
+from memoryproject import tasks
+from memoryproject.schedules import schedules_declared
+from tests.maintenance.conftest import session_make
+from vault.models import CompactionRun, DeletionAudit
+
+pytestmark = pytest.mark.django_db
+
+
+def test_setup_schedules_twice_leaves_one_row_per_schedule(settings):
+    call_command("setup_schedules")
+    call_command("setup_schedules")
+    names = [s["name"] for s in schedules_declared()]
+    for name in names:
+        assert Schedule.objects.filter(name=name).count() == 1
+    compaction = Schedule.objects.get(name="vault: compaction")
+    assert compaction.schedule_type == Schedule.MINUTES
+    assert compaction.minutes == settings.MEMORY_COMPACT_INTERVAL_MINUTES == 10
+    assert compaction.func == "memoryproject.tasks.compaction_scheduled"
+    consolidation = Schedule.objects.get(name="vault: consolidation")
+    assert consolidation.cron == settings.MEMORY_CONSOLIDATE_CRON == "0 2 * * *"
+    assert consolidation.next_run is not None
+
+
+def test_the_scheduled_compaction_records_one_run_per_project(agent_a, outsider_agent):
+    session_make(agent_a, [f"message {i}" for i in range(25)])
+    summary = tasks.compaction_scheduled()
+    assert {item["project"] for item in summary} == {"acme", "globex"}
+    run = CompactionRun.objects.get(project=agent_a.project)
+    assert run.trigger == "schedule" and run.counts["messages_archived"] == 5
+
+
+def test_admin_shows_runs_audits_and_schedules(agent_a, django_user_model):
+    session_make(agent_a, [f"message {i}" for i in range(25)])
+    tasks.compaction_scheduled()
+    call_command("setup_schedules")
+    DeletionAudit.objects.create(project=agent_a.project, kind="entry", object_id=1, reason="forget",
+                                 content_sha256="0" * 64, deleted_at=CompactionRun.objects.get().started_at)  # fmt: skip
+    user = django_user_model.objects.create_superuser("root", "root@example.com", "pw-long-enough")
+    client = Client()
+    client.force_login(user)
+    run = CompactionRun.objects.get()
+    assert client.get("/admin/vault/compactionrun/").status_code == 200
+    page = client.get(f"/admin/vault/compactionrun/{run.pk}/change/").content.decode()
+    assert "trim-session" in page and "MEMORY_CONVERSATION_KEEP" in page
+    assert client.get("/admin/vault/deletionaudit/").status_code == 200
+    assert "vault: compaction" in client.get("/admin/django_q/schedule/").content.decode()

@@ -1,0 +1,205 @@
+"""Consolidation: the last days of daily notes folded into MEMORY.md, by an LLM when one is configured,
+by a deterministic merge of recurring facts otherwise."""
+
+import logging
+import re
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memoryproject.errors import Conflict
+from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
+from vault import selectors, services
+from vault.maintenance.runs import ACTOR, agent_lock_try
+from vault.models import Agent, AgentMaintenance, WorkspaceFile
+
+logger = logging.getLogger(__name__)
+
+
+def file_content(agent: Agent, path: str) -> str | None:
+    return selectors.file_content(agent.pk, path)
+
+
+CORE_FILE_ORDER = {"PROFILE.md": 2, "MEMORY.md": 3}
+
+
+def file_replace_if_unchanged(*, agent: Agent, path: str, expected: str | None, content: str) -> bool:
+    """Replace a core file unless someone changed it since we read it (then keep theirs: no lost update)."""
+    current = (
+        WorkspaceFile.objects.select_for_update()
+        .filter(agent=agent, path=path, deleted_at__isnull=True)
+        .first()
+    )
+    if (current.content if current else None) != expected:
+        logger.info("%s of %s changed while it was being rewritten; left as it is", path, agent)
+        return False
+    services.file_write(
+        agent=agent,
+        path=path,
+        content=content,
+        changed_by=ACTOR,
+        enabled=True if current is None else None,
+        sort_order=CORE_FILE_ORDER.get(path) if current is None else None,
+    )
+    return True
+
+
+# --- Extraction after a conversation ------------------------------------------------------------
+
+
+_DAILY_PATH_RE = re.compile(r"^memory/(\d{4}-\d{2}-\d{2})\.md$")
+_FACT_PREFIX_RE = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
+_FACT_TIME_RE = re.compile(r"^(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*[-–·:]?\s*)")
+RECURRING_HEADING = "## Recurring facts"
+
+
+def _fact_key(line: str) -> str:
+    return " ".join(line.casefold().split()).rstrip(".!;:")
+
+
+def _fact_clean(line: str) -> str:
+    line = _FACT_PREFIX_RE.sub("", line.strip())
+    return _FACT_TIME_RE.sub("", line).strip()
+
+
+def daily_notes_recent(agent: Agent, now: datetime, days: int) -> list[tuple[str, str]]:
+    """(path, content) of the agent's daily notes of the last `days` days, oldest first."""
+    today = timezone.localtime(now).date()
+    first = today - timedelta(days=days - 1)
+    notes = []
+    for file in WorkspaceFile.objects.filter(
+        agent=agent, path__startswith="memory/", deleted_at__isnull=True
+    ).order_by("path"):
+        match = _DAILY_PATH_RE.match(file.path)
+        if match and first.isoformat() <= match.group(1) <= today.isoformat():
+            notes.append((file.path, file.content))
+    return notes
+
+
+def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str:
+    """MEMORY.md without duplicate lines, plus the facts seen on at least two different days.
+
+    A fact is a non-heading line of a daily note, without bullets and times; facts are compared
+    case- and space-insensitively. Facts already in MEMORY.md are not added again, so running it twice
+    changes nothing.
+    """
+    kept, seen = [], set()
+    for line in memory.splitlines():
+        key = _fact_key(_fact_clean(line))
+        if line.strip() and not line.lstrip().startswith("#") and key:
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(line)
+    days_by_fact: dict[str, set[str]] = {}
+    text_by_fact: dict[str, str] = {}
+    for path, content in reversed(notes):  # newest first: the latest wording of a fact wins
+        for line in content.splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            fact = _fact_clean(line)
+            key = _fact_key(fact)
+            if len(key) < 4:
+                continue
+            days_by_fact.setdefault(key, set()).add(path)
+            text_by_fact.setdefault(key, fact)
+    recurring = [
+        (key, sorted(days)) for key, days in days_by_fact.items() if len(days) >= 2 and key not in seen
+    ]
+    result = "\n".join(kept).rstrip()
+    if not result:
+        result = "# MEMORY.md"
+    if recurring:
+        if RECURRING_HEADING not in result:
+            result += f"\n\n{RECURRING_HEADING}\n"
+        else:
+            result += "\n"
+        result += "\n".join(f"- {text_by_fact[key]}" for key, _ in recurring)
+    return result + "\n"
+
+
+def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
+    if not isinstance(reply.get("should_update"), bool):
+        raise LLMError(f"'should_update' must be true or false, got {reply.get('should_update')!r}")
+    content = reply.get("memory_content") or ""
+    if not isinstance(content, str):
+        raise LLMError("'memory_content' must be a string")
+    if reply["should_update"] and not content.strip():
+        raise LLMError("'should_update' is true but 'memory_content' is empty")
+    return reply["should_update"], str(reply.get("reason") or ""), content.strip() + "\n"
+
+
+def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
+    """Fold the last MEMORY_CONSOLIDATE_DAYS days of daily notes into MEMORY.md (emergence).
+
+    With an LLM its JSON answer is used; without one, or when its answer is unusable (logged), a
+    deterministic merge keeps recurring facts and drops duplicates. The previous MEMORY.md stays in the
+    file's history (file_write versions it). Raises Conflict when a job for this agent is running.
+    """
+    now = now or timezone.now()
+    days = settings.MEMORY_CONSOLIDATE_DAYS
+    with transaction.atomic():
+        if not agent_lock_try(agent.pk):
+            raise Conflict(f"An extraction or consolidation for agent {agent.slug!r} is running; try later.")
+        notes = daily_notes_recent(agent, now, days)
+        memory = file_content(agent, "MEMORY.md")
+        result = {"agent": agent.slug, "path": "MEMORY.md", "notes_read": [path for path, _ in notes]}
+        new_content, reason, used = None, "", "heuristic"
+        if llm_configured() and notes:
+            try:
+                should, reason, content = _consolidation_contract(
+                    llm_json(
+                        prompt_messages(
+                            "consolidation",
+                            date=f"{timezone.localtime(now):%Y-%m-%d}",
+                            agent=agent.slug,
+                            memory=memory or "(empty)",
+                            days=str(days),
+                            notes="\n\n".join(f"### {p}\n{c}" for p, c in notes),
+                        )
+                    )
+                )
+                used = "llm"
+                new_content = content if should else None
+            except LLMError as exc:
+                logger.warning(
+                    "LLM consolidation failed for %s, using the deterministic merge: %s", agent, exc
+                )
+                result["llm_error"] = str(exc)
+        if used == "heuristic":
+            if not notes and memory is None:
+                reason = "no daily notes and no MEMORY.md"
+            else:
+                new_content = memory_merge_deterministic(memory or "", notes)
+        updated = bool(new_content) and new_content != memory
+        if updated:
+            updated = file_replace_if_unchanged(
+                agent=agent, path="MEMORY.md", expected=memory, content=new_content
+            )
+            if not updated:
+                reason = "MEMORY.md was edited meanwhile; left as it is, run again"
+        if used == "heuristic" and new_content is not None and not reason:
+            # Say what happened, not how: the caller sees "updated" beside this.
+            if updated:
+                reason = f"merged {len(notes)} daily note(s) into MEMORY.md (duplicates dropped)"
+            else:
+                reason = f"MEMORY.md already holds what the {len(notes)} daily note(s) say; nothing to add"
+        state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
+        AgentMaintenance.objects.filter(pk=state.pk).update(last_consolidation_at=now)
+    return {**result, "used": used, "updated": updated, "reason": reason or "no change needed"}
+
+
+def consolidation_run_all(*, now: datetime | None = None) -> list[dict]:
+    """Consolidate every agent that has daily notes in the window (what the daily schedule runs)."""
+    now = now or timezone.now()
+    results = []
+    for agent in Agent.objects.filter(files__path__startswith="memory/").distinct().order_by("pk"):
+        if not daily_notes_recent(agent, now, settings.MEMORY_CONSOLIDATE_DAYS):
+            continue
+        try:
+            results.append(consolidation_run(agent=agent, now=now))
+        except Conflict as exc:
+            results.append({"agent": agent.slug, "updated": False, "reason": exc.detail})
+    return results

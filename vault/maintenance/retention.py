@@ -1,0 +1,157 @@
+"""Retention of entries: what is older than its category's retention is archived, and purged for good
+(with an audit row) after a grace period unless it was restored."""
+
+import hashlib
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models.functions import Greatest
+
+from vault import services
+from vault.maintenance.runs import ACTOR, run_change, run_count
+from vault.models import (
+    CompactionRun,
+    DeletionAudit,
+    EntryStatus,
+    EntryVersion,
+    Project,
+    RetentionMark,
+    VaultEntry,
+)
+
+
+def content_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def deletion_audit_record(
+    *,
+    project_id: int,
+    agent_slug: str,
+    kind: str,
+    object_id: int,
+    category: str,
+    reason: str,
+    criteria: dict,
+    content: str,
+    item_created_at: datetime,
+    deleted_by: str,
+    now: datetime,
+    versions_deleted: int = 0,
+    content_sha256: str | None = None,
+) -> DeletionAudit:
+    """The audit row of something deleted for good: what, why, by whom, and the hash and size of its
+    content, never the content itself. Every deletion of memory (entries, messages, sessions) writes one."""
+    return DeletionAudit.objects.create(
+        project_id=project_id,
+        agent_slug=agent_slug,
+        kind=kind,
+        object_id=object_id,
+        category=category,
+        reason=reason,
+        criteria=criteria,
+        content_sha256=content_sha256 or content_sha(content),
+        content_chars=len(content),
+        versions_deleted=versions_deleted,
+        item_created_at=item_created_at,
+        deleted_by=deleted_by[:200],
+        deleted_at=now,
+    )
+
+
+def entry_erase(entry: VaultEntry, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
+    """Delete an entry for good, with its versions (so the content is really gone) and an audit row."""
+    versions = EntryVersion.objects.filter(entry_id=entry.pk)
+    deletion_audit_record(
+        project_id=entry.project_id,
+        agent_slug=entry.agent.slug,
+        kind="entry",
+        object_id=entry.pk,
+        category=entry.category,
+        reason=reason,
+        criteria=criteria,
+        content=entry.content,
+        versions_deleted=versions.count(),
+        item_created_at=entry.created_at,
+        deleted_by=deleted_by,
+        now=now,
+    )
+    versions.delete()
+    RetentionMark.objects.filter(kind=RetentionMark.Kind.ENTRY, object_id=entry.pk).delete()
+    entry.delete()
+
+
+def relevance(*, category: str, created_at: datetime, importance: float, access_count: int, now) -> float:
+    """Decay used by the size limit: recency halves every half-life of the category, boosted by use and
+    importance."""
+    half_life = settings.MEMORY_HALF_LIFE_HOURS.get(category, 720)
+    age_hours = max(0.0, (now - created_at).total_seconds() / 3600)
+    return 0.5 ** (age_hours / half_life) * (1 + 0.1 * access_count) * (1 + 0.2 * importance)
+
+
+def retention_step_expire_entries(run: CompactionRun, project: Project, now: datetime) -> None:
+    """Archive the entries older than their category's retention (counted from last update or use)."""
+    if not settings.MEMORY_RETENTION_ENABLED:
+        run.notes.append("retention is disabled (MEMORY_RETENTION_ENABLED)")
+        return
+    marked = RetentionMark.objects.filter(kind=RetentionMark.Kind.ENTRY).values("object_id")
+    for category, days in settings.MEMORY_RETENTION_DAYS.items():
+        if not days or category == "messages":
+            continue
+        cutoff = now - timedelta(days=days)
+        expired = (
+            VaultEntry.objects.filter(project=project, category=category)
+            .exclude(pk__in=marked)
+            .annotate(last_used=Greatest("updated_at", "last_accessed_at", "created_at"))
+            .filter(last_used__lt=cutoff)
+            .order_by("pk")
+            .values_list("pk", "status")
+        )
+        for entry_id, status in list(expired):
+            if status == EntryStatus.ACTIVE:
+                services.entry_update(
+                    entry_id=entry_id,
+                    changes=services.EntryChanges(status=EntryStatus.ARCHIVED),
+                    changed_by=f"{ACTOR}: retention",
+                )
+            RetentionMark.objects.create(
+                project=project, kind=RetentionMark.Kind.ENTRY, object_id=entry_id, marked_at=now
+            )
+            run_count(run, "entries_expired")
+            run_change(
+                run,
+                "retention",
+                "expire-entry",
+                f"entry {entry_id}",
+                f"{category} older than {days} days: archived, purged after "
+                f"{settings.MEMORY_PURGE_GRACE_DAYS} days unless restored",
+            )
+
+
+def retention_marks_due(project: Project, now: datetime, kind: str):
+    """Retention marks of `kind` whose grace period is over, oldest first."""
+    cutoff = now - timedelta(days=settings.MEMORY_PURGE_GRACE_DAYS)
+    return RetentionMark.objects.filter(project=project, kind=kind, marked_at__lte=cutoff).order_by("pk")
+
+
+def retention_step_purge_entries(run: CompactionRun, project: Project, now: datetime) -> None:
+    """Delete the entries retention archived more than MEMORY_PURGE_GRACE_DAYS ago, each with an audit
+    row. An entry restored in the meantime (made active again) is no longer expired: its mark is dropped.
+    """
+    if not settings.MEMORY_RETENTION_ENABLED:
+        return
+    for mark in list(retention_marks_due(project, now, RetentionMark.Kind.ENTRY)):
+        entry = (
+            VaultEntry.objects.select_for_update(of=("self",))
+            .select_related("agent")
+            .filter(pk=mark.object_id)
+        )
+        entry = entry.first()
+        if entry is None or entry.status != EntryStatus.ARCHIVED:
+            mark.delete()
+            continue
+        entry_erase(entry, reason=DeletionAudit.Reason.PURGE, criteria={"retention": entry.category},
+                    deleted_by=f"{ACTOR}: retention purge", now=now)  # fmt: skip
+        run_count(run, "entries_purged")
+        run_change(run, "purge", "delete-entry", f"entry {mark.object_id}",
+                   f"archived by retention on {mark.marked_at:%Y-%m-%d}, grace period over")  # fmt: skip

@@ -1,0 +1,95 @@
+"""Writes to long-term memory. Every entry point (API, admin, pages, commands, tasks) calls these.
+
+One module per purpose; every service is importable from `vault.services`."""
+
+# The domain errors the services raise, importable from here as they were from the single module.
+from memoryproject.errors import Conflict, InvalidInput, NotFound, TooLarge
+from vault.selectors import daily_note_path
+from vault.services.entries import (
+    EntryChanges,
+    entry_create,
+    entry_delete,
+    entry_restore,
+    entry_task_toggle,
+    entry_update,
+)
+from vault.services.files import (
+    daily_note_append,
+    daily_notes_append,
+    file_append,
+    file_append_many,
+    file_create,
+    file_delete,
+    file_edit,
+    file_path_check,
+    file_rename,
+    file_settings_set,
+    file_write,
+)
+from vault.services.insights import handoff_store, insights_store
+from vault.services.projects import (
+    DEFAULT_PROJECT_SLUG,
+    agent_ensure,
+    project_context_set,
+    project_create,
+    project_ensure_default,
+    project_redaction_set,
+    slug_check,
+    token_create,
+    token_revoke,
+)
+from vault.services.review import (
+    entries_mark_accessed,
+    entry_supersede,
+    review_approve,
+    review_bulk,
+    review_merge,
+    review_policy_set,
+    review_reject,
+)
+from vault.tokens import TOKEN_PREFIX, token_hash
+
+__all__ = [
+    "Conflict",
+    "InvalidInput",
+    "NotFound",
+    "TooLarge",
+    "DEFAULT_PROJECT_SLUG",
+    "TOKEN_PREFIX",
+    "EntryChanges",
+    "agent_ensure",
+    "daily_note_append",
+    "daily_note_path",
+    "entries_mark_accessed",
+    "entry_create",
+    "entry_delete",
+    "entry_restore",
+    "entry_supersede",
+    "entry_task_toggle",
+    "entry_update",
+    "daily_notes_append",
+    "file_append",
+    "file_append_many",
+    "file_create",
+    "file_delete",
+    "file_edit",
+    "file_path_check",
+    "file_rename",
+    "file_settings_set",
+    "file_write",
+    "handoff_store",
+    "insights_store",
+    "project_context_set",
+    "project_create",
+    "project_ensure_default",
+    "project_redaction_set",
+    "review_approve",
+    "review_bulk",
+    "review_merge",
+    "review_policy_set",
+    "review_reject",
+    "slug_check",
+    "token_create",
+    "token_hash",
+    "token_revoke",
+]

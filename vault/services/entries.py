@@ -1,0 +1,431 @@
+"""Writes to long-term memory. Every entry point (API, admin, pages, commands, tasks) calls these."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, Q
+from django.utils import timezone
+
+from memoryproject.errors import Conflict, InvalidInput, NotFound
+from vault import trust
+from vault.models import (
+    Agent,
+    Category,
+    EntrySource,
+    EntryStatus,
+    EntryVersion,
+    Project,
+    ReviewItem,
+    ReviewKind,
+    ReviewPolicy,
+    VaultEntry,
+    VersionAction,
+)
+from vault.redaction import redact, redact_for_project
+from vault.text import tags_normalise, task_line_set, text_check
+
+
+def _importance_check(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or value != value or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(
+            "importance must be a number between 0.0 and 1.0",
+            [{"loc": ["importance"], "msg": "out of range"}],
+        )
+    return float(value)
+
+
+def _category_check(value: str) -> str:
+    if value not in Category.values:
+        raise InvalidInput(
+            f"Unknown category {value!r}; use one of: {', '.join(Category.values)}.",
+            [{"loc": ["category"], "msg": "unknown category"}],
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class EntryChanges:
+    category: str | None = None
+    content: str | None = None
+    tags: list[str] | None = None
+    importance: float | None = None
+    status: str | None = None
+
+
+DUPLICATE_THRESHOLD = 0.9
+BORDERLINE_THRESHOLD = 0.7
+NEAR_DUPLICATE_WINDOW = 200
+NEAR_DUPLICATE_CANDIDATES = 50
+SKETCH_SCREEN = 0.3
+HELD_SOURCES = {EntrySource.API, EntrySource.EXTRACTION, EntrySource.COMPACTION}
+
+
+def _agent_category_lock(agent_id: int, category: str) -> None:
+    """Serialise writes to one agent's category for the rest of the transaction, so that two
+    identical memories written at the same moment cannot both pass the duplicate check."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)",
+            [agent_id % 2_147_483_647, Category.values.index(category)],
+        )
+
+
+def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[str]):
+    """(entry, similarity) of the closest live entry of the same agent and category, or (None, 0).
+
+    One query finds exact matches (same normalised text, through the content-hash index) and
+    near-match candidates (through a GIN index on a MinHash sketch of the words), so the cost does
+    not grow with the vault. Candidates are screened on their sketches before words are compared.
+    """
+    signature = trust.sketch(words) if len(words) >= trust.NEAR_DUPLICATE_MIN_WORDS else []
+    match = Q(content_hash=digest) | Q(sketch__overlap=signature) if signature else Q(content_hash=digest)
+    candidates = (
+        VaultEntry.objects.filter(
+            match, agent=agent, category=category, status__in=[EntryStatus.ACTIVE, EntryStatus.PENDING]
+        )
+        .order_by("-created_at", "-id")
+        .values_list("pk", "content_hash", "sketch")[:NEAR_DUPLICATE_CANDIDATES]
+    )
+    best, best_score = None, 0.0
+    screened = []
+    for pk, other_digest, other_sketch in candidates:
+        if other_digest == digest:
+            return VaultEntry.objects.get(pk=pk), 1.0
+        if trust.sketch_similarity(signature, other_sketch) >= SKETCH_SCREEN:
+            screened.append(pk)
+    # The texts of the screened candidates in one round trip (this runs under the agent's write lock).
+    contents = dict(VaultEntry.objects.filter(pk__in=screened).values_list("pk", "content"))
+    for pk in screened:
+        score = trust.near_duplicate_score(words, trust.word_set(contents.get(pk, "")))
+        if score > best_score:
+            best, best_score = pk, score
+    if best is None:
+        return None, 0.0
+    return VaultEntry.objects.get(pk=best), best_score
+
+
+def _conflicts_find(agent: Agent, category: str, content: str) -> list[tuple[VaultEntry, str]]:
+    """Live entries of the agent that make a different claim about the same subject."""
+    claims = trust.claims_find(content)
+    if not claims:
+        return []
+    found = []
+    subjects = {claim.subject.split()[0] for claim in claims}
+    candidates = VaultEntry.objects.filter(agent=agent, category=category, status=EntryStatus.ACTIVE)
+    subject_filter = Q()
+    for subject in subjects:
+        subject_filter |= Q(content__icontains=subject[:6])
+    for other in candidates.filter(subject_filter).order_by("-created_at", "-id")[:NEAR_DUPLICATE_WINDOW]:
+        pairs = trust.claims_conflict(claims, trust.claims_find(other.content))
+        if pairs:
+            new, old = pairs[0]
+            found.append((other, f"'{new.subject}': '{new.value}' here, '{old.value}' in entry {other.pk}"))
+    return found
+
+
+def _project_write_flags(project_id: int) -> tuple[bool, bool]:
+    """(redaction on, any review policy) for a project, in one query: the entry write path runs
+    under a lock and every round trip there counts."""
+    row = (
+        Project.objects.filter(pk=project_id)
+        .annotate(has_policy=Exists(ReviewPolicy.objects.filter(project_id=OuterRef("pk"))))
+        .values_list("redaction_enabled", "has_policy")
+        .first()
+    )
+    return (True, False) if row is None else (row[0] is not False, bool(row[1]))
+
+
+def _review_reasons(
+    *, agent: Agent, category: str, content: str, source: str, has_policy: bool = True
+) -> list[tuple[str, object, str]]:
+    reasons = []
+    if source in (EntrySource.API, EntrySource.EXTRACTION, EntrySource.COMPACTION):
+        for finding in trust.poisoning_findings(content):
+            reasons.append((ReviewKind.POISONING, None, finding))
+        policy = (
+            None
+            if not has_policy
+            else (
+                ReviewPolicy.objects.filter(project_id=agent.project_id, category__in=[category, ""])
+                .order_by("-category")
+                .first()
+            )
+        )
+        if policy is not None:
+            held = policy.hold_agent_writes if source == EntrySource.API else policy.hold_extracted
+            if held:
+                reasons.append((ReviewKind.POLICY, None, f"{policy} holds {source} entries for review"))
+    for other, detail in _conflicts_find(agent, category, content):
+        reasons.append((ReviewKind.CONFLICT, other, detail))
+    return reasons
+
+
+def _duplicate_check(agent: Agent, category: str, digest: str, words: frozenset[str], now):
+    """(the existing entry, bumped, when this is a duplicate; else None, and the borderline-duplicate
+    review reason or None)."""
+    existing, score = _duplicate_find(agent, category, digest, words)
+    if existing is not None and score >= DUPLICATE_THRESHOLD:
+        VaultEntry.objects.filter(pk=existing.pk).update(
+            access_count=F("access_count") + 1, last_accessed_at=now
+        )
+        existing.refresh_from_db()
+        existing.duplicate_of = existing.pk
+        return existing, None
+    if existing is not None and score >= BORDERLINE_THRESHOLD:
+        return None, (ReviewKind.DUPLICATE, existing, f"{score:.0%} similar to entry {existing.pk}")
+    return None, None
+
+
+def entry_create(
+    *,
+    agent: Agent,
+    category: str,
+    content: str,
+    tags: list[str] | None = None,
+    importance: float | None = None,
+    source: str = EntrySource.API,
+    created_by: str = "",
+    created_at: datetime | None = None,
+    legacy_id: str = "",
+    status: str = EntryStatus.ACTIVE,
+    source_session_id: int | None = None,
+    source_message_ids: list[int] | None = None,
+    confidence: float | None = None,
+    supersedes_id: int | None = None,
+    dedupe: bool = True,
+) -> VaultEntry:
+    """Store one memory entry. Tags are the explicit ones plus the content's #hashtags.
+
+    Instead of storing a second copy of something the agent already remembers, the existing entry
+    is bumped (access count and recency) and returned with `duplicate_of` set. Borderline duplicates,
+    likely conflicts, instruction-like content from agents, and entries the project's review policy
+    holds are stored as `pending` with a ReviewItem saying why.
+    """
+    _category_check(category)
+    redaction_on, has_policy = _project_write_flags(agent.project_id)
+    content = redact(content) if redaction_on else content
+    text_check(content)
+    importance = _importance_check(importance)
+    confidence = _importance_check(confidence) if confidence is not None else None
+    if source not in EntrySource.values:
+        raise InvalidInput(f"Unknown source {source!r}")
+    if status not in EntryStatus.values:
+        raise InvalidInput(f"Unknown status {status!r}; use one of: {', '.join(EntryStatus.values)}.")
+    digest = trust.content_hash(content)
+    words = trust.word_set(content)
+    now = timezone.now()
+    with transaction.atomic():
+        _agent_category_lock(agent.pk, category)
+        duplicate, borderline = (
+            _duplicate_check(agent, category, digest, words, now) if dedupe else (None, None)
+        )
+        if duplicate is not None:
+            return duplicate
+        reasons = _review_reasons(
+            agent=agent, category=category, content=content, source=source, has_policy=has_policy
+        )
+        if borderline:
+            reasons.append(borderline)
+        if supersedes_id is not None:
+            # The writer says this entry replaces that one: an update, not a conflict or a near-duplicate.
+            reasons = [reason for reason in reasons if getattr(reason[1], "pk", None) != supersedes_id]
+        entry = VaultEntry.objects.create(
+            project_id=agent.project_id,
+            agent=agent,
+            category=category,
+            content=content,
+            content_hash=digest,
+            sketch=trust.sketch(words),
+            tags=tags_normalise(tags, content),
+            importance=0.5 if importance is None else importance,
+            source=source,
+            status=EntryStatus.PENDING if reasons and status == EntryStatus.ACTIVE else status,
+            created_by=created_by[:200],
+            created_at=created_at or now,
+            updated_at=created_at or now,
+            legacy_id=legacy_id,
+            source_session_id=source_session_id,
+            source_message_ids=list(source_message_ids or []),
+            confidence=confidence,
+        )
+        for kind, other, detail in reasons:
+            ReviewItem.objects.create(entry=entry, kind=kind, other_entry=other, detail=detail[:2000])
+        if supersedes_id is not None:
+            entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=created_by)
+            entry.refresh_from_db()
+    entry.duplicate_of = None
+    return entry
+
+
+def _version_save(entry: VaultEntry, *, action: str, changed_by: str) -> EntryVersion:
+    return EntryVersion.objects.create(
+        entry_id=entry.pk,
+        agent_id=entry.agent_id,
+        action=action,
+        category=entry.category,
+        content=entry.content,
+        tags=list(entry.tags),
+        status=entry.status,
+        importance=entry.importance,
+        changed_by=changed_by[:200],
+    )
+
+
+def entry_update(
+    *,
+    entry_id: int,
+    changes: EntryChanges,
+    changed_by: str,
+    review: bool = False,
+    supersedes_id: int | None = None,
+) -> VaultEntry:
+    """Apply changes to an entry, keeping its previous state as a version.
+
+    With review=True (agent edits through the API), content that looks like instructions puts the
+    entry back into the review queue. With `supersedes_id` the entry also replaces that entry
+    (entry_supersede), in the same transaction: when the supersede is refused, the edit is not saved.
+
+    The row is locked for the duration so that two concurrent edits are applied one after the other
+    and both leave a version; nothing is lost. An update that changes nothing stores no version.
+    """
+    if changes.category is not None:
+        _category_check(changes.category)
+    if changes.content is not None:
+        text_check(changes.content)
+    importance = _importance_check(changes.importance)
+    if changes.status is not None and changes.status not in EntryStatus.values:
+        raise InvalidInput(
+            f"Unknown status {changes.status!r}; use one of: {', '.join(EntryStatus.values)}.",
+            [{"loc": ["status"], "msg": "unknown status"}],
+        )
+    with transaction.atomic():
+        entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:  # deleted (forget, retention, another request) since the caller looked it up
+            raise NotFound(f"Entry {entry_id} not found.")
+        new = {
+            "category": changes.category if changes.category is not None else entry.category,
+            "content": (
+                redact_for_project(changes.content, entry.project_id)
+                if changes.content is not None
+                else entry.content
+            ),
+            "importance": importance if importance is not None else entry.importance,
+            "status": changes.status if changes.status is not None else entry.status,
+        }
+        if changes.tags is not None:
+            new["tags"] = tags_normalise(changes.tags, new["content"])
+        elif changes.content is not None:
+            # Hashtags newly written into the content join the existing tags.
+            new["tags"] = tags_normalise(entry.tags, new["content"])
+        else:
+            new["tags"] = list(entry.tags)
+        if all(getattr(entry, field) == value for field, value in new.items()):
+            if supersedes_id is None:
+                return entry
+            return entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=changed_by)
+        _version_save(entry, action=VersionAction.EDIT, changed_by=changed_by)
+        for field, value in new.items():
+            setattr(entry, field, value)
+        entry.content_hash = trust.content_hash(entry.content)
+        entry.sketch = trust.sketch(trust.word_set(entry.content))
+        if review and changes.content is not None and entry.status == EntryStatus.ACTIVE:
+            findings = trust.poisoning_findings(entry.content)
+            for finding in findings:
+                ReviewItem.objects.create(entry=entry, kind=ReviewKind.POISONING, detail=finding)
+            if findings:
+                entry.status = EntryStatus.PENDING
+        entry.updated_at = timezone.now()
+        entry.save(update_fields=[*new.keys(), "content_hash", "sketch", "updated_at"])
+        if supersedes_id is not None:
+            entry = entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=changed_by)
+    entry.refresh_from_db(fields=["search_vector"])
+    return entry
+
+
+def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
+    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable.
+
+    While `new` waits for review only the link is recorded and `old` stays live, so the knowledge is
+    never hidden by an entry nobody has accepted yet; review_approve completes the supersede."""
+    if new_id == old_id:
+        raise InvalidInput(
+            "An entry cannot supersede itself.", [{"loc": ["supersedes"], "msg": "same entry"}]
+        )
+    with transaction.atomic():
+        # Locked in id order, so two supersedes of overlapping entries wait for each other, never deadlock.
+        locked = VaultEntry.objects.select_for_update().filter(pk__in=[new_id, old_id]).order_by("pk")
+        entries = {e.pk: e for e in locked}
+        if old_id not in entries:
+            raise NotFound(f"Entry {old_id} (to supersede) not found.")
+        new, old = entries[new_id], entries[old_id]
+        if new.project_id != old.project_id:
+            raise NotFound(f"Entry {old_id} (to supersede) not found.")
+        if (
+            VaultEntry.objects.filter(supersedes_id=old_id)
+            .exclude(pk=new_id)
+            .exclude(status=EntryStatus.REJECTED)
+            .exists()
+        ):
+            raise Conflict(f"Entry {old_id} is already superseded by another entry.")
+        cursor = old
+        while cursor.supersedes_id is not None:  # refuse cycles: old must not descend from new
+            if cursor.supersedes_id == new_id:
+                raise InvalidInput(
+                    f"Entry {new_id} already precedes entry {old_id}; that would make a cycle."
+                )
+            cursor = VaultEntry.objects.only("pk", "supersedes_id").get(pk=cursor.supersedes_id)
+        new.supersedes_id = old_id
+        new.save(update_fields=["supersedes"])
+        if new.status == EntryStatus.PENDING:
+            return new
+        if old.status != EntryStatus.SUPERSEDED:
+            _version_save(old, action=VersionAction.EDIT, changed_by=changed_by)
+            old.status = EntryStatus.SUPERSEDED
+            old.updated_at = timezone.now()
+            old.save(update_fields=["status", "updated_at"])
+    return new
+
+
+def entry_restore(*, entry_id: int, version_id: int, changed_by: str) -> VaultEntry:
+    """Bring back an earlier version's content, tags, category and importance (itself versioned)."""
+    version = EntryVersion.objects.filter(pk=version_id, entry_id=entry_id).first()
+    if version is None:
+        raise InvalidInput(f"Version {version_id} does not belong to entry {entry_id}.")
+    return entry_update(
+        entry_id=entry_id,
+        changes=EntryChanges(
+            category=version.category,
+            content=version.content,
+            tags=version.tags,
+            importance=version.importance,
+        ),
+        changed_by=changed_by,
+    )
+
+
+def entry_delete(*, entry_id: int, deleted_by: str) -> EntryVersion:
+    """Delete an entry; its last state is kept as a 'delete' version."""
+    with transaction.atomic():
+        entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
+        version = _version_save(entry, action=VersionAction.DELETE, changed_by=deleted_by)
+        entry.delete()
+    return version
+
+
+# --- Curator pages ------------------------------------------------------------------------------
+
+
+def entry_task_toggle(*, entry_id: int, line: int, done: bool, changed_by: str) -> VaultEntry:
+    """Tick or untick the markdown task (`- [ ]` / `- [x]`) on line `line` (0-based) of an entry.
+
+    `done` is the state wanted. The line must still be a task line, so a stale page cannot tick the
+    wrong line after an edit; ticking what is already in that state changes nothing. Versioned
+    through entry_update.
+    """
+    with transaction.atomic():
+        entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
+        content = task_line_set(entry.content, line, done)
+        return entry_update(entry_id=entry_id, changes=EntryChanges(content=content), changed_by=changed_by)

@@ -1,0 +1,310 @@
+"""Writes of workspace files: PROFILE.md, MEMORY.md, daily notes, the memory tool's files; each change
+versioned."""
+
+import re
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memoryproject.errors import Conflict, InvalidInput, NotFound
+from vault.models import (
+    Agent,
+    VersionAction,
+    WorkspaceFile,
+    WorkspaceFileVersion,
+)
+from vault.redaction import project_redaction_enabled, redact, redact_for_project
+from vault.selectors import daily_note_path
+from vault.text import text_check
+
+# --- Workspace files -----------------------------------------------------------------------------
+
+WORKSPACE_PATH_MAX = 255
+
+
+def file_path_check(path: str, *, markdown_only: bool = True) -> str:
+    """Apply the path rules; each violation names the rule broken."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInput("path must not be empty", [{"loc": ["path"], "msg": "empty"}])
+    problems = []
+    if "\x00" in path:
+        problems.append("no NUL characters")
+    if "\\" in path:
+        problems.append("no backslashes")
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
+        problems.append("relative paths only (no absolute paths)")
+    if any(part == ".." for part in path.replace("\\", "/").split("/")):
+        problems.append("no '..' segments")
+    if any(part in ("", ".") for part in path.split("/")):
+        problems.append("no empty or '.' segments")
+    if len(path) > WORKSPACE_PATH_MAX:
+        problems.append(f"at most {WORKSPACE_PATH_MAX} characters")
+    if markdown_only and not path.endswith(".md"):
+        problems.append("workspace files must end in .md")
+    if problems:
+        raise InvalidInput(
+            f"Invalid path {path!r}: {'; '.join(problems)}.",
+            [{"loc": ["path"], "msg": problem} for problem in problems],
+        )
+    return path
+
+
+def file_write(
+    *,
+    agent: Agent,
+    path: str,
+    content: str,
+    changed_by: str,
+    enabled: bool | None = None,
+    sort_order: int | None = None,
+    markdown_only: bool = True,
+) -> tuple[WorkspaceFile, bool]:
+    """Create or overwrite a workspace file; the previous content is versioned. Returns (file, created)."""
+    file_path_check(path, markdown_only=markdown_only)
+    content = redact_for_project(content, agent.project_id)
+    text_check(content, allow_empty=True)
+    with transaction.atomic():
+        file, created = _file_lock_or_create(agent, path)
+        if not created and file.content != content:
+            WorkspaceFileVersion.objects.create(
+                file=file, action=VersionAction.EDIT, content=file.content, changed_by=changed_by[:200]
+            )
+        file.content = content
+        file.size = len(content.encode("utf-8"))
+        if enabled is not None:
+            file.enabled = enabled
+        if sort_order is not None:
+            file.sort_order = sort_order
+        file.save()
+    return file, created
+
+
+def _file_lock_or_create(agent: Agent, path: str) -> tuple[WorkspaceFile, bool]:
+    """Lock the live file at path, or insert it; a concurrent insert of the same path is waited for and
+    locked instead (the partial unique constraint decides who created it). Call inside a transaction."""
+    file = (
+        WorkspaceFile.objects.select_for_update()
+        .filter(agent=agent, path=path, deleted_at__isnull=True)
+        .first()
+    )
+    if file is not None:
+        return file, False
+    try:
+        with transaction.atomic():
+            return WorkspaceFile.objects.create(project_id=agent.project_id, agent=agent, path=path), True
+    except IntegrityError:
+        return (
+            WorkspaceFile.objects.select_for_update().get(agent=agent, path=path, deleted_at__isnull=True),
+            False,
+        )
+
+
+def file_append(
+    *, agent: Agent, path: str, text: str, changed_by: str, header: str = "", unless_present: str = ""
+) -> WorkspaceFile:
+    """Append to a workspace file, creating it (with `header` first) when missing.
+
+    The row is locked while appending so that concurrent appends (two exchanges finishing at once)
+    are both kept. Appends are not versioned: the previous content is a prefix of the new one. With
+    `unless_present`, nothing is appended when the file already contains that text (checked under the
+    lock, so two identical concurrent appends store it once).
+    """
+    return file_append_many(
+        agent=agent, path=path, parts=[(text, unless_present)], changed_by=changed_by, header=header
+    )
+
+
+def file_append_many(
+    *, agent: Agent, path: str, parts: list[tuple[str, str]], changed_by: str, header: str = ""
+) -> WorkspaceFile:
+    """file_append for several (text, unless_present) parts in order, in one locked rewrite of the file:
+    a batch of messages logs all its exchanges at the cost of one."""
+    file_path_check(path)
+    redacting = project_redaction_enabled(agent.project_id)
+    parts = [
+        (redact(text) if redacting else text, redact(unless) if redacting and unless else unless)
+        for text, unless in parts
+    ]
+    for text, _ in parts:
+        text_check(text, allow_empty=True)
+    with transaction.atomic():
+        file = (
+            WorkspaceFile.objects.select_for_update()
+            .filter(agent=agent, path=path, deleted_at__isnull=True)
+            .first()
+        )
+        if file is None:
+            try:
+                with transaction.atomic():
+                    file = WorkspaceFile.objects.create(
+                        project_id=agent.project_id, agent=agent, path=path, content=header
+                    )
+            except IntegrityError:
+                file = WorkspaceFile.objects.select_for_update().get(
+                    agent=agent, path=path, deleted_at__isnull=True
+                )
+        content = file.content
+        for text, unless in parts:
+            if unless and unless in content:
+                continue
+            content += text
+        if content == file.content:
+            return file
+        file.content = content
+        file.size = len(content.encode("utf-8"))
+        file.save(update_fields=["content", "size", "updated_at"])
+    return file
+
+
+_DAILY_TIME_HEADING_RE = re.compile(r"^\s*## \[\d{1,2}:\d{2}(?::\d{2})?\]\n")
+
+
+def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: str = "") -> WorkspaceFile:
+    """Append to the agent's daily note for `when`'s date (memory/YYYY-MM-DD.md).
+
+    Daily notes are disabled files: searched, not injected into the system prompt. A block that opens
+    with a `## [HH:MM:SS]` time heading (a logged exchange) is logged once a day: when the note already
+    holds the same exchange under another time, it is not appended again (a replayed conversation
+    leaves one copy).
+    """
+    day = timezone.localtime(when).date()
+    heading = _DAILY_TIME_HEADING_RE.match(text)
+    body = text[heading.end() :].strip() if heading else ""
+    return file_append(
+        agent=agent,
+        path=daily_note_path(day),
+        text=text,
+        changed_by=changed_by,
+        header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+        unless_present=f"]\n{body}\n" if body else "",
+    )
+
+
+def _file_locked(agent: Agent, path: str) -> WorkspaceFile:
+    file = (
+        WorkspaceFile.objects.select_for_update()
+        .filter(agent=agent, path=path, deleted_at__isnull=True)
+        .first()
+    )
+    if file is None:
+        raise NotFound(f"File {path!r} not found.")
+    return file
+
+
+def file_edit(
+    *, agent: Agent, path: str, old_text: str, new_text: str, replace_all: bool = False, changed_by: str
+) -> tuple[WorkspaceFile, int]:
+    """Exact find-and-replace in a file (edit_workspace_memory_file); returns (file, count).
+
+    The text must be present, and present once unless replace_all: an ambiguous edit is refused rather
+    than guessed. The previous content is versioned.
+    """
+    if not isinstance(old_text, str) or old_text == "":
+        raise InvalidInput("old_text must not be empty", [{"loc": ["old_text"], "msg": "empty"}])
+    text_check(new_text, field="new_text", allow_empty=True)
+    with transaction.atomic():
+        file = _file_locked(agent, path)
+        count = file.content.count(old_text)
+        if count == 0:
+            raise InvalidInput(
+                f"old_text was not found in {path}; nothing was replaced.",
+                [{"loc": ["old_text"], "msg": "not found"}],
+            )
+        if count > 1 and not replace_all:
+            raise InvalidInput(
+                f"old_text occurs {count} times in {path}; include more context to make it unique, "
+                "or set replace_all to replace every occurrence. Nothing was replaced.",
+                [{"loc": ["old_text"], "msg": f"found {count} times"}],
+            )
+        content = file.content.replace(old_text, new_text)
+        text_check(content, allow_empty=True)
+        if content != file.content:
+            WorkspaceFileVersion.objects.create(
+                file=file, action=VersionAction.EDIT, content=file.content, changed_by=changed_by[:200]
+            )
+            file.content = content
+            file.size = len(content.encode("utf-8"))
+            file.save(update_fields=["content", "size", "updated_at"])
+    return file, count
+
+
+def file_delete(*, agent: Agent, path: str, deleted_by: str) -> WorkspaceFile:
+    """Soft-delete a file: it leaves listings, prompts and search, and its last content is versioned."""
+    with transaction.atomic():
+        file = _file_locked(agent, path)
+        WorkspaceFileVersion.objects.create(
+            file=file, action=VersionAction.DELETE, content=file.content, changed_by=deleted_by[:200]
+        )
+        file.deleted_at = timezone.now()
+        file.save(update_fields=["deleted_at", "updated_at"])
+    return file
+
+
+def file_settings_set(
+    *, agent: Agent, path: str, enabled: bool | None = None, sort_order: int | None = None
+) -> WorkspaceFile:
+    """Change whether a file is injected into the system prompt, and where (sort order)."""
+    if sort_order is not None and not -1_000_000 <= sort_order <= 1_000_000:
+        raise InvalidInput(
+            "sort_order must be between -1000000 and 1000000",
+            [{"loc": ["sort_order"], "msg": "out of range"}],
+        )
+    with transaction.atomic():
+        file = _file_locked(agent, path)
+        if enabled is not None:
+            file.enabled = enabled
+        if sort_order is not None:
+            file.sort_order = sort_order
+        file.save(update_fields=["enabled", "sort_order", "updated_at"])
+    return file
+
+
+def file_rename(*, agent: Agent, old_path: str, new_path: str, markdown_only: bool = True) -> WorkspaceFile:
+    """Move a file to a new path, history included; the destination must not exist."""
+    file_path_check(new_path, markdown_only=markdown_only)
+    with transaction.atomic():
+        file = _file_locked(agent, old_path)
+        if WorkspaceFile.objects.filter(agent=agent, path=new_path, deleted_at__isnull=True).exists():
+            raise Conflict(f"The destination {new_path} already exists.")
+        file.path = new_path
+        try:
+            with transaction.atomic():
+                file.save(update_fields=["path", "updated_at"])
+        except IntegrityError:
+            raise Conflict(f"The destination {new_path} already exists.") from None
+    return file
+
+
+def file_create(
+    *, agent: Agent, path: str, content: str, changed_by: str, markdown_only: bool = True
+) -> WorkspaceFile:
+    """Create a file that must not exist yet (the memory tool's `create`); Conflict when it does."""
+    file_path_check(path, markdown_only=markdown_only)
+    text_check(content, allow_empty=True)
+    with transaction.atomic():
+        file, created = _file_lock_or_create(agent, path)
+        if not created:
+            raise Conflict(f"File {path} already exists")
+        file.content = content
+        file.size = len(content.encode("utf-8"))
+        file.save(update_fields=["content", "size", "updated_at"])
+    return file
+
+
+def daily_notes_append(*, agent: Agent, blocks: list[tuple[datetime, str]], changed_by: str = "") -> None:
+    """daily_note_append for several (when, text) blocks: one locked rewrite per day's note."""
+    by_day: dict = {}
+    for when, text in blocks:
+        heading = _DAILY_TIME_HEADING_RE.match(text)
+        body = text[heading.end() :].strip() if heading else ""
+        day = timezone.localtime(when).date()
+        by_day.setdefault(day, []).append((text, f"]\n{body}\n" if body else ""))
+    for day, parts in by_day.items():
+        file_append_many(
+            agent=agent,
+            path=daily_note_path(day),
+            parts=parts,
+            changed_by=changed_by,
+            header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+        )

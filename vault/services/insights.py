@@ -1,0 +1,90 @@
+"""The one writer of what conversations teach: decisions and lessons found in texts, and handoffs.
+
+Sleep (session close), compaction of long sessions and background extraction all store insights here,
+with one dedupe rule: an insight whose normalised text (`normalise_fact`: case, accents, spacing and
+end punctuation aside) is already an entry of the agent in that category is not stored again."""
+
+from collections.abc import Callable
+
+from django.conf import settings
+
+from vault.extraction import insights_extract
+from vault.models import Agent, Category, VaultEntry
+from vault.services.entries import entry_create
+from vault.text import normalise_fact
+
+
+def insights_store(
+    *,
+    agent: Agent,
+    texts: list[str],
+    tags: list[str],
+    source: str,
+    created_by: str,
+    source_session_id: int | None = None,
+    source_messages: Callable[[], dict[str, int]] | dict[str, int] | None = None,
+) -> tuple[list[VaultEntry], int]:
+    """Store the decisions and lessons found in `texts`; returns (entries created, duplicates skipped).
+
+    Provenance: `source_session_id`, and `source_messages` (normalised insight text → the id of the
+    message it was found in, or a function computing that, called only when there are insights) for
+    each entry's source message."""
+    insights = insights_extract(
+        texts,
+        max_per_kind=settings.MEMORY_INSIGHTS_MAX,
+        max_chars=settings.MEMORY_INSIGHT_CHARS,
+        min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
+    )
+    created, duplicates = [], 0
+    if callable(source_messages):
+        source_messages = source_messages() if insights.decisions or insights.lessons else {}
+    for category, found in ((Category.DECISIONS, insights.decisions), (Category.LESSONS, insights.lessons)):
+        existing = {
+            normalise_fact(content)
+            for content in VaultEntry.objects.filter(agent=agent, category=category).values_list(
+                "content", flat=True
+            )
+        }
+        for text in found:
+            key = normalise_fact(text)
+            if key in existing:
+                duplicates += 1
+                continue
+            existing.add(key)
+            message_id = (source_messages or {}).get(key)
+            created.append(
+                entry_create(
+                    agent=agent,
+                    category=category,
+                    content=text,
+                    tags=tags,
+                    source=source,
+                    created_by=created_by,
+                    source_session_id=source_session_id,
+                    source_message_ids=[message_id] if message_id else [],
+                )
+            )
+    return created, duplicates
+
+
+def handoff_store(
+    *,
+    agent: Agent,
+    content: str,
+    tags: list[str],
+    source: str,
+    created_by: str,
+    source_session_id: int | None = None,
+    source_message_ids: list[int] | None = None,
+) -> VaultEntry:
+    """Store a handoff: what the next session of the agent should pick up."""
+    return entry_create(
+        agent=agent,
+        category=Category.HANDOFFS,
+        content=content,
+        tags=tags,
+        source=source,
+        created_by=created_by,
+        source_session_id=source_session_id,
+        source_message_ids=source_message_ids,
+    )

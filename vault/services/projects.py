@@ -1,0 +1,143 @@
+"""Writes of tenancy: projects (their context and redaction switch), agents, API tokens."""
+
+import secrets
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memoryproject.errors import Conflict, InvalidInput
+from vault.models import (
+    Agent,
+    ApiToken,
+    Project,
+    ProjectContextVersion,
+    TokenScope,
+    WorkspaceFile,
+    path_segment_validator,
+    slug_validator,
+)
+from vault.text import text_check
+from vault.tokens import TOKEN_PREFIX, token_hash
+from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
+
+DEFAULT_PROJECT_SLUG = "default"
+
+
+def slug_check(value: str, *, field: str) -> str:
+    """A project or agent id: a safe path segment (it names the folder of an export), so never `.`/`..`."""
+    try:
+        slug_validator(value)
+        path_segment_validator(value)
+    except DjangoValidationError:
+        raise InvalidInput(
+            f"{field} {value!r} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-', "
+            "not only dots.",
+            [{"loc": [field], "msg": "invalid slug"}],
+        ) from None
+    return value
+
+
+def project_create(*, slug: str, name: str = "", context: str = "") -> Project:
+    """Create a project; the slug is its id in URLs and commands."""
+    slug_check(slug, field="project")
+    text_check(context, field="context", allow_empty=True)
+    try:
+        with transaction.atomic():
+            return Project.objects.create(slug=slug, name=name or slug, context=context)
+    except IntegrityError:
+        raise Conflict(f"Project {slug!r} already exists.") from None
+
+
+def project_ensure_default() -> tuple[Project, bool]:
+    """The project a fresh install starts with; returns (project, created)."""
+    return Project.objects.get_or_create(
+        slug=DEFAULT_PROJECT_SLUG, defaults={"name": "Default project", "context": ""}
+    )
+
+
+def project_context_set(*, project: Project, content: str, changed_by: str) -> Project:
+    """Replace the project context (_project.md), keeping the previous text as a version."""
+    text_check(content, field="content", allow_empty=True)
+    with transaction.atomic():
+        locked = Project.objects.select_for_update().get(pk=project.pk)
+        if locked.context != content:
+            ProjectContextVersion.objects.create(
+                project=locked, content=locked.context, changed_by=changed_by
+            )
+            locked.context = content
+            locked.context_updated_at = timezone.now()
+            locked.save(update_fields=["context", "context_updated_at"])
+    return locked
+
+
+def agent_ensure(*, project: Project, slug: str, name: str = "") -> Agent:
+    """Return the project's agent with this slug, creating it on first use (safe under concurrency).
+
+    A new agent gets the four workspace files (AGENTS.md, SOUL.md, PROFILE.md, MEMORY.md), in the
+    same transaction as the agent row: only the writer whose insert won creates them, so two first uses
+    racing each other never create them twice.
+    """
+    slug_check(slug, field="agent")
+    existing = Agent.objects.filter(project=project, slug=slug).first()
+    if existing is not None:
+        return existing
+    with transaction.atomic():
+        agent, created = Agent.objects.get_or_create(
+            project=project, slug=slug, defaults={"name": name or slug}
+        )
+        if created:
+            _workspace_defaults_create(agent)
+    return agent
+
+
+def _workspace_defaults_create(agent: Agent) -> None:
+
+    WorkspaceFile.objects.bulk_create(
+        WorkspaceFile(
+            project_id=agent.project_id,
+            agent=agent,
+            path=path,
+            content=content,
+            size=len(content.encode("utf-8")),
+            enabled=True,
+            sort_order=sort_order,
+        )
+        for path, content, sort_order in DEFAULT_WORKSPACE_FILES
+    )
+
+
+def token_create(
+    *, project: Project, agent: Agent | None = None, scope: str = TokenScope.WRITE, name: str = ""
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its secret, which is never stored and cannot be shown again."""
+    if scope not in TokenScope.values:
+        raise InvalidInput(f"Unknown scope {scope!r}; use one of: {', '.join(TokenScope.values)}.")
+    if agent is not None and agent.project_id != project.pk:
+        raise InvalidInput("The agent belongs to another project.")
+    if agent is not None and scope == TokenScope.ADMIN:
+        raise InvalidInput("Admin tokens are project-wide: create them without an agent.")
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        project=project,
+        agent=agent,
+        scope=scope,
+        name=name,
+        prefix=secret[: len(TOKEN_PREFIX) + 6],
+        token_hash=token_hash(secret),
+    )
+    return token, secret
+
+
+def token_revoke(*, token: ApiToken) -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def project_redaction_set(*, project: Project, enabled: bool) -> Project:
+    """Switch the redaction of secrets in new messages and entries on or off for a project."""
+    Project.objects.filter(pk=project.pk).update(redaction_enabled=enabled)
+    project.redaction_enabled = enabled
+    return project

@@ -1,0 +1,183 @@
+"""What an import reads and reports: the parsed items, the report, date and id helpers shared by the
+layouts' parsers."""
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from vault.models import (
+    EntryStatus,
+)
+from vault.transfer.export import WORKSPACE_DIR
+from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
+
+BATCH_SIZE = 1000
+PROGRESS_EVERY = 1000
+LEGACY_ID_MAX = 64
+MARKER_RE = re.compile(r"^<!--\s*id:(?P<id>\S+?)(?P<attrs>(?:\s+[a-z_]+:\S+?)*)\s*-->[ \t]*$", re.MULTILINE)
+ATTR_RE = re.compile(r"([a-z_]+):(\S+)")
+SECTION_RE = re.compile(r"^##[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+HEADER_TAG_RE = re.compile(r"#([\w][\w.-]*)")
+DAILY_NOTE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+MEMORY_VAULT_SKIP_DIRS = {"conversations", "memory", "memories", "sessions", "shared", WORKSPACE_DIR}
+# Workspace files with their (enabled, sort order); other upper-case files are free files.
+WORKSPACE_KNOWN = {path: (True, order) for path, _, order in DEFAULT_WORKSPACE_FILES} | {
+    "SESSION-STATE.md": (True, 4)
+}
+IMPORTANCE_BY_LEVEL = {"critical": 0.9, "high": 0.8, "medium": 0.6, "moderate": 0.6, "low": 0.4, "info": 0.3}
+ROLE_MAP = {
+    "user": "user",
+    "human": "user",
+    "agent": "assistant",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "model": "assistant",
+    "system": "system",
+    "tool": "tool",
+}
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def legacy_id_fit(value: str) -> str:
+    """Source ids are kept as they are when they fit the column, else replaced by a stable hash."""
+    value = value.strip()
+    return value if len(value) <= LEGACY_ID_MAX else "h:" + _hash(value)[:40]
+
+
+def date_parse(value) -> datetime | None:
+    """ISO 8601 (with or without seconds, zone, 'Z'), a date alone, or epoch milliseconds/seconds.
+    Dates without a zone are UTC, as the seed wrote them (`toISOString`)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = value / 1000 if value > 1e11 else value
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text.isdigit() and len(text) in (10, 13):
+        return date_parse(int(text))
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _mtime(path: Path) -> datetime:
+    return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+
+
+def _read_text(path: Path, report: "ImportReport") -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        report.problem(path, "not UTF-8 text; skipped")
+    except OSError as exc:
+        report.problem(path, f"cannot be read ({exc.strerror}); skipped")
+    return None
+
+
+def _read_json(path: Path, report: "ImportReport"):
+    text = _read_text(path, report)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        report.problem(path, f"corrupt JSON ({exc.msg} at line {exc.lineno}); skipped")
+        return None
+
+
+# --- What an import found and did ----------------------------------------------------------------
+
+
+@dataclass
+class ParsedMessage:
+    client_id: str
+    role: str  # user | assistant | tool | system
+    text: str
+    internal: bool = False
+    created_at: datetime | None = None
+    parent_client_id: str | None = None
+
+
+@dataclass
+class ParsedConversation:
+    """A conversation read from a seed's files, validated, waiting to become a session with messages."""
+
+    source: str
+    agent: str  # target agent slug (after --agent-map)
+    external_id: str  # the session / chat id in the source system
+    messages: list[ParsedMessage]
+    saved_at: datetime | None = None
+    model_id: str = ""
+    metadata: dict = field(default_factory=dict)
+    kind: str = "conversation"
+
+
+@dataclass
+class ParsedCheckpoint:
+    """A checkpoint file (last messages, chat id, model id), waiting to become a sessions Checkpoint."""
+
+    source: str
+    agent: str
+    saved_at: datetime
+    messages: list[ParsedMessage]
+    chat_id: str = ""
+    model_id: str = ""
+    expired: bool = False
+    kind: str = "checkpoint"
+
+
+@dataclass
+class EntryItem:
+    category: str
+    content: str
+    created_at: datetime
+    legacy_id: str
+    tags: list[str] = field(default_factory=list)
+    importance: float | None = None
+    status: str = EntryStatus.ACTIVE
+
+
+@dataclass
+class ImportReport:
+    dry_run: bool = False
+    counts: Counter = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+    progress: Callable[[str], None] | None = None
+
+    def say(self, message: str) -> None:
+        if self.progress:
+            self.progress(message)
+
+    def problem(self, where, message: str) -> None:
+        self.problems.append(f"{where}: {message}")
+        self.counts["problems"] += 1
+        self.say(f"  ! {where}: {message}")
+
+    def summary(self) -> str:
+        head = "Dry run: nothing was written. Would have:" if self.dry_run else "Import summary:"
+        lines = [head]
+        for key in sorted(self.counts):
+            lines.append(f"  {key}: {self.counts[key]}")
+        if self.problems:
+            lines.append(f"Problems ({len(self.problems)}):")
+            lines.extend(f"  - {problem}" for problem in self.problems)
+        return "\n".join(lines)
+
+
+class _DryRunRollback(Exception):
+    pass

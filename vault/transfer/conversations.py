@@ -1,0 +1,142 @@
+"""Parsers of conversation and checkpoint files (`.memory/conversations/*.json` and
+`.vault/checkpoints/*.json`); what they find goes to the importer's sessions writer."""
+
+from collections import Counter
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from vault.transfer.common import (
+    ROLE_MAP,
+    ImportReport,
+    ParsedCheckpoint,
+    ParsedConversation,
+    ParsedMessage,
+    _hash,
+    _mtime,
+    _read_json,
+    date_parse,
+)
+from vault.transfer.writer import Importer
+
+
+def sessions_store(importer: Importer, item: ParsedConversation | ParsedCheckpoint) -> None:
+    """Hand a parsed conversation or checkpoint to the importer's sessions writer (sessions_app's), or
+    count it as skipped when the import has none."""
+    if importer.sessions_writer is None:
+        importer.report.counts[f"{item.kind}s skipped (no sessions writer)"] += 1
+        return
+    importer.sessions_writer(importer, item)
+
+
+def _message_parse(
+    raw, index: int, *, where, report: ImportReport, occurrences: Counter
+) -> ParsedMessage | None:
+    if not isinstance(raw, dict):
+        report.problem(where, f"message {index} is not an object; skipped")
+        return None
+    role = ROLE_MAP.get(str(raw.get("role", "")).lower())
+    text = raw.get("text", raw.get("content"))
+    if role is None:
+        report.problem(where, f"message {index} has unknown role {raw.get('role')!r}; skipped")
+        return None
+    if not isinstance(text, str):
+        report.problem(where, f"message {index} has no text; skipped")
+        return None
+    if "\x00" in text:
+        report.problem(where, f"message {index} contains NUL characters; removed")
+        text = text.replace("\x00", "")
+    client_id = raw.get("id")
+    if not isinstance(client_id, str) or not client_id:
+        # No id in these files: the same role + text gets the same id on every import, so a re-import
+        # (even of a conversation that compaction has trimmed meanwhile) does not store it twice.
+        occurrences[(role, text)] += 1
+        client_id = "imp-" + _hash(role, text, str(occurrences[(role, text)]))[:32]
+    context = raw.get("context") if isinstance(raw.get("context"), dict) else {}
+    return ParsedMessage(
+        client_id=client_id[:128],
+        role=role,
+        text=text,
+        internal=bool(raw.get("internal", False)),
+        created_at=date_parse(raw.get("timestamp")),
+        parent_client_id=context.get("parent_message_id") or None,
+    )
+
+
+def _messages_parse(raws, *, where, report: ImportReport) -> list[ParsedMessage] | None:
+    if not isinstance(raws, list):
+        report.problem(where, "has no 'messages' list; skipped")
+        return None
+    occurrences: Counter = Counter()
+    parsed = [
+        _message_parse(raw, i, where=where, report=report, occurrences=occurrences)
+        for i, raw in enumerate(raws)
+    ]
+    return [message for message in parsed if message is not None]
+
+
+def conversation_file_import(importer: Importer, path: Path) -> ParsedConversation | None:
+    """`conversations/{agent}.json`: {"agentId", "savedAt", "messages": [{"role", "text"}]}."""
+    report = importer.report
+    data = _read_json(path, report)
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        report.problem(path, "is not a conversation object; skipped")
+        return None
+    messages = _messages_parse(data.get("messages"), where=path, report=report)
+    if messages is None:
+        return None
+    source_agent = data.get("agentId") if isinstance(data.get("agentId"), str) else path.stem
+    agent = importer.agent(source_agent, where=path)
+    if agent is None:
+        return None
+    conversation = ParsedConversation(
+        source=str(path),
+        agent=agent.slug,
+        external_id=str(data.get("chatId") or f"{source_agent}-conversation"),
+        messages=messages,
+        saved_at=date_parse(data.get("savedAt")) or _mtime(path),
+        model_id=str(data.get("modelId") or ""),
+    )
+    sessions_store(importer, conversation)
+    return conversation
+
+
+def checkpoint_file_import(importer: Importer, path: Path) -> ParsedCheckpoint | None:
+    """`.vault/checkpoints/{agent}.json`: {"agentId", "savedAt" (ms), "messages", "chatId",
+    "modelId"}. Corrupt files are reported and skipped (the seed deletes them; we never touch sources)."""
+    report = importer.report
+    data = _read_json(path, report)
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        report.problem(path, "is not a checkpoint object; skipped")
+        return None
+    saved_at = date_parse(data.get("savedAt"))
+    if saved_at is None:
+        report.problem(path, "has no valid 'savedAt'; skipped")
+        return None
+    messages = _messages_parse(data.get("messages"), where=path, report=report)
+    if messages is None:
+        return None
+    agent = importer.agent(
+        data.get("agentId") if isinstance(data.get("agentId"), str) else path.stem, where=path
+    )
+    if agent is None:
+        return None
+    age_days = (timezone.now() - saved_at).total_seconds() / 86400
+    checkpoint = ParsedCheckpoint(
+        source=str(path),
+        agent=agent.slug,
+        saved_at=saved_at,
+        messages=messages[-settings.MEMORY_CHECKPOINT_MESSAGES :],
+        chat_id=str(data.get("chatId") or ""),
+        model_id=str(data.get("modelId") or ""),
+        expired=age_days > settings.MEMORY_CHECKPOINT_DAYS,
+    )
+    if checkpoint.expired:
+        report.counts["checkpoints expired (older than MEMORY_CHECKPOINT_DAYS)"] += 1
+    sessions_store(importer, checkpoint)
+    return checkpoint

@@ -1,0 +1,399 @@
+"""Import memory from the layouts of the seeds into the vault, workspace files and sessions.
+
+- `.memory/` vault: `_project.md`; `{agent}/{category}.md` with `<!-- id:... -->` markers and
+  `## date · #tags` headers; legacy flat `{agent}.md` files split on `## Title` sections; the
+  `conversations/*.json` history and `.vault/checkpoints/*.json`; our own export (`{agent}/workspace/`).
+- workspace: `MEMORY.md`, `SESSION-STATE.md` and the other upper-case files, `memory/*.md` daily
+  notes, `memories/` (the memory tool's files).
+- `.bmad/memory/`: `sessions/*/manifest.json` with `conversation`, `decisions`, `findings` and
+  `preferences` JSONL files; `shared/*.json`.
+
+Imports are idempotent: every entry gets a `legacy_id` (the source's id, or a hash of its content when it
+has none) and an entry whose id, or whose category + content + date, is already stored is skipped; a file
+whose content is already there (or was, before a later edit) is left alone. Source files are only read.
+Each source kind has its own function; problems (corrupt JSON, malformed entries) are reported and the
+rest goes on.
+"""
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from django.db import transaction
+
+from memoryproject.errors import InvalidInput
+from vault import services
+from vault.extraction import SECTION_MAP, _title_normalise, section_classify
+from vault.models import (
+    Agent,
+    Category,
+    EntryStatus,
+    Project,
+)
+from vault.transfer.bmad import bmad_import, looks_like_bmad
+from vault.transfer.common import (
+    ATTR_RE,
+    DAILY_NOTE_RE,
+    HEADER_TAG_RE,
+    MARKER_RE,
+    MEMORY_VAULT_SKIP_DIRS,
+    SECTION_RE,
+    WORKSPACE_KNOWN,
+    EntryItem,
+    ImportReport,
+    _DryRunRollback,
+    _hash,
+    _mtime,
+    _read_json,
+    _read_text,
+    date_parse,
+)
+from vault.transfer.conversations import (
+    checkpoint_file_import,
+    conversation_file_import,
+)
+from vault.transfer.export import WORKSPACE_DIR, WORKSPACE_MANIFEST
+from vault.transfer.writer import Importer
+
+
+# --- The .memory/ vault -----------------------------------------------------------------------
+def project_file_import(importer: Importer, path: Path) -> None:
+    """`_project.md` becomes the project context."""
+    text = _read_text(path, importer.report)
+    if text is not None:
+        importer.project_context(text, where=path)
+
+
+def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """Split markdown on `## Title` lines: (preamble, [(title, body)])."""
+    matches = list(SECTION_RE.finditer(text))
+    preamble = text[: matches[0].start()] if matches else text
+    sections = []
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        sections.append((match.group("title").strip(), text[match.end() : end].strip()))
+    return preamble, sections
+
+
+def _preamble_text(preamble: str) -> str:
+    """A file's text before its first entry, minus the `# Title` line an export or a person puts there."""
+    return "\n".join(line for line in preamble.strip().splitlines() if not re.match(r"^#\s", line)).strip()
+
+
+def _section_content(title: str, body: str) -> str:
+    if _title_normalise(title) in {_title_normalise(name) for name in SECTION_MAP}:
+        return body
+    return f"**{title}**\n\n{body}" if body else f"**{title}**"
+
+
+def _entry_block_parse(block: str, marker_id: str) -> tuple[datetime | None, list[str], str, bool]:
+    """(date, tags, content, header_ok) of the text after a marker."""
+    block = block.strip("\n").rstrip()
+    if block.endswith("\n---") or block == "---":
+        block = block[:-3]
+    first, _, rest = block.partition("\n")
+    header = re.match(r"^##[ \t]+(.*)$", first)
+    if not header:
+        return None, [], block.strip(), False
+    date_part, _, tag_part = header.group(1).partition("·")
+    content = rest
+    return date_parse(date_part.strip()), HEADER_TAG_RE.findall(tag_part), content.strip(), True
+
+
+def vault_category_file_import(importer: Importer, agent: Agent | None, category: str, path: Path) -> None:
+    """`{agent}/{category}.md`: entries separated by `<!-- id:N -->` markers, each with a `## date · #tags`
+    header, content and a `---` separator. Ids and dates are kept. A file without markers (written by hand)
+    is split on `## Title` sections instead, so nothing in it is lost."""
+    report = importer.report
+    text = _read_text(path, report)
+    if text is None:
+        return
+    markers = list(MARKER_RE.finditer(text))
+    mtime = _mtime(path)
+    if not markers:
+        preamble, sections = _sections(text)
+        loose = _preamble_text(preamble)
+        if loose:
+            sections.insert(0, ("", loose))
+        for title, body in sections:
+            content = _section_content(title, body) if title else body
+            if content.strip():
+                importer.entry_add(
+                    agent,
+                    EntryItem(category, content, mtime, "md:" + _hash(category, content)[:40]),
+                    where=path,
+                )
+        return
+    loose = _preamble_text(text[: markers[0].start()])
+    if loose:
+        importer.entry_add(
+            agent, EntryItem(category, loose, mtime, "md:" + _hash(category, loose)[:40]), where=path
+        )
+    for i, marker in enumerate(markers):
+        end = markers[i + 1].start() if i + 1 < len(markers) else len(text)
+        marker_id = marker.group("id")
+        attrs = dict(ATTR_RE.findall(marker.group("attrs")))
+        created_at, tags, content, header_ok = _entry_block_parse(text[marker.end() : end], marker_id)
+        where = f"{path} (id {marker_id})"
+        if not header_ok:
+            report.problem(where, "no '## date · #tags' header line; content kept, date from the id or file")
+        if created_at is None:
+            created_at = date_parse(marker_id) or mtime
+            if header_ok:
+                report.problem(where, "unreadable date; used the id's timestamp or the file's date")
+        if not content:
+            report.problem(where, "empty entry; skipped")
+            continue
+        try:
+            importance = float(attrs["importance"]) if "importance" in attrs else None
+        except ValueError:
+            importance = None
+        importer.entry_add(
+            agent,
+            EntryItem(
+                category,
+                content,
+                created_at,
+                marker_id,
+                tags=tags,
+                importance=importance,
+                status=attrs.get("status", EntryStatus.ACTIVE),
+            ),
+            where=where,
+        )
+
+
+def flat_agent_file_import(importer: Importer, path: Path) -> None:
+    """Legacy flat `{agent}.md`: each `## Title` section becomes an entry whose category comes from the
+    seed's section map (PT + EN, fuzzy; unknown titles are lessons). The file itself is left as it is."""
+    text = _read_text(path, importer.report)
+    if text is None:
+        return
+    agent = importer.agent(path.stem, where=path)
+    mtime = _mtime(path)
+    preamble, sections = _sections(text)
+    loose = _preamble_text(preamble)
+    if loose:
+        sections.insert(0, ("", loose))
+    for title, body in sections:
+        category = section_classify(title) if title else "lessons"
+        content = _section_content(title, body) if title else body
+        if not content.strip():
+            continue
+        importer.entry_add(
+            agent,
+            EntryItem(category, content, mtime, "flat:" + _hash(path.stem, title, body)[:40]),
+            where=f"{path} (## {title})" if title else path,
+        )
+    importer.report.counts["legacy flat files split"] += 1
+
+
+def agent_dir_import(importer: Importer, directory: Path) -> None:
+    agent = importer.agent(directory.name, where=directory)
+    for category in Category.values:
+        path = directory / f"{category}.md"
+        if path.is_file():
+            importer.report.say(f"{path}")
+            vault_category_file_import(importer, agent, category, path)
+    workspace = directory / WORKSPACE_DIR
+    if workspace.is_dir():
+        workspace_import(importer, workspace, agent=agent)
+    importer.flush()
+
+
+def _is_agent_dir(directory: Path) -> bool:
+    if directory.name.startswith((".", "_")) or directory.name in MEMORY_VAULT_SKIP_DIRS:
+        return False
+    return (
+        any((directory / f"{c}.md").is_file() for c in Category.values)
+        or (directory / WORKSPACE_DIR).is_dir()
+    )
+
+
+def looks_like_memory_vault(root: Path) -> bool:
+    return (
+        (root / "_project.md").is_file()
+        or (root / "conversations").is_dir()
+        or (root / ".vault").is_dir()
+        or any(_is_agent_dir(child) for child in root.iterdir() if child.is_dir())
+        or (not looks_like_workspace(root) and any(_is_flat_agent_file(child) for child in root.iterdir()))
+    )
+
+
+def _is_flat_agent_file(path: Path) -> bool:
+    return (
+        path.is_file()
+        and path.suffix == ".md"
+        and re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", path.stem) is not None
+    )
+
+
+def memory_vault_import(importer: Importer, root: Path) -> None:
+    report = importer.report
+    report.say(f".memory/ vault: {root}")
+    if (root / "_project.md").is_file():
+        project_file_import(importer, root / "_project.md")
+    children = sorted(root.iterdir())
+    for child in children:
+        if child.is_dir() and _is_agent_dir(child):
+            agent_dir_import(importer, child)
+    # In a folder that is also a workspace, lower-case .md files are the workspace's, not flat agent files.
+    flat_files = (
+        [] if looks_like_workspace(root) else [child for child in children if _is_flat_agent_file(child)]
+    )
+    for child in flat_files:
+        if (root / child.stem).is_dir():
+            report.counts["legacy flat files skipped (already migrated to a folder)"] += 1
+            report.say(f"  {child.name}: skipped, {child.stem}/ already holds the migrated vault")
+            continue
+        report.say(f"{child} (legacy flat file)")
+        flat_agent_file_import(importer, child)
+    importer.flush()
+    for path in sorted((root / "conversations").glob("*.json")) if (root / "conversations").is_dir() else []:
+        conversation_file_import(importer, path)
+    checkpoints = root / ".vault" / "checkpoints"
+    for path in sorted(checkpoints.glob("*.json")) if checkpoints.is_dir() else []:
+        checkpoint_file_import(importer, path)
+
+
+# --- A workspace ---------------------------------------------------------------------------------
+def looks_like_workspace(root: Path) -> bool:
+    return (
+        any((root / name).is_file() for name in WORKSPACE_KNOWN)
+        or (root / "memories").is_dir()
+        or (
+            (root / "memory").is_dir()
+            and any(DAILY_NOTE_RE.match(p.name) for p in (root / "memory").iterdir())
+        )
+    )
+
+
+def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = None) -> None:
+    """A workspace folder: upper-case markdown files at the top (MEMORY.md, SESSION-STATE.md, SOUL.md...),
+    daily notes under memory/ (disabled: searched, not injected), the memory tool's memories/ (any text
+    file), and our export's `.workspace.json` (enabled flags and sort order)."""
+    report = importer.report
+    if agent is None:
+        agent = importer.agent(None, where=root)
+    report.say(f"workspace: {root} -> agent {agent.slug if agent else '?'}")
+    manifest = {}
+    if (root / WORKSPACE_MANIFEST).is_file():
+        data = _read_json(root / WORKSPACE_MANIFEST, report)
+        manifest = data if isinstance(data, dict) else {}
+    files: list[tuple[str, Path]] = []
+    for child in sorted(root.iterdir()):
+        if (
+            child.is_file()
+            and child.suffix == ".md"
+            and (child.name in WORKSPACE_KNOWN or child.stem.isupper() or manifest.get(child.name))
+        ):
+            files.append((child.name, child))
+    for folder in ("memory", "memories"):
+        base = root / folder
+        if base.is_dir():
+            for child in sorted(base.rglob("*")):
+                if child.is_file() and not any(
+                    part.startswith(".") for part in child.relative_to(root).parts
+                ):
+                    if folder == "memory" and child.suffix != ".md":
+                        continue
+                    files.append((child.relative_to(root).as_posix(), child))
+    for relative, path in files:
+        text = _read_text(path, report)
+        if text is None:
+            continue
+        settings_for = manifest.get(relative) if isinstance(manifest.get(relative), dict) else {}
+        enabled, sort_order = WORKSPACE_KNOWN.get(relative, (False, None))
+        if "enabled" in settings_for:
+            enabled = bool(settings_for["enabled"])
+        if isinstance(settings_for.get("sort_order"), int):
+            sort_order = settings_for["sort_order"]
+        importer.file_put(agent, relative, text, enabled=enabled, sort_order=sort_order, where=path)
+
+
+# --- Entry points ---------------------------------------------------------------------------------
+
+
+def agent_map_parse(text: str | None) -> dict[str, str]:
+    """`old=new,old2=new2` -> {"old": "new", ...}; malformed pairs are an InvalidInput."""
+
+    mapping = {}
+    for pair in filter(None, (part.strip() for part in (text or "").split(","))):
+        old, sep, new = pair.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise InvalidInput(f"--agent-map: {pair!r} is not old=new")
+        mapping[old.strip()] = services.slug_check(new.strip(), field="agent")
+    return mapping
+
+
+def _run(
+    project: Project, dry_run: bool, progress, body: Callable[[Importer], None], **options
+) -> ImportReport:
+    report = ImportReport(dry_run=dry_run, progress=progress)
+    importer = Importer(project=project, report=report, **options)
+    try:
+        with transaction.atomic():
+            body(importer)
+            importer.flush()
+            if dry_run:
+                raise _DryRunRollback
+    except _DryRunRollback:
+        pass
+    return report
+
+
+def import_memory_dir(
+    *,
+    path: Path,
+    project: Project,
+    agent_map: dict[str, str] | None = None,
+    default_agent: str = "main",
+    dry_run: bool = False,
+    progress: Callable[[str], None] | None = None,
+    sessions_writer=None,
+) -> ImportReport:
+    """Import every layout found at `path`: the folder itself, or `.memory/`, `.bmad/memory/` and
+    `workspace/` inside it. `default_agent` receives what names no agent (a bare workspace, shared files).
+    With `dry_run` everything runs and is counted, then rolled back."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InvalidInput(f"{path} is not a folder")
+
+    def body(importer: Importer) -> None:
+        found = False
+        # A project folder holding the layouts in their usual places; only when none is there is the folder
+        # itself the layout (so a project's own notes.md is never mistaken for an agent's memory file).
+        for candidates in (
+            (
+                (path / ".memory", looks_like_memory_vault, memory_vault_import),
+                (path / ".bmad" / "memory", looks_like_bmad, bmad_import),
+                (path / "workspace", looks_like_workspace, workspace_import),
+            ),
+            (
+                (path, looks_like_bmad, bmad_import),
+                (path, looks_like_workspace, workspace_import),
+                (path, looks_like_memory_vault, memory_vault_import),
+            ),
+        ):
+            for candidate, looks, run in candidates:
+                if candidate.is_dir() and looks(candidate):
+                    found = True
+                    run(importer, candidate)
+                    importer.flush()
+            if found:
+                break
+        if not found:
+            importer.report.problem(
+                path, "no .memory/ vault, workspace or .bmad/memory/ layout found; nothing imported"
+            )
+
+    return _run(
+        project,
+        dry_run,
+        progress,
+        body,
+        agent_map=agent_map,
+        default_agent=default_agent,
+        sessions_writer=sessions_writer,
+    )

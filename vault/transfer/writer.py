@@ -1,0 +1,227 @@
+"""The writer of an import: agents, entries, files and the project context, idempotently, through the
+vault's services. Sessions and checkpoints found in a layout go to `sessions_writer`, given by the app
+that owns them (sessions_app.transfer); without one they are counted as skipped."""
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from django.conf import settings
+
+from memoryproject.errors import DomainError
+from vault import services, trust
+from vault.models import (
+    Agent,
+    Category,
+    EntrySource,
+    EntryStatus,
+    Project,
+    VaultEntry,
+    WorkspaceFile,
+    WorkspaceFileVersion,
+)
+from vault.redaction import redact_for_project
+from vault.text import TAG_RE, tags_normalise, text_check
+from vault.transfer.common import (
+    BATCH_SIZE,
+    PROGRESS_EVERY,
+    EntryItem,
+    ImportReport,
+    ParsedCheckpoint,
+    ParsedConversation,
+    _hash,
+    legacy_id_fit,
+)
+from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
+
+# --- The writer: agents, entries, files, project context ----------------------------------------
+
+
+class Importer:
+    """Writes what the source-kind functions found, idempotently, through the vault's services."""
+
+    def __init__(
+        self,
+        *,
+        project: Project,
+        report: ImportReport,
+        agent_map: dict[str, str] | None = None,
+        default_agent: str = "main",
+        sessions_writer: Callable[["Importer", ParsedConversation | ParsedCheckpoint], None] | None = None,
+    ):
+        self.project = project
+        self.report = report
+        self.agent_map = agent_map or {}
+        self.default_agent = default_agent
+        self.sessions_writer = sessions_writer
+        self._agents: dict[str, Agent | None] = {}
+        self._seen: dict[int, tuple[set[str], set[tuple]]] = {}
+        self._pending: dict[int, list[VaultEntry]] = {}
+        self._created_total = 0
+
+    def agent_slug(self, source_id: str | None) -> str:
+        source_id = (source_id or self.default_agent).strip()
+        return self.agent_map.get(source_id, source_id)
+
+    def agent(self, source_id: str | None, *, where="") -> Agent | None:
+        slug = self.agent_slug(source_id)
+        if slug not in self._agents:
+            try:
+                agent = services.agent_ensure(
+                    project=self.project, slug=services.slug_check(slug, field="agent")
+                )
+            except DomainError as exc:
+                self.report.problem(
+                    where or slug, f"{exc.detail} Map it with --agent-map {slug}=new-id; skipped"
+                )
+                agent = None
+            self._agents[slug] = agent
+        return self._agents[slug]
+
+    # Entries -------------------------------------------------------------------------------------
+
+    def _seen_for(self, agent: Agent) -> tuple[set[str], set[tuple]]:
+        if agent.pk not in self._seen:
+            ids, keys = set(), set()
+            for legacy_id, category, content, created_at in VaultEntry.objects.filter(
+                agent=agent
+            ).values_list("legacy_id", "category", "content", "created_at"):
+                if legacy_id:
+                    ids.add(legacy_id)
+                keys.add(self._key(category, content, created_at))
+            self._seen[agent.pk] = (ids, keys)
+        return self._seen[agent.pk]
+
+    @staticmethod
+    def _key(category: str, content: str, created_at: datetime) -> tuple:
+        return (category, _hash(content.strip()), created_at.replace(microsecond=0).timestamp())
+
+    def _tags(self, tags: Iterable[str], content: str, where) -> list[str]:
+        clean = []
+        for raw in tags:
+            tag = str(raw).strip().lstrip("#").lower()
+            if tag and TAG_RE.match(tag) and tag not in clean:
+                clean.append(tag)
+            elif tag:
+                self.report.problem(where, f"tag {raw!r} is not a valid tag; dropped")
+        limit = settings.MEMORY_MAX_TAGS
+        try:
+            return tags_normalise(clean[:limit], content)[:limit]
+        except DomainError:
+            return clean[:limit]
+
+    def entry_add(self, agent: Agent | None, item: EntryItem, *, where) -> None:
+        """Queue one entry unless it is already stored (by legacy id, or category + content + date)."""
+        if agent is None:
+            self.report.counts["entries skipped (no valid agent)"] += 1
+            return
+        if item.category not in Category.values:
+            self.report.problem(where, f"unknown category {item.category!r}; entry skipped")
+            return
+        # Redacted before anything else, so re-imports compare against what was stored.
+        content = redact_for_project(item.content.strip(), agent.project_id)
+        try:
+            text_check(content)
+        except DomainError as exc:
+            self.report.problem(where, f"entry {item.legacy_id or '?'}: {exc.detail}; skipped")
+            return
+        ids, keys = self._seen_for(agent)
+        legacy_id = legacy_id_fit(item.legacy_id)
+        key = self._key(item.category, content, item.created_at)
+        if legacy_id in ids or key in keys:
+            self.report.counts["entries already imported (skipped)"] += 1
+            return
+        ids.add(legacy_id)
+        keys.add(key)
+        importance = item.importance
+        if importance is None or not 0.0 <= importance <= 1.0:
+            importance = 0.5
+        self._pending.setdefault(agent.pk, []).append(
+            VaultEntry(
+                project_id=agent.project_id,
+                agent=agent,
+                category=item.category,
+                content=content,
+                content_hash=trust.content_hash(content),
+                sketch=trust.sketch(trust.word_set(content)),
+                tags=self._tags(item.tags, content, where),
+                importance=float(importance),
+                status=item.status if item.status in EntryStatus.values else EntryStatus.ACTIVE,
+                source=EntrySource.IMPORT,
+                created_by="import",
+                created_at=item.created_at,
+                updated_at=item.created_at,
+                legacy_id=legacy_id,
+            )
+        )
+        self.report.counts[f"entries created ({item.category})"] += 1
+        if sum(len(batch) for batch in self._pending.values()) >= BATCH_SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        """Store the queued entries. The unique (agent, legacy_id) constraint makes a concurrent import of
+        the same source skip, not duplicate."""
+        for batch in self._pending.values():
+            if not batch:
+                continue
+            VaultEntry.objects.bulk_create(batch, batch_size=BATCH_SIZE, ignore_conflicts=True)
+            before = self._created_total
+            self._created_total += len(batch)
+            if self._created_total // PROGRESS_EVERY > before // PROGRESS_EVERY:
+                self.report.say(f"  ... {self._created_total} entries stored")
+        self._pending = {}
+
+    # Files and project context -------------------------------------------------------------------
+
+    def file_put(
+        self,
+        agent: Agent | None,
+        path: str,
+        content: str,
+        *,
+        enabled: bool | None = None,
+        sort_order: int | None = None,
+        where,
+    ) -> None:
+        """Create or update a workspace file. A file that already holds this content is unchanged; one
+        that held it before a later edit is left alone (the edit wins); otherwise the import overwrites
+        it and the previous content is versioned."""
+        if agent is None:
+            self.report.counts["files skipped (no valid agent)"] += 1
+            return
+        existing = WorkspaceFile.objects.filter(agent=agent, path=path, deleted_at__isnull=True).first()
+        if existing is not None and existing.content == content:
+            self.report.counts["files unchanged"] += 1
+        elif (
+            existing is not None
+            and WorkspaceFileVersion.objects.filter(file=existing, content=content).exists()
+            and existing.content not in {text for _, text, _ in DEFAULT_WORKSPACE_FILES}
+        ):
+            self.report.counts["files skipped (edited since an earlier import)"] += 1
+            return
+        else:
+            try:
+                _, created = services.file_write(
+                    agent=agent,
+                    path=path,
+                    content=content,
+                    changed_by="import",
+                    markdown_only=not path.startswith("memories/"),
+                )
+            except DomainError as exc:
+                self.report.problem(where, f"{exc.detail} File skipped")
+                return
+            self.report.counts["files created" if created else "files updated"] += 1
+        if enabled is not None or sort_order is not None:
+            services.file_settings_set(agent=agent, path=path, enabled=enabled, sort_order=sort_order)
+
+    def project_context(self, content: str, *, where) -> None:
+        project = Project.objects.get(pk=self.project.pk)
+        if project.context == content:
+            self.report.counts["project context unchanged"] += 1
+            return
+        try:
+            services.project_context_set(project=project, content=content, changed_by="import")
+        except DomainError as exc:
+            self.report.problem(where, exc.detail)
+            return
+        self.report.counts["project context replaced (previous text versioned)"] += 1

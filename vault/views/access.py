@@ -1,0 +1,57 @@
+"""What every curator page shares: the login and curator check, htmx detection, the acting user's
+label, and placing a service's error on a form."""
+
+from functools import wraps
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.urls import reverse
+
+from memoryproject.errors import DomainError, NotFound
+from vault import selectors
+
+UNPROCESSABLE = 422
+
+
+def is_htmx(request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def actor(request) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+def curator_required(view):
+    """Login (anonymous → login page), then staff or curator group (else 403); NotFound → 404."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            if is_htmx(request):
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = f"{reverse(settings.LOGIN_URL)}?next={request.get_full_path()}"
+                return response
+            return redirect_to_login(request.get_full_path())
+        if not selectors.user_is_curator(request.user):
+            raise PermissionDenied("Curator pages need staff status or the curator group.")
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound as exc:
+            raise Http404(exc.detail) from None
+
+    return wrapper
+
+
+def form_errors(form, exc: DomainError) -> None:
+    """Put a service's error on the form fields it names, or on the form as a whole."""
+    placed = False
+    for error in exc.errors:
+        field = (error.get("loc") or [None])[-1]
+        if field in form.fields:
+            form.add_error(field, exc.detail)
+            placed = True
+            break
+    if not placed:
+        form.add_error(None, exc.detail)

@@ -1,0 +1,226 @@
+"""An agent's vault page and its entries: create, read, edit, delete, tick tasks, restore versions.
+
+Each view renders its full page, or only the named partial htmx asked for, so every page also works as
+plain navigation without JavaScript.
+"""
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from memoryproject.errors import DomainError
+from vault import selectors, services
+from vault.forms import (
+    EntryFilterForm,
+    EntryForm,
+    TaskToggleForm,
+)
+from vault.models import Category, EntrySource, EntryStatus
+from vault.render import version_diffs
+from vault.views.access import UNPROCESSABLE, actor, curator_required, form_errors, is_htmx
+
+# --- Agent vault -----------------------------------------------------------------------------------
+
+
+def _vault_context(request, agent, *, create_form=None):
+    filters = EntryFilterForm(request.GET)
+    cleaned = filters.cleaned_data if filters.is_valid() else {}
+    status = cleaned.get("status") or EntryStatus.ACTIVE
+    counts = selectors.category_counts(agent, status=None if status == "all" else status)
+    # No category asked for: open the first tab that has entries rather than an empty one.
+    category = cleaned.get("category") or next(
+        (value for value in Category.values if counts[value]), Category.DECISIONS
+    )
+    entries = selectors.entry_list(
+        agent=agent,
+        category=category,
+        status=None if status == "all" else status,
+        tag=cleaned.get("tag") or None,
+        source=cleaned.get("source") or None,
+    )
+    page = Paginator(entries, settings.MEMORY_UI_PAGE_SIZE).get_page(request.GET.get("page"))
+    return {
+        "agent": agent,
+        "project": agent.project,
+        "vault_url": reverse("vault-agent", args=[agent.project.slug, agent.slug]),
+        "filters": filters,
+        "category": category,
+        "status": status,
+        "tabs": [(value, label, counts[value]) for value, label in Category.choices],
+        "page": page,
+        "tags": selectors.agent_tags(agent),
+        "sources": EntrySource.choices,
+        "create_form": create_form or EntryForm(initial={"category": category}),
+    }
+
+
+@curator_required
+def agent_vault(request, project, agent):
+    agent = selectors.agent_get_for_user(request.user, project, agent)
+    context = _vault_context(request, agent)
+    template = "vault/agent.html#vault-panel" if is_htmx(request) else "vault/agent.html"
+    return render(request, template, context)
+
+
+@curator_required
+@require_POST
+def entry_create(request, project, agent):
+    agent = selectors.agent_get_for_user(request.user, project, agent)
+    form = EntryForm(request.POST)
+    if form.is_valid():
+        try:
+            entry = services.entry_create(
+                agent=agent,
+                category=form.cleaned_data["category"],
+                content=form.cleaned_data["content"],
+                tags=form.cleaned_data["tags"],
+                importance=form.cleaned_data["importance"],
+                status=form.cleaned_data["status"],
+                source=EntrySource.UI,
+                created_by=actor(request),
+            )
+        except DomainError as exc:
+            form_errors(form, exc)
+        else:
+            messages.success(request, f"Entry #{entry.pk} created.")
+            url = reverse("vault-agent", args=[agent.project.slug, agent.slug])
+            return redirect(f"{url}?category={entry.category}")
+    context = _vault_context(request, agent, create_form=form)
+    context["create_open"] = True
+    return render(request, "vault/agent.html", context, status=UNPROCESSABLE)
+
+
+# --- One entry -------------------------------------------------------------------------------------
+
+
+def _card(request, entry, *, status=200, note=""):
+    return render(request, "vault/agent.html#entry-card", {"entry": entry, "note": note}, status=status)
+
+
+@curator_required
+def entry_detail(request, entry_id):
+    entry = selectors.entry_get_for_user(request.user, entry_id)
+    versions = list(selectors.entry_history(entry))
+    history = version_diffs(
+        entry,
+        versions,
+        total=len(versions),
+        describe=lambda v: f" ({v.get_action_display().lower()})",
+        fields=("category", "importance", "tags", "status"),
+    )
+    return render(
+        request,
+        "vault/entry_detail.html",
+        {
+            "entry": entry,
+            "project": entry.project,
+            "agent": entry.agent,
+            "history": history,
+            "chain": selectors.entry_chain(entry),
+            "superseded_by": selectors.entry_superseded_by(entry),
+            "review_items": selectors.entry_review_items(entry),
+        },
+    )
+
+
+@curator_required
+def entry_card(request, entry_id):
+    entry = selectors.entry_get_for_user(request.user, entry_id)
+    if not is_htmx(request):
+        return redirect("vault-entry-detail", entry.pk)
+    return _card(request, entry)
+
+
+@curator_required
+@require_http_methods(["GET", "POST"])
+def entry_edit(request, entry_id):
+    entry = selectors.entry_get_for_user(request.user, entry_id)
+    status = 200
+    if request.method == "POST":
+        form = EntryForm(request.POST)
+        if form.is_valid():
+            try:
+                entry = services.entry_update(
+                    entry_id=entry.pk,
+                    changes=services.EntryChanges(
+                        category=form.cleaned_data["category"],
+                        content=form.cleaned_data["content"],
+                        tags=form.cleaned_data["tags"],
+                        importance=form.cleaned_data["importance"],
+                        status=form.cleaned_data["status"],
+                    ),
+                    changed_by=actor(request),
+                )
+            except DomainError as exc:
+                form_errors(form, exc)
+            else:
+                if is_htmx(request):
+                    return _card(request, entry, note="Saved; the previous text is in the history.")
+                messages.success(request, f"Entry #{entry.pk} saved.")
+                return redirect("vault-entry-detail", entry.pk)
+        status = UNPROCESSABLE
+    else:
+        form = EntryForm.for_entry(entry)
+    context = {"entry": entry, "form": form, "project": entry.project, "agent": entry.agent}
+    template = "vault/agent.html#entry-edit" if is_htmx(request) else "vault/entry_edit.html"
+    return render(request, template, context, status=status)
+
+
+@curator_required
+@require_http_methods(["GET", "POST"])
+def entry_delete(request, entry_id):
+    entry = selectors.entry_get_for_user(request.user, entry_id)
+    if request.method == "POST":
+        services.entry_delete(entry_id=entry.pk, deleted_by=actor(request))
+        if is_htmx(request):
+            return render(request, "vault/agent.html#entry-deleted", {"entry": entry})
+        messages.success(request, f"Entry #{entry.pk} deleted; its last text is kept in the history.")
+        url = reverse("vault-agent", args=[entry.project.slug, entry.agent.slug])
+        return redirect(f"{url}?category={entry.category}")
+    context = {"entry": entry, "project": entry.project, "agent": entry.agent}
+    template = "vault/agent.html#entry-delete-confirm" if is_htmx(request) else "vault/entry_delete.html"
+    return render(request, template, context)
+
+
+@curator_required
+@require_POST
+def entry_task_toggle(request, entry_id):
+    entry = selectors.entry_get_for_user(request.user, entry_id)
+    form = TaskToggleForm(request.POST)
+    note = ""
+    status = 200
+    if form.is_valid():
+        try:
+            entry = services.entry_task_toggle(
+                entry_id=entry.pk,
+                line=form.cleaned_data["line"],
+                done=form.cleaned_data["done"],
+                changed_by=actor(request),
+            )
+        except DomainError as exc:
+            note, status = exc.detail, UNPROCESSABLE
+    else:
+        note, status = "That task could not be read; reload and try again.", UNPROCESSABLE
+    if is_htmx(request):
+        return _card(request, entry, status=status, note=note)
+    if note:
+        messages.error(request, note)
+    return redirect("vault-entry-detail", entry.pk)
+
+
+@curator_required
+@require_POST
+def entry_restore(request, entry_id, version_id):
+    entry = selectors.entry_get_for_user(request.user, entry_id)
+    version = selectors.entry_version_get(entry, version_id)
+    newest_first = list(selectors.entry_history(entry).values_list("pk", flat=True))
+    number = len(newest_first) - newest_first.index(version.pk)  # per entry, oldest 1
+    services.entry_restore(entry_id=entry.pk, version_id=version.pk, changed_by=actor(request))
+    messages.success(request, f"Restored version {number}; the text it replaced is in the history.")
+    return redirect("vault-entry-detail", entry.pk)
+
+
+# --- Project settings ------------------------------------------------------------------------------

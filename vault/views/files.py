@@ -1,0 +1,91 @@
+"""An agent's workspace files page: edit, preview, history, settings."""
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_http_methods, require_POST
+
+from memoryproject.errors import DomainError
+from vault import selectors, services
+from vault.forms import (
+    FileForm,
+    FileSettingsForm,
+)
+from vault.render import markdown_html, version_diffs
+from vault.views.access import UNPROCESSABLE, actor, curator_required
+
+PREVIEW_MAX_CHARS = 200_000
+
+
+def _file_context(agent, file, form=None):
+    versions = list(selectors.file_history(file)[:20]) if file else []
+    total = selectors.file_history(file).count() if len(versions) == 20 else len(versions)
+    history = version_diffs(file, versions, total=total)
+    return {
+        "agent": agent,
+        "project": agent.project,
+        "files": selectors.files_list(agent=agent),
+        "file": file,
+        "form": form or (FileForm(initial={"path": file.path, "content": file.content}) if file else None),
+        "preview": mark_safe(markdown_html(file.content)) if file else "",  # noqa: S308 - sanitised by nh3
+        "history": history,
+    }
+
+
+@curator_required
+@require_http_methods(["GET", "POST"])
+def files(request, project, agent):
+    agent = selectors.agent_get_for_user(request.user, project, agent)
+    path = request.GET.get("path") or request.POST.get("path") or ""
+    file = selectors.file_get(agent=agent, path=path) if path else None
+    if request.method == "POST":
+        form = FileForm(request.POST)
+        if form.is_valid():
+            try:
+                services.file_write(
+                    agent=agent, path=path, content=form.cleaned_data["content"], changed_by=actor(request)
+                )
+            except DomainError as exc:
+                form.add_error(None, exc.detail)
+            else:
+                messages.success(request, f"{path} saved; the previous text is in the history.")
+                return redirect(
+                    reverse("vault-file", args=[agent.project.slug, agent.slug]) + f"?path={path}"
+                )
+        return render(request, "vault/files.html", _file_context(agent, file, form), status=UNPROCESSABLE)
+    return render(request, "vault/files.html", _file_context(agent, file))
+
+
+@curator_required
+@require_POST
+def file_preview(request, project, agent):
+    selectors.agent_get_for_user(request.user, project, agent)
+    content = request.POST.get("content", "")[:PREVIEW_MAX_CHARS]
+    preview = mark_safe(markdown_html(content))  # noqa: S308 - sanitised by nh3
+    return render(request, "vault/files.html#preview", {"preview": preview})
+
+
+@curator_required
+@require_POST
+def file_settings(request, project, agent):
+    agent = selectors.agent_get_for_user(request.user, project, agent)
+    path = request.POST.get("path", "")
+    selectors.file_get(agent=agent, path=path)
+    form = FileSettingsForm(request.POST)
+    url = reverse("vault-file", args=[agent.project.slug, agent.slug])
+    if form.is_valid():
+        try:
+            services.file_settings_set(
+                agent=agent,
+                path=path,
+                enabled=form.cleaned_data["enabled"],
+                sort_order=form.cleaned_data["sort_order"],
+            )
+        except DomainError as exc:
+            messages.error(request, exc.detail)
+        else:
+            messages.success(request, f"{path}: settings saved.")
+    else:
+        messages.error(request, "Sort order must be a whole number.")
+    return redirect(f"{url}?path={path}" if request.POST.get("back") == "file" else url)
