@@ -38,7 +38,7 @@ class Session(models.Model):
         null=True, blank=True, help_text="The model's window as the agent reports it (else the default)."
     )
     buffer_started_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the working buffer activated (seed 002)."
+        null=True, blank=True, help_text="When the working buffer activated."
     )
     status_changed_at = models.DateTimeField(null=True, blank=True)
     active_branch = models.ForeignKey(
