@@ -45,14 +45,19 @@ def resolve_mode(mode: str | None) -> str:
 _KIND_OF = {"entries": "entry", "messages": "message", "files": "file"}
 
 
-def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int) -> list[dict]:
+def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int, vector=None) -> list[dict]:
     """The semantic arm: the nearest items of the scope, read with the search's filters, each with
-    `similarity` and its score `factor`."""
+    `similarity` and its score `factor`. `vector` is the query's embedding when already computed."""
     agents = scope.agent_ids if scope.agent_ids is not None else [None]
     hits = []
     for agent_id in agents:
         hits += semantic_search(
-            project_id=scope.project_id, agent_id=agent_id, kinds=set(kinds), query=q, limit=depth
+            project_id=scope.project_id,
+            agent_id=agent_id,
+            kinds=set(kinds),
+            query=q,
+            limit=depth,
+            vector=vector,
         )
     similarity = {(hit.kind, hit.object_id): hit.similarity for hit in hits}
     rows = []

@@ -48,6 +48,7 @@ from search.ranking import (
     _text_score_sql,
     entry_where,
 )
+from search.semantic import query_vector_start
 from sessions_app.selectors import archived_messages_matching
 from vault.models import (
     Agent,
@@ -133,33 +134,39 @@ def entries_best_by_category(
     agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int], q: str = ""
 ) -> dict[str, list[dict]]:
     """The best active entries of each category in `limits` for one compiled command `q`, ranked as
-    search ranks them (context injection: top decisions and top lessons): in hybrid mode one search
-    per category, lexically in one query."""
+    search ranks them (context injection: top decisions and top lessons), in one retrieval: the
+    lexical arm in one query for every category; in hybrid mode the query embedded once (while that
+    query runs) and one semantic scan, whose hits are fused with each category's lexical rows as a
+    search of that category would fuse them."""
     unknown = [c for c in limits if c not in Category.values]
     if unknown:
         raise InvalidInput(
             f"Unknown categories: {', '.join(unknown)}", [{"loc": ["category"], "msg": "unknown"}]
         )
-    if q.strip() and fusion.resolve_mode(None) == "hybrid":
-        scope = SearchScope(agent.project_id, [agent.pk])
-        return {
-            category: search_run(
-                q=q,
-                scope=scope,
-                filters=SearchFilters(kinds=("entries",), category=category, limit=int(n)),
-                compiled=compiled,
-            ).results
-            for category, n in limits.items()
-        }
-    rows = _entries(
-        compiled,
-        SearchScope(agent.project_id, [agent.pk]),
-        SearchFilters(kinds=("entries",), status=EntryStatus.ACTIVE),
-        per_category=limits,
-    )
-    best: dict[str, list[dict]] = {category: [] for category in limits}
-    for row in rows:
-        best[row["category"]].append(row)
+    scope = SearchScope(agent.project_id, [agent.pk])
+    filters = SearchFilters(kinds=("entries",), status=EntryStatus.ACTIVE)
+    hybrid = bool(q.strip()) and fusion.resolve_mode(None) == "hybrid"
+    embedding = query_vector_start(q) if hybrid else None
+    depth = {
+        category: max(int(n), fusion.FUSION_DEPTH) if hybrid else int(n) for category, n in limits.items()
+    }
+    lexical: dict[str, list[dict]] = {category: [] for category in limits}
+    for row in _entries(compiled, scope, filters, per_category=depth):
+        lexical[row["category"]].append(row)
+    if embedding is None:
+        return lexical
+    vector = embedding.result()
+    semantic: dict[str, list[dict]] = {category: [] for category in limits}
+    if vector:
+        for row in fusion.semantic_rows(q, scope, filters, ["entries"], fusion.FUSION_DEPTH, vector=vector):
+            if row["category"] in semantic:
+                semantic[row["category"]].append(row)
+    best = {}
+    for category, n in limits.items():
+        page = fusion.fuse(lexical[category], semantic[category])[: int(n)]
+        for row in page:
+            row["score"] = round(float(row["score"]), 6)
+        best[category] = page
     return best
 
 
@@ -297,11 +304,16 @@ def search_run(
     if mode != "lexical":  # each arm gives its best rows to the fusion, which then cuts the page
         wanted = replace(filters, offset=0, limit=max(filters.offset + filters.limit, fusion.FUSION_DEPTH))
     rows: list[dict] = []
+    # The query is embedded in the background while the lexical arm runs its SQL.
+    embedding = query_vector_start(q) if mode != "lexical" else None
     if mode != "semantic":
         rows = _lexical_rows(compiled, scope, wanted, entries_only)
-    if mode != "lexical":
+    if embedding is not None:
         kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
-        semantic = fusion.semantic_rows(q, scope, filters, kinds, wanted.limit)
+        vector = embedding.result()  # None when the query cannot be embedded: lexical results only
+        semantic = (
+            fusion.semantic_rows(q, scope, filters, kinds, wanted.limit, vector=vector) if vector else []
+        )
         rows = fusion.fuse(rows, semantic)
     else:
         for row in rows:

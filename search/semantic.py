@@ -15,7 +15,10 @@ iterative scan when it is large: see docs/benchmarks.md for where the two cross.
 """
 
 import logging
+import threading
 import time
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -46,6 +49,17 @@ NO_PGVECTOR = (
     "pgvector is not installed in this database: semantic search is off and search is lexical only "
     "(install the pgvector extension, then run `manage.py embed_backfill`)"
 )
+
+# Query vectors already computed, by (model, text): agents repeat queries, and context injection asks
+# the same command once per section. Bounded, least recently used first out.
+QUERY_CACHE_SIZE = settings.MEMORY_SEARCH_QUERY_CACHE
+_query_cache: OrderedDict[tuple[str, str], tuple[float, ...]] = OrderedDict()
+_query_cache_lock = threading.Lock()
+# The query is embedded on this one thread while the lexical arm waits on PostgreSQL (the engine
+# releases the GIL). One thread per process, so the process has one team of OpenMP threads rather
+# than one per request thread. Created on first use, so each forked web worker has its own.
+_embed_pool: ThreadPoolExecutor | None = None
+_embed_pool_lock = threading.Lock()
 
 _pgvector_by_database: dict[str, bool] = {}
 # /healthz is unauthenticated and polled; counting pending items reads every searchable row (md5 of
@@ -103,6 +117,48 @@ def semantic_status(*, project_id: int | None = None, with_pending: bool = True)
     return status
 
 
+def query_vector(query: str) -> tuple[float, ...] | None:
+    """The configured model's vector of a search query, from the cache when it was asked before;
+    None when embeddings are off or the query cannot be embedded (a remote backend that is down:
+    the lexical arm still answers)."""
+    embedder = embedder_get()
+    if embedder is None or not query.strip():
+        return None
+    key = (embedder.model_id, query)
+    with _query_cache_lock:
+        cached = _query_cache.get(key)
+        if cached is not None:
+            _query_cache.move_to_end(key)
+            return cached
+    try:
+        vector = tuple(embedder.embed_query(query))
+    except EmbeddingError as exc:
+        logger.warning("semantic search skipped: the query could not be embedded: %s", exc)
+        return None
+    if QUERY_CACHE_SIZE > 0:
+        with _query_cache_lock:
+            _query_cache[key] = vector
+            _query_cache.move_to_end(key)
+            while len(_query_cache) > QUERY_CACHE_SIZE:
+                _query_cache.popitem(last=False)
+    return vector
+
+
+def query_vector_start(query: str) -> Future:
+    """Start embedding `query` in the background; the future's result is query_vector(query)."""
+    global _embed_pool
+    if _embed_pool is None:
+        with _embed_pool_lock:
+            if _embed_pool is None:
+                _embed_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
+    return _embed_pool.submit(query_vector, query)
+
+
+def query_cache_clear() -> None:
+    with _query_cache_lock:
+        _query_cache.clear()
+
+
 def _scope_rows(cursor, *, project_id: int, agent_id: int | None, model: str, kinds: list[str]) -> int:
     """Embeddings in the scope, counted up to the exact-scan limit (an index-only scan)."""
     column, value = ("agent_id", agent_id) if agent_id is not None else ("project_id", project_id)
@@ -115,23 +171,27 @@ def _scope_rows(cursor, *, project_id: int, agent_id: int | None, model: str, ki
 
 
 def semantic_search(
-    *, project_id: int, agent_id: int | None, kinds: set[str], query: str, limit: int
+    *,
+    project_id: int,
+    agent_id: int | None,
+    kinds: set[str],
+    query: str,
+    limit: int,
+    vector: tuple[float, ...] | None = None,
 ) -> list[SemanticHit]:
     """The `limit` items of the project (of one agent when agent_id is given) whose embedding is
     nearest the query's, best first; a file's best chunk stands for the file. [] when semantic
     search is off, the query is blank or cannot be embedded (a remote backend that is down). The
-    caller has already checked the principal's scope."""
+    caller has already checked the principal's scope. `vector` is query_vector(query) when the
+    caller has it already."""
     wanted = sorted({_KIND_NAMES[kind] for kind in kinds if kind in _KIND_NAMES})
     if not wanted or not query.strip() or limit < 1 or not semantic_enabled():
         return []
     embedder = embedder_get()
-    try:
-        query_vector = embedder.embed_query(query)
-    except EmbeddingError as exc:
-        # A remote embedding server that is down must not take search down: the lexical arm answers.
-        logger.warning("semantic search skipped: the query could not be embedded: %s", exc)
+    query_embedding = vector if vector is not None else query_vector(query)
+    if query_embedding is None:
         return []
-    vector = "[" + ",".join(f"{x:.7g}" for x in query_vector) + "]"
+    vector = "[" + ",".join(f"{x:.7g}" for x in query_embedding) + "]"
     dimensions = int(embedder.dimensions)
     params = {
         "q": vector,
