@@ -162,7 +162,13 @@ CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
         if REDIS_URL
-        else {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": CACHE_TABLE}
+        else {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": CACHE_TABLE,
+            # Django culls a third of the table once it holds MAX_ENTRIES keys (default 300): live
+            # rate-limit counters of busy tokens would be dropped and their limits not hold.
+            "OPTIONS": {"MAX_ENTRIES": 1_000_000},
+        }
     )
 }
 
