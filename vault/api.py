@@ -53,18 +53,15 @@ def agent_list(request):
 
 @router.post("/agents/{agent}/entries", response={200: EntryOut, 201: EntryOut}, summary="Create an entry")
 def entry_create(request, agent: str, payload: EntryIn):
-    target = agent_for_write(request, agent)
-    if payload.supersedes is not None:
-        selectors.entry_get_for_principal(request.auth, payload.supersedes)
-    entry = services.entry_create(
-        agent=target,
+    entry = services.entry_create_for_principal(
+        request.auth,
+        agent=agent_for_write(request, agent),
         category=payload.category,
         content=payload.content,
         tags=payload.tags,
         importance=payload.importance,
         confidence=payload.confidence,
         supersedes_id=payload.supersedes,
-        created_by=request.auth.label,
     )
     # A duplicate is not stored again: the existing entry comes back, bumped, with duplicate_of.
     return Status(200 if entry.duplicate_of else 201, entry)

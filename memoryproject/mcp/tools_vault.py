@@ -33,17 +33,14 @@ def memory_save(
     payload = EntryIn(
         category=category, content=content, tags=tags or [], importance=importance, supersedes=supersedes
     )
-    target = agent_for_write(caller, agent)
-    if payload.supersedes is not None:
-        selectors.entry_get_for_principal(caller.principal, payload.supersedes)
-    entry = services.entry_create(
-        agent=target,
+    entry = services.entry_create_for_principal(
+        caller.principal,
+        agent=agent_for_write(caller, agent),
         category=payload.category,
         content=payload.content,
         tags=payload.tags,
         importance=payload.importance,
         supersedes_id=payload.supersedes,
-        created_by=caller.principal.label,
     )
     out = dump(EntryOut, entry)
     if entry.duplicate_of:

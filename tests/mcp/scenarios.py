@@ -176,6 +176,11 @@ async def other_agent_refused(session, ops_entry_id: int) -> None:
     for name, arguments in attempts:
         message = await refused(session, name, **arguments)
         assert "not found" in message.lower(), f"{name}: {message}"
+    # Saving into its own memory an entry that supersedes the other agent's is refused the same way.
+    message = await refused(
+        session, "memory_save", category="decisions", content="x", supersedes=ops_entry_id
+    )
+    assert "not found" in message.lower(), message
     # Forgetting by id reports what it may not see as not found, and touches nothing.
     forgot = await call(session, "memory_forget", ids=[ops_entry_id])
     assert forgot["count"] == 0 and forgot["not_found"] == [ops_entry_id]

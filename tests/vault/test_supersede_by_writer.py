@@ -75,3 +75,17 @@ def test_an_edit_of_an_entry_deleted_meanwhile_is_not_found(agent_a):
         services.entry_update(
             entry_id=entry.pk, changes=services.EntryChanges(importance=0.9), changed_by="t"
         )
+
+
+def test_an_entry_of_another_agent_cannot_be_superseded(api, token_a, agent_a, agent_b):
+    theirs = services.entry_create(agent=agent_b, category="decisions", content=OLD)
+    response = api.post(
+        "/agents/agent-a/entries",
+        {"category": "decisions", "content": NEW, "supersedes": theirs.pk},
+        token=token_a,
+    )
+    assert response.status_code == 404
+    assert "not found" in response.json()["detail"].lower()
+    theirs.refresh_from_db()
+    assert theirs.status == EntryStatus.ACTIVE
+    assert not VaultEntry.objects.filter(agent=agent_a).exists()

@@ -8,6 +8,7 @@ from vault.selectors import daily_note_path
 from vault.services.entries import (
     EntryChanges,
     entry_create,
+    entry_create_for_principal,
     entry_delete,
     entry_restore,
     entry_task_toggle,
@@ -62,6 +63,7 @@ __all__ = [
     "daily_note_path",
     "entries_mark_accessed",
     "entry_create",
+    "entry_create_for_principal",
     "entry_delete",
     "entry_restore",
     "entry_supersede",

@@ -8,7 +8,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
-from vault import trust
+from vault import selectors, trust
 from vault.models import (
     Agent,
     Category,
@@ -22,6 +22,7 @@ from vault.models import (
     VaultEntry,
     VersionAction,
 )
+from vault.principal import Principal
 from vault.redaction import redact, redact_for_project
 from vault.text import tags_normalise, task_line_set, text_check
 
@@ -177,6 +178,33 @@ def _duplicate_check(agent: Agent, category: str, digest: str, words: frozenset[
     if existing is not None and score >= BORDERLINE_THRESHOLD:
         return None, (ReviewKind.DUPLICATE, existing, f"{score:.0%} similar to entry {existing.pk}")
     return None, None
+
+
+def entry_create_for_principal(
+    principal: Principal,
+    *,
+    agent: Agent,
+    category: str,
+    content: str,
+    tags: list[str] | None = None,
+    importance: float | None = None,
+    confidence: float | None = None,
+    supersedes_id: int | None = None,
+) -> VaultEntry:
+    """entry_create on behalf of a caller (the API and the MCP server): the entry it supersedes must
+    be one the caller may read (else 404, as reading it would), and the entry records who wrote it."""
+    if supersedes_id is not None:
+        selectors.entry_get_for_principal(principal, supersedes_id)
+    return entry_create(
+        agent=agent,
+        category=category,
+        content=content,
+        tags=tags,
+        importance=importance,
+        confidence=confidence,
+        supersedes_id=supersedes_id,
+        created_by=principal.label,
+    )
 
 
 def entry_create(
