@@ -23,7 +23,7 @@ def test_the_api_answers_503_with_retry_after_when_the_database_is_unreachable(a
 
 @pytest.mark.django_db
 def test_an_api_write_that_loses_the_database_midway_gets_503(api, token_a):
-    with mock.patch("vault.services.entry_create", side_effect=CONNECTION_REFUSED):
+    with mock.patch("vault.services.entry_create_for_principal", side_effect=CONNECTION_REFUSED):
         response = api.post(
             "/agents/agent-a/entries", {"category": "lessons", "content": "Retry me later"}, token=token_a
         )
@@ -48,3 +48,26 @@ def test_healthz_says_503_with_retry_after_when_the_database_is_unreachable(clie
     assert response.status_code == 503
     assert response["Retry-After"]
     assert response.json()["database"] == "unavailable"
+
+
+@pytest.mark.django_db
+def test_a_created_entry_is_serialised_without_touching_the_database(agent_a, token_a):
+    """The database dying after the commit gave a 500 while the response read the entry's review
+    items; everything the response shows is now read before it is serialised."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from vault import services
+    from vault.models import ApiToken
+    from vault.schemas import EntryOut
+    from vault.selectors import token_authenticate
+
+    principal = token_authenticate(token_a)
+    assert ApiToken.objects.exists() and principal is not None
+    entry = services.entry_create_for_principal(
+        principal, agent=agent_a, category="lessons", content="Retry me later"
+    )
+    with CaptureQueriesContext(connection) as queries:
+        out = EntryOut.from_orm(entry).model_dump()
+    assert out["review"] == [] and out["superseded_by"] is None
+    assert len(queries) == 0, [q["sql"] for q in queries]

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, prefetch_related_objects
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
@@ -192,10 +192,11 @@ def entry_create_for_principal(
     supersedes_id: int | None = None,
 ) -> VaultEntry:
     """entry_create on behalf of a caller (the API and the MCP server): the entry it supersedes must
-    be one the caller may read (else 404, as reading it would), and the entry records who wrote it."""
+    be one the caller may read (else 404, as reading it would), and the entry records who wrote it.
+    The entry comes back with what its response shows already loaded."""
     if supersedes_id is not None:
         selectors.entry_get_for_principal(principal, supersedes_id)
-    return entry_create(
+    entry = entry_create(
         agent=agent,
         category=category,
         content=content,
@@ -205,6 +206,10 @@ def entry_create_for_principal(
         supersedes_id=supersedes_id,
         created_by=principal.label,
     )
+    # What the response shows (its review items, what supersedes it) is read here, where losing the
+    # database is a 503, not while the response is serialised, where it was a 500.
+    prefetch_related_objects([entry], "review_items", "superseded_by")
+    return entry
 
 
 def entry_create(
