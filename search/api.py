@@ -4,7 +4,7 @@ from typing import Literal
 from ninja import Query, Router
 
 from search import selectors, services
-from search.schemas import ContextIn, ContextOut, SearchOut
+from search.schemas import ContextIn, ContextOut, SearchOut, search_out
 from vault.models import TokenScope
 from vault.schemas import CategoryName
 from vault.selectors import agent_get_for_principal
@@ -46,12 +46,7 @@ def search(
         mode=mode,
     )
     outcome = selectors.search_for_principal(request.auth, q=q, agent=agent, filters=filters)
-    return {
-        "results": outcome.results,
-        "took_ms": outcome.took_ms,
-        "terms": [term.label for term in outcome.query.terms],
-        "corrections": outcome.query.corrections,
-    }
+    return search_out(outcome)
 
 
 @router.post("/agents/{agent}/context", response=ContextOut, summary="Memory context for a new session")

@@ -67,6 +67,12 @@ class CompiledQuery:
     # `match` without the exclusions: for looking up containers (an archived session) whose parts are
     # then checked one by one, where excluding the whole container would lose the other parts.
     match_terms: str = ""
+    # Quoted phrases that matched nothing and were searched as their separate words instead.
+    relaxed: list[str] = field(default_factory=list)
+
+    @property
+    def phrases_required(self) -> bool:
+        return any(term.required for term in self.terms)
 
     @property
     def patterns(self) -> list[str]:
@@ -80,10 +86,12 @@ def query_parse(q: str) -> list[Item | str]:
         minus, phrase, bare = match.groups()
         if phrase is not None:
             words = _WORD_RE.findall(phrase)
-            if len(words) == 1:
+            if len(words) == 1 and words[0] == phrase.strip():
                 parts.append(Item(words[0], excluded=bool(minus)))
             elif words:
-                parts.append(Item(" ".join(words), phrase=True, excluded=bool(minus)))
+                # The phrase as typed, so that PostgreSQL's parser splits it as it split the stored
+                # text: "11/22/63" is one token there, not the three words 11, 22 and 63.
+                parts.append(Item(" ".join(phrase.split()), phrase=True, excluded=bool(minus)))
             continue
         if bare in ("OR", "|"):
             parts.append("OR")
@@ -255,7 +263,9 @@ def _compiled(terms: list[Term], exclusions: list[str], excluded_items: list[Ite
     required = [t.tsquery for t in terms if t.required]
     optional = [t.tsquery for t in terms if not t.required]
     match_parts = list(required)
-    if optional:
+    if optional and not required:
+        # With a required phrase, the other words only rank: a row holding the phrase and none of
+        # them is still a match.
         match_parts.append(optional[0] if len(optional) == 1 else "( " + " | ".join(optional) + " )")
     match = " & ".join(match_parts + exclusions)
     match_all = " & ".join([t.tsquery for t in terms] + exclusions)
@@ -269,10 +279,39 @@ def _compiled(terms: list[Term], exclusions: list[str], excluded_items: list[Ite
     )
 
 
-def query_compile(q: str) -> CompiledQuery:
-    """Compile a search string into tsqueries; InvalidInput when nothing searchable is left."""
+def _phrases_relaxed(groups: list[list[Item]]) -> tuple[list[list[Item]], list[str]]:
+    """The groups with each quoted phrase replaced by its words (optional, like unquoted ones)."""
+    relaxed: list[list[Item]] = []
+    phrases: list[str] = []
+    for group in groups:
+        if not any(item.phrase for item in group):
+            relaxed.append(group)
+            continue
+        phrases += [item.text for item in group if item.phrase]
+        if len(group) == 1:
+            relaxed += [[Item(word)] for word in _WORD_RE.findall(group[0].text)]
+        else:  # `"a b" OR c`: the phrase's words join the alternatives
+            relaxed.append(
+                [
+                    Item(w)
+                    for item in group
+                    for w in (_WORD_RE.findall(item.text) if item.phrase else [item.text])
+                ]
+            )
+    return relaxed, phrases
+
+
+def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
+    """Compile a search string into tsqueries; InvalidInput when nothing searchable is left.
+
+    With `relax_phrases`, quoted phrases are searched as their separate words (what a search falls
+    back to when a required phrase matches nothing: a title written differently, other punctuation);
+    the CompiledQuery names them in `relaxed`."""
     _query_check(q)
     groups, excluded_items = _groups(query_parse(q))
+    relaxed: list[str] = []
+    if relax_phrases:
+        groups, relaxed = _phrases_relaxed(groups)
     items = [item for group in groups for item in group] + excluded_items
     if len(items) > MAX_WORDS:
         raise InvalidInput(
@@ -341,7 +380,9 @@ def query_compile(q: str) -> CompiledQuery:
         if tsquery:
             exclusions.append("!" + tsquery)
 
-    return _compiled(terms, exclusions, excluded_items, neighbours)
+    compiled = _compiled(terms, exclusions, excluded_items, neighbours)
+    compiled.relaxed = relaxed
+    return compiled
 
 
 _SNIPPET_BEFORE = 30

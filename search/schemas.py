@@ -38,6 +38,10 @@ class SearchOut(Schema):
     took_ms: float
     terms: list[str] = Field(description="The query terms that were searched for, after stopwords")
     corrections: dict[str, list[str]] = Field(description="Typo neighbours used for unknown words")
+    relaxed_phrases: list[str] = Field(
+        default_factory=list,
+        description="Quoted phrases that matched nothing in the scope, so their words were searched instead",
+    )
 
 
 class ContextIn(Schema):
@@ -65,3 +69,14 @@ class EmbeddingsStatusOut(Schema):
     pending: int  # items waiting to be embedded (new, edited, or made by another model)
     enabled: bool  # semantic search runs (embeddings on and pgvector present)
     detail: str | None = None  # why semantic search is off
+
+
+def search_out(outcome) -> dict:
+    """The SearchOut body of a search outcome (REST and MCP answer the same)."""
+    return {
+        "results": outcome.results,
+        "took_ms": outcome.took_ms,
+        "terms": [term.label for term in outcome.query.terms],
+        "corrections": outcome.query.corrections,
+        "relaxed_phrases": outcome.query.relaxed,
+    }

@@ -151,7 +151,11 @@ def entries_best_by_category(
         category: max(int(n), fusion.FUSION_DEPTH) if hybrid else int(n) for category, n in limits.items()
     }
     lexical: dict[str, list[dict]] = {category: [] for category in limits}
-    for row in _entries(compiled, scope, filters, per_category=depth):
+    rows = _entries(compiled, scope, filters, per_category=depth)
+    if not rows and compiled.phrases_required and q.strip():
+        relaxed = _phrases_relaxed_compile(q)  # as search_run does when a quoted phrase finds nothing
+        rows = _entries(relaxed, scope, filters, per_category=depth) if relaxed is not None else []
+    for row in rows:
         lexical[row["category"]].append(row)
     if embedding is None:
         return lexical
@@ -308,6 +312,13 @@ def search_run(
     embedding = query_vector_start(q) if mode != "lexical" else None
     if mode != "semantic":
         rows = _lexical_rows(compiled, scope, wanted, entries_only)
+        if not rows and compiled.phrases_required:
+            # A quoted phrase that matches nothing here (written differently, other punctuation)
+            # would leave the lexical arm empty: search its words instead, and say so.
+            relaxed = _phrases_relaxed_compile(q)
+            if relaxed is not None:
+                compiled = relaxed
+                rows = _lexical_rows(compiled, scope, wanted, entries_only)
     if embedding is not None:
         kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
         vector = embedding.result()  # None when the query cannot be embedded: lexical results only
@@ -335,6 +346,13 @@ def search_run(
     return SearchOutcome(
         results=page, took_ms=round((time.perf_counter() - started) * 1000, 2), query=compiled
     )
+
+
+def _phrases_relaxed_compile(q: str) -> CompiledQuery | None:
+    try:
+        return query_compile(q, relax_phrases=True)
+    except InvalidInput:  # nothing searchable once the phrases are words (only stopwords)
+        return None
 
 
 def _lexical_rows(

@@ -10,7 +10,7 @@ from memoryproject.mcp.annotations import READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, current_caller, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, Category
 from search import selectors, services
-from search.schemas import ContextIn, ContextOut, SearchOut
+from search.schemas import ContextIn, ContextOut, SearchOut, search_out
 from vault.models import TokenScope
 
 Kind = Literal["entries", "messages", "files"]
@@ -69,15 +69,7 @@ def memory_search(
     outcome = selectors.search_for_principal(
         caller.principal, q=query, agent=agent or caller.default_agent, filters=filters
     )
-    return dump(
-        SearchOut,
-        {
-            "results": outcome.results,
-            "took_ms": outcome.took_ms,
-            "terms": [term.label for term in outcome.query.terms],
-            "corrections": outcome.query.corrections,
-        },
-    )
+    return dump(SearchOut, search_out(outcome))
 
 
 def register(server) -> None:

@@ -79,6 +79,9 @@ async def every_tool(session) -> int:
     found = await call(session, "memory_search", query="postgresql retrieval", kinds=["entries"])
     assert entry_id in [r["id"] for r in found["results"]]
     assert found["results"][0]["snippet"] and "score" in found["results"][0]
+    relaxed = await call(session, "memory_search", query='"retrieval for PostgreSQL"', kinds=["entries"])
+    assert entry_id in [r["id"] for r in relaxed["results"]]
+    assert relaxed["relaxed_phrases"] == ["retrieval for PostgreSQL"]
 
     context = await session.call_tool("memory_context", {"task": "improve retrieval"})
     assert not context.is_error

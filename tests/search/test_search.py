@@ -5,7 +5,7 @@ import time_machine
 from django.utils import timezone
 
 from search.query import edit_distance_one, query_compile, snippet_build
-from search.selectors import SearchFilters, SearchScope, search_run
+from search.selectors import SearchFilters, SearchScope, entries_best_by_category, search_run
 from vault import services
 
 pytestmark = pytest.mark.django_db
@@ -124,7 +124,48 @@ def test_phrase_requires_the_words_in_order(agent_a, make_entry):
     together = make_entry(agent_a, "we use a connection pool for the ledger")
     apart = make_entry(agent_a, "the pool of workers handles each connection")
     assert find(agent_a, '"connection pool"') == [together.pk]
+    assert find(agent_a, '"connection pool" kubernetes') == [together.pk]  # other words only rank
     assert set(find(agent_a, "connection pool")) == {together.pk, apart.pk}
+
+
+def test_a_quoted_title_with_punctuation_matches_as_the_text_was_split(agent_a, make_entry):
+    book = make_entry(agent_a, "I just finished 11/22/63 by Stephen King, loved it")
+    make_entry(agent_a, "The meeting moved from 11 to 22 past 63")
+    assert find(agent_a, 'what did she think of "11/22/63"?') == [book.pk]
+    assert find(agent_a, '"state-of-the-art" parser') == []
+
+
+def test_a_quoted_phrase_that_matches_nothing_is_searched_as_words_and_says_so(
+    api, token_a, agent_a, make_entry
+):
+    entry = make_entry(agent_a, "We watched The Lord of the Rings: The Two Towers last night")
+    make_entry(agent_a, "Nothing about films in this one")
+    response = api.get("/search", token=token_a, q='did they like "Two Towers movie"?', kinds="entries")
+    body = response.json()
+    assert ids(response) == [entry.pk]
+    assert body["relaxed_phrases"] == ["Two Towers movie"]
+    assert "Towers" in body["terms"] and "Two Towers movie" not in body["terms"]
+    # A phrase that does match stays required, and nothing is relaxed.
+    response = api.get("/search", token=token_a, q='"Two Towers" night', kinds="entries")
+    assert ids(response) == [entry.pk] and response.json()["relaxed_phrases"] == []
+    assert find(agent_a, '"Two Towers" OR "Towers Two"') == [entry.pk]
+
+
+def test_a_relaxed_phrase_keeps_exclusions_and_other_agents_out(agent_a, agent_b, make_entry):
+    make_entry(agent_a, "Towers of Hanoi puzzle solved in Rust")
+    wanted = make_entry(agent_a, "Towers of Hanoi puzzle solved in Go")
+    make_entry(agent_b, "Towers of Hanoi puzzle solved in Go, by agent b")
+    assert find(agent_a, '"Hanoi Towers puzzle" -rust') == [wanted.pk]
+
+
+def test_context_finds_a_decision_named_by_a_phrase_written_differently(agent_a, make_entry):
+    decision = make_entry(agent_a, "Decided: the billing service keeps its own PostgreSQL schema")
+    make_entry(agent_a, "Decided: logs go to Loki")
+    command = 'what about the "billing-service schema"?'
+    best = entries_best_by_category(
+        agent_a, compiled=query_compile(command), limits={"decisions": 3}, q=command
+    )
+    assert [row["id"] for row in best["decisions"]] == [decision.pk]
 
 
 def test_exclusion_removes_matching_entries(agent_a, make_entry):
