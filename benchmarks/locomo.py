@@ -206,6 +206,8 @@ STOPWORDS = frozenset(
 )
 _TOKEN = re.compile(r"\w+(?:'\w+)?")
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
+_RANGE = re.compile(r"D:?(\d+):(\d+)\s*-\s*D?:?(\d+):(\d+)")
+MAX_RANGE = 50  # a longer "range" is taken as its two ends, not expanded
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
 _MONTHS = {
     m: i
@@ -290,6 +292,22 @@ def session_date(text: str) -> datetime:
     return datetime(int(year), _MONTHS[month.lower()], int(day), hour, int(minute), tzinfo=UTC)
 
 
+def _label_pieces(label: str) -> list[str]:
+    """The turn ids one raw evidence label names: `D8:6; D9:17` -> two ids, a range `D12:3-D12:5` ->
+    each id in it, ids glued by a colon (`D13:45:D20:19`) -> two, stray spaces and punctuation (`D 2:18`,
+    `D5:3.`) dropped."""
+
+    def expand(match: re.Match) -> str:
+        s1, t1, s2, t2 = (int(g) for g in match.groups())
+        if s1 == s2 and 0 <= t2 - t1 <= MAX_RANGE:
+            return " ".join(f"D{s1}:{t}" for t in range(t1, t2 + 1))
+        return f"D{s1}:{t1} D{s2}:{t2}"
+
+    text = _RANGE.sub(expand, re.sub(r"D\s+(?=\d)", "D", str(label)))
+    text = re.sub(r"(?<=\d):(?=D)", " ", text)
+    return [p.strip(".:") for p in re.split(r"[;,\s]+", text) if p.strip(".:")]
+
+
 def evidence_normalise(raw: Iterable[str], known: set[str]) -> tuple[list[str], int, list[str]]:
     """Canonical evidence ids (`D<session>:<turn>`, no leading zeros) found in the raw labels, how many
     raw labels had to be repaired, and the pieces that name no known turn (dropped)."""
@@ -297,7 +315,7 @@ def evidence_normalise(raw: Iterable[str], known: set[str]) -> tuple[list[str], 
     fixed = 0
     dropped: list[str] = []
     for label in raw:
-        pieces = [p for p in re.split(r"[;,\s]+", str(label)) if p]
+        pieces = _label_pieces(label)
         found = []
         for piece in pieces or [str(label)]:
             match = _EVIDENCE.fullmatch(piece)
@@ -310,6 +328,26 @@ def evidence_normalise(raw: Iterable[str], known: set[str]) -> tuple[list[str], 
             fixed += 1
         ids.extend(x for x in found if x not in ids)
     return ids, fixed, dropped
+
+
+def questions_read(
+    dataset: "Dataset", qas: Iterable[dict], known: set[str], wanted: set[int]
+) -> list["Question"]:
+    """The questions of the wanted categories with their evidence normalised; the dataset counts what
+    was repaired and dropped."""
+    questions = []
+    for qa in qas:
+        if qa.get("category") not in wanted:
+            continue
+        evidence, fixed, dropped = evidence_normalise(qa.get("evidence", []), known)
+        dataset.evidence_fixed += fixed
+        dataset.evidence_dropped += len(dropped)
+        dataset.dropped_examples += dropped[: max(0, 10 - len(dataset.dropped_examples))]
+        if not evidence:
+            dataset.questions_dropped += 1
+            continue
+        questions.append(Question(str(qa["question"]), int(qa["category"]), evidence))
+    return questions
 
 
 def dataset_parse(data: list[dict], categories: Iterable[int] = CATEGORIES) -> Dataset:
@@ -330,18 +368,7 @@ def dataset_parse(data: list[dict], categories: Iterable[int] = CATEGORIES) -> D
                 dia_id = f"D{int(match.group(1))}:{int(match.group(2))}" if match else raw["dia_id"]
                 turns.append(Turn(dia_id, number, raw["speaker"], text.strip(), start + i * TURN_SPACING))
         known = {t.dia_id for t in turns}
-        questions = []
-        for qa in sample.get("qa", []):
-            if qa.get("category") not in wanted:
-                continue
-            evidence, fixed, dropped = evidence_normalise(qa.get("evidence", []), known)
-            dataset.evidence_fixed += fixed
-            dataset.evidence_dropped += len(dropped)
-            dataset.dropped_examples += dropped[: max(0, 10 - len(dataset.dropped_examples))]
-            if not evidence:
-                dataset.questions_dropped += 1
-                continue
-            questions.append(Question(str(qa["question"]), int(qa["category"]), evidence))
+        questions = questions_read(dataset, sample.get("qa", []), known, wanted)
         dataset.conversations.append(Conversation(str(sample["sample_id"]), speakers, turns, questions))
     return dataset
 

@@ -1,4 +1,5 @@
-"""bench_recall (benchmarks/locomo.py and its command) on a tiny conversation set in LoCoMo's format."""
+"""bench_recall (benchmarks/locomo.py, benchmarks/realtalk.py and the command) on tiny conversation
+sets in LoCoMo's and REALTALK's formats."""
 
 import io
 from datetime import UTC, datetime
@@ -8,6 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from benchmarks.datasets import dataset_read
 from benchmarks.locomo import (
     Scores,
     dataset_load,
@@ -20,6 +22,7 @@ from sessions_app.models import Message
 from vault.models import Project
 
 TINY = Path(__file__).parent / "fixtures" / "tiny_conversations.json"
+TINY_REALTALK = Path(__file__).parent / "fixtures" / "tiny_realtalk"
 
 
 def test_evidence_ids_are_normalised_and_the_unknown_ones_counted():
@@ -28,6 +31,16 @@ def test_evidence_ids_are_normalised_and_the_unknown_ones_counted():
     assert ids == ["D8:6", "D9:17", "D11:26", "D30:5"]
     assert fixed == 3
     assert dropped == ["D", "D99:1"]
+
+
+def test_ranges_glued_ids_and_stray_punctuation_in_evidence_labels_are_repaired():
+    known = {f"D12:{n}" for n in range(1, 20)} | {"D13:45", "D20:19", "D2:18", "D5:3"}
+    ids, fixed, dropped = evidence_normalise(
+        ["D12:3-D12:5", "D13:45:D20:19", "D 2:18", "D5:3.", "D12:1-D40:2", "D12:4"], known
+    )
+    assert ids == ["D12:3", "D12:4", "D12:5", "D13:45", "D20:19", "D2:18", "D5:3", "D12:1"]
+    assert fixed == 5  # the last label was already canonical
+    assert dropped == ["D40:2"]  # a range across sessions is taken as its two ends, not expanded
 
 
 def test_the_dataset_loads_turns_with_their_session_dates_and_categories_1_to_4():
@@ -92,3 +105,59 @@ def test_the_command_deletes_its_project_and_rejects_a_bad_file(tmp_path):
     bad.write_text('[{"conversation": {}}]')
     with pytest.raises(CommandError):
         call_command("bench_recall", dataset=str(bad), in_process=True, stdout=io.StringIO())
+
+
+def test_a_realtalk_folder_loads_with_each_message_dated_and_its_labels_repaired():
+    data = dataset_read(TINY_REALTALK)
+    assert dataset_read(TINY_REALTALK / "Chat_1_Rita_Tomas.json", "realtalk").turns == data.turns == 7
+    (conv,) = data.conversations
+    assert conv.sample_id == "Chat_1_Rita_Tomas" and conv.speakers == ("Rita", "tomas")
+    assert [t.when for t in conv.turns[:3]] == [
+        datetime(2023, 12, 29, 22, 42, 4, tzinfo=UTC),
+        datetime(2023, 12, 29, 22, 45, 10, tzinfo=UTC),
+        datetime(2023, 12, 30, 8, 1, tzinfo=UTC),
+    ]
+    vase = conv.turns[3]
+    assert (vase.dia_id, vase.session) == ("D1:4", 2)  # the id's prefix need not be its session
+    assert "a blue ceramic vase" in vase.document
+    assert [q.evidence for q in conv.questions] == [["D1:1", "D1:2", "D1:3"], ["D2:1", "D2:3"], ["D1:4"]]
+    assert (data.evidence_fixed, data.evidence_dropped, data.questions_dropped) == (3, 2, 1)
+
+
+def test_the_format_is_told_by_shape_and_a_wrong_one_is_refused(tmp_path):
+    assert len(dataset_read(TINY).conversations) == 2
+    with pytest.raises(ValueError, match="folder"):
+        dataset_read(TINY_REALTALK, "locomo")
+    with pytest.raises(ValueError, match="not a REALTALK"):
+        dataset_read(TINY, "realtalk")
+    with pytest.raises(FileNotFoundError):
+        dataset_read(tmp_path / "missing")
+    (tmp_path / "odd.json").write_text('{"a": 1}')
+    with pytest.raises(ValueError, match="neither"):
+        dataset_read(tmp_path / "odd.json")
+    with pytest.raises(ValueError, match="no REALTALK"):
+        dataset_read(_empty(tmp_path), "realtalk")
+
+
+def _empty(tmp_path: Path) -> Path:
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.django_db
+def test_the_command_runs_a_realtalk_folder_with_each_message_at_its_own_time():
+    out = io.StringIO()
+    call_command("bench_recall", dataset=str(TINY_REALTALK), in_process=True, keep=True, stdout=out)
+    report = out.getvalue()
+    assert "1 conversations, 7 turns, 3 questions" in report
+    lines = {tuple(line.split()[:2]): line.split() for line in report.splitlines() if line.split()}
+    assert lines[("bm25", "all")][2] == lines[("search", "all")][2] == "3"
+    assert float(lines[("search", "all")][4]) >= 0.6
+    messages = Message.objects.filter(project__slug="bench-recall")
+    assert messages.count() == 7
+    snow = messages.get(client_id="D2:2")
+    assert snow.created_at == datetime(2024, 1, 5, 19, 4, tzinfo=UTC)
+    assert (snow.role, messages.get(client_id="D2:3").role) == ("user", "assistant")  # "tomas" answers
+    with pytest.raises(CommandError, match="known format"):
+        call_command("bench_recall", dataset=str(TINY), format="realtalk", stdout=io.StringIO())

@@ -1,8 +1,8 @@
-"""Recall of `/search` on a public long-conversation benchmark (LoCoMo's format), over HTTP.
+"""Recall of `/search` on a public long-conversation benchmark (LoCoMo or REALTALK), over HTTP.
 
 Creates a fresh project `bench-recall` (one agent per conversation), starts gunicorn on 127.0.0.1,
-posts every session's turns through `POST /agents/{agent}/messages` with the session's date, asks
-every question of categories 1-4 through `GET /search?kinds=messages&agent=...&limit=10` and prints
+posts every session's turns through `POST /agents/{agent}/messages` with their dates (LoCoMo dates
+sessions, REALTALK each message), asks every question of categories 1-4 through `GET /search?kinds=messages&agent=...&limit=10` and prints
 R@5, R@10 and MRR overall and per category, beside a stemmed BM25 baseline (benchmarks/locomo.py)
 computed on the same turns in the same run. The project is deleted afterwards unless --keep.
 
@@ -23,7 +23,8 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from benchmarks.locomo import CATEGORIES, Bm25Baseline, Dataset, Scores, dataset_load
+from benchmarks.datasets import FORMATS, dataset_read
+from benchmarks.locomo import CATEGORIES, Bm25Baseline, Dataset, Scores
 from vault import services as vault_services
 from vault.models import Agent, Project, TokenScope
 
@@ -60,11 +61,19 @@ class ClientTransport:
 
 
 class Command(BaseCommand):
-    help = "Recall of /search on a long-conversation benchmark (LoCoMo format) beside a stemmed BM25."
+    help = "Recall of /search on a long-conversation benchmark (LoCoMo, REALTALK) beside a stemmed BM25."
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--dataset", required=True, help="Path to locomo10.json (or a file in its format)."
+            "--dataset",
+            required=True,
+            help="LoCoMo's locomo10.json, or a REALTALK chat file or folder of them (data/ of its repository).",
+        )
+        parser.add_argument(
+            "--format",
+            choices=FORMATS,
+            default="auto",
+            help="The dataset's format (default: told by its shape).",
         )
         parser.add_argument(
             "--mode",
@@ -83,12 +92,14 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         self._check_migrated()
         path = Path(options["dataset"])
-        if not path.is_file():
-            raise CommandError(f"no such dataset file: {path}")
         try:
-            dataset = dataset_load(path)
-        except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
-            raise CommandError(f"{path} is not in LoCoMo's format: {exc}") from exc
+            dataset = dataset_read(path, options["format"])
+        except FileNotFoundError as exc:
+            raise CommandError(str(exc)) from exc
+        except (ValueError, KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
+            raise CommandError(
+                f"{path} is not a dataset in a known format ({options['format']}): {exc!r}"
+            ) from exc
         if options["conversations"] > 0:
             dataset.conversations = dataset.conversations[: options["conversations"]]
         modes = [m.strip() for m in options["mode"].split(",") if m.strip()] or [""]
@@ -205,13 +216,14 @@ class Command(BaseCommand):
     def _ingest(self, dataset: Dataset, agents: dict[str, Agent], transport) -> None:
         for conv in dataset.conversations:
             agent = agents[conv.sample_id]
+            first = conv.speakers[0].casefold()
             for number, turns in conv.sessions().items():
                 body = {
                     "session": f"{conv.sample_id}-session-{number}",
                     "messages": [
                         {
                             "id": turn.dia_id,
-                            "role": "user" if turn.speaker == conv.speakers[0] else "assistant",
+                            "role": "user" if turn.speaker.casefold() == first else "assistant",
                             "text": turn.document,
                             "timestamp": turn.when.isoformat(),
                         }
