@@ -163,11 +163,10 @@ CACHES = {
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
         if REDIS_URL
         else {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            # Django's database cache, culled by expiry (live rate-limit counters are never dropped,
+            # dead ones do not pile up): memoryproject/cache.py.
+            "BACKEND": "memoryproject.cache.DatabaseCache",
             "LOCATION": CACHE_TABLE,
-            # Django culls a third of the table once it holds MAX_ENTRIES keys (default 300): live
-            # rate-limit counters of busy tokens would be dropped and their limits not hold.
-            "OPTIONS": {"MAX_ENTRIES": 1_000_000},
         }
     )
 }

@@ -5,12 +5,18 @@ import re
 import stat
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import time_machine
+from django.core.cache import cache, caches
+from django.core.cache.backends.db import DatabaseCache
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.test import Client, override_settings
 
+from memoryproject import cache as cache_module
 from memoryproject.security import secret_key_load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,8 +71,6 @@ def test_it_answers_429_with_retry_after_once_a_token_is_over_its_limit(api, tok
 
 @override_settings(MEMORY_API_RATE_LIMIT="3/m")
 def test_a_busy_shared_cache_does_not_drop_a_tokens_count(api, token_a, agent_a):
-    from django.core.cache import cache
-
     for _ in range(3):
         assert api.get("/me", token=token_a).status_code == 200
     # Many other keys (other tokens' counters): the database cache culled a third of its keys, in key
@@ -143,3 +147,23 @@ def test_no_template_has_inline_handlers_scripts_or_styles():
         assert not re.search(r"\son(click|change|focus|submit|load|input|keyup|keydown)=", text), path
         assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", text), path
         assert "style=" not in text and "<style" not in text, path
+
+
+@pytest.mark.django_db
+def test_the_database_cache_deletes_dead_windows_and_keeps_live_counters(monkeypatch):
+    """Rate-limit counters of past windows are never read again: they must not pile up (every write
+    counted them) nor push live counters out."""
+    if not isinstance(caches["default"], DatabaseCache):
+        pytest.skip("REDIS_URL is set: the cache is Redis")
+    monkeypatch.setattr(cache_module, "CULL_SECONDS", 0.0)
+    cache.clear()
+    with time_machine.travel(datetime(2026, 3, 1, 12, 0, tzinfo=UTC), tick=False):
+        cache.set_many({f"window-1-token-{i}": i for i in range(500)}, 60)
+        cache.set("live-counter", 7, 3600)
+    with time_machine.travel(datetime(2026, 3, 1, 12, 5, tzinfo=UTC), tick=False):
+        cache.set("window-6-token-1", 1, 60)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT cache_key FROM memory_cache ORDER BY cache_key")
+            keys = [row[0].split(":")[-1] for row in cursor.fetchall()]
+        assert keys == ["live-counter", "window-6-token-1"]
+        assert cache.get("live-counter") == 7
