@@ -326,7 +326,7 @@ MEMORY_EMBEDDINGS_RUN_SECONDS = env_float("MEMORY_EMBEDDINGS_RUN_SECONDS", 240, 
 MEMORY_EMBEDDINGS_CHUNK_CHARS = env_int("MEMORY_EMBEDDINGS_CHUNK_CHARS", 1500, minimum=100)
 # Semantic search: a scope holding up to this many embeddings is scanned exactly, a larger one walks
 # the HNSW index with this hnsw.ef_search (larger: better recall, slower).
-MEMORY_SEMANTIC_EXACT_MAX_ROWS = env_int("MEMORY_SEMANTIC_EXACT_MAX_ROWS", 10_000, minimum=0)
+MEMORY_SEMANTIC_EXACT_MAX_ROWS = env_int("MEMORY_SEMANTIC_EXACT_MAX_ROWS", 25_000, minimum=0)
 MEMORY_SEMANTIC_EF_SEARCH = env_int("MEMORY_SEMANTIC_EF_SEARCH", 100, minimum=10, maximum=1000)
 # Search queries whose embedding each web process keeps (least recently used first out); 0 disables.
 MEMORY_SEARCH_QUERY_CACHE = env_int("MEMORY_SEARCH_QUERY_CACHE", 1024, minimum=0, maximum=1_000_000)
