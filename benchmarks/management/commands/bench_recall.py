@@ -119,7 +119,8 @@ class Command(BaseCommand):
                 started = time.perf_counter()
                 self._ingest(dataset, agents, transport)
                 self.stdout.write(f"ingested {dataset.turns} turns in {time.perf_counter() - started:.1f} s")
-                self._after_ingest()
+            # A reused project's embeddings may be stale too (another model, another embedded text).
+            self._embeddings_current()
             results = {"bm25": self._baseline(dataset)}
             for mode in modes:
                 results[mode or "search"] = self._ask(dataset, agents, transport, mode)
@@ -175,9 +176,9 @@ class Command(BaseCommand):
     def _slug(sample_id: str) -> str:
         return "conv-" + "".join(ch if ch.isalnum() else "-" for ch in sample_id.lower())[:58]
 
-    def _after_ingest(self) -> None:
-        """Make the just-written rows searchable as a running server would have them (embeddings are
-        computed off the request path: run what is waiting)."""
+    def _embeddings_current(self) -> None:
+        """Make the rows searchable as a running server would have them (embeddings are computed off
+        the request path: run what is waiting)."""
         from django.core.management import get_commands
 
         if "embed_backfill" in get_commands():
