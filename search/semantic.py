@@ -41,6 +41,8 @@ _KIND_NAMES = {
 # Up to this many embeddings in the scope an exact scan is about as fast as the HNSW index, and exact
 # (docs/benchmarks.md); above it the index is walked. Module attributes so benchmarks can force either.
 EXACT_SCAN_MAX_ROWS = settings.MEMORY_SEMANTIC_EXACT_MAX_ROWS
+# Above this many rows the planner may split an exact scan among parallel workers: asked not to.
+SERIAL_SCAN_MIN_ROWS = 10_000
 # Rows over-fetched per hit asked, so that several chunks of one file still leave `limit` items.
 CHUNK_SLACK = 3
 HNSW_EF_SEARCH = settings.MEMORY_SEMANTIC_EF_SEARCH
@@ -204,18 +206,21 @@ def semantic_search(
     }
     agent_filter = "AND agent_id = %(agent)s" if agent_id is not None else ""
     with transaction.atomic(), connection.cursor() as cursor:
-        exact = dimensions > 2000 or (
-            _scope_rows(
+        rows = (
+            None  # HNSW indexes at most 2,000 dimensions: always exact
+            if dimensions > 2000
+            else _scope_rows(
                 cursor, project_id=project_id, agent_id=agent_id, model=embedder.model_id, kinds=wanted
             )
-            <= EXACT_SCAN_MAX_ROWS
         )
+        exact = rows is None or rows <= EXACT_SCAN_MAX_ROWS
         if exact:
-            # An expression the HNSW index does not serve: the planner takes the scope's btree index,
-            # in one process: parallel workers made a 50,000-row scan 1.2 times slower on 2 cores
-            # (docs/benchmarks.md).
+            # An expression the HNSW index does not serve: the planner takes the scope's btree index.
             distance = "(vector <=> %(q)s::vector)"
-            cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            if rows is None or rows > SERIAL_SCAN_MIN_ROWS:
+                # In one process: parallel workers made a 50,000-row scan 1.2 times slower on 2
+                # cores (docs/benchmarks.md); smaller scans are never parallel (no extra round trip).
+                cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         else:
             distance = f"(vector::vector({dimensions}) <=> %(q)s::vector({dimensions}))"
             # pgvector 0.8: keep walking the graph until enough rows pass the tenant filter.
