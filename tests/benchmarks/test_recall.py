@@ -25,6 +25,14 @@ TINY = Path(__file__).parent / "fixtures" / "tiny_conversations.json"
 TINY_REALTALK = Path(__file__).parent / "fixtures" / "tiny_realtalk"
 
 
+def report_of(dataset: Path) -> tuple[str, dict[tuple[str, str], list[str]]]:
+    """bench_recall's report on a dataset (in-process, project kept), and its rows by (method, category)."""
+    out = io.StringIO()
+    call_command("bench_recall", dataset=str(dataset), in_process=True, keep=True, stdout=out)
+    report = out.getvalue()
+    return report, {tuple(line.split()[:2]): line.split() for line in report.splitlines() if line.split()}
+
+
 def test_evidence_ids_are_normalised_and_the_unknown_ones_counted():
     known = {"D8:6", "D9:17", "D11:26", "D30:5"}
     ids, fixed, dropped = evidence_normalise(["D8:6; D9:17", "D:11:26", "D30:05", "D", "D99:1"], known)
@@ -78,12 +86,9 @@ def test_metrics():
 
 @pytest.mark.django_db
 def test_the_command_ingests_asks_and_reports_beside_bm25():
-    out = io.StringIO()
-    call_command("bench_recall", dataset=str(TINY), in_process=True, keep=True, stdout=out)
-    report = out.getvalue()
+    report, lines = report_of(TINY)
     assert "2 conversations, 10 turns, 5 questions" in report
     assert "dropped: 2" in report
-    lines = {tuple(line.split()[:2]): line.split() for line in report.splitlines() if line.split()}
     bm25, search = lines[("bm25", "all")], lines[("search", "all")]
     assert bm25[2] == search[2] == "5"
     assert float(search[4]) >= 0.8  # R@10: every evidence turn of these questions is easy to find
@@ -147,11 +152,8 @@ def _empty(tmp_path: Path) -> Path:
 
 @pytest.mark.django_db
 def test_the_command_runs_a_realtalk_folder_with_each_message_at_its_own_time():
-    out = io.StringIO()
-    call_command("bench_recall", dataset=str(TINY_REALTALK), in_process=True, keep=True, stdout=out)
-    report = out.getvalue()
+    report, lines = report_of(TINY_REALTALK)
     assert "1 conversations, 7 turns, 3 questions" in report
-    lines = {tuple(line.split()[:2]): line.split() for line in report.splitlines() if line.split()}
     assert lines[("bm25", "all")][2] == lines[("search", "all")][2] == "3"
     assert float(lines[("search", "all")][4]) >= 0.6
     messages = Message.objects.filter(project__slug="bench-recall")
