@@ -44,12 +44,17 @@ class Command(BaseCommand):
         Project.objects.filter(slug=options["project"]).delete()
         project = services.project_create(slug=options["project"], name="write benchmark")
         agents = {}
+
+        def agent_of(item: dict) -> Agent:
+            # Made on first use: a small corpus does not name every agent the probes write for.
+            if item["agent"] not in agents:
+                agents[item["agent"]] = Agent.objects.create(project=project, slug=item["agent"])
+            return agents[item["agent"]]
+
         started = time.perf_counter()
         batch = []
         for item in corpus_generate(n, agents=50, seed=7):
-            agent = agents.get(item["agent"])
-            if agent is None:
-                agent = agents[item["agent"]] = Agent.objects.create(project=project, slug=item["agent"])
+            agent = agent_of(item)
             batch.append(
                 VaultEntry(
                     project=project,
@@ -76,7 +81,7 @@ class Command(BaseCommand):
         probes = list(corpus_generate(writes, agents=50, seed=99))
         checked, bare = [], []
         for item in probes:
-            agent = agents[item["agent"]]
+            agent = agent_of(item)
             t0 = time.perf_counter()
             services.entry_create(
                 agent=agent, category=item["category"], content=item["content"], tags=item["tags"]
