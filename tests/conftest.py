@@ -5,7 +5,6 @@ import json
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 from django.test import Client
 
 from tests.factories import AgentFactory, CuratorFactory, EntryFactory, ProjectFactory, TokenFactory
@@ -51,18 +50,6 @@ class ApiClient:
 
     def delete(self, path, *, token=None):
         return self.request("delete", path, token=token)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _test_database_left_free(django_db_setup, django_db_blocker):
-    """End every other connection to the test database before it is dropped: servers that tests run
-    in threads (live servers, uvicorn) keep theirs, and one left open stops the drop."""
-    yield
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
 
 
 @pytest.fixture
