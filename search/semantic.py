@@ -38,8 +38,8 @@ _KIND_NAMES = {
     "file": "file",
     "files": "file",
 }
-# Up to this many embeddings in the scope an exact scan is about as fast as the HNSW index, and exact
-# (docs/benchmarks.md); above it the index is walked. Module attributes so benchmarks can force either.
+# Up to this many embeddings in the scope an exact scan is at least as fast as the filtered HNSW walk,
+# and exact (docs/benchmarks.md: 8.8 ms against 11.6 at 20,000 rows); above it the index is walked. Module attributes so benchmarks can force either.
 EXACT_SCAN_MAX_ROWS = settings.MEMORY_SEMANTIC_EXACT_MAX_ROWS
 # Above this many rows the planner may split an exact scan among parallel workers: asked not to.
 SERIAL_SCAN_MIN_ROWS = 10_000
