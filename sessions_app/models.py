@@ -5,7 +5,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
 
-from vault.models import GIN_PENDING_KB, bilingual_vectors, search_vector_field
+from vault.models import GIN_PENDING_KB, SearchVectorDeferredManager, bilingual_vectors, search_vector_field
 
 
 class SessionStatus(models.TextChoices):
@@ -91,7 +91,10 @@ class Message(models.Model):
         SearchVector("reply_to_text", config="portuguese", weight="D"),
     )
 
+    objects = SearchVectorDeferredManager()
+
     class Meta:
+        base_manager_name = "objects"
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(
@@ -244,7 +247,10 @@ class SessionArchive(models.Model):
     archived_at = models.DateTimeField(db_index=True)
     search_vector = search_vector_field(*bilingual_vectors("text"), scoped=False)
 
+    objects = SearchVectorDeferredManager()
+
     class Meta:
+        base_manager_name = "objects"
         ordering = ["-archived_at", "-id"]
         indexes = [
             GinIndex(
