@@ -340,9 +340,11 @@ class WorkspaceFile(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
-    search_vector = search_vector_field(
-        SearchVector("path", config="simple", weight="A"), *bilingual_vectors("content")
-    )
+    # Path (simple, weight A), content in English and Portuguese (weight B) and the scope lexemes, like
+    # the generated vectors of entries and messages, but kept by a trigger (migration 0011) so that an
+    # append parses only the appended text: a daily note grows all day, and re-parsing all of it on each
+    # exchange made every append slower than the one before.
+    search_vector = SearchVectorField(null=True, editable=False)
 
     objects = SearchVectorDeferredManager()
 

@@ -1,0 +1,110 @@
+"""A workspace file's search vector is kept by a trigger that parses only the appended text on an
+append (vault migration 0011). Whatever the write, it must hold the same lexemes, with the same
+weights, as a full parse of the file's current path and content."""
+
+from django.db import connection
+
+from vault import services
+from vault.models import WorkspaceFile
+
+NOTE = "memory/2026-11-24.md"
+
+FULL_PARSE = """
+    setweight(to_tsvector('simple', path), 'A')
+    || setweight(to_tsvector('english', content), 'B')
+    || setweight(to_tsvector('portuguese', content), 'B')
+    || ('#a' || agent_id::text)::tsvector
+    || ('#p' || project_id::text)::tsvector
+"""
+
+
+def _lexemes(file_id: int) -> dict[str, tuple[list[str], list[str]]]:
+    """Per weight (A: path, B: content, D: scope lexemes), the stored and the fully parsed lexemes."""
+    out = {}
+    with connection.cursor() as cursor:
+        for weight in "abd":
+            cursor.execute(
+                f"SELECT tsvector_to_array(ts_filter(search_vector, %s)),"
+                f" tsvector_to_array(ts_filter({FULL_PARSE}, %s))"
+                " FROM vault_workspacefile WHERE id = %s",
+                [f"{{{weight}}}", f"{{{weight}}}", file_id],
+            )
+            stored, parsed = cursor.fetchone()
+            out[weight] = (sorted(stored), sorted(parsed))
+    return out
+
+
+def _assert_same_as_full_parse(file: WorkspaceFile) -> None:
+    lexemes = _lexemes(file.pk)
+    for weight, (stored, parsed) in lexemes.items():
+        assert stored == parsed, f"weight {weight}"
+    assert lexemes["b"][0], "the content has lexemes"
+
+
+def _matches(file: WorkspaceFile, config: str, word: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT search_vector @@ plainto_tsquery(%s::regconfig, %s) FROM vault_workspacefile WHERE id = %s",
+            [config, word, file.pk],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_appends_give_the_lexemes_of_a_full_parse(agent_a):
+    for i in range(25):
+        file = services.file_append(
+            agent=agent_a,
+            path=NOTE,
+            text=f"\n## [10:{i:02d}:00]\n**User:** running the flaky tests again, round{i}\n"
+            f"**Agent:** corremos os testes de novo e eles passaram\n",
+            changed_by="t",
+            header="# Daily Notes -- 2026-11-24\n",
+        )
+    _assert_same_as_full_parse(file)
+    assert _matches(file, "english", "round24")  # the last append is searchable
+    assert _matches(file, "english", "run")  # English stemming of the appended text
+    assert _matches(file, "portuguese", "passar")  # and Portuguese
+    assert _matches(file, "simple", "2026")  # the path, weight A
+
+
+def test_an_append_that_continues_a_word_is_parsed_with_that_word(agent_a):
+    services.file_write(agent=agent_a, path="notes.md", content="deploy to kuber", changed_by="t")
+    file = services.file_append(agent=agent_a, path="notes.md", text="netes tonight\n", changed_by="t")
+    assert file.content == "deploy to kubernetes tonight\n"
+    assert _matches(file, "english", "kubernetes")
+    assert not _matches(file, "simple", "kuber")
+    _assert_same_as_full_parse(file)
+
+
+def test_edits_rewrites_and_renames_parse_the_whole_file_again(agent_a):
+    services.file_write(agent=agent_a, path="ops.md", content="We use Redis for the cache.\n", changed_by="t")
+    services.file_append(agent=agent_a, path="ops.md", text="Backups run nightly.\n", changed_by="t")
+    file, _ = services.file_edit(
+        agent=agent_a, path="ops.md", old_text="Redis", new_text="Memcached", changed_by="t"
+    )
+    assert _matches(file, "english", "memcached")
+    assert not _matches(file, "english", "redis")
+    _assert_same_as_full_parse(file)
+
+    file, _ = services.file_write(agent=agent_a, path="ops.md", content="Only Postgres now.\n", changed_by="t")
+    assert not _matches(file, "english", "backups")
+    _assert_same_as_full_parse(file)
+
+    file = services.file_rename(agent=agent_a, old_path="ops.md", new_path="infrastructure.md")
+    assert _matches(file, "simple", "infrastructure.md")
+    assert not _matches(file, "simple", "ops.md")
+    _assert_same_as_full_parse(file)
+
+
+def test_settings_changes_keep_the_vector(agent_a):
+    services.file_write(agent=agent_a, path="ops.md", content="Deploys happen on Fridays.\n", changed_by="t")
+    file = services.file_settings_set(agent=agent_a, path="ops.md", enabled=False, sort_order=7)
+    _assert_same_as_full_parse(file)
+    assert _matches(file, "english", "fridays")
+
+
+def test_search_finds_the_latest_append_of_a_daily_note(api, agent_a, token_a):
+    for word in ("zeppelin", "quokka", "axolotl"):
+        services.file_append(agent=agent_a, path=NOTE, text=f"We talked about the {word}.\n", changed_by="t")
+    results = api.get("/search", token=token_a, q="axolotl", kinds="files").json()["results"]
+    assert [r["path"] for r in results] == [NOTE]
