@@ -239,8 +239,11 @@ def _fold(text: str) -> str:
     Keeping the length lets a match found in the folded text be reported with the user's own spelling.
     Characters whose decomposition is longer than one letter (ligatures) are left alone for that reason.
     """
+    text = text.translate(_APOSTROPHES)
+    if text.isascii():  # most messages: nothing to fold
+        return text
     chars = []
-    for char in text.translate(_APOSTROPHES):
+    for char in text:
         base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
         chars.append(base if len(base) == 1 else char)
     return "".join(chars)
@@ -261,7 +264,7 @@ def _excerpt(sentence: str, start: int) -> str:
 def _trigger_find(trigger: _Trigger, sentence: str, folded: str) -> re.Match | None:
     if trigger.accented:
         return trigger.pattern.search(sentence)
-    if trigger.category == "specific_value":
+    if trigger.category == "specific_value" and "@" in folded:
         # An e-mail address is contact data, not a value: blank it so its digits and dots don't count.
         folded = _EMAIL.sub(lambda m: " " * len(m.group()), folded)
     for match in trigger.pattern.finditer(folded):
