@@ -5,6 +5,7 @@ import re
 import stat
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -167,3 +168,66 @@ def test_the_database_cache_deletes_dead_windows_and_keeps_live_counters(monkeyp
             keys = [row[0].split(":")[-1] for row in cursor.fetchall()]
         assert keys == ["live-counter", "window-6-token-1"]
         assert cache.get("live-counter") == 7
+
+
+def _database_cache_only():
+    if not isinstance(caches["default"], DatabaseCache):
+        pytest.skip("REDIS_URL is set: the cache is Redis")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_increments_of_one_counter_are_all_counted():
+    """Several web processes count the same token at once: every request must be counted (Django's
+    database cache read the value and wrote it back, so concurrent increments were lost)."""
+    _database_cache_only()
+    cache.add("rl-shared", 0, 600)
+    errors = []
+
+    def count():
+        try:
+            for _ in range(40):
+                cache.incr("rl-shared")
+        except Exception as exc:  # noqa: BLE001 - any failure fails the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=count) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert cache.get("rl-shared") == 240
+
+
+@pytest.mark.django_db
+def test_a_counter_keeps_its_expiry_and_an_expired_one_starts_again():
+    _database_cache_only()
+    with time_machine.travel(datetime(2026, 3, 1, 12, 0, tzinfo=UTC), tick=False):
+        assert cache.add("rl-window", 0, 60) is True
+        assert cache.add("rl-window", 0, 60) is False  # live: the window's count stays
+        assert cache.incr("rl-window") == 1
+    with time_machine.travel(datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC), tick=False):
+        assert cache.incr("rl-window", 5) == 6
+    with time_machine.travel(datetime(2026, 3, 1, 12, 1, 1, tzinfo=UTC), tick=False):
+        assert cache.get("rl-window") is None  # incrementing did not extend the window
+        with pytest.raises(ValueError):
+            cache.incr("rl-window")
+        assert cache.add("rl-window", 0, 60) is True  # the expired key is taken over
+        assert cache.get("rl-window") == 0
+
+
+@pytest.mark.django_db
+def test_the_database_cache_still_stores_any_value():
+    _database_cache_only()
+    assert cache.add("flag", True, 60) is True
+    assert cache.get("flag") is True
+    cache.set("settings", {"limit": 5, "name": "#int:7"}, 60)
+    assert cache.get("settings") == {"limit": 5, "name": "#int:7"}
+    cache.set("pickled-count", 3, 60)  # set() pickles: incr still works on it
+    assert cache.incr("pickled-count") == 4
+    assert cache.get_many(["flag", "settings", "missing"]) == {
+        "flag": True,
+        "settings": {"limit": 5, "name": "#int:7"},
+    }
