@@ -86,7 +86,9 @@ def test_edits_rewrites_and_renames_parse_the_whole_file_again(agent_a):
     assert not _matches(file, "english", "redis")
     _assert_same_as_full_parse(file)
 
-    file, _ = services.file_write(agent=agent_a, path="ops.md", content="Only Postgres now.\n", changed_by="t")
+    file, _ = services.file_write(
+        agent=agent_a, path="ops.md", content="Only Postgres now.\n", changed_by="t"
+    )
     assert not _matches(file, "english", "backups")
     _assert_same_as_full_parse(file)
 
