@@ -56,6 +56,20 @@ def message_path(head_id: int | None, *, max_depth: int = PATH_MAX_DEPTH) -> lis
     return [by_id[i] for i in ids if i in by_id]
 
 
+def recent_active_messages(
+    head_id: int | None, count: int, *, max_depth: int = PATH_MAX_DEPTH
+) -> list[Message]:
+    """The last `count` messages on the path to `head_id` that compaction has not archived, oldest
+    first, looking back at most `max_depth` messages: only those rows are loaded."""
+    ids = message_path_ids(head_id, max_depth=max_depth)
+    if not ids or count <= 0:
+        return []
+    active = set(Message.objects.filter(pk__in=ids, archived=False).values_list("pk", flat=True))
+    chosen = [i for i in ids if i in active][-count:]
+    by_id = Message.objects.in_bulk(chosen)
+    return [by_id[i] for i in chosen if i in by_id]
+
+
 def session_head_id(session: Session) -> int | None:
     """The message the session's active branch points to (None for an empty session)."""
     if session.active_branch_id is None:

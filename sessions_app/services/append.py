@@ -284,14 +284,19 @@ def messages_append(
     )
 
 
+RECOVERY_PATH_DEPTH = 200  # how far back the active messages before a user message are looked for
+
+
 def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
     """The recovery block when the newest user message of this append shows lost-context signals."""
     users = [m for m in rows if m.role == Role.USER and not m.internal]
     if not users:
         return None
     latest = users[-1]
-    history = [m for m in selectors.message_path(latest.parent_id, max_depth=200) if not m.archived]
-    signals = selectors.lost_context_signals(latest.text, history)
+    recent = selectors.recent_active_messages(
+        latest.parent_id, settings.MEMORY_RECOVERY_LOOKBACK, max_depth=RECOVERY_PATH_DEPTH
+    )
+    signals = selectors.lost_context_signals(latest.text, recent)
     if not signals:
         return None
     return selectors.recovery_build(session, signals=signals)

@@ -94,6 +94,19 @@ def test_it_returns_a_recovery_block_after_a_compaction_marker(api, token_a, age
     assert body["recovery"]["sections"]["session_state"] >= 1
 
 
+@pytest.mark.parametrize(("messages_after", "signalled"), [(5, True), (6, False)])
+def test_a_compaction_marker_counts_among_the_last_lookback_messages_only(
+    api, token_a, agent_a, messages_after, signalled
+):
+    """MEMORY_RECOVERY_LOOKBACK (6): the marker must be one of the 6 active messages before the new one."""
+    _post(
+        api, token_a, [{"role": "system", "text": "[CONTEXT COMPACTION: 3 earlier messages were removed.]"}]
+    )
+    _post(api, token_a, [{"role": "assistant", "text": f"reply {i}"} for i in range(messages_after)])
+    body = _post(api, token_a, [{"role": "user", "text": "continue please"}]).json()
+    assert (body["recovery"] is not None) is signalled
+
+
 def test_it_keeps_the_recovery_block_within_its_budget(api, token_a, agent_a):
     _post(api, token_a, [{"role": "user", "text": "x" * 8000}], max_input_tokens=1000)
     for i in range(30):
