@@ -105,7 +105,7 @@ def search_vector_field(*parts, scoped: bool = True, epochs: bool = False) -> mo
 
 
 class SearchVectorDeferredManager(models.Manager):
-    """The default and base manager of a model with a `search_vector_field`: rows without their
+    """The default and base manager of a model with a search vector column: rows without their
     tsvector. Loading it costs PostgreSQL its text output and Python a string as long as the indexed
     text (a day's note: hundreds of kilobytes) that nothing reads."""
 

@@ -3,9 +3,11 @@ append (vault migration 0011). Whatever the write, it must hold the same lexemes
 weights, as a full parse of the file's current path and content."""
 
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from sessions_app.models import Message, Session
 from vault import services
-from vault.models import WorkspaceFile
+from vault.models import VaultEntry, WorkspaceFile
 
 NOTE = "memory/2026-11-24.md"
 
@@ -110,3 +112,37 @@ def test_search_finds_the_latest_append_of_a_daily_note(api, agent_a, token_a):
         services.file_append(agent=agent_a, path=NOTE, text=f"We talked about the {word}.\n", changed_by="t")
     results = api.get("/search", token=token_a, q="axolotl", kinds="files").json()["results"]
     assert [r["path"] for r in results] == [NOTE]
+
+
+def test_python_never_loads_a_search_vector(agent_a, entry_a):
+    """Only SQL reads the vectors: a SELECT leaves them out, an INSERT does not send them back."""
+    services.file_append(agent=agent_a, path=NOTE, text="A line.\n", changed_by="t")
+    session = Session.objects.create(project=agent_a.project, agent=agent_a)
+    with CaptureQueriesContext(connection) as queries:
+        message = Message.objects.bulk_create(
+            [
+                Message(
+                    project=agent_a.project,
+                    agent=agent_a,
+                    session=session,
+                    role="user",
+                    text="hi",
+                    created_at=session.created_at,
+                )
+            ]
+        )[0]
+    assert "search_vector" not in queries.captured_queries[-1]["sql"]
+    assert message.pk and "search_vector" in message.get_deferred_fields()
+    for model in (VaultEntry, WorkspaceFile, Message):
+        with CaptureQueriesContext(connection) as queries:
+            row = model.objects.filter(agent=agent_a).first()
+        assert "search_vector" not in queries.captured_queries[0]["sql"], model
+        assert "search_vector" in row.get_deferred_fields()
+    reply = Message.objects.create(
+        project=agent_a.project, agent=agent_a, session=session, parent=message, role="assistant",
+        text="hello", created_at=session.created_at,
+    )  # fmt: skip
+    reply = Message.objects.get(pk=reply.pk)
+    with CaptureQueriesContext(connection) as queries:
+        assert reply.parent.text == "hi"  # a related row, loaded through the base manager
+    assert "search_vector" not in queries.captured_queries[0]["sql"]
