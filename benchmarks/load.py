@@ -35,6 +35,50 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
+def proc_table() -> dict[int, tuple[int, float, str]]:
+    """pid -> (parent pid, CPU seconds used so far, command line) of every process this user can read
+    (Linux `/proc`; empty elsewhere, and the CPU report is then left out)."""
+    table = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        table[pid] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, command)
+    return table
+
+
+def cpu_by_role(table: dict[int, tuple[int, float, str]], server_pid: int | None, client_pid: int) -> dict:
+    """CPU seconds of the server (its process and every descendant), PostgreSQL (every `postgres`
+    process) and this load client, from a `proc_table()`."""
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    server = set()
+    pending = [server_pid] if server_pid in table else []
+    while pending:
+        pid = pending.pop()
+        server.add(pid)
+        pending += children.get(pid, [])
+    totals = {"server": 0.0, "database": 0.0, "client": 0.0}
+    for pid, (_, seconds, command) in table.items():
+        if pid in server:
+            totals["server"] += seconds
+        elif command.startswith("postgres") or "/postgres " in command or command.endswith("/postgres"):
+            totals["database"] += seconds
+        elif pid == client_pid:
+            totals["client"] += seconds
+    return totals
+
+
 @dataclass
 class PhaseResult:
     name: str
@@ -44,6 +88,7 @@ class PhaseResult:
     latencies_ms: list[float] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
     acknowledged: list = field(default_factory=list)
+    cpu: dict = field(default_factory=dict)
 
     @property
     def items_per_second(self) -> float:
@@ -54,7 +99,19 @@ class PhaseResult:
             f"{self.name:9} {self.items:6d} items in {self.seconds:6.2f} s = {self.items_per_second:8.1f}/s  "
             f"request p50 {percentile(self.latencies_ms, 50):6.1f} ms  p95 {percentile(self.latencies_ms, 95):6.1f} ms  "
             f"statuses {dict(sorted(self.statuses.items()))}"
+        ) + self.cpu_line()
+
+    def cpu_line(self) -> str:
+        """Where the CPU went during the phase: the machine's cores are shared by all three."""
+        if not self.cpu or not self.requests or not self.seconds:
+            return ""
+        cores = os.cpu_count() or 1
+        busy = sum(self.cpu.values()) / (self.seconds * cores) * 100
+        per_request = ", ".join(
+            f"{role} {seconds / self.requests * 1000:.1f}" for role, seconds in self.cpu.items()
         )
+        spent = ", ".join(f"{role} {seconds:.1f} s" for role, seconds in self.cpu.items())
+        return f"\n          CPU: {spent} ({busy:.0f} % of {cores} cores); per request ms: {per_request}"
 
 
 class Server:
@@ -131,8 +188,13 @@ def _client(port: int, token: str, requests: list[tuple[str, dict, int]], result
         result.requests += len(requests)
 
 
-def run_phase(name: str, port: int, plans: list[tuple[str, list]], items_per_request: int) -> PhaseResult:
+def run_phase(
+    name: str, port: int, plans: list[tuple[str, list]], items_per_request: int, server_pid: int | None = None
+) -> PhaseResult:
+    """Run one phase; with the server's pid, also measure the CPU the server, PostgreSQL and this
+    client used during it."""
     result = PhaseResult(name=name)
+    before = proc_table() if server_pid else {}
     lock = threading.Lock()
     threads = [
         threading.Thread(target=_client, args=(port, token, requests, result, lock))
@@ -145,11 +207,32 @@ def run_phase(name: str, port: int, plans: list[tuple[str, list]], items_per_req
         thread.join()
     result.seconds = time.perf_counter() - started
     result.items = sum(items_per_request for _ in range(result.statuses[200] + result.statuses[201]))
+    if before:
+        after = proc_table()
+        # A process started during the phase counts from zero (with its parent as it is now); one
+        # that ended during the phase cannot be read and is left out.
+        start = {
+            pid: (after[pid][0], before[pid][1], after[pid][2])
+            if pid in before
+            else (*after[pid][:1], 0.0, after[pid][2])
+            for pid in after
+        }
+        begin = cpu_by_role(start, server_pid, os.getpid())
+        end = cpu_by_role(after, server_pid, os.getpid())
+        result.cpu = {role: end[role] - begin[role] for role in end}
     return result
 
 
 def load_run(
-    *, clients: int, writes: int, batches: int, batch_size: int, port: int, project_slug: str, out
+    *,
+    clients: int,
+    writes: int,
+    batches: int,
+    batch_size: int,
+    port: int,
+    project_slug: str,
+    out,
+    server_pid: int | None = None,
 ) -> dict:
     """Create a fresh project with one agent and token per client, run both phases against a live server,
     check that every acknowledged write is stored, and return the figures."""
@@ -194,9 +277,9 @@ def load_run(
             )
         message_plans.append((token, requests))
 
-    entries = run_phase("entries", port, entry_plans, 1)
+    entries = run_phase("entries", port, entry_plans, 1, server_pid)
     out(entries.line())
-    messages = run_phase("messages", port, message_plans, batch_size)
+    messages = run_phase("messages", port, message_plans, batch_size, server_pid)
     out(messages.line())
 
     acknowledged_ids = {reply["id"] for _, reply in entries.acknowledged}

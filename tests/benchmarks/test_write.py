@@ -1,10 +1,12 @@
-"""bench_write's in-process mode: what the checks add to entry_create, at any corpus size."""
+"""bench_write: what the checks add to entry_create (in-process mode), and the CPU split of the HTTP load report."""
 
 import io
+import os
 
 import pytest
 from django.core.management import call_command
 
+from benchmarks.load import PhaseResult, cpu_by_role, proc_table
 from vault.models import Agent, VaultEntry
 
 
@@ -19,3 +21,31 @@ def test_a_corpus_smaller_than_its_agents_still_measures_every_probe():
     project_entries = VaultEntry.objects.filter(project__slug="bench-write")
     assert project_entries.count() == 20 + 2 * 10  # the corpus, then each probe checked and bare
     assert Agent.objects.filter(project__slug="bench-write").count() <= 50
+
+
+def test_the_load_report_splits_cpu_between_server_database_and_client():
+    table = {
+        10: (1, 1.0, "python manage.py serve --no-cluster"),
+        11: (10, 5.0, "python -m gunicorn memoryproject.asgi:application"),
+        12: (11, 7.0, "python -m gunicorn memoryproject.asgi:application"),
+        20: (1, 2.0, "/opt/pgserver/bin/postgres -D /data/pg"),
+        21: (20, 3.0, "postgres: postgres memory 127.0.0.1(5000) idle"),
+        30: (1, 0.5, "python manage.py bench_write --clients 8"),
+        40: (1, 9.0, "python unrelated.py"),
+    }
+    assert cpu_by_role(table, server_pid=10, client_pid=30) == {
+        "server": 13.0,
+        "database": 5.0,
+        "client": 0.5,
+    }
+    assert cpu_by_role(table, server_pid=99, client_pid=30)["server"] == 0.0  # server gone: nothing counted
+
+    phase = PhaseResult(name="entries", requests=100, seconds=2.0, cpu={"server": 1.0, "database": 0.5})
+    assert (
+        "server 1.0 s" in phase.cpu_line() and "per request ms: server 10.0, database 5.0" in phase.cpu_line()
+    )
+    assert PhaseResult(name="entries").cpu_line() == ""  # no CPU measured (not Linux, or --port)
+
+    mine = proc_table().get(os.getpid())
+    if os.path.isdir("/proc"):
+        assert mine is not None and mine[1] > 0 and "python" in mine[2]

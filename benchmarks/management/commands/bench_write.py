@@ -135,8 +135,8 @@ class Command(BaseCommand):
             figures = load_run(port=options["port"], **arguments)
         else:
             port = free_port()
-            with Server(port):
-                figures = load_run(port=port, **arguments)
+            with Server(port) as server:
+                figures = load_run(port=port, server_pid=server.process.pid, **arguments)
         if not options["keep"]:
             figures["project"].delete()
         if figures["lost_entries"] or figures["lost_messages"] or figures["server_errors"]:
