@@ -212,10 +212,8 @@ def run_phase(
         # A process started during the phase counts from zero (with its parent as it is now); one
         # that ended during the phase cannot be read and is left out.
         start = {
-            pid: (after[pid][0], before[pid][1], after[pid][2])
-            if pid in before
-            else (*after[pid][:1], 0.0, after[pid][2])
-            for pid in after
+            pid: (parent, before.get(pid, (0, 0.0, ""))[1], command)
+            for pid, (parent, _, command) in after.items()
         }
         begin = cpu_by_role(start, server_pid, os.getpid())
         end = cpu_by_role(after, server_pid, os.getpid())
