@@ -26,28 +26,53 @@ _owner_pid: int | None = None
 
 
 TUNING_MARK = "# memory server settings (memoryproject/embedded_db.py)"
+
+
+def _shared_buffers_mb() -> int:
+    """An eighth of the machine's memory, between 256 MB and 2 GB: the database shares the host with
+    the web and job processes. At 100,000 entries the search's working set (entries, their vectors,
+    the GIN index) is about 450 MB; with 256 MB every search read part of it from the OS cache,
+    and hybrid search took 1.3 times as long (docs/benchmarks.md)."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 256
+    return max(256, min(2048, memory // 8 // (1024 * 1024)))
+
+
 # initdb's defaults are sized for a laptop running many things; these suit a memory server. jit is
 # off because its compile time (tens of ms) exceeds the run time of every query this app sends.
 TUNING = {
-    "shared_buffers": "'256MB'",
+    "shared_buffers": f"'{_shared_buffers_mb()}MB'",
     "maintenance_work_mem": "'256MB'",
     "work_mem": "'16MB'",
     "effective_cache_size": "'2GB'",
     "random_page_cost": "1.1",
     "jit": "off",
 }
+# Blocks written by earlier versions, replaced by the current one when found unedited.
+PREVIOUS_TUNING = ({**TUNING, "shared_buffers": "'256MB'"},)
+
+
+def _tuning_block(tuning: dict) -> str:
+    return "\n".join([TUNING_MARK, *(f"{name} = {value}" for name, value in tuning.items())])
 
 
 def tune_config(pgdata: Path) -> bool:
-    """Append the TUNING settings to postgresql.conf once (they apply from the next start);
-    return whether the file was changed."""
+    """Append the TUNING settings to postgresql.conf once (they apply from the next start), or bring
+    a block an earlier version wrote, still unedited, up to date; return whether the file changed.
+    A block the operator edited is left alone."""
     conf = pgdata / "postgresql.conf"
     if not conf.exists():
         return False
     text = conf.read_text()
+    block = _tuning_block(TUNING)
     if TUNING_MARK in text:
+        for previous in map(_tuning_block, PREVIOUS_TUNING):
+            if previous != block and previous + "\n" in text:
+                conf.write_text(text.replace(previous + "\n", block + "\n", 1))
+                return True
         return False
-    block = "\n".join([TUNING_MARK, *(f"{name} = {value}" for name, value in TUNING.items())])
     conf.write_text(text.rstrip("\n") + "\n\n" + block + "\n")
     return True
 

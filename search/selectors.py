@@ -298,18 +298,20 @@ def search_run(
         raise InvalidInput("since must be earlier than until", [{"loc": ["since"], "msg": "after until"}])
     if filters.tags_mode not in ("any", "all"):
         raise InvalidInput("tags_mode must be 'any' or 'all'", [{"loc": ["tags_mode"], "msg": "unknown"}])
+    mode = fusion.resolve_mode(filters.mode)
+    nothing_in_scope = scope.agent_ids is not None and not scope.agent_ids
+    # The query is embedded in the background while the query is compiled and the lexical arm runs
+    # its SQL (the embedding is the longest step of a hybrid search).
+    embedding = query_vector_start(q) if mode != "lexical" and not nothing_in_scope else None
     compiled = compiled or query_compile(q)
-    if scope.agent_ids is not None and not scope.agent_ids:
+    if nothing_in_scope:
         return SearchOutcome(results=[], took_ms=0.0, query=compiled)
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
     entries_only = bool(filters.category or filters.tags or filters.status not in ("active", "all"))
-    mode = fusion.resolve_mode(filters.mode)
     wanted = filters
     if mode != "lexical":  # each arm gives its best rows to the fusion, which then cuts the page
         wanted = replace(filters, offset=0, limit=max(filters.offset + filters.limit, fusion.FUSION_DEPTH))
     rows: list[dict] = []
-    # The query is embedded in the background while the lexical arm runs its SQL.
-    embedding = query_vector_start(q) if mode != "lexical" else None
     if mode != "semantic":
         rows = _lexical_rows(compiled, scope, wanted, entries_only)
         if not rows and compiled.phrases_required:

@@ -25,9 +25,11 @@ from django.db.models import Q
 
 from memoryproject.errors import InvalidInput
 from memoryproject.resilience import failure_detail, guarded
+from search.fusion import resolve_mode
 from search.models import ContextBuild
 from search.query import CompiledQuery, query_compile
 from search.selectors import entries_best_by_category
+from search.semantic import query_vector_start
 from search.sql import VOCABULARY_REBUILD
 from sessions_app.selectors import checkpoint_get_valid
 from vault import selectors as vault_selectors
@@ -305,6 +307,14 @@ def context_build(
         )
 
     project_text = agent.project.context.strip()
+    if command.strip() and resolve_mode(None) == "hybrid":
+        # The command's embedding (the longest step) is computed while the other sections are read;
+        # the ranked sections below take it from the query cache.
+        query_vector_start(command)
+    handoff = gather("handoff", lambda: _handoff(agent))
+    tasks = gather("tasks", lambda: _tasks(agent, budget * 4))
+    recovery = gather("recovery", lambda: _recovery(agent))
+    workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
     compiled = _compiled(command)
     failures = len(warnings)
     relevant = gather(
@@ -316,20 +326,14 @@ def context_build(
         warnings.append({**warnings[-1], "section": "lessons"})
     sections = {
         "project": _Section("project", "Project:", [_Item(project_text)] if project_text else []),
-        "handoff": _Section("handoff", "Last Session:", gather("handoff", lambda: _handoff(agent))),
+        "handoff": _Section("handoff", "Last Session:", handoff),
         "decisions": _Section("decisions", "Relevant Decisions:", relevant[Category.DECISIONS], bullet="- "),
         "lessons": _Section("lessons", "Relevant Lessons:", relevant[Category.LESSONS], bullet="- "),
-        "tasks": _Section(
-            "tasks", "Open Tasks:", gather("tasks", lambda: _tasks(agent, budget * 4)), bullet="- [ ] "
-        ),
-        "recovery": _Section(
-            "recovery", "Recovering previous session:", gather("recovery", lambda: _recovery(agent))
-        ),
-        "workspace": _Section("workspace", "Workspace:", []),
+        "tasks": _Section("tasks", "Open Tasks:", tasks, bullet="- [ ] "),
+        "recovery": _Section("recovery", "Recovering previous session:", recovery),
+        "workspace": _Section("workspace", "Workspace:", [item for item in workspace if item.text]),
         "instructions": _Section("instructions", "", [_Item(instructions_block(agent))]),
     }
-    workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
-    sections["workspace"].items = [item for item in workspace if item.text]
 
     text = _fit_to_budget(sections, budget)
     cited, summary = _cited_and_summary(sections)

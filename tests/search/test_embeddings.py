@@ -381,3 +381,37 @@ def test_an_unreachable_embedding_server_leaves_semantic_search_empty_not_failin
         project_id=agent_a.project_id, agent_id=agent_a.pk, kinds={"entries"}, query="anything", limit=5
     )
     assert hits == []
+
+
+def test_a_query_is_embedded_on_the_configured_threads_and_the_thread_is_restored(local_model, settings):
+    """A search query is embedded while PostgreSQL runs the lexical arm: the model must leave it a
+    core (MEMORY_EMBEDDINGS_QUERY_THREADS), and only for that call, in that thread."""
+    model = local_model._loaded()
+    lib = model._lib
+    before = lib.omp_get_max_threads()
+    seen = []
+    original = model.query
+
+    def recording(text):
+        seen.append(lib.omp_get_max_threads())
+        return original(text)
+
+    settings.MEMORY_EMBEDDINGS_QUERY_THREADS = 1
+    model.query = recording
+    try:
+        vector = embedder_get().embed_query("which cache did we choose")
+    finally:
+        del model.query
+    assert seen == [1]
+    assert lib.omp_get_max_threads() == before  # passages embedded later in this thread use every core
+    assert len(vector) == local_model.dimensions
+
+
+def test_query_threads_default_to_half_the_cores(monkeypatch):
+    from memoryproject import embeddings
+
+    monkeypatch.setattr(embeddings.os, "cpu_count", lambda: 8)
+    assert embeddings.query_threads(0) == 4
+    monkeypatch.setattr(embeddings.os, "cpu_count", lambda: 1)
+    assert embeddings.query_threads(0) == 1
+    assert embeddings.query_threads(3) == 3
