@@ -19,6 +19,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -43,6 +44,10 @@ _KIND_NAMES = {
 EXACT_SCAN_MAX_ROWS = settings.MEMORY_SEMANTIC_EXACT_MAX_ROWS
 # Above this many rows the planner may split an exact scan among parallel workers: asked not to.
 SERIAL_SCAN_MIN_ROWS = 10_000
+# Scopes of at least this many embeddings have their count kept this long (see _scope_rows).
+SCOPE_CACHE_MIN_ROWS = 1000
+SCOPE_CACHE_SECONDS = 60.0
+_scope_rows_cache: dict[tuple, tuple[float, int]] = {}
 # Rows over-fetched per hit asked, so that several chunks of one file still leave `limit` items.
 CHUNK_SLACK = 3
 HNSW_EF_SEARCH = settings.MEMORY_SEMANTIC_EF_SEARCH
@@ -162,14 +167,26 @@ def query_cache_clear() -> None:
 
 
 def _scope_rows(cursor, *, project_id: int, agent_id: int | None, model: str, kinds: list[str]) -> int:
-    """Embeddings in the scope, counted up to the exact-scan limit (an index-only scan)."""
+    """Embeddings in the scope, counted up to the exact-scan limit (an index-only scan). A count of
+    SCOPE_CACHE_MIN_ROWS or more is kept SCOPE_CACHE_SECONDS in the process: it only chooses between
+    the exact scan and the index, and a large scope's size moves slowly."""
     column, value = ("agent_id", agent_id) if agent_id is not None else ("project_id", project_id)
+    key = (connection.settings_dict["NAME"], column, value, model, tuple(kinds), EXACT_SCAN_MAX_ROWS)
+    now = time.monotonic()
+    cached = _scope_rows_cache.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
     cursor.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM search_embedding WHERE {column} = %s AND model = %s "
         f"AND kind = ANY(%s) LIMIT {EXACT_SCAN_MAX_ROWS + 1}) t",
         [value, model, kinds],
     )
-    return cursor.fetchone()[0]
+    rows = cursor.fetchone()[0]
+    if rows >= SCOPE_CACHE_MIN_ROWS:
+        if len(_scope_rows_cache) > 10_000:
+            _scope_rows_cache.clear()
+        _scope_rows_cache[key] = (now + SCOPE_CACHE_SECONDS, rows)
+    return rows
 
 
 def semantic_search(
@@ -205,7 +222,7 @@ def semantic_search(
         "limit": limit,
     }
     agent_filter = "AND agent_id = %(agent)s" if agent_id is not None else ""
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         rows = (
             None  # HNSW indexes at most 2,000 dimensions: always exact
             if dimensions > 2000
@@ -213,20 +230,25 @@ def semantic_search(
                 cursor, project_id=project_id, agent_id=agent_id, model=embedder.model_id, kinds=wanted
             )
         )
-        exact = rows is None or rows <= EXACT_SCAN_MAX_ROWS
-        if exact:
-            # An expression the HNSW index does not serve: the planner takes the scope's btree index.
-            distance = "(vector <=> %(q)s::vector)"
-            if rows is None or rows > SERIAL_SCAN_MIN_ROWS:
-                # In one process: parallel workers made a 50,000-row scan 1.2 times slower on 2
-                # cores (docs/benchmarks.md); smaller scans are never parallel (no extra round trip).
-                cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        else:
-            distance = f"(vector::vector({dimensions}) <=> %(q)s::vector({dimensions}))"
-            # pgvector 0.8: keep walking the graph until enough rows pass the tenant filter.
-            cursor.execute(
-                f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}; SET LOCAL hnsw.iterative_scan = relaxed_order"
-            )
+    exact = rows is None or rows <= EXACT_SCAN_MAX_ROWS
+    settings_sql = ""
+    if exact:
+        # An expression the HNSW index does not serve: the planner takes the scope's btree index.
+        distance = "(vector <=> %(q)s::vector)"
+        if rows is None or rows > SERIAL_SCAN_MIN_ROWS:
+            # In one process: parallel workers made a 50,000-row scan 1.2 times slower on 2
+            # cores (docs/benchmarks.md); smaller scans are never parallel.
+            settings_sql = "SET LOCAL max_parallel_workers_per_gather = 0"
+    else:
+        distance = f"(vector::vector({dimensions}) <=> %(q)s::vector({dimensions}))"
+        # pgvector 0.8: keep walking the graph until enough rows pass the tenant filter.
+        settings_sql = (
+            f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        )
+    # A transaction only where SET LOCAL needs one: a small exact scan is a single statement.
+    with transaction.atomic() if settings_sql else nullcontext(), connection.cursor() as cursor:
+        if settings_sql:
+            cursor.execute(settings_sql)
         cursor.execute(
             f"""
             SELECT kind, object_id, min(distance) AS distance FROM (

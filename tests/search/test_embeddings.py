@@ -415,3 +415,53 @@ def test_query_threads_default_to_half_the_cores(monkeypatch):
     monkeypatch.setattr(embeddings.os, "cpu_count", lambda: 1)
     assert embeddings.query_threads(0) == 1
     assert embeddings.query_threads(3) == 3
+
+
+@needs_pgvector
+def test_a_large_scope_is_counted_once_a_minute_and_a_small_one_every_time(agent_a, agent_b, local_model):
+    """The scope's size only chooses between the exact scan and the HNSW index: a large scope's
+    count is reused for a minute (one statement less per hybrid search), a small one's is not."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    semantic._scope_rows_cache.clear()
+
+    def rows(agent, n, start):
+        return [
+            Embedding(
+                kind="entry",
+                object_id=start + i,
+                project_id=agent.project_id,
+                agent=agent,
+                model=local_model.model_id,
+                dimensions=local_model.dimensions,
+                source_hash="x",
+            )
+            for i in range(n)
+        ]
+
+    Embedding.objects.bulk_create(rows(agent_a, semantic.SCOPE_CACHE_MIN_ROWS, 10**9))
+    Embedding.objects.bulk_create(rows(agent_b, 3, 2 * 10**9))
+    vector = tuple(local_model.embed_query("cache decision"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE search_embedding SET vector = %s::vector WHERE agent_id IN (%s, %s)",
+            ["[" + ",".join(map(str, vector)) + "]", agent_a.pk, agent_b.pk],
+        )
+
+    def counts(agent):
+        with CaptureQueriesContext(connection) as queries:
+            for _ in range(2):
+                semantic_search(
+                    project_id=agent.project_id,
+                    agent_id=agent.pk,
+                    kinds={"entries"},
+                    query="cache decision",
+                    limit=5,
+                    vector=vector,
+                )
+        return sum("SELECT count(*) FROM (SELECT 1 FROM search_embedding" in q["sql"] for q in queries)
+
+    assert counts(agent_a) == 1
+    assert counts(agent_b) == 2
+    semantic._scope_rows_cache.clear()
