@@ -23,6 +23,7 @@ stored decay factors or term statistics.
 
 import re
 import time
+from concurrent.futures import Future
 from dataclasses import replace
 
 from django.conf import settings
@@ -131,13 +132,19 @@ def _entries(
 
 
 def entries_best_by_category(
-    agent: Agent, *, compiled: CompiledQuery, limits: dict[str, int], q: str = ""
+    agent: Agent,
+    *,
+    compiled: CompiledQuery,
+    limits: dict[str, int],
+    q: str = "",
+    embedding: Future | None = None,
 ) -> dict[str, list[dict]]:
     """The best active entries of each category in `limits` for one compiled command `q`, ranked as
     search ranks them (context injection: top decisions and top lessons), in one retrieval: the
     lexical arm in one query for every category; in hybrid mode the query embedded once (while that
     query runs) and one semantic scan, whose hits are fused with each category's lexical rows as a
-    search of that category would fuse them."""
+    search of that category would fuse them. `embedding` is query_vector_start(q) when the caller
+    started it already."""
     unknown = [c for c in limits if c not in Category.values]
     if unknown:
         raise InvalidInput(
@@ -146,7 +153,10 @@ def entries_best_by_category(
     scope = SearchScope(agent.project_id, [agent.pk])
     filters = SearchFilters(kinds=("entries",), status=EntryStatus.ACTIVE)
     hybrid = bool(q.strip()) and fusion.resolve_mode(None) == "hybrid"
-    embedding = query_vector_start(q) if hybrid else None
+    if not hybrid:
+        embedding = None
+    elif embedding is None:
+        embedding = query_vector_start(q)
     depth = {
         category: max(int(n), fusion.FUSION_DEPTH) if hybrid else int(n) for category, n in limits.items()
     }

@@ -16,6 +16,7 @@ pass for a heading or a role marker, and each entry carries a short source tag s
 import logging
 import re
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -132,13 +133,17 @@ def _compiled(command: str) -> CompiledQuery | None:
         return None  # a command with nothing searchable in it: the sections fall back to the newest
 
 
-def _relevant(agent: Agent, compiled: CompiledQuery | None, command: str = "") -> dict[str, list[_Item]]:
+def _relevant(
+    agent: Agent, compiled: CompiledQuery | None, command: str = "", embedding: Future | None = None
+) -> dict[str, list[_Item]]:
     """The top decisions and top lessons for the command, ranked by search in one query; a category
     with nothing relevant falls back to its newest entries."""
     limits = {Category.DECISIONS: TOP_DECISIONS, Category.LESSONS: TOP_LESSONS}
     found: dict[str, list[dict]] = {category: [] for category in limits}
     if compiled is not None:
-        found = entries_best_by_category(agent, compiled=compiled, limits=limits, q=command)
+        found = entries_best_by_category(
+            agent, compiled=compiled, limits=limits, q=command, embedding=embedding
+        )
     relevant = {}
     for category, limit in limits.items():
         entries = [
@@ -307,10 +312,8 @@ def context_build(
         )
 
     project_text = agent.project.context.strip()
-    if command.strip() and resolve_mode(None) == "hybrid":
-        # The command's embedding (the longest step) is computed while the other sections are read;
-        # the ranked sections below take it from the query cache.
-        query_vector_start(command)
+    # The command's embedding (the longest step) is computed while the other sections are read.
+    embedding = query_vector_start(command) if command.strip() and resolve_mode(None) == "hybrid" else None
     handoff = gather("handoff", lambda: _handoff(agent))
     tasks = gather("tasks", lambda: _tasks(agent, budget * 4))
     recovery = gather("recovery", lambda: _recovery(agent))
@@ -319,7 +322,7 @@ def context_build(
     failures = len(warnings)
     relevant = gather(
         "decisions",
-        lambda: _relevant(agent, compiled, command),
+        lambda: _relevant(agent, compiled, command, embedding),
         {Category.DECISIONS: [], Category.LESSONS: []},
     )
     if len(warnings) > failures:  # one query serves both sections: both are reported

@@ -126,3 +126,28 @@ def test_context_embeds_once_scans_once_and_ranks_as_a_search_of_each_category(
             (r["id"], r["score"], r["arms"]) for r in alone
         ]
         assert len(found[category]) == n
+
+
+@pytest.mark.django_db
+def test_context_embeds_its_command_once_while_the_other_sections_are_read(
+    counting, agent_a, make_entry, monkeypatch
+):
+    """The command is embedded in the background from the start of the build, and the ranked
+    sections take that same embedding (not a second one: with the query cache off, a second
+    request would embed again)."""
+    from search import services
+
+    if not pgvector_installed():
+        pytest.skip("this database has no pgvector (the run on the embedded PostgreSQL 18 covers this)")
+    semantic._pgvector_by_database.clear()
+    monkeypatch.setattr(semantic, "QUERY_CACHE_SIZE", 0)
+    make_entry(agent_a, "Invoices are kept in the ledger database with nightly backups.")
+    order = []
+    real_start, real_handoff = services.query_vector_start, services._handoff
+    monkeypatch.setattr(services, "query_vector_start", lambda q: order.append("embed") or real_start(q))
+    monkeypatch.setattr(services, "_handoff", lambda agent: order.append("handoff") or real_handoff(agent))
+    command = "where are the invoices kept?"
+    built = services.context_build(agent=agent_a, command=command)
+    assert counting.calls == [command]
+    assert order == ["embed", "handoff"]
+    assert "Invoices are kept" in built["text"]
