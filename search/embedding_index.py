@@ -85,32 +85,54 @@ def pgvector_installed() -> bool:
 
 def vector_storage_ensure() -> bool:
     """Create the extension and the vector column where pgvector became available after migrating,
-    and the HNSW index for the configured dimension; return whether vectors can be stored."""
+    and the indexes for the configured dimension; return whether vectors can be stored."""
     if not pgvector_installed():
         with connection.cursor() as cursor:
             cursor.execute(VECTOR_STORAGE_SQL)
         if not pgvector_installed():
             return False
     embedder = embedder_get()
-    if embedder is not None and embedder.dimensions <= 2000:  # HNSW indexes at most 2,000 dimensions
-        hnsw_index_ensure(embedder.dimensions)
+    if embedder is not None:
+        vector_indexes_ensure(embedder.dimensions)
     return True
 
 
-def hnsw_index_ensure(dimensions: int) -> None:
-    """One partial HNSW index per dimension (a column of mixed dimensions cannot be indexed whole).
-    Built without blocking writes when not inside a transaction (the job and the command are not)."""
+# HNSW indexes at most 2,000 dimensions.
+HNSW_MAX_DIMENSIONS = 2000
+# A b-tree entry holds at most about 2,700 bytes: a vector of up to 512 dimensions (2 kB) fits.
+SCOPE_INDEX_MAX_DIMENSIONS = 512
+
+
+def vector_indexes_ensure(dimensions: int) -> None:
+    """The partial indexes of one dimension (a column of mixed dimensions cannot be indexed whole),
+    built without blocking writes when not inside a transaction (the job and the command are not):
+
+    - the HNSW index, walked for scopes above MEMORY_SEMANTIC_EXACT_MAX_ROWS;
+    - a b-tree on (agent, model, kind) holding the vectors themselves, so that the exact scan of an
+      agent's embeddings reads that agent's index pages only (an index-only scan) instead of one
+      table page per row: an agent's rows are spread over the table in the order they were embedded.
+      At 100,000 entries it made the scan of an 8,700-row agent 1.8 times as fast and of a
+      1,700-row agent 3 times (docs/benchmarks.md), for about as much disk again as the vectors."""
     dimensions = int(dimensions)
-    name = f"search_embedding_hnsw_{dimensions}"
+    if dimensions <= HNSW_MAX_DIMENSIONS:
+        _index_ensure(
+            f"search_embedding_hnsw_{dimensions}",
+            f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE dimensions = {dimensions}",
+        )
+    if dimensions <= SCOPE_INDEX_MAX_DIMENSIONS:
+        _index_ensure(
+            f"search_embedding_scope_{dimensions}",
+            f"(agent_id, model, kind) INCLUDE (project_id, object_id, vector) WHERE dimensions = {dimensions}",
+        )
+
+
+def _index_ensure(name: str, definition: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
         if cursor.fetchone()[0]:
             return
         concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
-        cursor.execute(
-            f"CREATE INDEX {concurrently} IF NOT EXISTS {name} ON search_embedding "
-            f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE dimensions = {dimensions}"
-        )
+        cursor.execute(f"CREATE INDEX {concurrently} IF NOT EXISTS {name} ON search_embedding {definition}")
 
 
 def _stale_sql(document: Document) -> str:

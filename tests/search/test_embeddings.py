@@ -465,3 +465,48 @@ def test_a_large_scope_is_counted_once_a_minute_and_a_small_one_every_time(agent
     assert counts(agent_a) == 1
     assert counts(agent_b) == 2
     semantic._scope_rows_cache.clear()
+
+
+@needs_pgvector
+def test_an_agents_exact_scan_can_read_its_vectors_from_the_scope_index_alone(
+    agent_a, make_entry, local_model
+):
+    """The exact scan of one agent needs no table page: every column it reads is in the scope index
+    (an index-only scan), so a new column in the query that the index lacks fails here."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from search.embedding_index import vector_indexes_ensure
+
+    make_entry(agent_a, "We cache sessions in Redis.")
+    refresh()
+    vector_indexes_ensure(local_model.dimensions)
+    with CaptureQueriesContext(connection) as queries:
+        semantic_search(
+            project_id=agent_a.project_id, agent_id=agent_a.pk, kinds={"entries"}, query="cache", limit=5
+        )
+    scan = next(q["sql"] for q in queries if "min(distance)" in q["sql"])
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+        cursor.execute("EXPLAIN " + scan)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert f"Index Only Scan using search_embedding_scope_{local_model.dimensions}" in plan, plan
+
+
+@needs_pgvector
+def test_vector_indexes_are_made_only_for_the_dimensions_they_can_hold():
+    from django.db import connection
+
+    from search.embedding_index import vector_indexes_ensure
+
+    def exists(name):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+            return cursor.fetchone()[0]
+
+    vector_indexes_ensure(768)  # too wide for a b-tree entry, fine for HNSW
+    vector_indexes_ensure(3072)  # too wide for both: exact scans from the table
+    assert exists("search_embedding_hnsw_768") and not exists("search_embedding_scope_768")
+    assert not exists("search_embedding_hnsw_3072") and not exists("search_embedding_scope_3072")
+    vector_indexes_ensure(128)
+    assert exists("search_embedding_hnsw_128") and exists("search_embedding_scope_128")

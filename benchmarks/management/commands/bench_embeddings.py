@@ -24,7 +24,7 @@ from benchmarks.corpus import corpus_generate, corpus_queries
 from benchmarks.vectors import synthetic_embeddings_copy, vector_pool
 from memoryproject.embeddings import embedder_get
 from search import semantic
-from search.embedding_index import embeddings_refresh, hnsw_index_ensure, vector_storage_ensure
+from search.embedding_index import embeddings_refresh, vector_indexes_ensure, vector_storage_ensure
 from vault.models import Agent, Project, VaultEntry
 
 
@@ -141,6 +141,7 @@ class Command(BaseCommand):
         started = time.perf_counter()
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS search_embedding_hnsw_{dims}")
+            cursor.execute(f"DROP INDEX IF EXISTS search_embedding_scope_{dims}")
         for size in sizes:
             agent = Agent.objects.create(project=project, slug=f"agent-{size}")
             agents[size] = agent
@@ -159,7 +160,7 @@ class Command(BaseCommand):
         started = time.perf_counter()
         with connection.cursor() as cursor:
             cursor.execute("SET maintenance_work_mem = '512MB'")
-        hnsw_index_ensure(dims)
+        vector_indexes_ensure(dims)
         with connection.cursor() as cursor:
             cursor.execute("VACUUM (ANALYZE) search_embedding")
         self.stdout.write(

@@ -33,7 +33,7 @@ from benchmarks.corpus import corpus_generate, corpus_queries
 from benchmarks.migrated import ensure_migrated
 from benchmarks.vectors import synthetic_embeddings_copy, vector_pool
 from memoryproject.embeddings import embedder_get
-from search.embedding_index import hnsw_index_ensure, vector_storage_ensure
+from search.embedding_index import vector_indexes_ensure, vector_storage_ensure
 from search.models import Embedding
 from search.semantic import semantic_search
 from search.services import vocabulary_rebuild
@@ -190,6 +190,7 @@ class Command(BaseCommand):
         Embedding.objects.filter(project=project).delete()
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS search_embedding_hnsw_{embedder.dimensions}")
+            cursor.execute(f"DROP INDEX IF EXISTS search_embedding_scope_{embedder.dimensions}")
             cursor.execute(
                 "SELECT id, project_id, agent_id, md5(content) FROM vault_vaultentry WHERE project_id = %s",
                 [project.pk],
@@ -198,7 +199,7 @@ class Command(BaseCommand):
         synthetic_embeddings_copy(rows, embedder=embedder, pool=vector_pool(embedder, 256))
         with connection.cursor() as cursor:
             cursor.execute("SET maintenance_work_mem = '512MB'")
-        hnsw_index_ensure(embedder.dimensions)
+        vector_indexes_ensure(embedder.dimensions)
         with connection.cursor() as cursor:
             cursor.execute("VACUUM (ANALYZE) search_embedding")
         self.stdout.write(
