@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 # Any two processes embedding at once would do the same work twice: one runner at a time.
 ADVISORY_LOCK_KEY = 0x656D6265  # "embe"
+# Two processes building the same index would wait on each other: one builder at a time.
+INDEX_LOCK_KEY = 0x76696478  # "vidx"
 
 VECTOR_STORAGE_SQL = """
 DO $$
@@ -126,13 +128,36 @@ def vector_indexes_ensure(dimensions: int) -> None:
         )
 
 
+def _index_valid(cursor, name: str) -> bool | None:
+    """Whether the index is usable; None when it does not exist. An interrupted CREATE INDEX
+    CONCURRENTLY leaves an invalid index behind, which the planner ignores."""
+    cursor.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", [name])
+    row = cursor.fetchone()
+    return None if row is None else bool(row[0])
+
+
 def _index_ensure(name: str, definition: str) -> None:
+    """Build the index unless a valid one exists; one left invalid by an interrupted build is dropped
+    and built again. One builder at a time (an index being built is not valid yet either)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
-        if cursor.fetchone()[0]:
+        if _index_valid(cursor, name):
             return
-        concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
-        cursor.execute(f"CREATE INDEX {concurrently} IF NOT EXISTS {name} ON search_embedding {definition}")
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [INDEX_LOCK_KEY])
+        if not cursor.fetchone()[0]:
+            return  # another process is building it
+        try:
+            valid = _index_valid(cursor, name)
+            if valid:
+                return
+            concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
+            if valid is False:
+                logger.warning("index %s was left invalid by an interrupted build: building it again", name)
+                cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {name}")
+            cursor.execute(
+                f"CREATE INDEX {concurrently} IF NOT EXISTS {name} ON search_embedding {definition}"
+            )
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [INDEX_LOCK_KEY])
 
 
 def _stale_sql(document: Document) -> str:

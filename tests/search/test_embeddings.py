@@ -510,3 +510,32 @@ def test_vector_indexes_are_made_only_for_the_dimensions_they_can_hold():
     assert not exists("search_embedding_hnsw_3072") and not exists("search_embedding_scope_3072")
     vector_indexes_ensure(128)
     assert exists("search_embedding_hnsw_128") and exists("search_embedding_scope_128")
+
+
+@needs_pgvector
+def test_an_index_left_invalid_by_an_interrupted_build_is_built_again():
+    """CREATE INDEX CONCURRENTLY interrupted (the job stopped, the server restarted) leaves an
+    invalid index that the planner ignores: the next run must build it again, not take it for built."""
+    from django.db import ProgrammingError, connection, transaction
+
+    from search.embedding_index import vector_indexes_ensure
+
+    vector_indexes_ensure(96)
+    name = "search_embedding_scope_96"
+
+    def valid():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", [name])
+            return cursor.fetchone()[0]
+
+    assert valid() is True
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass(%s)", [name]
+            )
+    except ProgrammingError:
+        pytest.skip("this database role may not mark an index invalid")
+    assert valid() is False
+    vector_indexes_ensure(96)
+    assert valid() is True
