@@ -31,8 +31,8 @@ TUNING_MARK = "# memory server settings (memoryproject/embedded_db.py)"
 def _shared_buffers_mb() -> int:
     """An eighth of the machine's memory, between 256 MB and 2 GB: the database shares the host with
     the web and job processes. At 100,000 entries the search's working set (entries, their vectors,
-    the GIN index) is about 450 MB; with 256 MB every search read part of it from the OS cache,
-    and hybrid search took 1.3 times as long (docs/benchmarks.md)."""
+    the indexes) is over 600 MB; with 256 MB every search read part of it from the OS cache, and
+    the semantic scan of a hybrid search took 9.7 ms against 3.9 ms with 2 GB (docs/benchmarks.md)."""
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

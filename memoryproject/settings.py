@@ -316,12 +316,12 @@ MEMORY_EMBEDDINGS_QUERY_PREFIX = env_str("MEMORY_EMBEDDINGS_QUERY_PREFIX", "")
 MEMORY_EMBEDDINGS_PASSAGE_PREFIX = env_str("MEMORY_EMBEDDINGS_PASSAGE_PREFIX", "")
 MEMORY_EMBEDDINGS_TIMEOUT_SECONDS = env_float("MEMORY_EMBEDDINGS_TIMEOUT_SECONDS", 30, minimum=0.1)
 MEMORY_EMBEDDINGS_MAX_RETRIES = env_int("MEMORY_EMBEDDINGS_MAX_RETRIES", 2, minimum=0, maximum=10)
-# Background embedding (search.tasks): texts per model call, how often the job runs, and how long one
-# run may embed before it leaves the rest to the next run.
 # Threads the local model uses for one search query (0: half the CPU cores, at least 1). A query is
 # embedded while the lexical arm runs in PostgreSQL: with every core busy embedding, PostgreSQL
 # and the request wait for a core (docs/benchmarks.md). Batch embedding (the job) uses every core.
 MEMORY_EMBEDDINGS_QUERY_THREADS = env_int("MEMORY_EMBEDDINGS_QUERY_THREADS", 0, minimum=0, maximum=256)
+# Background embedding (search.tasks): texts per model call, how often the job runs, and how long one
+# run may embed before it leaves the rest to the next run.
 MEMORY_EMBEDDINGS_BATCH = env_int("MEMORY_EMBEDDINGS_BATCH", 8, minimum=1, maximum=2048)
 MEMORY_EMBEDDINGS_INTERVAL_MINUTES = env_int("MEMORY_EMBEDDINGS_INTERVAL_MINUTES", 1, minimum=1)
 MEMORY_EMBEDDINGS_RUN_SECONDS = env_float("MEMORY_EMBEDDINGS_RUN_SECONDS", 240, minimum=1)
