@@ -246,3 +246,15 @@ def test_the_database_cache_still_stores_any_value():
         "flag": True,
         "settings": {"limit": 5, "name": "#int:7"},
     }
+
+
+@pytest.mark.django_db
+def test_the_cache_table_is_unlogged_so_counting_a_request_waits_for_no_disk_flush():
+    """Every API request writes its rate-limit counter: in a logged table each of those commits waited
+    for the write-ahead log to reach the disk (migration memoryproject 0002)."""
+    _database_cache_only()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relpersistence FROM pg_class WHERE oid = to_regclass('memory_cache')")
+        assert cursor.fetchone() == ("u",)
+    assert cache.add("rl-unlogged", 0, 60) is True
+    assert cache.incr("rl-unlogged") == 1
