@@ -3,6 +3,7 @@
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
@@ -51,21 +52,26 @@ def token_authenticate(secret: str) -> Principal | None:
     """
     if not secret or not secret.startswith(TOKEN_PREFIX) or len(secret) > 200:
         return None
-    token = ApiToken.objects.filter(token_hash=token_hash(secret), revoked_at__isnull=True).first()
-    if token is None:
+    # Every API and MCP request runs this: one statement by hand, as the ORM's compiling of the same
+    # query took 0.65 ms against 0.17 ms for the statement itself.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, project_id, agent_id, scope, prefix, last_used_at FROM {ApiToken._meta.db_table} "
+            "WHERE token_hash = %s AND revoked_at IS NULL",
+            [token_hash(secret)],
+        )
+        row = cursor.fetchone()
+    if row is None:
         return None
+    token_id, project_id, agent_id, scope, prefix, last_used_at = row
     now = timezone.now()
     stale = now - timedelta(seconds=settings.MEMORY_TOKEN_LAST_USED_RESOLUTION_SECONDS)
-    if token.last_used_at is None or token.last_used_at < stale:
-        ApiToken.objects.filter(pk=token.pk).filter(
+    if last_used_at is None or last_used_at < stale:
+        ApiToken.objects.filter(pk=token_id).filter(
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)
         ).update(last_used_at=now)
     return Principal(
-        project_id=token.project_id,
-        agent_id=token.agent_id,
-        scope=token.scope,
-        token_id=token.pk,
-        label=f"token:{token.prefix}",
+        project_id=project_id, agent_id=agent_id, scope=scope, token_id=token_id, label=f"token:{prefix}"
     )
 
 
@@ -86,12 +92,25 @@ def agent_of_principal(principal: Principal) -> Agent | None:
     return Agent.objects.filter(pk=principal.agent_id).first() if principal.agent_id else None
 
 
+_AGENT_FIELDS = [field.attname for field in Agent._meta.concrete_fields]
+
+
 def agent_get_for_principal(principal: Principal, slug: str) -> Agent:
-    """The agent named by slug if this principal may see it; NotFound otherwise (never 'forbidden')."""
-    agent = agents_for_principal(principal).filter(slug=slug).first()
-    if agent is None:
+    """The agent named by slug if this principal may see it; NotFound otherwise (never 'forbidden').
+
+    Most API requests name an agent: one statement by hand (0.24 ms; the ORM's `.first()` took
+    0.74 ms, most of it compiling the query and a join its default ordering brought in)."""
+    bound = "" if principal.agent_id is None else " AND id = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {', '.join(_AGENT_FIELDS)} FROM {Agent._meta.db_table} "
+            f"WHERE project_id = %s AND slug = %s{bound}",
+            [principal.project_id, slug] + ([] if principal.agent_id is None else [principal.agent_id]),
+        )
+        row = cursor.fetchone()
+    if row is None:
         raise NotFound(f"Agent {slug!r} not found.")
-    return agent
+    return Agent.from_db(connection.alias, _AGENT_FIELDS, row)
 
 
 def agent_list_with_counts(principal: Principal) -> list[dict]:
