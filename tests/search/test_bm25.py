@@ -118,3 +118,46 @@ def test_a_reply_is_found_by_the_turn_it_answers(api, token_a):
     texts = [Message.objects.get(pk=r["id"]).text for r in found]
     # the question itself first (its own words weigh more), then the reply that answers it
     assert texts == ["Did you finish the Lisbon marathon?", "Yes, in four hours and ten minutes!"]
+
+
+def test_the_score_computed_once_per_term_equals_the_written_out_formula(agent_a, make_message):
+    """bm25_score_sql reads each term's ts_rank once and takes the coordination count from it for
+    terms of lexemes; a phrase is still counted by its `@@` (ts_rank does not check adjacency): the
+    scores must be those of the formula written out, row for row."""
+    from django.db import connection
+
+    from search.bm25 import ONE_OCCURRENCE, _or_of_lexemes, bm25_score_sql
+    from search.query import query_compile
+
+    texts = [
+        "the boleto expiry test is flaky on the payments runner",
+        "expiry of the boleto, then the test again",  # the phrase's words, not adjacent
+        "flaky tests everywhere, boleto expiry too, boleto expiry again",
+        "nothing of interest here at all",
+        "deployment of the expir service",
+    ]
+    for text in texts:
+        make_message(agent_a, text)
+    compiled = query_compile('"boleto expiry" flaky OR flaky testing expir*')
+    kinds = [_or_of_lexemes(term.tsquery) for term in compiled.terms]
+    assert True in kinds and False in kinds  # both ways of counting a match are exercised
+    params = {"k1": 1.2, "b": 0.5, "avglen": 7.0}
+    reference_parts, matched = [], []
+    for i in range(len(compiled.terms)):
+        params[f"idf{i}"] = 1.0 + i / 3
+        tf = f"(ts_rank(m.search_vector, %(t{i})s::tsquery) / {ONE_OCCURRENCE})"
+        length = "(1 - %(b)s + %(b)s * length(m.search_vector) / %(avglen)s::float8)"
+        reference_parts.append(f"%(idf{i})s::float8 * {tf} * (%(k1)s + 1) / ({tf} + %(k1)s * {length})")
+        matched.append(f"(m.search_vector @@ %(t{i})s::tsquery)::int")
+    score = bm25_score_sql("m", compiled, params)
+    reference = f"(({' + '.join(reference_parts)}) * ({' + '.join(matched)})::float8 / {len(matched)})"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.text, {score}, {reference} FROM sessions_app_message m WHERE m.agent_id = %(agent)s",
+            {**params, "agent": agent_a.pk},
+        )
+        rows = cursor.fetchall()
+    assert len(rows) == len(texts)
+    assert sum(1 for _, ours, _ in rows if ours > 0) >= 3
+    for text, ours, written_out in rows:
+        assert ours == pytest.approx(written_out, rel=1e-12, abs=1e-12), text
