@@ -63,7 +63,7 @@ def _file(agent: Agent, path: ToolPath, *, lock: bool = False) -> WorkspaceFile 
         return None
     files = _live(agent).filter(path=path.stored)
     if lock:
-        files = files.select_for_update()
+        files = files.select_for_update(of=("self",))
     return files.first()
 
 
@@ -263,7 +263,7 @@ def memory_delete(*, agent: Agent, path: str, changed_by: str) -> str:
         paths = (
             [file.path]
             if file
-            else list(_under(agent, target).select_for_update().values_list("path", flat=True))
+            else list(_under(agent, target).select_for_update(of=("self",)).values_list("path", flat=True))
         )
         if not paths:
             raise NotFound(f"The path {target.shown} does not exist")
@@ -286,7 +286,9 @@ def memory_rename(*, agent: Agent, old_path: str, new_path: str) -> str:
             if file
             else [
                 (stored, destination.stored + stored[len(source.stored) :])
-                for stored in _under(agent, source).select_for_update().values_list("path", flat=True)
+                for stored in _under(agent, source)
+                .select_for_update(of=("self",))
+                .values_list("path", flat=True)
             ]
         )
         if not moves:

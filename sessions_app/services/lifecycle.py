@@ -188,7 +188,7 @@ def session_delete(*, session: Session, reason: str, by: str = "") -> None:
     messages, never their content) and a final SessionTransition that outlives it."""
 
     with transaction.atomic():
-        session = Session.objects.select_for_update().select_related("agent").get(pk=session.pk)
+        session = Session.objects.select_for_update(of=("self",)).select_related("agent").get(pk=session.pk)
         archive = SessionArchive.objects.filter(session=session).first()
         if archive is not None:
             text, count = archive.text, archive.message_count
@@ -235,7 +235,9 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
     ):
         try:
             with transaction.atomic():
-                session = Session.objects.select_for_update().select_related("agent").get(pk=session_id)
+                session = (
+                    Session.objects.select_for_update(of=("self",)).select_related("agent").get(pk=session_id)
+                )
                 if session.status != SessionStatus.ACTIVE or session.last_activity_at >= idle_cutoff:
                     continue
                 _status_set(

@@ -28,7 +28,7 @@ CORE_FILE_ORDER = {"PROFILE.md": 2, "MEMORY.md": 3}
 def file_replace_if_unchanged(*, agent: Agent, path: str, expected: str | None, content: str) -> bool:
     """Replace a core file unless someone changed it since we read it (then keep theirs: no lost update)."""
     current = (
-        WorkspaceFile.objects.select_for_update()
+        WorkspaceFile.objects.select_for_update(of=("self",))
         .filter(agent=agent, path=path, deleted_at__isnull=True)
         .first()
     )

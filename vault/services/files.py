@@ -84,7 +84,7 @@ def _file_lock_or_create(agent: Agent, path: str) -> tuple[WorkspaceFile, bool]:
     """Lock the live file at path, or insert it; a concurrent insert of the same path is waited for and
     locked instead (the partial unique constraint decides who created it). Call inside a transaction."""
     file = (
-        WorkspaceFile.objects.select_for_update()
+        WorkspaceFile.objects.select_for_update(of=("self",))
         .filter(agent=agent, path=path, deleted_at__isnull=True)
         .first()
     )
@@ -95,7 +95,9 @@ def _file_lock_or_create(agent: Agent, path: str) -> tuple[WorkspaceFile, bool]:
             return WorkspaceFile.objects.create(project_id=agent.project_id, agent=agent, path=path), True
     except IntegrityError:
         return (
-            WorkspaceFile.objects.select_for_update().get(agent=agent, path=path, deleted_at__isnull=True),
+            WorkspaceFile.objects.select_for_update(of=("self",)).get(
+                agent=agent, path=path, deleted_at__isnull=True
+            ),
             False,
         )
 
@@ -130,7 +132,7 @@ def file_append_many(
         text_check(text, allow_empty=True)
     with transaction.atomic():
         file = (
-            WorkspaceFile.objects.select_for_update()
+            WorkspaceFile.objects.select_for_update(of=("self",))
             .filter(agent=agent, path=path, deleted_at__isnull=True)
             .first()
         )
@@ -141,7 +143,7 @@ def file_append_many(
                         project_id=agent.project_id, agent=agent, path=path, content=header
                     )
             except IntegrityError:
-                file = WorkspaceFile.objects.select_for_update().get(
+                file = WorkspaceFile.objects.select_for_update(of=("self",)).get(
                     agent=agent, path=path, deleted_at__isnull=True
                 )
         content = file.content
@@ -183,7 +185,7 @@ def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: st
 
 def _file_locked(agent: Agent, path: str) -> WorkspaceFile:
     file = (
-        WorkspaceFile.objects.select_for_update()
+        WorkspaceFile.objects.select_for_update(of=("self",))
         .filter(agent=agent, path=path, deleted_at__isnull=True)
         .first()
     )
