@@ -419,3 +419,23 @@ def test_it_keeps_project_statistics_for_project_wide_tokens(
     assert api.get("/stats", token=token_a).status_code == 403
     assert api.get("/stats", token=admin_token).json()["messages"] == 3
     assert api.get("/stats", token=outsider_token).json()["messages"] == 0
+
+
+def test_closing_and_purging_a_session_lock_the_session_row_only(agent_a, settings):
+    """The session locks also load the agent (select_related): a bare FOR UPDATE locked the agent's row
+    as well, so every write of that agent waited at its commit-time foreign-key check."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.MEMORY_SESSION_IDLE_MINUTES = 30
+    settings.MEMORY_SESSION_RETENTION_DAYS = 90
+    with time_machine.travel(T0, tick=False):
+        session = _conversation(agent_a)
+    with CaptureQueriesContext(connection) as queries:
+        with time_machine.travel(T0 + timedelta(minutes=31), tick=False):
+            assert services.lifecycle_run()["idle"] == 1
+        services.session_delete(session=session, reason="test")
+    locks = [q["sql"] for q in queries.captured_queries if "FOR UPDATE" in q["sql"] and " JOIN " in q["sql"]]
+    assert len(locks) >= 2  # both locks ran, each with the agent joined
+    for sql in locks:
+        assert 'FOR UPDATE OF "sessions_app_session"' in sql, sql

@@ -79,3 +79,27 @@ def test_a_file_held_for_an_append_locks_neither_its_agent_nor_its_project(agent
         release.set()
         thread.join()
     assert errors == []
+
+
+@pytest.mark.django_db
+def test_every_workspace_file_lock_names_the_file_table_only(agent_a):
+    """The same defect in the other places that lock files (editing, the memory tool's delete and
+    rename, consolidation's guarded replace): each FOR UPDATE must say OF the file table."""
+    from django.test.utils import CaptureQueriesContext
+
+    from vault import memory_tool, services
+    from vault.maintenance.consolidation import file_replace_if_unchanged
+
+    services.file_append(agent=agent_a, path="notes.md", text="first", changed_by="test")
+    services.file_append(agent=agent_a, path="memories/dir/a.md", text="a", changed_by="test")
+    with CaptureQueriesContext(connection) as queries:
+        services.file_append(agent=agent_a, path="notes.md", text="second", changed_by="test")
+        memory_tool.memory_rename(agent=agent_a, old_path="/memories/dir", new_path="/memories/moved")
+        memory_tool.memory_delete(agent=agent_a, path="/memories/moved", changed_by="test")
+        assert (
+            file_replace_if_unchanged(agent=agent_a, path="notes.md", expected="nope", content="x") is False
+        )
+    locks = [q["sql"] for q in queries.captured_queries if "FOR UPDATE" in q["sql"]]
+    assert len(locks) >= 4
+    for sql in locks:
+        assert 'FOR UPDATE OF "vault_workspacefile"' in sql, sql
