@@ -73,3 +73,50 @@ def test_a_project_can_switch_redaction_off(agent_a):
     agent_a.project.save(update_fields=["redaction_enabled"])
     entry = services.entry_create(agent=agent_a, category="lessons", content="Write to jane@acme.io")
     assert entry.content == "Write to jane@acme.io"
+
+
+def _every_pattern_applied(text: str) -> str:
+    """The reference: every configured pattern run over the text, none skipped."""
+    import re
+
+    from vault.redaction import _replace
+
+    for source in [s for name in BUILTIN_PATTERNS for s in BUILTIN_PATTERNS[name]]:
+        text = re.compile(source, re.DOTALL).sub(_replace, text)
+    return text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain chat about the weekend, nothing secret here",
+        "mail bob.smith@example.com and ANA@ACME.IO",
+        "key sk_live_0123456789abcdefXYZ and rk-abcdefghijklmnopqrst",
+        "gho_abcdefghijklmnopqrstuvwxyz xoxb-1234567890-abcdef AKIAABCDEFGHIJKLMNOP",
+        "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345 mem_abcdefghijklmnopqrstuvwxyz",
+        "opaque AbCdEfGh1234567890AbCdEfGh12345678 blob",
+        "PASSWORD=abc PassPhrase: long one, pwd: x, senha: segredo",
+        # Under IGNORECASE, 'ſ' matches 's', 'ı' and 'İ' match 'i', the Kelvin sign matches 'k'.
+        "pa\u017f\u017fword: hunter2",
+        "AP\u0131_KEY: zz",
+        "acce\u017f\u017f_to\u212aen = abc",
+        "Authorization: Bearer abcdefghijklmnopqrstuvwxyz012",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
+        "client_secret: 'zzz'; secret = yyy",
+    ],
+)
+def test_skipping_a_pattern_by_its_hints_never_changes_the_result(settings, text):
+    settings.MEMORY_REDACTION_PATTERNS = list(BUILTIN_PATTERNS)
+    assert redact(text) == _every_pattern_applied(text)
+    if text.startswith("plain"):
+        assert redact(text) == text
+    else:
+        assert "[REDACTED]" in redact(text)
+
+
+def test_every_builtin_pattern_but_the_generic_key_rule_has_hints():
+    from vault.redaction import _GENERIC_KEY, _HINTS
+
+    sources = {s for name in BUILTIN_PATTERNS for s in BUILTIN_PATTERNS[name]}
+    assert set(_HINTS) == sources - {_GENERIC_KEY}
+    assert all(hint == hint.lower() for hints in _HINTS.values() for hint in hints)
