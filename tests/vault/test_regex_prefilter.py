@@ -1,0 +1,73 @@
+"""The prefilter that lets redaction and the write-ahead scan skip a regex: the strings it reads from a
+pattern must be necessary (every match holds one), or a secret or a fact would silently go unseen."""
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessions_app import scan
+from vault.redaction import BUILTIN_PATTERNS
+from vault.regex_prefilter import haystack, required_strings
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        (r"\bremember\s+this\b", ("remember",)),
+        # Adjacent literals join; the longest string of a sequence wins.
+        (r"ab\s+cdef", ("cdef",)),
+        # An alternation needs one of its branches.
+        (r"\b(?:password|pwd)\b", ("password", "pwd")),
+        (r"x(?:foo|bar)+y", ("bar", "foo")),
+        # A branch, a part or a repeat that may be empty needs nothing, so another part must decide.
+        (r"(?:foo|\d+)", None),
+        (r"(?:foo)?bar", ("bar",)),
+        (r"(?:foo)*", None),
+        (r"[a-z]+\d{4,}", None),
+        # Matching ignores case, so the strings are lower case and compared with a lower-cased text.
+        (r"(?i)AKIA[0-9A-Z]{16}", ("akia",)),
+    ],
+)
+def test_required_strings(pattern, expected):
+    assert required_strings(re.compile(pattern)) == expected
+
+
+def test_the_haystack_maps_what_ignorecase_matches_for_ascii_letters():
+    # 'ſ' matches 's', 'ı' and 'İ' match 'i', the Kelvin sign matches 'k' under re.IGNORECASE.
+    assert re.search(r"(?i)password", "pa\u017f\u017fword")
+    assert haystack("Pa\u017f\u017fword \u0130\u0131 \u212aey") == "password ii key"
+
+
+_PATTERNS = [t.pattern for t in scan._TRIGGERS] + [
+    re.compile(source, re.DOTALL) for name in BUILTIN_PATTERNS for source in BUILTIN_PATTERNS[name]
+]
+
+
+@pytest.mark.parametrize("pattern", _PATTERNS, ids=lambda p: p.pattern[:40])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_every_match_holds_one_of_the_required_strings(pattern, data):
+    """Texts generated from the pattern itself (any case, any spacing Python's \\s allows): each one the
+    pattern finds must contain a required string, or the prefilter would skip a real match."""
+    text = data.draw(st.from_regex(pattern))
+    needed = required_strings(pattern)
+    if needed is not None and pattern.search(text):
+        assert any(s in haystack(text) for s in needed), (text, needed)
+
+
+def test_the_scan_finds_the_same_with_and_without_the_prefilter(monkeypatch):
+    from benchmarks.corpus import corpus_generate
+
+    texts = [item["content"] for item in corpus_generate(600, agents=5, seed=3)] + [
+        "Actually, my name is Sardor. Remember this: the deploy is on March 3rd, 2026 at https://x.io.",
+        "Não é o Redis, é o Memcached; lembre-se disso. Eu prefiro 1.500 reais.",
+        "I'm Ana and I hate waiting. We decided to go with Postgres. Call me Bob.",
+        "Men Sardorman, ismim Sardor; eslab qoling: qaror qildik.",
+    ]
+    fast = [scan.scan_message(text) for text in texts]
+    monkeypatch.setattr(scan, "_NEEDS", tuple(None for _ in scan._NEEDS))
+    slow = [scan.scan_message(text) for text in texts]
+    assert fast == slow
+    assert sum(map(len, fast)) > 20  # the texts do trigger the scan
