@@ -34,6 +34,8 @@ _CASE_EXTRAS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u21
 def haystack(text: str) -> str:
     """The text as required_strings' sets are compared with: lower case, case-insensitive look-alikes
     mapped to their ASCII letters."""
+    if text.isascii():  # most texts, and a constant-time test: no look-alike to map
+        return text.lower()
     return text.translate(_CASE_EXTRAS).lower()
 
 
