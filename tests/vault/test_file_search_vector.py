@@ -78,6 +78,27 @@ def test_an_append_that_continues_a_word_is_parsed_with_that_word(agent_a):
     _assert_same_as_full_parse(file)
 
 
+def test_appends_after_multibyte_text_cut_the_tail_at_the_right_byte(agent_a):
+    """The triggers find an append's tail by bytes (vault 0012, search 0005): before it, accented
+    letters, emoji and CJK take two to four bytes each, so a tail cut by a character count would start
+    inside the old content."""
+    last = "quokkazeppelinaxolotlsforever"  # longer than the 15 bytes the letters before it add
+    old = f"Café, açúcar, 東京 and 🚀 ééééé {last}\n"
+    services.file_write(agent=agent_a, path="notes.md", content=old, changed_by="t")
+    file = services.file_append(agent=agent_a, path="notes.md", text="jabuticaba maçãs\n", changed_by="t")
+    file = services.file_append(agent=agent_a, path="notes.md", text="ñandú 🚀 axolotl\n", changed_by="t")
+    assert file.content == old + "jabuticaba maçãs\nñandú 🚀 axolotl\n"
+    _assert_same_as_full_parse(file)
+    assert _matches(file, "portuguese", "maçãs") and _matches(file, "english", "axolotl")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT word FROM search_vocabularyword")
+        words = {row[0] for row in cursor.fetchall()}
+    # Every word of each tail, and no piece of the old content's last word or of the first tail's.
+    whole = {"jabuticaba", "maçãs", "ñandú", "axolotl", last}
+    assert whole <= words
+    assert not {w for w in words - whole if w in last or w in "jabuticaba maçãs"}
+
+
 def test_edits_rewrites_and_renames_parse_the_whole_file_again(agent_a):
     services.file_write(agent=agent_a, path="ops.md", content="We use Redis for the cache.\n", changed_by="t")
     services.file_append(agent=agent_a, path="ops.md", text="Backups run nightly.\n", changed_by="t")
