@@ -250,6 +250,36 @@ def test_vocabulary_follows_edits_messages_and_files(agent_a, make_entry, make_m
     assert find(agent_a, "zephirine", kinds=("entries",)) == [entry.pk]
 
 
+def test_a_batch_of_messages_adds_every_new_word_with_one_statement_trigger(api, agent_a, token_a):
+    """Messages reach the vocabulary through a statement-level trigger (search 0006): each word of each
+    message of a batch, once, with its deletion keys; an edit still goes through the row trigger."""
+    from django.db import connection
+
+    from search.models import VocabularyDeletion, VocabularyWord
+    from sessions_app.models import Message
+
+    texts = ["the gallimaufry arrived", "a second gallimaufry", "then a borborygmus", "Ünterwäsche ñandú"]
+    response = api.post(
+        "/agents/agent-a/messages",
+        {"session": "vocab", "messages": [{"role": "user", "text": t} for t in texts]},
+        token=token_a,
+    )
+    assert response.status_code == 200, response.content
+    for word in ["gallimaufry", "borborygmus", "ünterwäsche", "ñandú", "arrived", "second"]:
+        assert VocabularyWord.objects.filter(word=word).exists(), word
+    assert VocabularyDeletion.objects.filter(key="borborygus", word="borborygmus").exists()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tgtype & 1 FROM pg_trigger WHERE tgname = 'search_vocabulary_ins'"
+            " AND tgrelid = 'sessions_app_message'::regclass"
+        )
+        assert cursor.fetchone() == (0,)  # TRIGGER_TYPE_ROW unset: once per statement
+    message = Message.objects.get(text="then a borborygmus")
+    message.text = "then a collywobbles"
+    message.save(update_fields=["text"])
+    assert VocabularyWord.objects.filter(word="collywobbles").exists()
+
+
 # --- filters ------------------------------------------------------------------------------------
 
 
