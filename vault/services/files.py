@@ -80,26 +80,33 @@ def file_write(
     return file, created
 
 
-def _file_lock_or_create(agent: Agent, path: str) -> tuple[WorkspaceFile, bool]:
-    """Lock the live file at path, or insert it; a concurrent insert of the same path is waited for and
-    locked instead (the partial unique constraint decides who created it). Call inside a transaction."""
-    file = (
-        WorkspaceFile.objects.select_for_update(of=("self",))
-        .filter(agent=agent, path=path, deleted_at__isnull=True)
-        .first()
-    )
+def _file_live_locked(agent: Agent, path: str) -> WorkspaceFile | None:
+    """The live file at path with its row locked (its own row only), or None. A path has one live file
+    (the partial unique constraint), so no ordering: `.first()` would join the agent and the project
+    for the default ordering. Call inside a transaction."""
+    try:
+        return WorkspaceFile.objects.select_for_update(of=("self",)).get(
+            agent=agent, path=path, deleted_at__isnull=True
+        )
+    except WorkspaceFile.DoesNotExist:
+        return None
+
+
+def _file_lock_or_create(agent: Agent, path: str, content: str = "") -> tuple[WorkspaceFile, bool]:
+    """Lock the live file at path, or insert it (with `content`); a concurrent insert of the same path is
+    waited for and locked instead (the partial unique constraint decides who created it). Call inside a
+    transaction."""
+    file = _file_live_locked(agent, path)
     if file is not None:
         return file, False
     try:
         with transaction.atomic():
-            return WorkspaceFile.objects.create(project_id=agent.project_id, agent=agent, path=path), True
+            file = WorkspaceFile.objects.create(
+                project_id=agent.project_id, agent=agent, path=path, content=content
+            )
+            return file, True
     except IntegrityError:
-        return (
-            WorkspaceFile.objects.select_for_update(of=("self",)).get(
-                agent=agent, path=path, deleted_at__isnull=True
-            ),
-            False,
-        )
+        return _file_live_locked(agent, path), False
 
 
 def file_append(
@@ -131,21 +138,7 @@ def file_append_many(
     for text, _ in parts:
         text_check(text, allow_empty=True)
     with transaction.atomic():
-        file = (
-            WorkspaceFile.objects.select_for_update(of=("self",))
-            .filter(agent=agent, path=path, deleted_at__isnull=True)
-            .first()
-        )
-        if file is None:
-            try:
-                with transaction.atomic():
-                    file = WorkspaceFile.objects.create(
-                        project_id=agent.project_id, agent=agent, path=path, content=header
-                    )
-            except IntegrityError:
-                file = WorkspaceFile.objects.select_for_update(of=("self",)).get(
-                    agent=agent, path=path, deleted_at__isnull=True
-                )
+        file, _ = _file_lock_or_create(agent, path, content=header)
         content = file.content
         for text, unless in parts:
             if unless and unless in content:
@@ -184,11 +177,7 @@ def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: st
 
 
 def _file_locked(agent: Agent, path: str) -> WorkspaceFile:
-    file = (
-        WorkspaceFile.objects.select_for_update(of=("self",))
-        .filter(agent=agent, path=path, deleted_at__isnull=True)
-        .first()
-    )
+    file = _file_live_locked(agent, path)
     if file is None:
         raise NotFound(f"File {path!r} not found.")
     return file
