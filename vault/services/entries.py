@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q, prefetch_related_objects
+from django.db.models import F, Q, prefetch_related_objects
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
@@ -15,7 +15,6 @@ from vault.models import (
     EntrySource,
     EntryStatus,
     EntryVersion,
-    Project,
     ReviewItem,
     ReviewKind,
     ReviewPolicy,
@@ -82,14 +81,18 @@ def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[s
     not grow with the vault. Candidates are screened on their sketches before words are compared.
     """
     signature = trust.sketch(words) if len(words) >= trust.NEAR_DUPLICATE_MIN_WORDS else []
-    match = Q(content_hash=digest) | Q(sketch__overlap=signature) if signature else Q(content_hash=digest)
-    candidates = (
-        VaultEntry.objects.filter(
-            match, agent=agent, category=category, status__in=[EntryStatus.ACTIVE, EntryStatus.PENDING]
+    # By hand: this runs on every write, under the agent's write lock, and the ORM took longer to
+    # compile it than PostgreSQL took to run it.
+    match = "(content_hash = %s OR sketch && %s::integer[])" if signature else "content_hash = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, content_hash, sketch FROM vault_vaultentry WHERE {match}"
+            " AND agent_id = %s AND category = %s AND status IN (%s, %s)"
+            " ORDER BY created_at DESC, id DESC LIMIT %s",
+            [digest, *([signature] if signature else []), agent.pk, category]
+            + [EntryStatus.ACTIVE.value, EntryStatus.PENDING.value, NEAR_DUPLICATE_CANDIDATES],
         )
-        .order_by("-created_at", "-id")
-        .values_list("pk", "content_hash", "sketch")[:NEAR_DUPLICATE_CANDIDATES]
-    )
+        candidates = cursor.fetchall()
     best, best_score = None, 0.0
     screened = []
     for pk, other_digest, other_sketch in candidates:
@@ -98,7 +101,11 @@ def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[s
         if trust.sketch_similarity(signature, other_sketch) >= SKETCH_SCREEN:
             screened.append(pk)
     # The texts of the screened candidates in one round trip (this runs under the agent's write lock).
-    contents = dict(VaultEntry.objects.filter(pk__in=screened).values_list("pk", "content"))
+    contents = {}
+    if screened:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT id, content FROM vault_vaultentry WHERE id = ANY(%s)", [screened])
+            contents = dict(cursor.fetchall())
     for pk in screened:
         score = trust.near_duplicate_score(words, trust.word_set(contents.get(pk, "")))
         if score > best_score:
@@ -128,14 +135,16 @@ def _conflicts_find(agent: Agent, category: str, content: str) -> list[tuple[Vau
 
 
 def _project_write_flags(project_id: int) -> tuple[bool, bool]:
-    """(redaction on, any review policy) for a project, in one query: the entry write path runs
-    under a lock and every round trip there counts."""
-    row = (
-        Project.objects.filter(pk=project_id)
-        .annotate(has_policy=Exists(ReviewPolicy.objects.filter(project_id=OuterRef("pk"))))
-        .values_list("redaction_enabled", "has_policy")
-        .first()
-    )
+    """(redaction on, any review policy) for a project, in one statement: the entry write path runs
+    under a lock and every round trip there counts (written by hand: the ORM took longer to compile
+    this one-row query than PostgreSQL took to run it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT redaction_enabled, EXISTS (SELECT 1 FROM vault_reviewpolicy WHERE project_id = p.id)"
+            " FROM vault_project p WHERE p.id = %s",
+            [project_id],
+        )
+        row = cursor.fetchone()
     return (True, False) if row is None else (row[0] is not False, bool(row[1]))
 
 
@@ -207,8 +216,10 @@ def entry_create_for_principal(
         created_by=principal.label,
     )
     # What the response shows (its review items, what supersedes it) is read here, where losing the
-    # database is a 503, not while the response is serialised, where it was a 500.
-    prefetch_related_objects([entry], "review_items", "superseded_by")
+    # database is a 503, not while the response is serialised, where it was a 500. A new entry that
+    # replaced nothing comes back with both already known (entry_create).
+    if entry.duplicate_of is not None or supersedes_id is not None:
+        prefetch_related_objects([entry], "review_items", "superseded_by")
     return entry
 
 
@@ -284,13 +295,28 @@ def entry_create(
             source_message_ids=list(source_message_ids or []),
             confidence=confidence,
         )
-        for kind, other, detail in reasons:
+        items = [
             ReviewItem.objects.create(entry=entry, kind=kind, other_entry=other, detail=detail[:2000])
+            for kind, other, detail in reasons
+        ]
         if supersedes_id is not None:
             entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=created_by)
             entry.refresh_from_db()
+        else:
+            _new_entry_relations_known(entry, items)
     entry.duplicate_of = None
     return entry
+
+
+def _new_entry_relations_known(entry: VaultEntry, review_items: list[ReviewItem]) -> None:
+    """Record on a just-created entry what reading its relations would find, as a prefetch would:
+    the review items this transaction created, and no successor (nothing can supersede an entry
+    whose id has not been handed out yet). Saves two queries on every write."""
+    items = entry.review_items.all()
+    items._result_cache = list(review_items)
+    items._prefetch_done = True
+    entry._prefetched_objects_cache = {"review_items": items}
+    entry._state.fields_cache["superseded_by"] = None
 
 
 def _version_save(entry: VaultEntry, *, action: str, changed_by: str) -> EntryVersion:
