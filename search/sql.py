@@ -5,6 +5,8 @@ punctuation: a query word of five or more letters with one edit can only be one 
 word of at least four.
 """
 
+from vault.models import WORDS_KNOWN_SETTING
+
 WORD_FILTER = "length(lexeme) BETWEEN 4 AND 32 AND lexeme !~ '[0-9_./@:''-]'"
 
 
@@ -65,11 +67,16 @@ CREATE TRIGGER search_vocabulary_ins AFTER INSERT ON sessions_app_message
 # arithmetic (search migration 0005): octet_length() reads a stored value's size from its header, while
 # length() and substr() count the characters of the whole file, which made each append to a day's note
 # slower than the one before.
-FILE_TRIGGER_FUNCTION = """
+# A writer that knows the words are in the vocabulary already says so with vault's WORDS_KNOWN_SETTING
+# (search migration 0007): the message path logging a batch's exchanges in the day's note.
+FILE_TRIGGER_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION search_vocabulary_file_trg() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   old_bytes integer;
 BEGIN
+  IF current_setting('{WORDS_KNOWN_SETTING}', true) = 'on' THEN
+    RETURN NULL;
+  END IF;
   IF TG_OP = 'UPDATE' THEN
     old_bytes := octet_length(OLD.content);
   END IF;

@@ -27,6 +27,11 @@ def path_segment_validator(value: str) -> None:
 # 256 kB keeps that under half a millisecond; the merges get more frequent and each one smaller.
 GIN_PENDING_KB = 256
 
+# A transaction-local setting (set_config(..., true)) a writer turns on around a workspace-file write whose
+# words are already in the typo vocabulary, so search's file trigger skips parsing them again: the day's
+# note logs exchanges whose messages were stored, and their words added, in the same transaction.
+WORDS_KNOWN_SETTING = "memory.words_known"
+
 SCOPE_AGENT_PREFIX = "#a"
 SCOPE_PROJECT_PREFIX = "#p"
 

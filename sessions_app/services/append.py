@@ -437,4 +437,6 @@ def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by
         reply = text_clip(message.text, max_chars, flatten=False, mark=ASCII_CUT)
         blocks.append((message.created_at, f"\n## [{when:%H:%M:%S}]\n**User:** {user}\n**Agent:** {reply}\n"))
     if blocks:
-        vault_services.daily_notes_append(agent=agent, blocks=blocks, changed_by=changed_by)
+        # The exchanges' texts are the messages this append stored (redacted the same way, clipped),
+        # whose words the messages' INSERT already added to the typo vocabulary.
+        vault_services.daily_notes_append(agent=agent, blocks=blocks, changed_by=changed_by, words_known=True)

@@ -280,6 +280,54 @@ def test_a_batch_of_messages_adds_every_new_word_with_one_statement_trigger(api,
     assert VocabularyWord.objects.filter(word="collywobbles").exists()
 
 
+def test_a_file_write_whose_words_are_known_skips_the_vocabulary_and_only_that_write(agent_a):
+    """vault's WORDS_KNOWN_SETTING holds for one write (search 0007): the next write in the same
+    transaction parses its words again."""
+    from django.db import transaction
+
+    from search.models import VocabularyWord
+    from vault.models import WorkspaceFile
+
+    with transaction.atomic():
+        services.file_append_many(
+            agent=agent_a, path="notes.md", parts=[("kerfufflement ", "")], changed_by="t", words_known=True
+        )
+        services.file_append(agent=agent_a, path="notes.md", text="widdershins ", changed_by="t")
+    assert WorkspaceFile.objects.get(agent=agent_a, path="notes.md").content == "kerfufflement widdershins "
+    assert not VocabularyWord.objects.filter(word="kerfufflement").exists()
+    assert VocabularyWord.objects.filter(word="widdershins").exists()
+
+
+def test_the_days_note_of_a_message_batch_adds_no_word_the_messages_did_not(api, agent_a, token_a):
+    """The day's note logs the batch's exchanges without parsing them for the vocabulary again: every
+    word of the note but its own labels is there, from the messages' INSERT."""
+    from django.db import connection
+
+    from search.models import VocabularyWord
+    from search.sql import WORD_FILTER
+
+    texts = ["where is the gallimaufry kept?", "In the snickersnee cupboard, next to the flummadiddle."]
+    response = api.post(
+        "/agents/agent-a/messages",
+        {
+            "session": "note-vocab",
+            "messages": [{"role": r, "text": t} for r, t in zip(["user", "assistant"], texts, strict=True)],
+        },
+        token=token_a,
+    )
+    assert response.status_code == 200, response.content
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT lexeme FROM vault_workspacefile, unnest(to_tsvector('simple', content))"
+            f" WHERE agent_id = %s AND path LIKE 'memory/%%' AND {WORD_FILTER}",
+            [agent_a.pk],
+        )
+        note_words = {row[0] for row in cursor.fetchall()}
+    assert {"gallimaufry", "snickersnee", "flummadiddle"} <= note_words
+    known = set(VocabularyWord.objects.filter(word__in=note_words).values_list("word", flat=True))
+    assert note_words - known <= {"user", "agent"}
+
+
 # --- filters ------------------------------------------------------------------------------------
 
 

@@ -4,11 +4,12 @@ versioned."""
 import re
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from vault.models import (
+    WORDS_KNOWN_SETTING,
     Agent,
     VersionAction,
     WorkspaceFile,
@@ -125,10 +126,17 @@ def file_append(
 
 
 def file_append_many(
-    *, agent: Agent, path: str, parts: list[tuple[str, str]], changed_by: str, header: str = ""
+    *,
+    agent: Agent,
+    path: str,
+    parts: list[tuple[str, str]],
+    changed_by: str,
+    header: str = "",
+    words_known: bool = False,
 ) -> WorkspaceFile:
     """file_append for several (text, unless_present) parts in order, in one locked rewrite of the file:
-    a batch of messages logs all its exchanges at the cost of one."""
+    a batch of messages logs all its exchanges at the cost of one. `words_known`: the parts' words are
+    already in the typo vocabulary (WORDS_KNOWN_SETTING), so the write does not parse them for it."""
     file_path_check(path)
     redacting = project_redaction_enabled(agent.project_id)
     parts = [
@@ -148,7 +156,13 @@ def file_append_many(
             return file
         file.content = content
         file.size = len(content.encode("utf-8"))
+        if words_known:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config(%s, 'on', true)", [WORDS_KNOWN_SETTING])
         file.save(update_fields=["content", "size", "updated_at"])
+        if words_known:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config(%s, '', true)", [WORDS_KNOWN_SETTING])
     return file
 
 
@@ -283,8 +297,11 @@ def file_create(
     return file
 
 
-def daily_notes_append(*, agent: Agent, blocks: list[tuple[datetime, str]], changed_by: str = "") -> None:
-    """daily_note_append for several (when, text) blocks: one locked rewrite per day's note."""
+def daily_notes_append(
+    *, agent: Agent, blocks: list[tuple[datetime, str]], changed_by: str = "", words_known: bool = False
+) -> None:
+    """daily_note_append for several (when, text) blocks: one locked rewrite per day's note.
+    `words_known` as in file_append_many."""
     by_day: dict = {}
     for when, text in blocks:
         heading = _DAILY_TIME_HEADING_RE.match(text)
@@ -298,4 +315,5 @@ def daily_notes_append(*, agent: Agent, blocks: list[tuple[datetime, str]], chan
             parts=parts,
             changed_by=changed_by,
             header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+            words_known=words_known,
         )
