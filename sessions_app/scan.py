@@ -10,11 +10,12 @@ stay quiet on ordinary chat: a false positive pollutes long-term memory forever,
 one note that the agent will probably see again.
 """
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 
-from vault.regex_prefilter import haystack, required_strings
+from vault.regex_prefilter import haystack, required_strings, requires_digit
 from vault.text import APOSTROPHES as _APOSTROPHES
 from vault.text import normalise_fact
 
@@ -234,24 +235,31 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?\u2026])\s+|[\r\n]+")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
+# What _fold maps: every non-ASCII character and the backtick (an apostrophe look-alike).
+_FOLDED_CHARS = re.compile(r"[^\x00-\x7f]|`")
+
+
+@functools.lru_cache(maxsize=8192)
+def _fold_char(char: str) -> str:
+    char = char.translate(_APOSTROPHES)
+    base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+    return base if len(base) == 1 else char
+
+
+def _fold_match(match: re.Match) -> str:
+    return _fold_char(match.group())
+
+
 def _fold(text: str) -> str:
     """Drop accents one character at a time so the folded text keeps the original's indices.
 
     Keeping the length lets a match found in the folded text be reported with the user's own spelling.
     Characters whose decomposition is longer than one letter (ligatures) are left alone for that reason.
+    Only the characters that can change are looked at (a sentence has a few accented letters at most).
     """
-    text = text.translate(_APOSTROPHES)
-    if text.isascii():  # most messages: nothing to fold
+    if text.isascii() and "`" not in text:  # most sentences: nothing to fold
         return text
-    chars = []
-    for char in text:
-        base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
-        chars.append(base if len(base) == 1 else char)
-    return "".join(chars)
-
-
-def _sentences_split(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s.strip()]
+    return _FOLDED_CHARS.sub(_fold_match, text)
 
 
 def _excerpt(sentence: str, start: int) -> str:
@@ -263,8 +271,12 @@ def _excerpt(sentence: str, start: int) -> str:
 
 
 # For each trigger, strings one of which its match must contain (vault.regex_prefilter): most sentences
-# hold none of them, and an `in` test rules the trigger out for far less than its regex pass.
+# hold none of them, and an `in` test rules the trigger out for far less than its regex pass. They are
+# tested on the whole message first (a string a sentence holds, the message holds), then per sentence on
+# the triggers left. A trigger whose every match holds a digit does not run on a sentence without one.
 _NEEDS: tuple[tuple[str, ...] | None, ...] = tuple(required_strings(t.pattern) for t in _TRIGGERS)
+_NEEDS_DIGIT: tuple[bool, ...] = tuple(requires_digit(t.pattern) for t in _TRIGGERS)
+_DIGIT = re.compile(r"\d")
 
 
 def _trigger_find(trigger: _Trigger, sentence: str, folded: str) -> re.Match | None:
@@ -280,6 +292,36 @@ def _trigger_find(trigger: _Trigger, sentence: str, folded: str) -> re.Match | N
     return None
 
 
+def _candidates(text: str, folded: str) -> list[tuple[_Trigger, tuple[str, ...] | None, bool]]:
+    """The triggers that may fire somewhere in the message: those whose needed strings it holds."""
+    searched = {False: haystack(folded), True: None}
+    found = []
+    for trigger, needs, needs_digit in zip(_TRIGGERS, _NEEDS, _NEEDS_DIGIT, strict=True):
+        if needs is not None:
+            if searched[trigger.accented] is None:
+                searched[trigger.accented] = haystack(text)
+            if not any(needed in searched[trigger.accented] for needed in needs):
+                continue
+        found.append((trigger, needs, needs_digit))
+    return found
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of the text: the pieces between _SENTENCE_SPLIT's matches, stripped,
+    empty ones left out."""
+    spans = []
+    start = 0
+    for boundary in [*_SENTENCE_SPLIT.finditer(text), None]:
+        end = boundary.start() if boundary else len(text)
+        piece = text[start:end]
+        stripped = piece.strip()
+        if stripped:
+            first = start + len(piece) - len(piece.lstrip())
+            spans.append((first, first + len(stripped)))
+        start = boundary.end() if boundary else end
+    return spans
+
+
 def scan_message(text: str) -> list[ScanMatch]:
     """Return every category each sentence of a user message triggers, in message order.
 
@@ -287,18 +329,30 @@ def scan_message(text: str) -> list[ScanMatch]:
     categories: "Remember that my name is Ana" is both a reminder and a name.
     """
     matches: list[ScanMatch] = []
-    for sentence in _sentences_split(text):
-        folded = _fold(sentence)
+    # Folding maps each character on its own, so a sentence's folded text is the folded message's slice.
+    folded_text = _fold(text)
+    candidates = _candidates(text, folded_text)
+    if not candidates:
+        return matches
+    for start, end in _sentence_spans(text):
+        sentence, folded = text[start:end], folded_text[start:end]
         is_question = sentence.rstrip().endswith("?")
         found: dict[str, ScanMatch] = {}
-        searched = {False: haystack(folded), True: None}
-        for trigger, needs in zip(_TRIGGERS, _NEEDS, strict=True):
+        searched = {False: None, True: None}
+        digits = {False: None, True: None}
+        for trigger, needs, needs_digit in candidates:
             if trigger.category in found or (trigger.statements_only and is_question):
                 continue
+            accented = trigger.accented
             if needs is not None:
-                if searched[trigger.accented] is None:
-                    searched[trigger.accented] = haystack(sentence)
-                if not any(needed in searched[trigger.accented] for needed in needs):
+                if searched[accented] is None:
+                    searched[accented] = haystack(sentence if accented else folded)
+                if not any(needed in searched[accented] for needed in needs):
+                    continue
+            if needs_digit:
+                if digits[accented] is None:
+                    digits[accented] = _DIGIT.search(sentence if accented else folded) is not None
+                if not digits[accented]:
                     continue
             match = _trigger_find(trigger, sentence, folded)
             if match is None:

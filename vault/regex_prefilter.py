@@ -29,12 +29,15 @@ except ImportError:  # pragma: no cover - another Python: no prefilter, every pa
 # the Kelvin sign for 'k') while str.lower() leaves them alone: mapped first, so that the haystack holds
 # every string a match needs.
 _CASE_EXTRAS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_LOOK_ALIKES = tuple(chr(code) for code in _CASE_EXTRAS)
 
 
 def haystack(text: str) -> str:
     """The text as required_strings' sets are compared with: lower case, case-insensitive look-alikes
     mapped to their ASCII letters."""
-    if text.isascii():  # most texts, and a constant-time test: no look-alike to map
+    # isascii() is a constant-time test; four `in` scans cost far less than translate(), which looks
+    # every character of the text up in the table (about 60 us for a 700-character accented turn).
+    if text.isascii() or not any(char in text for char in _LOOK_ALIKES):
         return text.lower()
     return text.translate(_CASE_EXTRAS).lower()
 
@@ -108,3 +111,56 @@ def _node(op, arg) -> frozenset[str] | None:
         return _sequence(list(body)) if low >= 1 else None
     # Classes, wildcards, anchors, look-arounds, back-references: nothing known to be needed.
     return None
+
+
+def requires_digit(pattern: re.Pattern | str, flags: int = 0) -> bool:
+    """Whether every match of `pattern` contains a character `\\d` matches (a `\\d`, a class of digits or
+    a digit literal that must be matched): such a pattern need not run on a text without one. False
+    when that is not known."""
+    if _parser is None:  # pragma: no cover
+        return False
+    if isinstance(pattern, re.Pattern):
+        pattern, flags = pattern.pattern, pattern.flags
+    if flags & re.ASCII:  # \d would then be [0-9] only, and a digit test must agree with the pattern
+        return False
+    try:
+        return _sequence_digit(list(_parser.parse(pattern, flags)))
+    except Exception:  # pragma: no cover - an unknown node or parser change: run the pattern
+        return False
+
+
+def _sequence_digit(items: list) -> bool:
+    return any(_node_digit(op, arg) for op, arg in items)
+
+
+def _node_digit(op, arg) -> bool:
+    if op is _c.LITERAL:
+        return bool(re.match(r"\d", chr(arg)))
+    if op is _c.IN:
+        return _class_digits_only(arg)
+    if op is _c.SUBPATTERN:
+        return _sequence_digit(list(arg[-1]))
+    if op is _c.ATOMIC_GROUP:
+        return _sequence_digit(list(arg))
+    if op is _c.BRANCH:
+        return all(_sequence_digit(list(branch)) for branch in arg[1])
+    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
+        low, _high, body = arg
+        return low >= 1 and _sequence_digit(list(body))
+    # Wildcards, anchors, look-arounds (they consume nothing), back-references: not known.
+    return False
+
+
+def _class_digits_only(items) -> bool:
+    """A character class every member of which is a digit: `\\d`, `[0-9]`, `[\\d.]` is not."""
+    if not items:
+        return False
+    for op, arg in items:
+        if op is _c.CATEGORY and arg is _c.CATEGORY_DIGIT:
+            continue
+        if op is _c.LITERAL and re.match(r"\d", chr(arg)):
+            continue
+        if op is _c.RANGE and all(re.match(r"\d", chr(code)) for code in range(arg[0], arg[1] + 1)):
+            continue
+        return False  # NEGATE, other categories, letters
+    return True

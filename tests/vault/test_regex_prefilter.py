@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from sessions_app import scan
 from vault.redaction import BUILTIN_PATTERNS
-from vault.regex_prefilter import haystack, required_strings
+from vault.regex_prefilter import haystack, required_strings, requires_digit
 
 
 @pytest.mark.parametrize(
@@ -34,6 +34,28 @@ def test_required_strings(pattern, expected):
     assert required_strings(re.compile(pattern)) == expected
 
 
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        (r"\d{4}-\d{2}", True),
+        (r"[0-9]+", True),
+        (r"(?:19|20)\d{2}", True),
+        (r"x{0}\d", True),
+        (r"(?:a\d|\db)", True),
+        # A branch or a repeat that can do without a digit, a class that holds other characters, a
+        # look-around (it consumes nothing): no requirement.
+        (r"a|\d", False),
+        (r"\d?x", False),
+        (r"[\d.]+", False),
+        (r"[^\d]", False),
+        (r"(?!\d)x", False),
+        (r"(?a)\d", False),  # ASCII-only \d: a Unicode digit test would not agree with it
+    ],
+)
+def test_requires_digit(pattern, expected):
+    assert requires_digit(re.compile(pattern)) is expected
+
+
 def test_the_haystack_maps_what_ignorecase_matches_for_ascii_letters():
     # 'ſ' matches 's', 'ı' and 'İ' match 'i', the Kelvin sign matches 'k' under re.IGNORECASE.
     assert re.search(r"(?i)password", "pa\u017f\u017fword")
@@ -55,6 +77,8 @@ def test_every_match_holds_one_of_the_required_strings(pattern, data):
     needed = required_strings(pattern)
     if needed is not None and pattern.search(text):
         assert any(s in haystack(text) for s in needed), (text, needed)
+    if requires_digit(pattern) and pattern.search(text):
+        assert re.search(r"\d", text), text
 
 
 def test_the_scan_finds_the_same_with_and_without_the_prefilter(monkeypatch):
@@ -66,8 +90,42 @@ def test_the_scan_finds_the_same_with_and_without_the_prefilter(monkeypatch):
         "I'm Ana and I hate waiting. We decided to go with Postgres. Call me Bob.",
         "Men Sardorman, ismim Sardor; eslab qoling: qaror qildik.",
     ]
+    assert sum(scan._NEEDS_DIGIT) >= 3  # the date, amount and number triggers
     fast = [scan.scan_message(text) for text in texts]
     monkeypatch.setattr(scan, "_NEEDS", tuple(None for _ in scan._NEEDS))
+    monkeypatch.setattr(scan, "_NEEDS_DIGIT", tuple(False for _ in scan._NEEDS_DIGIT))
     slow = [scan.scan_message(text) for text in texts]
     assert fast == slow
     assert sum(map(len, fast)) > 20  # the texts do trigger the scan
+    assert sum(m.category == "specific_value" for found in fast for m in found) > 5  # digits among them
+
+
+def _fold_reference(text: str) -> str:
+    """The scan's accent folding as first written: every character looked at."""
+    import unicodedata
+
+    from vault.text import APOSTROPHES
+
+    text = text.translate(APOSTROPHES)
+    chars = []
+    for char in text:
+        base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+        chars.append(base if len(base) == 1 else char)
+    return "".join(chars)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    text=st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
+    | st.sampled_from(["Não é o Redis`s", "ﬁle ½ café ´x´ ’quoted’", "İstanbul ſ \u212a", "a\u0301 e\u0302"])
+)
+def test_folding_only_the_characters_that_change_folds_as_before(text):
+    assert scan._fold(text) == _fold_reference(text)
+    assert len(scan._fold(text)) == len(text)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=st.text(alphabet=st.sampled_from("ab .!?\u2026\n\r\t x"), max_size=40))
+def test_sentence_spans_cut_where_the_split_does(text):
+    pieces = [piece.strip() for piece in scan._SENTENCE_SPLIT.split(text) if piece.strip()]
+    assert [text[start:end] for start, end in scan._sentence_spans(text)] == pieces
