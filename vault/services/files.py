@@ -5,6 +5,8 @@ import re
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F, TextField, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
@@ -154,12 +156,19 @@ def file_append_many(
             content += text
         if content == file.content:
             return file
-        file.content = content
-        file.size = len(content.encode("utf-8"))
+        size = len(content.encode("utf-8"))
         if words_known:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT set_config(%s, 'on', true)", [WORDS_KNOWN_SETTING])
-        file.save(update_fields=["content", "size", "updated_at"])
+        # Only the appended text goes to the database (the row is locked, so the stored content is the
+        # one read): a day's note is sent and parsed once, not again on every append.
+        now = timezone.now()
+        WorkspaceFile.objects.filter(pk=file.pk).update(
+            content=Concat(F("content"), Value(content[len(file.content) :]), output_field=TextField()),
+            size=size,
+            updated_at=now,
+        )
+        file.content, file.size, file.updated_at = content, size, now
         if words_known:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT set_config(%s, '', true)", [WORDS_KNOWN_SETTING])
