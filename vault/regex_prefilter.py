@@ -68,24 +68,56 @@ def _better(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str
     return max(a, b, key=lambda s: (min(len(x) for x in s), -len(s)))
 
 
+# A class of a few literal characters ("[-_]", "[ãa]") or an alternation of literal words ("sk|pk")
+# continues a literal run as that many alternatives ("sk-", "sk_", "pk-", ...), up to this many in all:
+# a handful of longer strings rules out more than one short one.
+_CLASS_CHARS_MAX = 6
+_ALTERNATIVES_MAX = 16
+
+
+def _literal_choices(op, arg) -> list[str] | None:
+    """The strings a class of literal characters or an alternation of literal branches matches, or None."""
+    if op is _c.IN:
+        if not arg or len(arg) > _CLASS_CHARS_MAX or any(kind is not _c.LITERAL for kind, _ in arg):
+            return None
+        return [chr(code) for _, code in arg]
+    if op is _c.SUBPATTERN:
+        body = list(arg[-1])
+        if len(body) == 1:
+            return _literal_choices(*body[0])
+        return None
+    if op is _c.BRANCH:
+        choices = []
+        for branch in arg[1]:
+            if not branch or any(kind is not _c.LITERAL for kind, _ in branch):
+                return None
+            choices.append("".join(chr(code) for _, code in branch))
+        return choices
+    return None
+
+
 def _sequence(items: list) -> frozenset[str] | None:
     best: frozenset[str] | None = None
-    run: list[str] = []
+    runs: list[str] = [""]  # the literal text just before this point, one string per alternative
 
     def close_run():
-        nonlocal best
-        if run:
-            best = _better(best, frozenset({"".join(run).lower()}))
-        run.clear()
+        nonlocal best, runs
+        if runs[0]:
+            best = _better(best, frozenset(run.lower() for run in runs))
+        runs = [""]
 
     for op, arg in items:
         if op is _c.LITERAL:
-            run.append(chr(arg))
+            runs = [run + chr(arg) for run in runs]
             continue
-        if op is _c.BRANCH and run:
+        choices = _literal_choices(op, arg)
+        if choices is not None and len(runs) * len(choices) <= _ALTERNATIVES_MAX:
+            runs = [run + choice for run in runs for choice in choices]
+            continue
+        if op is _c.BRANCH and len(runs) == 1 and runs[0]:
             # The parser takes a common prefix out of the branches ("p(?:assword|wd)"): put it back in
             # front of each, so that the branches' strings are whole words again.
-            prefix = [(_c.LITERAL, ord(char)) for char in run]
+            prefix = [(_c.LITERAL, ord(char)) for char in runs[0]]
             best = _better(best, _node(op, (arg[0], [prefix + list(branch) for branch in arg[1]])))
         close_run()
         best = _better(best, _node(op, arg))

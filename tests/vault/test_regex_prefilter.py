@@ -28,6 +28,13 @@ from vault.regex_prefilter import haystack, required_strings, requires_digit
         (r"[a-z]+\d{4,}", None),
         # Matching ignores case, so the strings are lower case and compared with a lower-cased text.
         (r"(?i)AKIA[0-9A-Z]{16}", ("akia",)),
+        # A class of a few literal characters, or an alternation of words, continues the run as
+        # alternatives; a large class or a range ends it.
+        (r"\b(?:sk|pk)[-_][A-Za-z0-9]{16,}", ("pk-", "pk_", "sk-", "sk_")),
+        (r"(?i)\bn[ãa]o\s+", ("nao", "não")),
+        (r"gh[pousr]_", ("gho_", "ghp_", "ghr_", "ghs_", "ghu_")),
+        (r"ab[a-z]cd", ("ab",)),
+        (r"x[abcdefg]yy", ("yy",)),
     ],
 )
 def test_required_strings(pattern, expected):
