@@ -167,3 +167,33 @@ def test_python_never_loads_a_search_vector(agent_a, entry_a):
     with CaptureQueriesContext(connection) as queries:
         assert reply.parent.text == "hi"  # a related row, loaded through the base manager
     assert "search_vector" not in queries.captured_queries[0]["sql"]
+
+
+def test_an_append_sends_only_its_text_and_skips_parts_already_there_even_across_the_seam(agent_a):
+    """file_append_many builds the new text on its own (only it goes to the database). A part whose
+    `unless` text is in the file, in the new text, or across the seam between them is left out."""
+    services.file_write(agent=agent_a, path="notes.md", content="one two thr", changed_by="t")
+    big = "x" * 20_000
+    with CaptureQueriesContext(connection) as queries:
+        file = services.file_append_many(
+            agent=agent_a,
+            path="notes.md",
+            parts=[
+                ("ee four", ""),
+                ("SKIPPED-seam", "three fo"),  # "thr" stored + "ee fo" new
+                ("SKIPPED-stored", "one two"),
+                (" five" + big, ""),
+                ("SKIPPED-new", "four five"),
+                (" six", "seven"),
+            ],
+            changed_by="t",
+        )
+    expected = "one two three four five" + big + " six"
+    assert file.content == expected and file.size == len(expected)
+    stored = WorkspaceFile.objects.get(pk=file.pk)
+    assert stored.content == expected and stored.size == len(expected)
+    update = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "vault_workspacefile"')
+    ]
+    assert len(update) == 1 and "one two thr" not in update[0] and big in update[0]
+    _assert_same_as_full_parse(stored)

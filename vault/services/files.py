@@ -149,13 +149,18 @@ def file_append_many(
         text_check(text, allow_empty=True)
     with transaction.atomic():
         file, _ = _file_lock_or_create(agent, path, content=header)
-        content = file.content
+        stored = file.content
+        # The new text is built on its own: adding each part to the whole file copied all of it once
+        # per part. A part is left out when its `unless` text is in the file, in the new text, or
+        # across the seam between them.
+        tail = ""
         for text, unless in parts:
-            if unless and unless in content:
+            if unless and (unless in stored or unless in stored[-len(unless) :] + tail):
                 continue
-            content += text
-        if content == file.content:
+            tail += text
+        if not tail:
             return file
+        content = stored + tail
         size = len(content.encode("utf-8"))
         if words_known:
             with connection.cursor() as cursor:
@@ -164,7 +169,7 @@ def file_append_many(
         # one read): a day's note is sent and parsed once, not again on every append.
         now = timezone.now()
         WorkspaceFile.objects.filter(pk=file.pk).update(
-            content=Concat(F("content"), Value(content[len(file.content) :]), output_field=TextField()),
+            content=Concat(F("content"), Value(tail), output_field=TextField()),
             size=size,
             updated_at=now,
         )
