@@ -13,6 +13,7 @@ is embedded can never disagree.
 """
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,6 +127,55 @@ def vector_indexes_ensure(dimensions: int) -> None:
             f"search_embedding_scope_{dimensions}",
             f"(agent_id, model, kind) INCLUDE (project_id, object_id, vector) WHERE dimensions = {dimensions}",
         )
+    if dimensions <= HNSW_MAX_DIMENSIONS:
+        agent_vector_indexes_ensure(dimensions)
+
+
+def agent_index_name(dimensions: int, agent_id: int) -> str:
+    return f"search_embedding_hnsw_{int(dimensions)}_a{int(agent_id)}"
+
+
+def agent_vector_indexes_ensure(dimensions: int) -> None:
+    """An HNSW index of its own for each agent whose vectors of this dimension are more than
+    MEMORY_SEMANTIC_EXACT_MAX_ROWS (the size above which its semantic search walks a graph instead of
+    scanning), and none for an agent that has none any more.
+
+    Walking the shared index for one agent among many, pgvector's filtered iterative scan visits
+    every other tenant's vectors on its way: at 1,000,000 entries an agent of 25,000-87,000 vectors
+    took 100-350 ms a query, against 3 ms on an index of its own (docs/benchmarks.md). The search's
+    statement names the agent as a literal, so the planner takes the agent's partial index by itself.
+    An agent that shrinks below the size keeps its index until it has less than half of it."""
+    dimensions = int(dimensions)
+    threshold = int(settings.MEMORY_SEMANTIC_EXACT_MAX_ROWS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT agent_id, count(*) FROM search_embedding WHERE dimensions = %s GROUP BY agent_id",
+            [dimensions],
+        )
+        counts = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'search_embedding' AND indexname LIKE %s",
+            [f"search_embedding_hnsw_{dimensions}_a%"],
+        )
+        named = (
+            re.fullmatch(rf"search_embedding_hnsw_{dimensions}_a(\d+)", name) for (name,) in cursor.fetchall()
+        )
+        existing = [int(match.group(1)) for match in named if match]
+    for agent_id in sorted(agent for agent, rows in counts.items() if rows > threshold):
+        _index_ensure(
+            agent_index_name(dimensions, agent_id),
+            f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops)"
+            f" WHERE dimensions = {dimensions} AND agent_id = {int(agent_id)}",
+        )
+    for agent_id in existing:
+        if counts.get(agent_id, 0) * 2 < threshold:
+            _index_drop(agent_index_name(dimensions, agent_id))
+
+
+def _index_drop(name: str) -> None:
+    with connection.cursor() as cursor:
+        concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
+        cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {name}")
 
 
 def _index_valid(cursor, name: str) -> bool | None:

@@ -539,3 +539,65 @@ def test_an_index_left_invalid_by_an_interrupted_build_is_built_again():
     assert valid() is False
     vector_indexes_ensure(96)
     assert valid() is True
+
+
+@needs_pgvector
+def test_an_agent_above_the_exact_scan_size_walks_an_hnsw_index_of_its_own(
+    agent_a, agent_b, make_entry, local_model, monkeypatch
+):
+    """Above MEMORY_SEMANTIC_EXACT_MAX_ROWS an agent's semantic search walks a graph; the shared graph
+    made its filtered walk visit every other tenant's vectors. Such an agent gets a partial HNSW index
+    (the planner takes it: the statement names the agent), the others do not, and it goes when the
+    agent's vectors do."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from search.embedding_index import agent_index_name, vector_indexes_ensure
+
+    monkeypatch.setattr(settings, "MEMORY_SEMANTIC_EXACT_MAX_ROWS", 4)
+    monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", 4)
+    for text in [
+        "Redis caches sessions",
+        "Kafka carries orders",
+        "Postgres keeps invoices",
+        "Nginx fronts the API",
+        "S3 holds the backups",
+        "Grafana shows latency",
+    ]:
+        make_entry(agent_a, text)
+    make_entry(agent_b, "Redis caches sessions for the billing service")
+    refresh()
+    dimensions = local_model.dimensions
+    with connection.cursor() as cursor:
+        # The test's transaction still holds the new rows' deferred foreign-key checks, and an index
+        # cannot be built over pending trigger events (the job runs outside any transaction).
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    vector_indexes_ensure(dimensions)
+
+    def exists(name):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+            return cursor.fetchone()[0]
+
+    own, other = agent_index_name(dimensions, agent_a.pk), agent_index_name(dimensions, agent_b.pk)
+    assert exists(own) and not exists(other)
+    with CaptureQueriesContext(connection) as queries:
+        hits = semantic_search(
+            project_id=agent_a.project_id,
+            agent_id=agent_a.pk,
+            kinds={"entries"},
+            query="session cache",
+            limit=3,
+        )
+    assert hits and {hit.object_id for hit in hits} <= set(agent_a.entries.values_list("pk", flat=True))
+    scan = next(q["sql"] for q in queries.captured_queries if "min(distance)" in q["sql"])
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + scan)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert f"Index Scan using {own} " in plan, plan
+    Embedding.objects.filter(agent_id=agent_a.pk).delete()
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    vector_indexes_ensure(dimensions)
+    assert not exists(own)
