@@ -141,8 +141,9 @@ def agent_vector_indexes_ensure(dimensions: int) -> None:
     scanning), and none for an agent that has none any more.
 
     Walking the shared index for one agent among many, pgvector's filtered iterative scan visits
-    every other tenant's vectors on its way: at 1,000,000 entries an agent of 25,000-87,000 vectors
-    took 100-350 ms a query, against 3 ms on an index of its own (docs/benchmarks.md). The search's
+    every other tenant's vectors on its way: at 1,000,000 entries agents of 47,000 and 87,000 vectors
+    took 39 and 54 ms a query (p50), against 4 and 6 ms on an index of their own, which also found
+    more of the exact nearest neighbours (docs/benchmarks.md). The search's
     statement names the agent as a literal, so the planner takes the agent's partial index by itself.
     An agent that shrinks below the size keeps its index until it has less than half of it."""
     dimensions = int(dimensions)
