@@ -552,7 +552,7 @@ def test_an_agent_above_the_exact_scan_size_walks_an_hnsw_index_of_its_own(
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from search.embedding_index import agent_index_name, vector_indexes_ensure
+    from search.embedding_index import agent_index_name, agent_vector_indexes_ensure
 
     monkeypatch.setattr(settings, "MEMORY_SEMANTIC_EXACT_MAX_ROWS", 4)
     monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", 4)
@@ -572,7 +572,7 @@ def test_an_agent_above_the_exact_scan_size_walks_an_hnsw_index_of_its_own(
         # The test's transaction still holds the new rows' deferred foreign-key checks, and an index
         # cannot be built over pending trigger events (the job runs outside any transaction).
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-    vector_indexes_ensure(dimensions)
+    agent_vector_indexes_ensure(dimensions, local_model.model_id)
 
     def exists(name):
         with connection.cursor() as cursor:
@@ -599,5 +599,18 @@ def test_an_agent_above_the_exact_scan_size_walks_an_hnsw_index_of_its_own(
     Embedding.objects.filter(agent_id=agent_a.pk).delete()
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-    vector_indexes_ensure(dimensions)
+    agent_vector_indexes_ensure(dimensions, local_model.model_id)
     assert not exists(own)
+
+
+def test_the_embedding_job_looks_for_large_agents_after_a_change_or_once_an_hour(monkeypatch):
+    from search import embedding_index
+    from search.embedding_index import RefreshOutcome, agent_indexes_due
+
+    monkeypatch.setattr(embedding_index, "_agent_indexes_checked", 1000.0)
+    assert agent_indexes_due(RefreshOutcome(embedded=3), 1001.0)
+    assert agent_indexes_due(RefreshOutcome(removed=1), 1001.0)
+    assert not agent_indexes_due(RefreshOutcome(), 1001.0)
+    assert agent_indexes_due(RefreshOutcome(), 1000.0 + embedding_index.AGENT_INDEXES_CHECK_SECONDS + 1)
+    monkeypatch.setattr(embedding_index, "_agent_indexes_checked", float("-inf"))
+    assert agent_indexes_due(RefreshOutcome(), 0.0)  # a process's first run: upgraded with large agents

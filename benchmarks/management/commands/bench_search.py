@@ -33,7 +33,7 @@ from benchmarks.corpus import corpus_generate, corpus_queries
 from benchmarks.migrated import ensure_migrated
 from benchmarks.vectors import synthetic_embeddings_copy, vector_pool
 from memoryproject.embeddings import embedder_get
-from search.embedding_index import vector_indexes_ensure, vector_storage_ensure
+from search.embedding_index import agent_vector_indexes_ensure, vector_indexes_ensure, vector_storage_ensure
 from search.models import Embedding
 from search.semantic import semantic_search
 from search.services import vocabulary_rebuild
@@ -185,6 +185,7 @@ class Command(BaseCommand):
         entries = VaultEntry.objects.filter(project=project).count()
         if stored == entries:
             self.stdout.write(f"reusing {stored} stored vectors")
+            agent_vector_indexes_ensure(embedder.dimensions, embedder.model_id)  # as the job would
             return
         started = time.perf_counter()
         Embedding.objects.filter(project=project).delete()
@@ -200,6 +201,7 @@ class Command(BaseCommand):
         with connection.cursor() as cursor:
             cursor.execute("SET maintenance_work_mem = '512MB'")
         vector_indexes_ensure(embedder.dimensions)
+        agent_vector_indexes_ensure(embedder.dimensions, embedder.model_id)
         with connection.cursor() as cursor:
             cursor.execute("VACUUM (ANALYZE) search_embedding")
         self.stdout.write(
