@@ -148,17 +148,16 @@ def agent_index_name(dimensions: int, agent_id: int) -> str:
 
 
 def agent_vector_indexes_ensure(dimensions: int, model: str) -> None:
-    """An HNSW index of its own for each agent whose vectors of this dimension are more than
-    MEMORY_SEMANTIC_EXACT_MAX_ROWS (the size above which its semantic search walks a graph instead of
-    scanning), and none for an agent that has none any more.
+    """An HNSW index of its own for each agent holding more than MEMORY_SEMANTIC_EXACT_MAX_ROWS vectors
+    of the model (the size above which its semantic search walks a graph instead of scanning), and
+    none for an agent left with less than half that many.
 
     Walking the shared index for one agent among many, pgvector's filtered iterative scan visits
     every other tenant's vectors on its way: at 1,000,000 entries agents of 47,000 and 87,000 vectors
     took 39 and 54 ms a query (p50), against 4 and 6 ms on an index of their own, which also found
-    more of the exact nearest neighbours (docs/benchmarks.md). The search's
-    statement names the agent as a literal, so the planner takes the agent's partial index by itself.
-    An agent that shrinks below the size keeps its index until it has less than half of it. Agents are
-    counted as the search counts them, by the model's vectors (an index-only scan: 35 ms at 1,000,000)."""
+        more of the exact nearest neighbours (docs/benchmarks.md). The search's statement names the agent
+    as a literal, so the planner takes the agent's partial index by itself. Agents are counted as the
+    search counts them, by the model's vectors (an index-only scan: 35 ms at 1,000,000)."""
     dimensions = int(dimensions)
     if dimensions > HNSW_MAX_DIMENSIONS:
         return
