@@ -65,7 +65,8 @@ class Message(models.Model):
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="messages")
     agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="messages")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: message_session_order and message_unique_client_id lead with the session.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages", db_index=False)
     parent = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
     )
