@@ -163,9 +163,9 @@ def _rows_store(
 ) -> tuple[list[Message], int | None]:
     """Store the items as one chain from `parent_id`; returns the rows and the new head's id."""
     rows = []
-    previous = _reply_context(
-        Message.objects.filter(pk=parent_id).values_list("text", flat=True).first() if parent_id else ""
-    )
+    # The first row keeps its parent loaded (the daily note's look-back reads it).
+    parent = Message.objects.filter(pk=parent_id).first() if parent_id else None
+    previous = _reply_context(parent.text if parent else "")
     for pk, item in zip(_ids_allocate(len(items)), items, strict=True):
         rows.append(
             Message(
@@ -185,6 +185,8 @@ def _rows_store(
                 reply_to_text=previous,
             )
         )
+        if parent is not None and len(rows) == 1:
+            rows[0].parent = parent
         parent_id = pk
         previous = _reply_context(item.text)
     Message.objects.bulk_create(rows)
@@ -293,9 +295,18 @@ def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
     if not users:
         return None
     latest = users[-1]
-    recent = selectors.recent_active_messages(
-        latest.parent_id, settings.MEMORY_RECOVERY_LOOKBACK, max_depth=RECOVERY_PATH_DEPTH
-    )
+    lookback = settings.MEMORY_RECOVERY_LOOKBACK
+    # The rows of this append are one chain, none of it archived: the messages just before the latest
+    # user message are read from memory, and the stored conversation only for what they do not cover.
+    before = rows[: rows.index(latest)]
+    recent = before[-lookback:]
+    if len(recent) < lookback:
+        recent = (
+            selectors.recent_active_messages(
+                rows[0].parent_id, lookback - len(recent), max_depth=RECOVERY_PATH_DEPTH - len(before)
+            )
+            + recent
+        )
     signals = selectors.lost_context_signals(latest.text, recent)
     if not signals:
         return None
@@ -403,30 +414,61 @@ def durable_fact_record(
 # --- daily notes --------------------------------------------------------------------------------
 
 
+EXCHANGE_LOOKBACK = 50  # how far back, before an append, the user side of its first exchange is looked for
+
+
+def _is_turn_end(message: Message) -> bool:
+    """An agent's reply that ends the user side of the next exchange (internal ones are skipped)."""
+    return message.role == Role.ASSISTANT and not message.internal
+
+
+def _exchange_lookback(new_messages: list[Message]) -> list[Message]:
+    """The stored messages before `new_messages` that the user side of their first exchange can reach.
+
+    Only the append's first agent reply looks back past the append (every later one stops at it), and
+    only as far as the previous agent reply: so nothing when that first reply is empty (not logged),
+    the parent alone when it is an agent's reply (the usual case: the previous append ended with one),
+    else the path up to EXCHANGE_LOOKBACK messages back."""
+    first_reply = next(m for m in new_messages if _is_turn_end(m))
+    parent_id = new_messages[0].parent_id
+    if parent_id is None or not first_reply.text.strip():
+        return []
+    parent = new_messages[0].parent  # loaded by _rows_store
+    if parent is not None and _is_turn_end(parent):
+        return [parent]
+    return selectors.message_path(parent_id, max_depth=EXCHANGE_LOOKBACK)
+
+
 def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by: str) -> None:
     """Append each finished user -> assistant exchange to the daily note of the assistant's date.
 
     The user side is every user message since the previous assistant message on the path (looked up
     in the stored conversation when the exchange began in an earlier call).
     """
-    if not any(m.role == Role.ASSISTANT and not m.internal for m in new_messages):
+    if not any(_is_turn_end(m) for m in new_messages):
         return
-    lookback = selectors.message_path(new_messages[0].parent_id, max_depth=50)
+    lookback = _exchange_lookback(new_messages)
+    # This append's texts were redacted before they were stored; the stored ones before it are redacted
+    # again here, in case the project switched redaction on since (only when one of them is logged).
+    earlier = {m.pk for m in lookback if m.role == Role.USER and not m.internal}
+    redacting = bool(earlier) and project_redaction_enabled(agent.project_id)
     path = lookback + new_messages
     first_new = len(lookback)
     max_chars = settings.MEMORY_DAILY_NOTE_CHARS
     blocks = []
     for index in range(first_new, len(path)):
         message = path[index]
-        if message.role != Role.ASSISTANT or message.internal or not message.text.strip():
+        if not _is_turn_end(message) or not message.text.strip():
             continue
         user_texts = []
         for previous in reversed(path[:index]):
             if previous.internal or previous.role in (Role.TOOL, Role.SYSTEM):
                 continue
-            if previous.role == Role.ASSISTANT:
+            if _is_turn_end(previous):
                 break
-            user_texts.append(previous.text)
+            user_texts.append(
+                redact(previous.text) if redacting and previous.pk in earlier else previous.text
+            )
         if not user_texts:
             continue
         user = " / ".join(
@@ -437,6 +479,8 @@ def _daily_notes_append(*, agent: Agent, new_messages: list[Message], changed_by
         reply = text_clip(message.text, max_chars, flatten=False, mark=ASCII_CUT)
         blocks.append((message.created_at, f"\n## [{when:%H:%M:%S}]\n**User:** {user}\n**Agent:** {reply}\n"))
     if blocks:
-        # The exchanges' texts are the messages this append stored (redacted the same way, clipped),
-        # whose words the messages' INSERT already added to the typo vocabulary.
-        vault_services.daily_notes_append(agent=agent, blocks=blocks, changed_by=changed_by, words_known=True)
+        # The exchanges' texts are stored messages (redacted, clipped), whose words the messages' INSERT
+        # already added to the typo vocabulary.
+        vault_services.daily_notes_append(
+            agent=agent, blocks=blocks, changed_by=changed_by, words_known=True, redacted=True
+        )

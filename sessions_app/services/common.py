@@ -142,7 +142,9 @@ def _session_lock(session: Session) -> tuple[Session, Branch]:
             "The session is archived: restore it first (POST /agents/{agent}/sessions/{id}/restore)."
         )
     branch = Branch.objects.filter(pk=session.active_branch_id).first() if session.active_branch_id else None
-    if branch is None:
+    if branch is not None:
+        session.active_branch = branch  # cached: the append's answer names it
+    else:
         branch, _ = Branch.objects.get_or_create(session=session, name=MAIN_BRANCH)
         session.active_branch = branch
         session.save(update_fields=["active_branch"])

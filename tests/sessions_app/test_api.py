@@ -230,6 +230,67 @@ def test_each_exchange_is_appended_to_the_daily_note(api, token_a, agent_a):
     )
 
 
+def test_an_exchange_begun_in_earlier_calls_logs_every_user_message_since_the_last_reply(
+    api, token_a, agent_a
+):
+    """The user side reaches back through the stored conversation, past tool and internal messages, to
+    the previous agent reply, however the conversation was split into calls."""
+    with time_machine.travel(datetime(2026, 3, 16, 10, 30, 5, tzinfo=UTC), tick=False):
+        _post(
+            api,
+            token_a,
+            [{"role": "user", "text": "Old question"}, {"role": "assistant", "text": "Old answer"}],
+        )
+        _post(api, token_a, [{"role": "user", "text": "First part"}])
+        _post(
+            api,
+            token_a,
+            [
+                {"role": "assistant", "text": "thinking...", "internal": True},
+                {"role": "tool", "text": "{}"},
+            ],
+        )
+        _post(api, token_a, [{"role": "user", "text": "second part"}])
+        _post(api, token_a, [{"role": "assistant", "text": "Both parts answered"}])
+        _post(api, token_a, [{"role": "user", "text": "Next"}, {"role": "assistant", "text": "Done"}])
+        # A first reply that is empty is not logged, and the reply after it has no user side of its own.
+        _post(api, token_a, [{"role": "user", "text": "Unanswered"}])
+        _post(api, token_a, [{"role": "assistant", "text": " "}, {"role": "assistant", "text": "Late reply"}])
+    note = WorkspaceFile.objects.get(agent=agent_a, path="memory/2026-03-16.md").content
+    exchanges = note.split("\n## [10:30:05]\n")[1:]
+    assert exchanges == [
+        "**User:** Old question\n**Agent:** Old answer\n",
+        "**User:** First part / second part\n**Agent:** Both parts answered\n",
+        "**User:** Next\n**Agent:** Done\n",
+    ]
+
+
+def test_the_daily_note_redacts_a_stored_message_that_redaction_was_off_for(api, token_a, agent_a):
+    """Messages are redacted before they are stored, so the note does not redact an append's own texts
+    again; an earlier message stored while the project had redaction off is redacted when logged."""
+    project = agent_a.project
+    project.redaction_enabled = False
+    project.save(update_fields=["redaction_enabled"])
+    with time_machine.travel(datetime(2026, 3, 16, 10, 30, 5, tzinfo=UTC), tick=False):
+        _post(api, token_a, [{"role": "user", "text": "my password is hunter2, keep it"}])
+        project.redaction_enabled = True
+        project.save(update_fields=["redaction_enabled"])
+        _post(
+            api,
+            token_a,
+            [
+                {"role": "assistant", "text": "Noted"},
+                {"role": "user", "text": "mail me at ana@example.com"},
+                {"role": "assistant", "text": "Will do"},
+            ],
+        )
+    note = WorkspaceFile.objects.get(agent=agent_a, path="memory/2026-03-16.md").content
+    assert "hunter2" not in note and "ana@example.com" not in note
+    assert "**User:** my password is [REDACTED], keep it\n**Agent:** Noted" in note
+    assert "**User:** mail me at [REDACTED]\n**Agent:** Will do" in note
+    assert Message.objects.filter(text__contains="hunter2").count() == 1  # stored before redaction was on
+
+
 # --- checkpoints -------------------------------------------------------------------------------
 
 

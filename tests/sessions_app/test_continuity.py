@@ -107,6 +107,24 @@ def test_a_compaction_marker_counts_among_the_last_lookback_messages_only(
     assert (body["recovery"] is not None) is signalled
 
 
+@pytest.mark.parametrize("in_append", range(7))
+@pytest.mark.parametrize(("messages_after", "signalled"), [(5, True), (6, False)])
+def test_the_lookback_counts_the_same_across_the_stored_conversation_and_the_append(
+    api, token_a, agent_a, messages_after, signalled, in_append
+):
+    """The messages before the new user message are read from the append itself as far as it holds
+    them, and from the stored conversation for the rest: the marker's place decides, not the split."""
+    marker = {"role": "system", "text": "[CONTEXT COMPACTION: 3 earlier messages were removed.]"}
+    replies = [{"role": "assistant", "text": f"reply {i}"} for i in range(messages_after)]
+    in_append = min(in_append, messages_after + 1)  # the marker itself may travel with the append
+    stored = ([marker] + replies)[: messages_after + 1 - in_append]
+    if stored:
+        _post(api, token_a, stored)
+    appended = ([marker] + replies)[messages_after + 1 - in_append :]
+    body = _post(api, token_a, appended + [{"role": "user", "text": "continue please"}]).json()
+    assert (body["recovery"] is not None) is signalled
+
+
 def test_it_keeps_the_recovery_block_within_its_budget(api, token_a, agent_a):
     _post(api, token_a, [{"role": "user", "text": "x" * 8000}], max_input_tokens=1000)
     for i in range(30):

@@ -135,16 +135,16 @@ def file_append_many(
     changed_by: str,
     header: str = "",
     words_known: bool = False,
+    redacted: bool = False,
 ) -> WorkspaceFile:
     """file_append for several (text, unless_present) parts in order, in one locked rewrite of the file:
     a batch of messages logs all its exchanges at the cost of one. `words_known`: the parts' words are
-    already in the typo vocabulary (WORDS_KNOWN_SETTING), so the write does not parse them for it."""
+    already in the typo vocabulary (WORDS_KNOWN_SETTING), so the write does not parse them for it.
+    `redacted`: the parts were built from texts already redacted as the project asks, so they are not
+    redacted again."""
     file_path_check(path)
-    redacting = project_redaction_enabled(agent.project_id)
-    parts = [
-        (redact(text) if redacting else text, redact(unless) if redacting and unless else unless)
-        for text, unless in parts
-    ]
+    if not redacted and project_redaction_enabled(agent.project_id):
+        parts = [(redact(text), redact(unless) if unless else unless) for text, unless in parts]
     for text, _ in parts:
         text_check(text, allow_empty=True)
     with transaction.atomic():
@@ -312,10 +312,15 @@ def file_create(
 
 
 def daily_notes_append(
-    *, agent: Agent, blocks: list[tuple[datetime, str]], changed_by: str = "", words_known: bool = False
+    *,
+    agent: Agent,
+    blocks: list[tuple[datetime, str]],
+    changed_by: str = "",
+    words_known: bool = False,
+    redacted: bool = False,
 ) -> None:
     """daily_note_append for several (when, text) blocks: one locked rewrite per day's note.
-    `words_known` as in file_append_many."""
+    `words_known` and `redacted` as in file_append_many."""
     by_day: dict = {}
     for when, text in blocks:
         heading = _DAILY_TIME_HEADING_RE.match(text)
@@ -330,4 +335,5 @@ def daily_notes_append(
             changed_by=changed_by,
             header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
             words_known=words_known,
+            redacted=redacted,
         )
