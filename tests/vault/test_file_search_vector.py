@@ -197,3 +197,35 @@ def test_an_append_sends_only_its_text_and_skips_parts_already_there_even_across
     ]
     assert len(update) == 1 and "one two thr" not in update[0] and big in update[0]
     _assert_same_as_full_parse(stored)
+
+
+def test_file_content_is_compressed_with_lz4_where_the_server_has_it(agent_a):
+    """Vault migration 0013: a day's note is stored again, compressed, on every append, and lz4 does that
+    several times faster than pglz. The embedded PostgreSQL is built without lz4 and keeps pglz; a
+    server with it (CI's PostgreSQL 15) compresses new values with lz4, and they read back intact."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
+        available = "lz4" in cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT attcompression = 'l' FROM pg_attribute"
+            " WHERE attrelid = 'vault_workspacefile'::regclass AND attname = 'content'"
+        )
+        assert cursor.fetchone()[0] is available
+    parts = [
+        "".join(
+            f"## [10:{i % 60:02d}]\n**User:** question {i} about caching\n" for i in range(start, start + 500)
+        )
+        for start in range(0, 2000, 500)
+    ]
+    for part in parts:
+        services.file_append(agent=agent_a, path=NOTE, text=part, changed_by="t")
+    text = "".join(parts)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_compression(content), content FROM vault_workspacefile WHERE agent_id = %s"
+            " AND path = %s",
+            [agent_a.pk, NOTE],
+        )
+        method, content = cursor.fetchone()
+    assert method == ("lz4" if available else "pglz")
+    assert content == text
