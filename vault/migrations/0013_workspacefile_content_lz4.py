@@ -13,25 +13,13 @@ LZ4_AVAILABLE = (
     "EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals))"
 )
 
-FORWARD = f"""
-DO $$
-BEGIN
-    IF {LZ4_AVAILABLE} THEN
-        ALTER TABLE vault_workspacefile ALTER COLUMN content SET COMPRESSION lz4;
-    END IF;
-END
-$$;
-"""
 
-BACKWARD = f"""
-DO $$
-BEGIN
-    IF {LZ4_AVAILABLE} THEN
-        ALTER TABLE vault_workspacefile ALTER COLUMN content SET COMPRESSION default;
-    END IF;
-END
-$$;
-"""
+def _if_lz4(statement: str) -> str:
+    return f"DO $$ BEGIN IF {LZ4_AVAILABLE} THEN {statement}; END IF; END $$;"
+
+
+FORWARD = _if_lz4("ALTER TABLE vault_workspacefile ALTER COLUMN content SET COMPRESSION lz4")
+BACKWARD = _if_lz4("ALTER TABLE vault_workspacefile ALTER COLUMN content SET COMPRESSION default")
 
 
 class Migration(migrations.Migration):
