@@ -229,3 +229,29 @@ def test_file_content_is_compressed_with_lz4_where_the_server_has_it(agent_a):
         method, content = cursor.fetchone()
     assert method == ("lz4" if available else "pglz")
     assert content == text
+
+
+def test_a_files_search_vector_is_stored_uncompressed(agent_a):
+    """Vault migration 0014: a tsvector does not compress, and trying on every append of a day's note cost
+    more than the append's own parse. The vector of a note past the TOAST threshold is stored as it is,
+    and still holds the lexemes of a full parse."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attstorage FROM pg_attribute"
+            " WHERE attrelid = 'vault_workspacefile'::regclass AND attname = 'search_vector'"
+        )
+        assert cursor.fetchone()[0] == "e"
+    for start in range(0, 1500, 500):
+        part = "".join(
+            f"## [10:{i % 60:02d}]\n**User:** word{i} about caching\n" for i in range(start, start + 500)
+        )
+        file = services.file_append(agent=agent_a, path=NOTE, text=part, changed_by="t")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_size(search_vector), pg_column_compression(search_vector)"
+            " FROM vault_workspacefile WHERE id = %s",
+            [file.pk],
+        )
+        size, method = cursor.fetchone()
+    assert size > 8000 and method is None
+    _assert_same_as_full_parse(file)
