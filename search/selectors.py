@@ -49,7 +49,6 @@ from search.ranking import (
     _text_score_sql,
     entry_where,
 )
-from search.semantic import query_vector_start
 from sessions_app.selectors import archived_messages_matching
 from vault.models import (
     Agent,
@@ -141,9 +140,9 @@ def entries_best_by_category(
 ) -> dict[str, list[dict]]:
     """The best active entries of each category in `limits` for one compiled command `q`, ranked as
     search ranks them (context injection: top decisions and top lessons), in one retrieval: the
-    lexical arm in one query for every category; in hybrid mode the query embedded once (while that
-    query runs) and one semantic scan, whose hits are fused with each category's lexical rows as a
-    search of that category would fuse them. `embedding` is query_vector_start(q) when the caller
+    lexical arm in one query for every category; in hybrid mode, while that query runs, the query
+    embedded once and one semantic scan (fusion.semantic_rows_start), whose hits are fused with each
+    category's lexical rows as a search of that category would fuse them. `embedding` is query_vector_start(q) when the caller
     started it already."""
     unknown = [c for c in limits if c not in Category.values]
     if unknown:
@@ -153,10 +152,11 @@ def entries_best_by_category(
     scope = SearchScope(agent.project_id, [agent.pk])
     filters = SearchFilters(kinds=("entries",), status=EntryStatus.ACTIVE)
     hybrid = bool(q.strip()) and fusion.resolve_mode(None) == "hybrid"
-    if not hybrid:
-        embedding = None
-    elif embedding is None:
-        embedding = query_vector_start(q)
+    semantic_arm = (
+        fusion.semantic_rows_start(q, scope, filters, ["entries"], fusion.FUSION_DEPTH, embedding=embedding)
+        if hybrid
+        else None
+    )
     depth = {
         category: max(int(n), fusion.FUSION_DEPTH) if hybrid else int(n) for category, n in limits.items()
     }
@@ -167,14 +167,12 @@ def entries_best_by_category(
         rows = _entries(relaxed, scope, filters, per_category=depth) if relaxed is not None else []
     for row in rows:
         lexical[row["category"]].append(row)
-    if embedding is None:
+    if semantic_arm is None:
         return lexical
-    vector = embedding.result()
     semantic: dict[str, list[dict]] = {category: [] for category in limits}
-    if vector:
-        for row in fusion.semantic_rows(q, scope, filters, ["entries"], fusion.FUSION_DEPTH, vector=vector):
-            if row["category"] in semantic:
-                semantic[row["category"]].append(row)
+    for row in semantic_arm.result():
+        if row["category"] in semantic:
+            semantic[row["category"]].append(row)
     best = {}
     for category, n in limits.items():
         page = fusion.fuse(lexical[category], semantic[category])[: int(n)]
@@ -310,17 +308,20 @@ def search_run(
         raise InvalidInput("tags_mode must be 'any' or 'all'", [{"loc": ["tags_mode"], "msg": "unknown"}])
     mode = fusion.resolve_mode(filters.mode)
     nothing_in_scope = scope.agent_ids is not None and not scope.agent_ids
-    # The query is embedded in the background while the query is compiled and the lexical arm runs
-    # its SQL (the embedding is the longest step of a hybrid search).
-    embedding = query_vector_start(q) if mode != "lexical" and not nothing_in_scope else None
-    compiled = compiled or query_compile(q)
-    if nothing_in_scope:
-        return SearchOutcome(results=[], took_ms=0.0, query=compiled)
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.
     entries_only = bool(filters.category or filters.tags or filters.status not in ("active", "all"))
     wanted = filters
     if mode != "lexical":  # each arm gives its best rows to the fusion, which then cuts the page
         wanted = replace(filters, offset=0, limit=max(filters.offset + filters.limit, fusion.FUSION_DEPTH))
+    # The semantic arm (the query's embedding, the longest step, then its scan) starts first and runs
+    # in the background while the query is compiled and the lexical arm runs its SQL.
+    semantic_arm = None
+    if mode != "lexical" and not nothing_in_scope:
+        kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
+        semantic_arm = fusion.semantic_rows_start(q, scope, filters, kinds, wanted.limit)
+    compiled = compiled or query_compile(q)
+    if nothing_in_scope:
+        return SearchOutcome(results=[], took_ms=0.0, query=compiled)
     rows: list[dict] = []
     if mode != "semantic":
         rows = _lexical_rows(compiled, scope, wanted, entries_only)
@@ -331,13 +332,9 @@ def search_run(
             if relaxed is not None:
                 compiled = relaxed
                 rows = _lexical_rows(compiled, scope, wanted, entries_only)
-    if embedding is not None:
-        kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
-        vector = embedding.result()  # None when the query cannot be embedded: lexical results only
-        semantic = (
-            fusion.semantic_rows(q, scope, filters, kinds, wanted.limit, vector=vector) if vector else []
-        )
-        rows = fusion.fuse(rows, semantic)
+    if semantic_arm is not None:
+        # [] when the query cannot be embedded: lexical results only.
+        rows = fusion.fuse(rows, semantic_arm.result())
     else:
         for row in rows:
             row["arms"] = ["lexical"]

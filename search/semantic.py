@@ -23,7 +23,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
 from memoryproject.embeddings import EmbeddingError, embedder_get
 from search.embedding_index import embeddings_pending_count, pgvector_installed
@@ -151,14 +151,28 @@ def query_vector(query: str) -> tuple[float, ...] | None:
     return vector
 
 
-def query_vector_start(query: str) -> Future:
-    """Start embedding `query` in the background; the future's result is query_vector(query)."""
+def background_submit(fn, *args) -> Future:
+    """Run `fn(*args)` on the process's query-embed thread. One thread: tasks run one at a time, in
+    the order they were submitted."""
     global _embed_pool
     if _embed_pool is None:
         with _embed_pool_lock:
             if _embed_pool is None:
                 _embed_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
-    return _embed_pool.submit(query_vector, query)
+    return _embed_pool.submit(fn, *args)
+
+
+def query_vector_start(query: str) -> Future:
+    """Start embedding `query` in the background; the future's result is query_vector(query)."""
+    return background_submit(query_vector, query)
+
+
+def background_connections_close() -> None:
+    """Close the query-embed thread's database connections (it keeps one, as a web process does, when
+    it runs the semantic arm: search.fusion.semantic_rows_start). For tests, before their database is
+    dropped."""
+    if _embed_pool is not None:
+        background_submit(connections.close_all).result()
 
 
 def query_cache_clear() -> None:

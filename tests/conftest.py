@@ -52,6 +52,17 @@ class ApiClient:
         return self.request("delete", path, token=token)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def background_connections_closed(django_db_setup):
+    """Searches outside a transaction (transactional tests, the live server) run their semantic arm on
+    the query-embed thread's own connection, which stays open as a web process's does: closed before
+    the test database is dropped (this fixture's teardown runs before django_db_setup's)."""
+    yield
+    from search.semantic import background_connections_close
+
+    background_connections_close()
+
+
 @pytest.fixture
 def project(db):
     return ProjectFactory(slug="acme", name="Acme", context="# Acme\nPayments platform.")

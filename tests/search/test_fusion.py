@@ -1,7 +1,10 @@
 """Search modes (search/fusion.py): lexical, semantic and hybrid; which arm found each result; the
 filters apply to semantic hits; without pgvector search stays lexical and says so."""
 
+import threading
+
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from search.embedding_index import embeddings_refresh, pgvector_installed
@@ -101,3 +104,42 @@ def test_filters_apply_to_semantic_hits(api, token_a, agent_a, make_entry):
         "/search", q=question, mode="semantic", kinds="entries", until="2000-01-01T00:00:00Z", token=token_a
     ).json()["results"]
     assert past == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("semantic_on")
+def test_outside_a_transaction_the_semantic_arm_runs_beside_the_lexical_one(
+    api, token_a, agent_a, make_entry, monkeypatch
+):
+    """With no transaction open, the semantic arm runs on the query-embed thread and its own database
+    connection while the lexical arm runs on the request's; inside one, on the request's connection
+    (which alone sees the transaction's rows). The same results either way, for search and for context."""
+    from search import fusion
+
+    answer = make_entry(agent_a, "Our invoices are stored in PostgreSQL with nightly backups.")
+    make_entry(agent_a, "The cat sleeps on the sofa all afternoon.", category="lessons")
+    make_entry(agent_a, "Invoices are numbered per year, and the database keeps every one.")
+    embed_all()
+    threads = []
+    semantic_rows = fusion.semantic_rows
+
+    def recorded(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return semantic_rows(*args, **kwargs)
+
+    monkeypatch.setattr(fusion, "semantic_rows", recorded)
+    question = "which database keeps the billing documents?"
+    command = {"command": "where are the invoices kept?", "budget_tokens": 2000}
+
+    beside = api.get("/search", q=question, kinds="entries", token=token_a).json()["results"]
+    context_beside = api.post("/agents/agent-a/context", command, token=token_a).json()
+    assert [name.startswith("query-embed") for name in threads] == [True, True]
+    with transaction.atomic():
+        inside = api.get("/search", q=question, kinds="entries", token=token_a).json()["results"]
+        context_inside = api.post("/agents/agent-a/context", command, token=token_a).json()
+    assert threads[2:] == [threading.current_thread().name] * 2
+    found = {r["id"]: r["arms"] for r in beside}
+    assert found[answer.pk] == ["semantic"] and ["lexical", "semantic"] in found.values()
+    # (The first search counted an access of each result, so the scores, not the order, move.)
+    assert [(r["id"], r["arms"]) for r in beside] == [(r["id"], r["arms"]) for r in inside]
+    assert context_beside["text"] == context_inside["text"] and "nightly backups" in context_beside["text"]
