@@ -298,13 +298,12 @@ def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
     lookback = settings.MEMORY_RECOVERY_LOOKBACK
     # The rows of this append are one chain, none of it archived: the messages just before the latest
     # user message are read from memory, and the stored conversation only for what they do not cover.
-    before = rows[: rows.index(latest)]
+    before = rows[: rows.index(latest)][-(RECOVERY_PATH_DEPTH + 1) :]
     recent = before[-lookback:]
-    if len(recent) < lookback:
+    depth_left = RECOVERY_PATH_DEPTH - len(before)  # the path is looked at this far back in all
+    if len(recent) < lookback and depth_left >= 0:
         recent = (
-            selectors.recent_active_messages(
-                rows[0].parent_id, lookback - len(recent), max_depth=RECOVERY_PATH_DEPTH - len(before)
-            )
+            selectors.recent_active_messages(rows[0].parent_id, lookback - len(recent), max_depth=depth_left)
             + recent
         )
     signals = selectors.lost_context_signals(latest.text, recent)
