@@ -277,6 +277,8 @@ MEMORY_SEARCH_ACCESS_WEIGHT = env_float("MEMORY_SEARCH_ACCESS_WEIGHT", 0.2, mini
 MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS = env_float("MEMORY_SEARCH_ACCESS_HALF_LIFE_HOURS", 168, minimum=1)
 # At most this many rows matching any term are ranked per kind (plus as many matching every term).
 MEMORY_SEARCH_CANDIDATES = env_int("MEMORY_SEARCH_CANDIDATES", 400, minimum=50, maximum=1_000_000)
+# An agent with more entries (or messages) than this gets a GIN index of its own (search/agent_text_index.py).
+MEMORY_SEARCH_AGENT_INDEX_ROWS = env_int("MEMORY_SEARCH_AGENT_INDEX_ROWS", 10_000, minimum=0)
 # Recency window of entry search (search.selectors._epoch_windows): rows matching any term are looked
 # for among the MEMORY_SEARCH_RECENT_IDS entry ids below the scope's newest, rows matching every term
 # among twice as many, and the whole scope only when those give less than a page. 0: always all.

@@ -123,12 +123,12 @@ def vector_indexes_ensure(dimensions: int) -> None:
       1,700-row agent 3 times (docs/benchmarks.md), for about as much disk again as the vectors."""
     dimensions = int(dimensions)
     if dimensions <= HNSW_MAX_DIMENSIONS:
-        _index_ensure(
+        index_ensure(
             f"search_embedding_hnsw_{dimensions}",
             f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops) WHERE dimensions = {dimensions}",
         )
     if dimensions <= SCOPE_INDEX_MAX_DIMENSIONS:
-        _index_ensure(
+        index_ensure(
             f"search_embedding_scope_{dimensions}",
             f"(agent_id, model, kind) INCLUDE (project_id, object_id, vector) WHERE dimensions = {dimensions}",
         )
@@ -176,17 +176,17 @@ def agent_vector_indexes_ensure(dimensions: int, model: str) -> None:
         )
         existing = [int(match.group(1)) for match in named if match]
     for agent_id in sorted(agent for agent, rows in counts.items() if rows > threshold):
-        _index_ensure(
+        index_ensure(
             agent_index_name(dimensions, agent_id),
             f"USING hnsw ((vector::vector({dimensions})) vector_cosine_ops)"
             f" WHERE dimensions = {dimensions} AND agent_id = {int(agent_id)}",
         )
     for agent_id in existing:
         if counts.get(agent_id, 0) * 2 < threshold:
-            _index_drop(agent_index_name(dimensions, agent_id))
+            index_drop(agent_index_name(dimensions, agent_id))
 
 
-def _index_drop(name: str) -> None:
+def index_drop(name: str) -> None:
     with connection.cursor() as cursor:
         concurrently = "" if connection.in_atomic_block else "CONCURRENTLY"
         cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {name}")
@@ -200,7 +200,7 @@ def _index_valid(cursor, name: str) -> bool | None:
     return None if row is None else bool(row[0])
 
 
-def _index_ensure(name: str, definition: str) -> None:
+def index_ensure(name: str, definition: str, table: str = "search_embedding") -> None:
     """Build the index unless a valid one exists; one left invalid by an interrupted build is dropped
     and built again. One builder at a time (an index being built is not valid yet either)."""
     with connection.cursor() as cursor:
@@ -217,9 +217,7 @@ def _index_ensure(name: str, definition: str) -> None:
             if valid is False:
                 logger.warning("index %s was left invalid by an interrupted build: building it again", name)
                 cursor.execute(f"DROP INDEX {concurrently} IF EXISTS {name}")
-            cursor.execute(
-                f"CREATE INDEX {concurrently} IF NOT EXISTS {name} ON search_embedding {definition}"
-            )
+            cursor.execute(f"CREATE INDEX {concurrently} IF NOT EXISTS {name} ON {table} {definition}")
         finally:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [INDEX_LOCK_KEY])
 

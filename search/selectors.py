@@ -184,7 +184,7 @@ def entries_best_by_category(
 
 def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) -> list[dict]:
     params = _common_params(compiled, filters, scope)
-    where = _scope_where(scope, filters) + ["NOT internal"]
+    where = _scope_where(scope, filters, table="sessions_app_message") + ["NOT internal"]
     stats = _term_stats("sessions_app_message", where, compiled, params, scope)
     sql = f"""
         WITH {_candidates_sql("sessions_app_message", where, compiled, params, stats=stats)}
