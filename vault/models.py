@@ -32,6 +32,11 @@ GIN_PENDING_KB = 256
 # note logs exchanges whose messages were stored, and their words added, in the same transaction.
 WORDS_KNOWN_SETTING = "memory.words_known"
 
+# A transaction-local setting the writer of an append to a workspace file turns on when it sets the file's
+# new search vector itself (the stored vector and the tail's lexemes): the file's search-vector trigger
+# then keeps it instead of finding the tail again in the whole file (vault migration 0015).
+VECTOR_GIVEN_SETTING = "memory.file_vector_given"
+
 SCOPE_AGENT_PREFIX = "#a"
 SCOPE_PROJECT_PREFIX = "#p"
 

@@ -2,7 +2,7 @@
 append (vault migration 0011). Whatever the write, it must hold the same lexemes, with the same
 weights, as a full parse of the file's current path and content."""
 
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from sessions_app.models import Message, Session
@@ -199,18 +199,19 @@ def test_an_append_sends_only_its_text_and_skips_parts_already_there_even_across
     _assert_same_as_full_parse(stored)
 
 
-def test_file_content_is_compressed_with_lz4_where_the_server_has_it(agent_a):
-    """Vault migration 0013: a day's note is stored again, compressed, on every append, and lz4 does that
-    several times faster than pglz. The embedded PostgreSQL is built without lz4 and keeps pglz; a
-    server with it (CI's PostgreSQL 15) compresses new values with lz4, and they read back intact."""
+def test_file_content_is_compressed_with_lz4_where_the_server_has_it_and_stored_plain_elsewhere(agent_a):
+    """Vault migrations 0013 and 0015: a day's note is stored again on every append. A server with lz4
+    (CI's PostgreSQL 15) compresses it with lz4, several times faster than pglz; the embedded PostgreSQL
+    is built without lz4, and there the note is stored uncompressed (STORAGE EXTERNAL): compressing a
+    1 MB note with pglz was half of each append. Either way it reads back intact."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
         available = "lz4" in cursor.fetchone()[0]
         cursor.execute(
-            "SELECT attcompression = 'l' FROM pg_attribute"
+            "SELECT attcompression, attstorage FROM pg_attribute"
             " WHERE attrelid = 'vault_workspacefile'::regclass AND attname = 'content'"
         )
-        assert cursor.fetchone()[0] is available
+        assert cursor.fetchone() == (("l", "x") if available else ("", "e"))
     parts = [
         "".join(
             f"## [10:{i % 60:02d}]\n**User:** question {i} about caching\n" for i in range(start, start + 500)
@@ -222,13 +223,67 @@ def test_file_content_is_compressed_with_lz4_where_the_server_has_it(agent_a):
     text = "".join(parts)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_column_compression(content), content FROM vault_workspacefile WHERE agent_id = %s"
-            " AND path = %s",
+            "SELECT pg_column_compression(content), content, pg_column_size(content) >= octet_length(content)"
+            " FROM vault_workspacefile WHERE agent_id = %s AND path = %s",
             [agent_a.pk, NOTE],
         )
-        method, content = cursor.fetchone()
-    assert method == ("lz4" if available else "pglz")
+        method, content, uncompressed = cursor.fetchone()
+    assert method == ("lz4" if available else None)
+    assert uncompressed is not available
     assert content == text
+
+
+def _content_vector(file_id: int) -> str:
+    """The content's lexemes with their positions (weight B: the path's and the scope's left out)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT ts_filter(search_vector, '{b}')::text FROM vault_workspacefile WHERE id = %s", [file_id]
+        )
+        return cursor.fetchone()[0]
+
+
+def test_an_append_gives_its_vector_and_it_is_the_one_the_trigger_computes(agent_a):
+    """Vault migration 0015: file_append_many sets the new search vector itself (the stored one and the
+    tail's lexemes) and the trigger keeps it. It must be exactly what the trigger computes for the same
+    append: a twin file, appended to by a plain UPDATE, is compared lexeme by lexeme and position by
+    position (the paths aside), after accented text, emoji and a first append to the header alone."""
+    header = "# Daily Notes -- 2026-11-24\n"
+    tails = [
+        "\n## [10:00:00]\n**User:** cafés e açúcar 東京 🚀 deploys\n",
+        "**Agent:** we deployed the kubernetes cluster twice\n",
+        "plain words again and again\n",
+    ]
+    twin = WorkspaceFile.objects.create(
+        project=agent_a.project, agent=agent_a, path="twin.md", content=header
+    )
+    for tail in tails:
+        with CaptureQueriesContext(connection) as queries:
+            file = services.file_append(agent=agent_a, path=NOTE, text=tail, changed_by="t", header=header)
+        update = [
+            q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "vault_workspacefile"')
+        ]
+        assert len(update) == 1 and '"search_vector" =' in update[0]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE vault_workspacefile SET content = content || %s WHERE id = %s", [tail, twin.pk]
+            )
+        assert _content_vector(file.pk) == _content_vector(twin.pk)
+    _assert_same_as_full_parse(file)
+
+
+def test_after_an_append_later_writes_in_the_same_transaction_are_parsed_again(agent_a):
+    """The setting that makes the trigger keep a given vector is on for the append's UPDATE only."""
+    services.file_write(agent=agent_a, path="ops.md", content="We use Redis.\n", changed_by="t")
+    with transaction.atomic():
+        services.file_append(agent=agent_a, path="ops.md", text="Backups nightly.\n", changed_by="t")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE vault_workspacefile SET content = 'Only Memcached now.' WHERE agent_id = %s AND path = %s",
+                [agent_a.pk, "ops.md"],
+            )
+    file = WorkspaceFile.objects.get(agent=agent_a, path="ops.md")
+    assert _matches(file, "english", "memcached") and not _matches(file, "english", "redis")
+    _assert_same_as_full_parse(file)
 
 
 def test_a_files_search_vector_is_stored_uncompressed(agent_a):

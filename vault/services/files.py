@@ -2,15 +2,18 @@
 versioned."""
 
 import re
+from contextlib import contextmanager
 from datetime import datetime
 
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, TextField, Value
+from django.db.models import F, Func, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from vault.models import (
+    VECTOR_GIVEN_SETTING,
     WORDS_KNOWN_SETTING,
     Agent,
     VersionAction,
@@ -162,22 +165,54 @@ def file_append_many(
             return file
         content = stored + tail
         size = len(content.encode("utf-8"))
-        if words_known:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config(%s, 'on', true)", [WORDS_KNOWN_SETTING])
         # Only the appended text goes to the database (the row is locked, so the stored content is the
         # one read): a day's note is sent and parsed once, not again on every append.
+        changes = {"content": Concat(F("content"), Value(tail), output_field=TextField())}
+        settings_on = [WORDS_KNOWN_SETTING] if words_known else []
+        if not stored or stored[-1] in _WORD_BREAKS:
+            # After a word boundary the stored lexemes stay right: the new vector is the stored one and
+            # the tail's, given here so the trigger need not find the tail in the whole file again
+            # (vault migration 0015). A tail that continues a word is left to the trigger's full parse.
+            changes["search_vector"] = _vector_appended(tail)
+            settings_on.append(VECTOR_GIVEN_SETTING)
         now = timezone.now()
-        WorkspaceFile.objects.filter(pk=file.pk).update(
-            content=Concat(F("content"), Value(tail), output_field=TextField()),
-            size=size,
-            updated_at=now,
-        )
+        with _settings_on(settings_on):
+            WorkspaceFile.objects.filter(pk=file.pk).update(**changes, size=size, updated_at=now)
         file.content, file.size, file.updated_at = content, size, now
-        if words_known:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config(%s, '', true)", [WORDS_KNOWN_SETTING])
     return file
+
+
+# The bytes the search-vector trigger takes for a word boundary at the end of the old content.
+_WORD_BREAKS = " \n\t\r"
+
+
+def _vector_appended(tail: str) -> Func:
+    """The stored search vector with `tail`'s lexemes after it: what the file's trigger computes for an
+    append after a word boundary (vault migration 0015), weight B in English and Portuguese."""
+    return Func(
+        F("search_vector"),
+        *(SearchVector(Value(tail), config=config, weight="B") for config in ("english", "portuguese")),
+        template="(%(expressions)s)",
+        arg_joiner=" || ",
+        output_field=SearchVectorField(),
+    )
+
+
+@contextmanager
+def _settings_on(names: list[str]):
+    """Turn these transaction-local settings on for the block and off after it, so that a later write in
+    the same transaction is not affected; one statement each way. Call inside an atomic block: if the
+    block fails, rolling it back restores the settings too."""
+    if not names:
+        yield
+        return
+    on = ", ".join("set_config(%s, 'on', true)" for _ in names)
+    off = ", ".join("set_config(%s, '', true)" for _ in names)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {on}", names)
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {off}", names)
 
 
 _DAILY_TIME_HEADING_RE = re.compile(r"^\s*## \[\d{1,2}:\d{2}(?::\d{2})?\]\n")
