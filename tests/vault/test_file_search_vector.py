@@ -310,3 +310,18 @@ def test_a_files_search_vector_is_stored_uncompressed(agent_a):
         size, method = cursor.fetchone()
     assert size > 8000 and method is None
     _assert_same_as_full_parse(file)
+
+
+def test_an_append_stores_the_files_byte_size_without_encoding_it_again(agent_a):
+    """The size after an append is the stored value's byte length plus the tail's, counted by PostgreSQL:
+    right after a note made with its header only, after multibyte text, and even when the stored
+    size was wrong before (a row written around the services)."""
+    header = "# Daily Notes -- 2026-11-24\n"
+    file = services.file_append(agent=agent_a, path=NOTE, text="", changed_by="t", header=header)
+    assert WorkspaceFile.objects.get(pk=file.pk).size == len(header) == file.size
+    file = services.file_append(agent=agent_a, path=NOTE, text="açúcar 東京 🚀\n", changed_by="t", header=header)
+    expected = len((header + "açúcar 東京 🚀\n").encode("utf-8"))
+    assert WorkspaceFile.objects.get(pk=file.pk).size == expected == file.size
+    WorkspaceFile.objects.filter(pk=file.pk).update(size=0)
+    services.file_append(agent=agent_a, path=NOTE, text="more\n", changed_by="t", header=header)
+    assert WorkspaceFile.objects.get(pk=file.pk).size == expected + len("more\n")

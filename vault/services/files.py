@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Func, TextField, Value
+from django.db.models import F, Func, IntegerField, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
@@ -108,7 +108,11 @@ def _file_lock_or_create(agent: Agent, path: str, content: str = "") -> tuple[Wo
     try:
         with transaction.atomic():
             file = WorkspaceFile.objects.create(
-                project_id=agent.project_id, agent=agent, path=path, content=content
+                project_id=agent.project_id,
+                agent=agent,
+                path=path,
+                content=content,
+                size=len(content.encode("utf-8")),
             )
             return file, True
     except IntegrityError:
@@ -163,8 +167,7 @@ def file_append_many(
             tail += text
         if not tail:
             return file
-        content = stored + tail
-        size = len(content.encode("utf-8"))
+        tail_bytes = len(tail.encode("utf-8"))
         # Only the appended text goes to the database (the row is locked, so the stored content is the
         # one read): a day's note is sent and parsed once, not again on every append.
         changes = {"content": Concat(F("content"), Value(tail), output_field=TextField())}
@@ -177,8 +180,14 @@ def file_append_many(
             settings_on.append(VECTOR_GIVEN_SETTING)
         now = timezone.now()
         with _settings_on(settings_on):
-            WorkspaceFile.objects.filter(pk=file.pk).update(**changes, size=size, updated_at=now)
-        file.content, file.size, file.updated_at = content, size, now
+            # The size from the stored value's header (octet_length does not read a day's note through),
+            # not by encoding the whole note in Python again.
+            WorkspaceFile.objects.filter(pk=file.pk).update(
+                **changes,
+                size=Func(F("content"), function="octet_length", output_field=IntegerField()) + tail_bytes,
+                updated_at=now,
+            )
+        file.content, file.size, file.updated_at = stored + tail, file.size + tail_bytes, now
     return file
 
 
