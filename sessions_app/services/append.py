@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memoryproject.copy_rows import rows_copy
 from memoryproject.errors import NotFound, TooLarge
 from sessions_app import selectors
 from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
@@ -189,7 +190,7 @@ def _rows_store(
             rows[0].parent = parent
         parent_id = pk
         previous = _reply_context(item.text)
-    Message.objects.bulk_create(rows)
+    rows_copy(rows)
     return rows, parent_id
 
 
