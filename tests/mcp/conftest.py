@@ -56,6 +56,9 @@ def mcp_live_url(django_db_setup, django_db_blocker):
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
+        # And this one: the teardown may run on another thread than the one that drops the test
+        # database (its connection stayed open and the drop failed with "being accessed by other users").
+        connection.close()
 
 
 def run(fn, *args):
