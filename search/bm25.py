@@ -62,6 +62,12 @@ class TermStats:
     rare: list[int]  # indexes of the terms scanned over the whole scope
     exhaustive: bool  # every matching row fits under the candidate cap: no windows needed
 
+    @property
+    def matches_nothing(self) -> bool:
+        """No row of the scope holds any term (each counted exactly, so a 0 is a 0): the ranking
+        statement would return no row, and a search need not run it."""
+        return bool(self.df) and not any(self.df)
+
     def idf(self, i: int) -> float:
         n = max(self.total, self.df[i])
         return math.log(1 + (n - self.df[i] + 0.5) / (self.df[i] + 0.5))

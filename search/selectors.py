@@ -89,6 +89,8 @@ def _entries(
         top = "SELECT id, score, factor FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
     params["prune"] = _prune_ratio(filters)
     stats = _term_stats("vault_vaultentry", where, compiled, params, scope)
+    if stats.matches_nothing:  # a kind the query finds nothing in costs one statement, not two
+        return []
     windows = EpochWindows() if stats.exhaustive else _epoch_windows(scope)
     # Text relevance is computed for every candidate; the other factors only for the candidates
     # that can still reach the page: a row whose text score is below (the n-th best text score) x
@@ -186,6 +188,8 @@ def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilter
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters, table="sessions_app_message") + ["NOT internal"]
     stats = _term_stats("sessions_app_message", where, compiled, params, scope)
+    if stats.matches_nothing:  # a kind the query finds nothing in costs one statement, not two
+        return []
     sql = f"""
         WITH {_candidates_sql("sessions_app_message", where, compiled, params, stats=stats)}
         SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
@@ -208,6 +212,8 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
     params = _common_params(compiled, filters, scope)
     where = _scope_where(scope, filters, time_column="updated_at") + ["deleted_at IS NULL"]
     stats = _term_stats("vault_workspacefile", where, compiled, params, scope)
+    if stats.matches_nothing:  # a kind the query finds nothing in costs one statement, not two
+        return []
     sql = f"""
         WITH {_candidates_sql("vault_workspacefile", where, compiled, params, stats=stats)}
         SELECT f.id, a.slug AS agent, f.path, f.content AS text, f.enabled, f.created_at, f.updated_at,

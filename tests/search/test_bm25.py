@@ -161,3 +161,24 @@ def test_the_score_computed_once_per_term_equals_the_written_out_formula(agent_a
     assert sum(1 for _, ours, _ in rows if ours > 0) >= 3
     for text, ours, written_out in rows:
         assert ours == pytest.approx(written_out, rel=1e-12, abs=1e-12), text
+
+
+def test_a_kind_the_query_finds_nothing_in_is_not_ranked(agent_a, make_message, monkeypatch, frequencies):
+    """Each term's rows are counted exactly before ranking; when no row of a kind holds any term, the
+    ranking statement would return nothing, so it is not run. Where a term is found, it is."""
+    from search import selectors
+
+    make_message(agent_a, "We moved the session cache to Memcached")
+    ranked = []
+    real_fetch = selectors._fetch
+    monkeypatch.setattr(
+        selectors, "_fetch", lambda sql, params: ranked.append(sql) or real_fetch(sql, params)
+    )
+    kinds = ("entries", "messages", "files")
+    assert find(agent_a, "zeppelinquokka axolotlfjord", kinds=kinds) == []
+    assert ranked == []
+    found = find(agent_a, "memcached", kinds=kinds)
+    assert len(found) == 1 and len(ranked) == 1 and "sessions_app_message" in ranked[0]
+    # The counts do not apply exclusions: a term that is found is ranked, and the ranking excludes.
+    ranked.clear()
+    assert find(agent_a, "memcached -session", kinds=kinds) == [] and len(ranked) == 1
