@@ -319,7 +319,9 @@ def test_an_append_stores_the_files_byte_size_without_encoding_it_again(agent_a)
     header = "# Daily Notes -- 2026-11-24\n"
     file = services.file_append(agent=agent_a, path=NOTE, text="", changed_by="t", header=header)
     assert WorkspaceFile.objects.get(pk=file.pk).size == len(header) == file.size
-    file = services.file_append(agent=agent_a, path=NOTE, text="açúcar 東京 🚀\n", changed_by="t", header=header)
+    file = services.file_append(
+        agent=agent_a, path=NOTE, text="açúcar 東京 🚀\n", changed_by="t", header=header
+    )
     expected = len((header + "açúcar 東京 🚀\n").encode("utf-8"))
     assert WorkspaceFile.objects.get(pk=file.pk).size == expected == file.size
     WorkspaceFile.objects.filter(pk=file.pk).update(size=0)
