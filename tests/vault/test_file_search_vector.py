@@ -327,3 +327,13 @@ def test_an_append_stores_the_files_byte_size_without_encoding_it_again(agent_a)
     WorkspaceFile.objects.filter(pk=file.pk).update(size=0)
     services.file_append(agent=agent_a, path=NOTE, text="more\n", changed_by="t", header=header)
     assert WorkspaceFile.objects.get(pk=file.pk).size == expected + len("more\n")
+
+
+def test_an_append_to_a_file_without_a_vector_parses_the_whole_file(agent_a):
+    """A given vector is the stored one and the tail's; with no stored vector (a row written around the
+    trigger) that is NULL, and the trigger parses the whole file instead of keeping it."""
+    services.file_write(agent=agent_a, path="ops.md", content="We use Redis.\n", changed_by="t")
+    WorkspaceFile.objects.filter(agent=agent_a, path="ops.md").update(search_vector=None)
+    file = services.file_append(agent=agent_a, path="ops.md", text="Backups nightly.\n", changed_by="t")
+    assert _matches(file, "english", "redis") and _matches(file, "english", "backups")
+    _assert_same_as_full_parse(file)

@@ -25,7 +25,9 @@ DECLARE
     new_bytes bytea;
     tail text;
 BEGIN
-    IF TG_OP = 'UPDATE' AND current_setting('{VECTOR_GIVEN_SETTING}', true) = 'on' THEN
+    -- A NULL given vector (the stored one was NULL) is parsed whole below.
+    IF TG_OP = 'UPDATE' AND current_setting('{VECTOR_GIVEN_SETTING}', true) = 'on'
+        AND NEW.search_vector IS NOT NULL THEN
         RETURN NEW;
     END IF;
     IF TG_OP = 'UPDATE' AND OLD.search_vector IS NOT NULL AND NEW.path = OLD.path
@@ -77,7 +79,9 @@ class Migration(migrations.Migration):
             FUNCTION,
             # 0012's function: the same without the first test.
             FUNCTION.replace(
-                f"""    IF TG_OP = 'UPDATE' AND current_setting('{VECTOR_GIVEN_SETTING}', true) = 'on' THEN
+                f"""    -- A NULL given vector (the stored one was NULL) is parsed whole below.
+    IF TG_OP = 'UPDATE' AND current_setting('{VECTOR_GIVEN_SETTING}', true) = 'on'
+        AND NEW.search_vector IS NOT NULL THEN
         RETURN NEW;
     END IF;
 """,
