@@ -17,9 +17,13 @@ def _raw(name: str) -> str | None:
     return None if value is None else value.strip()
 
 
-def env_str(name: str, default: str = "") -> str:
+def env_str(name: str, default: str = "", *, keep_empty: bool = False) -> str:
+    """The variable's value; `default` when it is unset, or empty unless `keep_empty` (for a setting
+    whose empty value means something of its own, such as "no limit")."""
     value = _raw(name)
-    return default if value is None or value == "" else value
+    if value is None or (value == "" and not keep_empty):
+        return default
+    return value
 
 
 def env_bool(name: str, default: bool = False) -> bool:

@@ -21,6 +21,32 @@ def test_it_reads_typed_values(monkeypatch):
     assert env_bool("X_BOOL") is True
     assert env_list("X_LIST", []) == ["a", "b", "c"]
     assert env_str("X_MISSING", "default") == "default"
+    monkeypatch.setenv("X_EMPTY", " ")
+    assert env_str("X_EMPTY", "default") == "default"
+    assert env_str("X_EMPTY", "default", keep_empty=True) == ""
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, "3000/m"), ("", ""), ("10/s", "10/s")])
+def test_an_empty_rate_limit_means_no_limit_as_the_readme_says(value, expected):
+    """MEMORY_API_RATE_LIMIT: unset gives the default, set but empty turns the limit off (CI's
+    schemathesis run sets it empty; it used to get the default and fuzz mostly 429s)."""
+    env = {k: v for k, v in os.environ.items() if k != "MEMORY_API_RATE_LIMIT"}
+    if value is not None:
+        env["MEMORY_API_RATE_LIMIT"] = value
+    env["DJANGO_SETTINGS_MODULE"] = "memoryproject.settings"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from django.conf import settings; print(repr(settings.MEMORY_API_RATE_LIMIT))",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.strip() == repr(expected)
 
 
 @pytest.mark.parametrize(
