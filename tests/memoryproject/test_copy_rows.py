@@ -8,15 +8,7 @@ from django.db import IntegrityError, connection, transaction
 
 from memoryproject.copy_rows import rows_copy
 from sessions_app.models import Message, Session
-
-
-def _ids(n: int) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence('sessions_app_message', 'id')) FROM generate_series(1, %s)",
-            [n],
-        )
-        return [row[0] for row in cursor.fetchall()]
+from sessions_app.services.append import _ids_allocate
 
 
 def _message(session, pk, **fields) -> Message:
@@ -33,7 +25,7 @@ def _message(session, pk, **fields) -> Message:
 
 def test_rows_are_stored_with_every_column_the_generated_vector_and_the_triggers(agent_a):
     session = Session.objects.create(project=agent_a.project, agent=agent_a)
-    first, second = _ids(2)
+    first, second = _ids_allocate(2)
     rows = [
         _message(session, first, client_id="c1", text="Deploy the quokka cluster\ttonight, açúcar 東京 🚀"),
         _message(
@@ -72,10 +64,12 @@ def test_rows_are_stored_with_every_column_the_generated_vector_and_the_triggers
 
 def test_a_constraint_violation_is_djangos_integrity_error_and_nothing_is_stored(agent_a):
     session = Session.objects.create(project=agent_a.project, agent=agent_a)
-    first, second = _ids(2)
+    first, second = _ids_allocate(2)
     rows_copy([_message(session, first, client_id="same")])
     with pytest.raises(IntegrityError), transaction.atomic():
-        rows_copy([_message(session, second, text="new"), _message(session, _ids(1)[0], client_id="same")])
+        rows_copy(
+            [_message(session, second, text="new"), _message(session, _ids_allocate(1)[0], client_id="same")]
+        )
     assert list(Message.objects.filter(session=session).values_list("pk", flat=True)) == [first]
 
 

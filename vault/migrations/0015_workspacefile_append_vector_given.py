@@ -13,50 +13,23 @@ took 33 ms, of which 10 ms in the search-vector trigger and 16 ms compressing th
   Servers with lz4 keep it (migration 0013): it compresses several times faster.
 """
 
+import importlib
+
 from django.db import migrations
 
 from vault.models import VECTOR_GIVEN_SETTING
 
-FUNCTION = f"""
-CREATE OR REPLACE FUNCTION vault_workspacefile_search_vector() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    old_bytes integer;
-    new_bytes bytea;
-    tail text;
-BEGIN
+# 0012's function (the one before this migration, and the way back) with one test first.
+PREVIOUS_FUNCTION = importlib.import_module("vault.migrations.0012_workspacefile_append_by_bytes").FUNCTION
+GIVEN = f"""BEGIN
     -- A NULL given vector (the stored one was NULL) is parsed whole below.
     IF TG_OP = 'UPDATE' AND current_setting('{VECTOR_GIVEN_SETTING}', true) = 'on'
         AND NEW.search_vector IS NOT NULL THEN
         RETURN NEW;
     END IF;
-    IF TG_OP = 'UPDATE' AND OLD.search_vector IS NOT NULL AND NEW.path = OLD.path
-        AND NEW.agent_id = OLD.agent_id AND NEW.project_id = OLD.project_id THEN
-        old_bytes := octet_length(OLD.content);
-        IF octet_length(NEW.content) >= old_bytes AND starts_with(NEW.content, OLD.content) THEN
-            -- The database's own encoding: the bytes as stored, checked but not converted.
-            new_bytes := convert_to(NEW.content, pg_catalog.getdatabaseencoding());
-            -- An append after a word boundary: the old lexemes stay right, only the tail is new.
-            -- These four bytes are whole characters in every server encoding.
-            IF old_bytes = 0 OR get_byte(new_bytes, old_bytes - 1) IN (32, 10, 9, 13) THEN
-                tail := convert_from(substring(new_bytes FROM old_bytes + 1),
-                                     pg_catalog.getdatabaseencoding());
-                NEW.search_vector := OLD.search_vector
-                    || setweight(to_tsvector('english', tail), 'B')
-                    || setweight(to_tsvector('portuguese', tail), 'B');
-                RETURN NEW;
-            END IF;
-        END IF;
-    END IF;
-    NEW.search_vector := setweight(to_tsvector('simple', COALESCE(NEW.path, '')), 'A')
-        || setweight(to_tsvector('english', COALESCE(NEW.content, '')), 'B')
-        || setweight(to_tsvector('portuguese', COALESCE(NEW.content, '')), 'B')
-        || ('#a' || NEW.agent_id::text)::tsvector
-        || ('#p' || NEW.project_id::text)::tsvector;
-    RETURN NEW;
-END
-$$;
 """
+assert PREVIOUS_FUNCTION.count("BEGIN\n") == 1
+FUNCTION = PREVIOUS_FUNCTION.replace("BEGIN\n", GIVEN, 1)
 
 _NO_LZ4 = (
     "NOT EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression'"
@@ -75,19 +48,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL(
-            FUNCTION,
-            # 0012's function: the same without the first test.
-            FUNCTION.replace(
-                f"""    -- A NULL given vector (the stored one was NULL) is parsed whole below.
-    IF TG_OP = 'UPDATE' AND current_setting('{VECTOR_GIVEN_SETTING}', true) = 'on'
-        AND NEW.search_vector IS NOT NULL THEN
-        RETURN NEW;
-    END IF;
-""",
-                "",
-            ),
-        ),
+        migrations.RunSQL(FUNCTION, PREVIOUS_FUNCTION),
         migrations.RunSQL(
             STORAGE.replace("{storage}", "EXTERNAL"), STORAGE.replace("{storage}", "EXTENDED")
         ),
