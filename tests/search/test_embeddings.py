@@ -614,3 +614,19 @@ def test_the_embedding_job_looks_for_large_agents_after_a_change_or_once_an_hour
     assert agent_indexes_due(RefreshOutcome(), 1000.0 + embedding_index.AGENT_INDEXES_CHECK_SECONDS + 1)
     monkeypatch.setattr(embedding_index, "_agent_indexes_checked", float("-inf"))
     assert agent_indexes_due(RefreshOutcome(), 0.0)  # a process's first run: upgraded with large agents
+
+
+def test_the_backfill_progress_tells_the_time_left_from_the_recent_rate():
+    """Items get slower kind by kind (a day's note's long chunks after short messages): the time left
+    follows the rate of the last seconds, not the average since the start (which said "9 s left" for
+    minutes)."""
+    from search.management.commands.embed_backfill import Command
+
+    out = StringIO()
+    command = Command(stdout=out)
+    for second in range(0, 61, 5):  # 100 items/s for a minute
+        command._progress(second * 100, 10_000, now=1000.0 + second)
+    for second in range(5, 31, 5):  # then 10 items/s
+        command._progress(6000 + second * 10, 10_000, now=1060.0 + second)
+    last = out.getvalue().rsplit("\r", 1)[-1]
+    assert "6300/10000 items, 10.0 items/s, 370 s left" in last

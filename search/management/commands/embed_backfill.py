@@ -1,9 +1,12 @@
 import time
+from collections import deque
 
 from django.core.management.base import BaseCommand
 
 from search.embedding_index import embeddings_refresh, vector_storage_ensure
 from search.semantic import semantic_status
+
+RATE_WINDOW = 20.0  # seconds of progress the rate is measured over
 
 
 class Command(BaseCommand):
@@ -45,13 +48,21 @@ class Command(BaseCommand):
             f"{outcome.pending} still pending."
         )
 
-    def _progress(self, done: int, total: int) -> None:
-        if not hasattr(self, "_started"):
-            self._started = time.perf_counter()
+    def _progress(self, done: int, total: int, now: float | None = None) -> None:
+        """One progress line. The rate and the time left come from the last RATE_WINDOW seconds, not
+        from the start: items are embedded kind by kind, and a day's note (several long chunks) takes
+        many times a message's time, so an average over the whole run promised seconds where minutes
+        were left."""
+        now = time.perf_counter() if now is None else now
+        if not hasattr(self, "_marks"):
+            self._marks = deque()
+        self._marks.append((now, done))
+        while len(self._marks) > 2 and now - self._marks[1][0] >= RATE_WINDOW:
+            self._marks.popleft()
+        (then, done_then) = self._marks[0]
+        rate = (done - done_then) / (now - then) if now > then else 0.0
         width = 30
         filled = width if total == 0 else min(width, width * done // total)
-        elapsed = time.perf_counter() - self._started
-        rate = done / elapsed if elapsed > 0 else 0.0
         eta = f", {(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
         self.stdout.write(
             f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} items, {rate:.1f} items/s{eta}  ",
