@@ -258,6 +258,10 @@ MEMORY_TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 MEMORY_MAX_MESSAGE_BYTES = env_int("MEMORY_MAX_MESSAGE_BYTES", 512 * 1024, minimum=1024)
 MEMORY_APPEND_MAX_MESSAGES = env_int("MEMORY_APPEND_MAX_MESSAGES", 1000, minimum=1)
 MEMORY_DAILY_NOTE_CHARS = env_int("MEMORY_DAILY_NOTE_CHARS", 500, minimum=20)
+# A day's note is rewritten at most once per this many seconds per agent: the exchanges of appends that
+# come sooner wait in a queue (vault.QueuedNoteAppend, stored with their messages) and are written by the
+# next append, a read of the note, or the job that runs every minute. 0: every append writes the note.
+MEMORY_DAILY_NOTE_WRITE_SECONDS = env_int("MEMORY_DAILY_NOTE_WRITE_SECONDS", 2, minimum=0, maximum=3600)
 # Context window management: keep the first messages and the last turns, summarise the rest.
 MEMORY_COMPACT_KEEP_FIRST = env_int("MEMORY_COMPACT_KEEP_FIRST", 2, minimum=0)
 MEMORY_COMPACT_KEEP_TURNS = env_int("MEMORY_COMPACT_KEEP_TURNS", 2, minimum=1)

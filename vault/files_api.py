@@ -52,12 +52,14 @@ def file_edit(request, agent: str, path: str, payload: FileEditIn):
 )
 def file_history(request, agent: str, path: str):
     target = selectors.agent_get_for_principal(request.auth, agent)
+    services.daily_notes_flush(agent=target)
     return list(selectors.file_history(selectors.file_get(agent=target, path=path)))
 
 
 @router.get("/agents/{agent}/files", response=FileList, summary="List workspace files in prompt order")
 def file_list(request, agent: str, prefix: str = Query("", max_length=255)):
     target = selectors.agent_get_for_principal(request.auth, agent)
+    services.daily_notes_flush(agent=target)
     files = list(selectors.files_list(agent=target, prefix=prefix))
     return {"agent": target.slug, "prefix": prefix, "count": len(files), "items": files}
 
@@ -65,6 +67,7 @@ def file_list(request, agent: str, prefix: str = Query("", max_length=255)):
 @router.get("/agents/{agent}/files/{path:path}", response=FileOut, summary="Read a workspace file")
 def file_get(request, agent: str, path: str):
     target = selectors.agent_get_for_principal(request.auth, agent)
+    services.daily_notes_flush(agent=target)
     return selectors.file_get(agent=target, path=path)
 
 

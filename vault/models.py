@@ -380,6 +380,30 @@ class WorkspaceFile(models.Model):
         return f"{self.agent}:{self.path}"
 
 
+class QueuedNoteAppend(models.Model):
+    """The exchanges of one append to a day's note that are not written into the note yet.
+
+    A busy agent logs exchanges several times a second, and each write of a day's note stores the whole
+    note again (a megabyte by the end of a busy day): so a note is written at most once per
+    MEMORY_DAILY_NOTE_WRITE_SECONDS, and the appends in between wait here, stored in the same
+    transaction as their messages. The next write of the note (an append; a read through the API, the
+    MCP server or the pages; an export; consolidation; or the job that runs every minute) appends them
+    first, in order, with the same "logged once a day" check as a direct append.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    path = models.CharField(max_length=255)
+    # [[text, unless], ...]: each block, and the text whose presence in the note leaves it out.
+    parts = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "path", "id"], name="queuednoteappend_note")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}:{self.path}#{self.pk}"
+
+
 class WorkspaceFileVersion(models.Model):
     """A file's content before a write, edit or delete."""
 

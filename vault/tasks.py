@@ -4,6 +4,7 @@ from django.conf import settings
 from django_q.models import Schedule
 
 from vault.maintenance.consolidation import consolidation_run_all
+from vault.services import daily_notes_flush
 
 SCHEDULES = [
     {
@@ -13,8 +14,21 @@ SCHEDULES = [
         "cron": settings.MEMORY_CONSOLIDATE_CRON,
         "repeats": -1,
     },
+    {
+        "name": "vault: write queued daily-note exchanges",
+        "func": "vault.tasks.daily_notes_flush_scheduled",
+        "schedule_type": Schedule.MINUTES,
+        "minutes": 1,
+        "repeats": -1,
+    },
 ]
 
 
 def consolidation_scheduled() -> list[dict]:
     return consolidation_run_all()
+
+
+def daily_notes_flush_scheduled() -> int:
+    """Write the exchanges queued for daily notes that no append or read has written since (the last
+    ones of a burst of appends): at most MEMORY_DAILY_NOTE_WRITE_SECONDS plus a minute behind."""
+    return daily_notes_flush(older_than_seconds=settings.MEMORY_DAILY_NOTE_WRITE_SECONDS)

@@ -7,7 +7,7 @@ from mcp.server.mcpserver.exceptions import ResourceError
 
 from memoryproject.mcp.caller import agent_for_read, current_caller, describe_error, tool_adapter
 from memoryproject.mcp.tools_search import context_for
-from vault import selectors
+from vault import selectors, services
 from vault.models import TokenScope
 
 
@@ -33,6 +33,7 @@ def _resource_adapter(fn):
 @_resource_adapter
 def workspace_file(path: str) -> str:
     target = agent_for_read(current_caller(), None)
+    services.daily_notes_flush(agent=target)
     return selectors.file_get(agent=target, path=path).content
 
 

@@ -21,6 +21,7 @@ PathArg = Annotated[
 @tool_adapter
 def workspace_read(path: PathArg, agent: AgentArg = None) -> dict:
     target = agent_for_read(current_caller(), agent)
+    services.daily_notes_flush(agent=target)
     return dump(FileOut, selectors.file_get(agent=target, path=path))
 
 

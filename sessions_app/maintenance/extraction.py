@@ -84,6 +84,7 @@ def _daily_heading(now: datetime, session: Session, how: str) -> str:
 def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:
     day = timezone.localtime(now).date()
     daily_path = services.daily_note_path(day)
+    services.daily_notes_flush(agent=agent)  # the note as the model reads it holds every logged exchange
     profile, memory = file_content(agent, "PROFILE.md"), file_content(agent, "MEMORY.md")
     reply = llm_json(
         prompt_messages(

@@ -256,7 +256,12 @@ def test_an_exchange_begun_in_earlier_calls_logs_every_user_message_since_the_la
         # A first reply that is empty is not logged, and the reply after it has no user side of its own.
         _post(api, token_a, [{"role": "user", "text": "Unanswered"}])
         _post(api, token_a, [{"role": "assistant", "text": " "}, {"role": "assistant", "text": "Late reply"}])
-    note = WorkspaceFile.objects.get(agent=agent_a, path="memory/2026-03-16.md").content
+    # Read as an agent reads it: the appends came within MEMORY_DAILY_NOTE_WRITE_SECONDS of each other,
+    # so the later exchanges were queued, and a read writes them into the note first.
+    response = api.get("/agents/agent-a/files/memory/2026-03-16.md", token=token_a)
+    assert response.status_code == 200
+    note = response.json()["content"]
+    assert note == WorkspaceFile.objects.get(agent=agent_a, path="memory/2026-03-16.md").content
     exchanges = note.split("\n## [10:30:05]\n")[1:]
     assert exchanges == [
         "**User:** Old question\n**Agent:** Old answer\n",

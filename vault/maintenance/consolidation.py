@@ -66,6 +66,7 @@ def _fact_clean(line: str) -> str:
 
 def daily_notes_recent(agent: Agent, now: datetime, days: int) -> list[tuple[str, str]]:
     """(path, content) of the agent's daily notes of the last `days` days, oldest first."""
+    services.daily_notes_flush(agent=agent)
     today = timezone.localtime(now).date()
     first = today - timedelta(days=days - 1)
     notes = []

@@ -17,6 +17,7 @@ from vault.services.entries import (
 from vault.services.files import (
     daily_note_append,
     daily_notes_append,
+    daily_notes_flush,
     file_append,
     file_append_many,
     file_create,
@@ -70,6 +71,7 @@ __all__ = [
     "entry_task_toggle",
     "entry_update",
     "daily_notes_append",
+    "daily_notes_flush",
     "file_append",
     "file_append_many",
     "file_create",

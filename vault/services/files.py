@@ -3,8 +3,9 @@ versioned."""
 
 import re
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Func, IntegerField, TextField, Value
@@ -16,6 +17,7 @@ from vault.models import (
     VECTOR_GIVEN_SETTING,
     WORDS_KNOWN_SETTING,
     Agent,
+    QueuedNoteAppend,
     VersionAction,
     WorkspaceFile,
     WorkspaceFileVersion,
@@ -156,15 +158,15 @@ def file_append_many(
         text_check(text, allow_empty=True)
     with transaction.atomic():
         file, _ = _file_lock_or_create(agent, path, content=header)
+        # Exchanges queued for this note since its last write go first (they are older than `parts`).
+        queued = _queued_appends(agent, path)
+        if queued:
+            parts = [(text, unless) for _, queued_parts in queued for text, unless in queued_parts] + list(
+                parts
+            )
+            QueuedNoteAppend.objects.filter(pk__in=[pk for pk, _ in queued]).delete()
         stored = file.content
-        # The new text is built on its own: adding each part to the whole file copied all of it once
-        # per part. A part is left out when its `unless` text is in the file, in the new text, or
-        # across the seam between them.
-        tail = ""
-        for text, unless in parts:
-            if unless and (unless in stored or unless in stored[-len(unless) :] + tail):
-                continue
-            tail += text
+        tail = _tail_build(stored, parts)
         if not tail:
             return file
         tail_bytes = len(tail.encode("utf-8"))
@@ -189,6 +191,32 @@ def file_append_many(
             )
         file.content, file.size, file.updated_at = stored + tail, file.size + tail_bytes, now
     return file
+
+
+def _tail_build(stored: str, parts: list[tuple[str, str]]) -> str:
+    """The text to append for (text, unless) parts, built on its own (adding each part to the whole file
+    copied all of it once per part). A part is left out when its `unless` text is in the file, in the
+    new text, or across the seam between them."""
+    tail = ""
+    for text, unless in parts:
+        if unless and (unless in stored or unless in stored[-len(unless) :] + tail):
+            continue
+        tail += text
+    return tail
+
+
+_DAILY_NOTE_PATH_RE = re.compile(r"^memory/\d{4}-\d{2}-\d{2}\.md$")
+
+
+def _queued_appends(agent: Agent, path: str) -> list[tuple[int, list]]:
+    """(id, parts) of the appends queued for the agent's note at path, oldest first (only daily notes
+    have any). Read under the note's row lock: only writers of the note delete them, and an append that
+    has not committed yet is left for the next writer."""
+    if not _DAILY_NOTE_PATH_RE.match(path):
+        return []
+    return list(
+        QueuedNoteAppend.objects.filter(agent=agent, path=path).order_by("id").values_list("id", "parts")
+    )
 
 
 # The bytes the search-vector trigger takes for a word boundary at the end of the old content.
@@ -243,7 +271,7 @@ def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: st
         path=daily_note_path(day),
         text=text,
         changed_by=changed_by,
-        header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+        header=_daily_header(day),
         unless_present=f"]\n{body}\n" if body else "",
     )
 
@@ -296,6 +324,8 @@ def file_delete(*, agent: Agent, path: str, deleted_by: str) -> WorkspaceFile:
     """Soft-delete a file: it leaves listings, prompts and search, and its last content is versioned."""
     with transaction.atomic():
         file = _file_locked(agent, path)
+        # Exchanges queued for a deleted note go with it (a later exchange starts a new note).
+        QueuedNoteAppend.objects.filter(agent=agent, path=path).delete()
         WorkspaceFileVersion.objects.create(
             file=file, action=VersionAction.DELETE, content=file.content, changed_by=deleted_by[:200]
         )
@@ -328,6 +358,8 @@ def file_rename(*, agent: Agent, old_path: str, new_path: str, markdown_only: bo
     file_path_check(new_path, markdown_only=markdown_only)
     with transaction.atomic():
         file = _file_locked(agent, old_path)
+        if _queued_appends(agent, old_path):  # the note's queued exchanges are written before it moves
+            file = file_append_many(agent=agent, path=old_path, parts=[], changed_by=DAILY_NOTE_LOGGER)
         if WorkspaceFile.objects.filter(agent=agent, path=new_path, deleted_at__isnull=True).exists():
             raise Conflict(f"The destination {new_path} already exists.")
         file.path = new_path
@@ -363,21 +395,79 @@ def daily_notes_append(
     words_known: bool = False,
     redacted: bool = False,
 ) -> None:
-    """daily_note_append for several (when, text) blocks: one locked rewrite per day's note.
-    `words_known` and `redacted` as in file_append_many."""
+    """daily_note_append for several (when, text) blocks: one locked rewrite per day's note, or, for a
+    note written less than MEMORY_DAILY_NOTE_WRITE_SECONDS ago, one INSERT into its queue
+    (QueuedNoteAppend), which the note's next write empties. Only blocks whose words are known and
+    that are already redacted (the exchange log's) are queued; `words_known` and `redacted` as in
+    file_append_many."""
     by_day: dict = {}
     for when, text in blocks:
         heading = _DAILY_TIME_HEADING_RE.match(text)
         body = text[heading.end() :].strip() if heading else ""
         day = timezone.localtime(when).date()
         by_day.setdefault(day, []).append((text, f"]\n{body}\n" if body else ""))
+    delay = settings.MEMORY_DAILY_NOTE_WRITE_SECONDS
     for day, parts in by_day.items():
+        path = daily_note_path(day)
+        if delay and words_known and redacted and _written_since(agent, path, delay):
+            for text, _ in parts:
+                text_check(text, allow_empty=True)
+            QueuedNoteAppend.objects.create(agent=agent, path=path, parts=[list(part) for part in parts])
+            continue
         file_append_many(
             agent=agent,
-            path=daily_note_path(day),
+            path=path,
             parts=parts,
             changed_by=changed_by,
-            header=f"# Daily Notes -- {day:%Y-%m-%d}\n",
+            header=_daily_header(day),
             words_known=words_known,
             redacted=redacted,
         )
+
+
+def _daily_header(day) -> str:
+    return f"# Daily Notes -- {day:%Y-%m-%d}\n"
+
+
+def _written_since(agent: Agent, path: str, seconds: int) -> bool:
+    """Whether the agent's live file at path was written in the last `seconds` (its row is not read)."""
+    since = timezone.now() - timedelta(seconds=seconds)
+    return WorkspaceFile.objects.filter(
+        agent=agent, path=path, deleted_at__isnull=True, updated_at__gt=since
+    ).exists()
+
+
+DAILY_NOTE_LOGGER = "daily-note log"
+
+
+def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | None = None) -> int:
+    """Write the queued exchanges of the agent's daily notes (every agent's without `agent`) into their
+    notes; with `older_than_seconds`, only notes whose oldest queued block is at least that old.
+    Returns how many notes were written. Called before a note is read through the API, the MCP server,
+    the memory tool, the pages, an export or consolidation, and every minute by a job."""
+    queued = QueuedNoteAppend.objects.all()
+    if agent is not None:
+        queued = queued.filter(agent=agent)
+    if older_than_seconds is not None:
+        queued = queued.filter(created_at__lte=timezone.now() - timedelta(seconds=older_than_seconds))
+    notes = sorted(set(queued.values_list("agent_id", "path")))
+    agents = {agent.pk: agent} if agent is not None else {}
+    written = 0
+    for agent_id, path in notes:
+        owner = agents.get(agent_id) or Agent.objects.filter(pk=agent_id).first()
+        if owner is None:
+            continue
+        agents[agent_id] = owner
+        match = re.match(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$", path)
+        day = datetime(*(int(g) for g in match.groups())).date() if match else None
+        file_append_many(
+            agent=owner,
+            path=path,
+            parts=[],
+            changed_by=DAILY_NOTE_LOGGER,
+            header=_daily_header(day) if day else "",
+            words_known=True,
+            redacted=True,
+        )
+        written += 1
+    return written

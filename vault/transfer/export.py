@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vault import selectors
+from vault import selectors, services
 from vault.models import Agent, Category, Project, VaultEntry
 
 CATEGORY_TITLES = {
@@ -85,6 +85,7 @@ def export_files(*, project: Project, agents: Iterable[Agent]) -> Iterator[tuple
                     category_render(agent, category, chosen.iterator(chunk_size=2000)),
                 )
         manifest = {}
+        services.daily_notes_flush(agent=agent)
         for file in selectors.files_list(agent=agent).order_by("path"):
             manifest[file.path] = {"enabled": file.enabled, "sort_order": file.sort_order}
             yield f"{folder}/{WORKSPACE_DIR}/{file.path}", file.content

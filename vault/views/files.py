@@ -37,6 +37,7 @@ def _file_context(agent, file, form=None):
 @require_http_methods(["GET", "POST"])
 def files(request, project, agent):
     agent = selectors.agent_get_for_user(request.user, project, agent)
+    services.daily_notes_flush(agent=agent)
     path = request.GET.get("path") or request.POST.get("path") or ""
     file = selectors.file_get(agent=agent, path=path) if path else None
     if request.method == "POST":
