@@ -224,3 +224,25 @@ def test_concurrent_appends_and_reads_log_every_exchange_exactly_once(agent_a, t
     answers = _answers(notes)
     expected = {f"answer {n}-{i}" for n in range(4) for i in range(12)}
     assert sorted(answers) == sorted(expected)
+
+
+def test_a_note_that_fails_to_be_written_keeps_its_queue_and_does_not_fail_the_read(
+    api, token_a, agent_a, monkeypatch
+):
+    from vault.services import files
+
+    _exchange(api, token_a, "q1", "a1", at=T0)
+    _exchange(api, token_a, "q2", "a2", at=T0 + timedelta(seconds=0.5))
+    real = files.file_append_many
+
+    def broken(**kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(files, "file_append_many", broken)
+    response = api.get(f"/agents/agent-a/files/{NOTE}", token=token_a)
+    assert response.status_code == 200
+    assert _answers(response.json()["content"]) == ["a1"]
+    assert QueuedNoteAppend.objects.count() == 1
+    monkeypatch.setattr(files, "file_append_many", real)
+    assert services.daily_notes_flush(agent=agent_a) == 1
+    assert _answers(_stored(agent_a)) == ["a1", "a2"]

@@ -13,6 +13,7 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
+from memoryproject.resilience import guarded
 from vault.models import (
     VECTOR_GIVEN_SETTING,
     WORDS_KNOWN_SETTING,
@@ -205,7 +206,7 @@ def _tail_build(stored: str, parts: list[tuple[str, str]]) -> str:
     return tail
 
 
-_DAILY_NOTE_PATH_RE = re.compile(r"^memory/\d{4}-\d{2}-\d{2}\.md$")
+_DAILY_NOTE_PATH_RE = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$")
 
 
 def _queued_appends(agent: Agent, path: str) -> list[tuple[int, list]]:
@@ -444,7 +445,8 @@ def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | N
     """Write the queued exchanges of the agent's daily notes (every agent's without `agent`) into their
     notes; with `older_than_seconds`, only notes whose oldest queued block is at least that old.
     Returns how many notes were written. Called before a note is read through the API, the MCP server,
-    the memory tool, the pages, an export or consolidation, and every minute by a job."""
+    the pages, an export, consolidation or extraction, and every minute by a job. A note that fails to
+    be written is logged and left with its queue (the read goes on with the note as stored)."""
     queued = QueuedNoteAppend.objects.all()
     if agent is not None:
         queued = queued.filter(agent=agent)
@@ -458,16 +460,20 @@ def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | N
         if owner is None:
             continue
         agents[agent_id] = owner
-        match = re.match(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$", path)
+        match = _DAILY_NOTE_PATH_RE.match(path)
         day = datetime(*(int(g) for g in match.groups())).date() if match else None
-        file_append_many(
-            agent=owner,
-            path=path,
-            parts=[],
-            changed_by=DAILY_NOTE_LOGGER,
-            header=_daily_header(day) if day else "",
-            words_known=True,
-            redacted=True,
+        done = guarded(
+            f"writing the queued exchanges of {path}",
+            lambda owner=owner, path=path, day=day: file_append_many(
+                agent=owner,
+                path=path,
+                parts=[],
+                changed_by=DAILY_NOTE_LOGGER,
+                header=_daily_header(day) if day else "",
+                words_known=True,
+                redacted=True,
+            ),
+            failed=lambda exc: None,
         )
-        written += 1
+        written += done is not None
     return written
