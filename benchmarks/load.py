@@ -19,7 +19,7 @@ from django.conf import settings
 from benchmarks.corpus import corpus_generate
 from sessions_app.models import Message
 from vault import services
-from vault.models import Project, TokenScope, VaultEntry
+from vault.models import Project, TokenScope, VaultEntry, WorkspaceFile
 
 
 def free_port() -> int:
@@ -221,6 +221,27 @@ def run_phase(
     return result
 
 
+def note_exchanges_missing(agents: list, bodies: list[dict]) -> int:
+    """Acknowledged agent replies that the agents' daily notes do not log, once the exchanges queued
+    for the notes are written (as any read of a note writes them). Each reply of the load is unique and
+    follows a user message and starts with its own "load message <m> of batch <b> from client <c>:", so
+    each must appear as an "**Agent:** <text>" line (compared on its first 200 characters: the note
+    clips long replies and a reply may run over several lines)."""
+    logged = set()
+    for agent in agents:
+        services.daily_notes_flush(agent=agent)
+        for content in WorkspaceFile.objects.filter(
+            agent=agent, path__startswith="memory/", deleted_at__isnull=True
+        ).values_list("content", flat=True):
+            logged.update(
+                line[len("**Agent:** ") :][:200]
+                for line in content.splitlines()
+                if line.startswith("**Agent:** ")
+            )
+    replies = [m["text"] for body in bodies for m in body["messages"] if m["role"] == "assistant"]
+    return sum(1 for text in replies if text.split("\n", 1)[0][:200] not in logged)
+
+
 def load_run(
     *,
     clients: int,
@@ -293,13 +314,20 @@ def load_run(
     server_errors = sum(
         n for status, n in (entries.statuses + messages.statuses).items() if status >= 500 or status == 0
     )
-    out(f"lost: {lost_entries} entries, {lost_messages} messages; 5xx or connection errors: {server_errors}")
+    missing_exchanges = note_exchanges_missing(
+        [agent for agent, _ in tokens], [body for body, _ in messages.acknowledged]
+    )
+    out(
+        f"lost: {lost_entries} entries, {lost_messages} messages, {missing_exchanges} daily-note exchanges; "
+        f"5xx or connection errors: {server_errors}"
+    )
     return {
         "entries_per_second": entries.items_per_second,
         "messages_per_second": messages.items_per_second,
         "entry_p50_ms": percentile(entries.latencies_ms, 50),
         "lost_entries": lost_entries,
         "lost_messages": lost_messages,
+        "missing_exchanges": missing_exchanges,
         "server_errors": server_errors,
         "project": project,
         "agents": [agent for agent, _ in tokens],

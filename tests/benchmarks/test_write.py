@@ -49,3 +49,32 @@ def test_the_load_report_splits_cpu_between_server_database_and_client():
     mine = proc_table().get(os.getpid())
     if os.path.isdir("/proc"):
         assert mine is not None and mine[1] > 0 and "python" in mine[2]
+
+
+@pytest.mark.django_db
+def test_the_load_check_finds_every_logged_exchange_and_counts_a_missing_one(settings, agent_a):
+    """bench_write --clients also checks the daily notes: every acknowledged reply is logged once its
+    note's queue is written (appends within MEMORY_DAILY_NOTE_WRITE_SECONDS are queued)."""
+    from benchmarks.load import note_exchanges_missing
+    from sessions_app.services import messages_append
+    from vault.models import QueuedNoteAppend, WorkspaceFile
+
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 60
+    bodies = []
+    for b in range(3):
+        messages = [
+            {"role": "user", "text": f"load message 0 of batch {b} from client 0: what next?"},
+            {
+                "role": "assistant",
+                "text": f"load message 1 of batch {b} from client 0: first line\n- [ ] a task",
+            },
+        ]
+        messages_append(agent=agent_a, messages=messages, session_key="load-0")
+        bodies.append({"messages": messages})
+    assert QueuedNoteAppend.objects.count() == 2  # the first append wrote the note, the others queued
+    assert note_exchanges_missing([agent_a], bodies) == 0
+    assert not QueuedNoteAppend.objects.exists()
+    note = WorkspaceFile.objects.get(agent=agent_a, path__startswith="memory/")
+    note.content = note.content.replace("of batch 1 from", "of batch one from")
+    note.save()
+    assert note_exchanges_missing([agent_a], bodies) == 1

@@ -139,5 +139,10 @@ class Command(BaseCommand):
                 figures = load_run(port=port, server_pid=server.process.pid, **arguments)
         if not options["keep"]:
             figures["project"].delete()
-        if figures["lost_entries"] or figures["lost_messages"] or figures["server_errors"]:
+        if (
+            figures["lost_entries"]
+            or figures["lost_messages"]
+            or figures["missing_exchanges"]
+            or figures["server_errors"]
+        ):
             raise CommandError("acknowledged writes were lost or the server answered 5xx")
