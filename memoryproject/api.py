@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest
-from ninja import Query
+from ninja import Field, Query, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
@@ -21,6 +21,7 @@ from search.semantic import semantic_status
 from sessions_app import selectors as sessions_selectors
 from sessions_app.api import router as sessions_router
 from sessions_app.schemas import ProjectStatsOut
+from vault import selectors as vault_selectors
 from vault.api import router as vault_router
 from vault.files_api import router as files_router
 from vault.models import TokenScope
@@ -173,8 +174,14 @@ def health_status() -> tuple[int, dict]:
     return 200, {"status": "ok", "database": "ok", "embeddings": semantic_status()}
 
 
+class DailyNoteQueueOut(Schema):
+    appends: int = Field(description="appends whose exchanges wait for their daily note's next write")
+    oldest_seconds: float | None = Field(description="age of the oldest, in seconds (null: none waits)")
+
+
 class ProjectStatsWithEmbeddingsOut(ProjectStatsOut):
     embeddings: EmbeddingsStatusOut
+    daily_note_queue: DailyNoteQueueOut
 
 
 @api.get(
@@ -186,7 +193,11 @@ def project_stats(request, days: int = Query(14, ge=1, le=366)):
     if request.auth.is_agent_bound:
         raise PermissionDenied("Project statistics need an admin or project-wide token.")
     stats = sessions_selectors.project_stats(request.auth.project_id, days=days)
-    return {**stats, "embeddings": semantic_status(project_id=request.auth.project_id)}
+    return {
+        **stats,
+        "embeddings": semantic_status(project_id=request.auth.project_id),
+        "daily_note_queue": vault_selectors.daily_note_queue_stats(request.auth.project_id),
+    }
 
 
 _HEALTH = {

@@ -4,7 +4,7 @@ from datetime import datetime, time, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Func, IntegerField, Min, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django_q.models import Schedule
@@ -20,6 +20,7 @@ from vault.models import (
     EntryVersion,
     Project,
     ProjectContextVersion,
+    QueuedNoteAppend,
     ReviewItem,
     ReviewPolicy,
     VaultEntry,
@@ -513,6 +514,19 @@ def handoff_latest(agent: Agent) -> VaultEntry | None:
         .order_by("-created_at", "-id")
         .first()
     )
+
+
+def daily_note_queue_stats(project_id: int) -> dict:
+    """The project's daily-note exchanges waiting for their note's next write (QueuedNoteAppend): how
+    many appends, and the age in seconds of the oldest (None when none waits)."""
+    row = QueuedNoteAppend.objects.filter(agent__project_id=project_id).aggregate(
+        appends=Count("id"), oldest=Min("created_at")
+    )
+    oldest = row["oldest"]
+    return {
+        "appends": row["appends"],
+        "oldest_seconds": round((timezone.now() - oldest).total_seconds(), 1) if oldest else None,
+    }
 
 
 def file_content(agent_id: int, path: str) -> str | None:

@@ -246,3 +246,14 @@ def test_a_note_that_fails_to_be_written_keeps_its_queue_and_does_not_fail_the_r
     monkeypatch.setattr(files, "file_append_many", real)
     assert services.daily_notes_flush(agent=agent_a) == 1
     assert _answers(_stored(agent_a)) == ["a1", "a2"]
+
+
+def test_stats_report_the_queue(api, token_a, agent_a, admin_token):
+    empty = api.get("/stats", token=admin_token).json()["daily_note_queue"]
+    assert empty == {"appends": 0, "oldest_seconds": None}
+    _exchange(api, token_a, "q1", "a1", at=T0)
+    _exchange(api, token_a, "q2", "a2", at=T0 + timedelta(seconds=0.5))
+    _exchange(api, token_a, "q3", "a3", at=T0 + timedelta(seconds=1))
+    with time_machine.travel(T0 + timedelta(seconds=30), tick=False):
+        queue = api.get("/stats", token=admin_token).json()["daily_note_queue"]
+    assert queue == {"appends": 2, "oldest_seconds": 29.5}
