@@ -49,14 +49,30 @@ def _error_response(status: int, description: str, headers: dict | None) -> dict
     return response
 
 
+# An agent in a URL is its slug (vault.models.SLUG_PATTERN, and not only dots: slug_check), written
+# without a look-ahead so that every JSON Schema validator and test-data generator can use it.
+AGENT_PATH_SCHEMA = {
+    "title": "Agent",
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 64,
+    "pattern": "^[a-z0-9._-]*[a-z0-9_-][a-z0-9._-]*$",
+    "description": "The agent's slug: 1-64 characters of a-z, 0-9, '.', '_' or '-', not only dots",
+}
+
+
 class DocumentedNinjaAPI(NinjaAPI):
-    """NinjaAPI whose OpenAPI document lists the error responses of every operation."""
+    """NinjaAPI whose OpenAPI document lists the error responses of every operation, and the rule of
+    the agent slug in every path that names one."""
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
         schema.setdefault("components", {}).setdefault("schemas", {})["ErrorOut"] = ERROR_SCHEMA
         for operations in schema["paths"].values():
             for method, operation in operations.items():
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("in") == "path" and parameter.get("name") == "agent":
+                        parameter["schema"] = dict(AGENT_PATH_SCHEMA)
                 responses = operation.setdefault("responses", {})
                 authenticated = bool(operation.get("security"))
                 for status, (description, write_only, headers) in ERRORS.items():

@@ -40,3 +40,30 @@ def test_the_export_is_documented_as_a_zip(document):
 def test_a_budget_over_the_cap_is_refused_by_validation(api, token_a, agent_a):
     response = api.post("/agents/agent-a/context", {"budget_tokens": 32001}, token=token_a)
     assert response.status_code == 422
+
+
+def test_every_agent_in_a_path_carries_the_slug_rule_the_server_applies(document, api, admin_token):
+    """The agent slug's rule is in the schema (schemathesis reported operations that rejected most of the
+    names it generated from a bare string): what it matches, the server accepts as a name, and what it
+    refuses, the server refuses."""
+    import re
+
+    from vault.services import slug_check
+
+    seen = 0
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path" and parameter["name"] == "agent":
+                    assert parameter["schema"]["pattern"] and parameter["schema"]["maxLength"] == 64, path
+                    seen += 1
+    assert seen >= 29  # every operation under /agents/{agent}/
+    pattern = re.compile(
+        document["paths"]["/api/v1/agents/{agent}/entries"]["post"]["parameters"][0]["schema"]["pattern"]
+    )
+    for name in ["a", "dev", "agent-1", "a.b_c", ".a", "..x", "x" * 64]:
+        assert pattern.match(name) and slug_check(name, field="agent") == name
+    for name in ["", ".", "..", "...", "A", "a b", "a/b", "é"]:
+        assert not pattern.match(name)
+    response = api.post("/agents/../entries", {"category": "lessons", "content": "x"}, token=admin_token)
+    assert response.status_code in (404, 422)
