@@ -28,6 +28,9 @@ class MessageIn(Schema):
         ...,
         max_length=32,
         description="user, assistant (or agent), tool, system",
+        # The roles the append accepts (sessions_app.services.common): listed here so that the schema
+        # says what the server checks; the check and its message stay the service's.
+        json_schema_extra={"enum": ["user", "assistant", "agent", "human", "tool", "system"]},
     )
     text: str | None = Field(None, description="The message text (alias: content)")
     content: str | None = None

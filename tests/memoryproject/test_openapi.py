@@ -67,3 +67,19 @@ def test_every_agent_in_a_path_carries_the_slug_rule_the_server_applies(document
         assert not pattern.match(name)
     response = api.post("/agents/../entries", {"category": "lessons", "content": "x"}, token=admin_token)
     assert response.status_code in (404, 422)
+
+
+def test_the_message_roles_are_listed_in_the_schema_as_the_append_accepts_them(
+    document, api, token_a, agent_a
+):
+    roles = document["components"]["schemas"]["MessageIn"]["properties"]["role"]["enum"]
+    assert set(roles) == {"user", "assistant", "agent", "human", "tool", "system"}
+    for role in roles:
+        response = api.post(
+            "/agents/agent-a/messages", {"messages": [{"role": role, "text": "hello"}]}, token=token_a
+        )
+        assert response.status_code == 200, (role, response.content)
+    response = api.post(
+        "/agents/agent-a/messages", {"messages": [{"role": "robot", "text": "x"}]}, token=token_a
+    )
+    assert response.status_code == 422 and "unknown role" in response.json()["detail"]
