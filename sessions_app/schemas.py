@@ -2,11 +2,12 @@ from datetime import date, datetime
 from typing import Literal
 
 from ninja import Field, Schema
-from pydantic import AliasChoices
+from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
 
 from vault.schemas import EntryOut
 
 from .compaction import message_tokens
+from .models import Message
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -89,7 +90,12 @@ class MessagesIn(Schema):
         return self.session or self.chat_id or ""
 
 
-class MessageOut(Schema):
+# A plain pydantic model, not a ninja Schema: ninja reads every field of every item through a Python
+# attribute wrapper, which made a 50-message append's answer, and a long conversation page, cost several
+# times their own validation (docs/benchmarks.md). A `Message` row becomes this model's fields in one step.
+class MessageOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     client_id: str
     role: str
@@ -103,13 +109,25 @@ class MessageOut(Schema):
     created_at: datetime
     token_estimate: int
 
-    @staticmethod
-    def resolve_parent(obj) -> int | None:
-        return obj.parent_id
-
-    @staticmethod
-    def resolve_token_estimate(obj) -> int:
-        return message_tokens(obj)
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, value):
+        if isinstance(value, Message):
+            return {
+                "id": value.pk,
+                "client_id": value.client_id,
+                "role": value.role,
+                "text": value.text,
+                "internal": value.internal,
+                "tool_calls": value.tool_calls,
+                "tool_call_id": value.tool_call_id,
+                "state": value.state,
+                "parent": value.parent_id,
+                "archived": value.archived,
+                "created_at": value.created_at,
+                "token_estimate": message_tokens(value),
+            }
+        return value
 
 
 class SessionOut(Schema):

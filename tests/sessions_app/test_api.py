@@ -39,6 +39,53 @@ def test_it_appends_messages_as_a_chain(api, token_a, agent_a):
     assert body["head"] == second["id"]
 
 
+def test_an_appends_items_are_the_stored_messages_field_for_field(api, token_a, agent_a):
+    response = _post(
+        api,
+        token_a,
+        [
+            {"id": "u1", "role": "user", "text": "Deploy the ledger at 10:00"},
+            {
+                "id": "a1",
+                "role": "assistant",
+                "text": "Checking the calendar.",
+                "tool_calls": [{"id": "call-1", "name": "calendar", "arguments": {"day": "mon"}}],
+                "state": {"step": 2},
+            },
+            {"id": "t1", "role": "tool", "text": "free", "tool_call_id": "call-1", "internal": True},
+        ],
+        session="fields",
+    )
+    assert response.status_code == 200, response.content
+    items = response.json()["items"]
+    listed = api.get("/agents/agent-a/messages", token=token_a, session="fields").json()["items"]
+    assert items == listed
+    rows = {m.client_id: m for m in Message.objects.filter(agent=agent_a)}
+    for item in items:
+        row = rows[item["client_id"]]
+        assert set(item) == {
+            "id", "client_id", "role", "text", "internal", "tool_calls", "tool_call_id", "state", "parent",
+            "archived", "created_at", "token_estimate",
+        }  # fmt: skip
+        assert (item["id"], item["role"], item["text"], item["internal"]) == (
+            row.pk,
+            row.role,
+            row.text,
+            row.internal,
+        )
+        assert (
+            item["tool_calls"],
+            item["tool_call_id"],
+            item["state"],
+            item["parent"],
+            item["archived"],
+        ) == (row.tool_calls, row.tool_call_id, row.state, row.parent_id, row.archived)
+        assert abs(datetime.fromisoformat(item["created_at"]) - row.created_at) < timedelta(milliseconds=1)
+        assert item["token_estimate"] > 0
+    assert items[1]["tool_calls"][0]["arguments"] == {"day": "mon"} and items[1]["state"] == {"step": 2}
+    assert items[2]["internal"] is True and items[2]["parent"] == items[1]["id"]
+
+
 def test_it_stores_nothing_twice_on_retries(api, token_a, agent_a):
     batch = [{"id": "m1", "role": "user", "text": "Hello"}, {"id": "m2", "role": "assistant", "text": "Hi"}]
     _post(api, token_a, batch)
