@@ -2,6 +2,7 @@
 versioned."""
 
 import re
+from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
@@ -198,12 +199,45 @@ def _tail_build(stored: str, parts: list[tuple[str, str]]) -> str:
     """The text to append for (text, unless) parts, built on its own (adding each part to the whole file
     copied all of it once per part). A part is left out when its `unless` text is in the file, in the
     new text, or across the seam between them."""
+    in_stored = _containment_check(stored, [unless for _, unless in parts if unless])
     tail = ""
     for text, unless in parts:
-        if unless and (unless in stored or unless in stored[-len(unless) :] + tail):
+        if unless and (in_stored(unless) or unless in stored[-len(unless) :] + tail):
             continue
         tail += text
     return tail
+
+
+# How many `unless` texts make an index of the file worth building (below it, each is looked for in the
+# whole file), and how many characters of a text the index holds.
+_INDEX_MIN_TEXTS = 8
+_INDEX_KEY_CHARS = 48
+_INDEX_ANCHOR_CHARS = 4
+
+
+def _containment_check(stored: str, texts: list[str]) -> Callable[[str], bool]:
+    """`text in stored` for many texts, with one pass over `stored` instead of one each.
+
+    A write of a day's queued exchanges checks each against the whole note (a megabyte at the end of a
+    busy day). Every occurrence of a text in the note starts with the text's first few characters (the
+    anchor: "]\n**" for an exchange), so the note's substrings that start at an anchor, cut to the key's
+    length, are the only keys an occurrence can have: a text whose key is not among them is not in the
+    note, and only the others (replays, rare) are looked for in the whole note."""
+    if len(texts) < _INDEX_MIN_TEXTS:
+        return stored.__contains__
+    keys = set()
+    for anchor in {text[:_INDEX_ANCHOR_CHARS] for text in texts if len(text) >= _INDEX_KEY_CHARS}:
+        at = stored.find(anchor)
+        while at != -1:
+            keys.add(stored[at : at + _INDEX_KEY_CHARS])
+            at = stored.find(anchor, at + 1)
+
+    def contains(text: str) -> bool:
+        if len(text) >= _INDEX_KEY_CHARS and text[:_INDEX_KEY_CHARS] not in keys:
+            return False
+        return text in stored
+
+    return contains
 
 
 _DAILY_NOTE_PATH_RE = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$")
