@@ -3,6 +3,9 @@ from typing import Literal
 
 from django.conf import settings
 from ninja import Field, Schema
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from vault.models import VaultEntry
 
 CategoryName = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
 StatusName = Literal["active", "archived", "pending", "superseded", "rejected"]
@@ -41,7 +44,12 @@ class ReviewItemOut(Schema):
     resolution: str
 
 
-class EntryOut(Schema):
+# A plain pydantic model, not a ninja Schema, as sessions_app's MessageOut: ninja reads every field
+# through a Python attribute wrapper, several times the validation's own cost for an entry, and for a page
+# of them. A `VaultEntry` row becomes this model's fields in one step.
+class EntryOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     agent: str
     category: str
@@ -63,26 +71,34 @@ class EntryOut(Schema):
     duplicate_of: int | None = None
     review: list[ReviewItemOut]
 
-    @staticmethod
-    def resolve_agent(obj) -> str:
-        return obj.agent.slug
-
-    @staticmethod
-    def resolve_supersedes(obj) -> int | None:
-        return obj.supersedes_id
-
-    @staticmethod
-    def resolve_superseded_by(obj) -> int | None:
-        successor = getattr(obj, "superseded_by", None)
-        return successor.pk if successor is not None else None
-
-    @staticmethod
-    def resolve_duplicate_of(obj) -> int | None:
-        return getattr(obj, "duplicate_of", None)
-
-    @staticmethod
-    def resolve_review(obj) -> list:
-        return list(obj.review_items.all())
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, value):
+        if not isinstance(value, VaultEntry):
+            return value
+        successor = getattr(value, "superseded_by", None)
+        return {
+            "id": value.pk,
+            "agent": value.agent.slug,
+            "category": value.category,
+            "content": value.content,
+            "tags": value.tags,
+            "status": value.status,
+            "source": value.source,
+            "importance": value.importance,
+            "created_by": value.created_by,
+            "access_count": value.access_count,
+            "last_accessed_at": value.last_accessed_at,
+            "created_at": value.created_at,
+            "updated_at": value.updated_at,
+            "confidence": value.confidence,
+            "source_session_id": value.source_session_id,
+            "source_message_ids": value.source_message_ids,
+            "supersedes": value.supersedes_id,
+            "superseded_by": successor.pk if successor is not None else None,
+            "duplicate_of": getattr(value, "duplicate_of", None),
+            "review": list(value.review_items.all()),
+        }
 
 
 class EntryPage(Schema):

@@ -68,6 +68,6 @@ def test_a_created_entry_is_serialised_without_touching_the_database(agent_a, to
         principal, agent=agent_a, category="lessons", content="Retry me later"
     )
     with CaptureQueriesContext(connection) as queries:
-        out = EntryOut.from_orm(entry).model_dump()
+        out = EntryOut.model_validate(entry).model_dump()
     assert out["review"] == [] and out["superseded_by"] is None
     assert len(queries) == 0, [q["sql"] for q in queries]
