@@ -4,6 +4,7 @@ All functions here are pure (text in, findings out) so they are cheap on the wri
 to test; vault.services decides what to do with the findings.
 """
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -256,8 +257,22 @@ def _subject_key(subject: str) -> str:
     return " ".join(folded[:3])
 
 
-def claims_find(text: str) -> list[Claim]:
-    """(subject, value) claims a text makes, e.g. 'use Redis for sessions' -> (session, redis)."""
+def claims_find(text: str) -> tuple[Claim, ...]:
+    """(subject, value) claims a text makes, e.g. 'use Redis for sessions' -> (session, redis).
+
+    Each new entry is checked against up to NEAR_DUPLICATE_WINDOW recent entries of its category, whose
+    claims were found the same way for the entries before it: a process keeps the claims of its last
+    CLAIMS_CACHE_SIZE texts of up to CLAIMS_CACHE_TEXT_CHARS characters (a few megabytes at most)."""
+    if len(text) <= CLAIMS_CACHE_TEXT_CHARS:
+        return _claims_cached(text)
+    return _claims(text)
+
+
+CLAIMS_CACHE_SIZE = 2048
+CLAIMS_CACHE_TEXT_CHARS = 2000
+
+
+def _claims(text: str) -> tuple[Claim, ...]:
     claims = []
     for pattern in _CONFLICT_PATTERNS:
         for match in pattern.finditer(text):
@@ -265,7 +280,10 @@ def claims_find(text: str) -> list[Claim]:
             value = text_normalise(match.group("value"))
             if subject and value and Claim(subject, value) not in claims:
                 claims.append(Claim(subject, value))
-    return claims
+    return tuple(claims)
+
+
+_claims_cached = functools.lru_cache(maxsize=CLAIMS_CACHE_SIZE)(_claims)
 
 
 def claims_conflict(new: list[Claim], old: list[Claim]) -> list[tuple[Claim, Claim]]:

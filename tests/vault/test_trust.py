@@ -136,6 +136,23 @@ UNRELATED = [
 ]
 
 
+def test_the_claims_of_recent_entries_are_found_once_per_process(api, token_a):
+    from vault import trust
+
+    trust._claims_cached.cache_clear()
+    _create(api, token_a, "We decided to use PostgreSQL for the payments ledger.")
+    assert trust._claims_cached.cache_info().misses == 1
+    body = _create(api, token_a, "We will use MongoDB for the payments ledger.").json()
+    assert [item["kind"] for item in body["review"]] == ["conflict"]  # found from the remembered claims
+    info = trust._claims_cached.cache_info()
+    assert (info.hits, info.misses) == (1, 2)
+    long_text = (
+        "We will use CockroachDB for the payments ledger. " + "Context. " * trust.CLAIMS_CACHE_TEXT_CHARS
+    )
+    assert claims_find(long_text) == claims_find("We will use CockroachDB for the payments ledger.")
+    assert trust._claims_cached.cache_info().currsize == 3  # a text over the limit is not kept
+
+
 @pytest.mark.parametrize(("old", "new"), CONFLICTING)
 def test_it_flags_a_conflicting_decision_with_both_sides_linked(api, token_a, old, new):
     first = _create(api, token_a, old).json()
