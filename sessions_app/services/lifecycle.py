@@ -37,6 +37,12 @@ from vault.models import Agent, DeletionAudit
 logger = logging.getLogger(__name__)
 
 
+def _session_find(agent: Agent, external_id: str) -> Session | None:
+    if external_id:
+        return Session.objects.filter(agent=agent, external_id=external_id).first()
+    return selectors.session_current(agent)
+
+
 def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -> Session:
     """The session to write to: the one with this chat id (created, or reopened if closed), else the
     agent's current open session, else a new one. Safe when first writes race."""
@@ -54,12 +60,16 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
         raise InvalidInput(
             "model_id must be at most 200 characters", [{"loc": ["model_id"], "msg": "too long"}]
         )
+    # Most writes go to an open session that needs no change: found without the lock and a transaction
+    # of their own (the append locks the session row next). Creating, reopening, restoring or changing
+    # one takes the lock, so first writes that race create one session.
+    session = _session_find(agent, external_id)
+    open_as_asked = session is not None and session.status in (SessionStatus.ACTIVE, SessionStatus.IDLE)
+    if open_as_asked and (not model_id or session.model_id == model_id):
+        return session
     with transaction.atomic():
         _advisory_lock(_LOCK_SESSION_CREATE, agent.pk)
-        if external_id:
-            session = Session.objects.filter(agent=agent, external_id=external_id).first()
-        else:
-            session = selectors.session_current(agent)
+        session = _session_find(agent, external_id)
         if session is None:
             return _session_create(agent, external_id=external_id, model_id=model_id or "")
         if session.status == SessionStatus.ARCHIVED:

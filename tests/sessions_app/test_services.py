@@ -222,3 +222,25 @@ def test_session_get_for_principal_hides_other_agents_sessions(agent_a, agent_b)
     assert selectors.session_get_for_principal(own, "agent-a", "current") == session
     with pytest.raises(NotFound):
         selectors.session_get_for_principal(other, "agent-a", "c1")
+
+
+@pytest.mark.django_db
+def test_an_append_to_an_open_session_finds_it_without_the_creation_lock(agent_a):
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.models import Session, SessionStatus
+
+    def locks_taken(**kwargs) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            services.session_ensure(agent=agent_a, **kwargs)
+        return sum("pg_advisory_xact_lock" in q["sql"] for q in queries)
+
+    assert locks_taken(external_id="chat-1") == 1  # created under the lock
+    assert locks_taken(external_id="chat-1") == 0  # open, nothing to change
+    assert locks_taken() == 0  # the current session, found the same way
+    assert locks_taken(external_id="chat-1", model_id="model-b") == 1  # a change takes the lock
+    assert Session.objects.get(agent=agent_a, external_id="chat-1").model_id == "model-b"
+    Session.objects.filter(agent=agent_a).update(status=SessionStatus.CLOSED)
+    assert locks_taken(external_id="chat-1") == 1  # reopened under the lock
+    assert Session.objects.get(agent=agent_a, external_id="chat-1").status == SessionStatus.ACTIVE
+    assert Session.objects.filter(agent=agent_a).count() == 1
