@@ -300,7 +300,7 @@ def _candidates(text: str, folded: str) -> list[tuple[_Trigger, tuple[str, ...] 
         if needs is not None:
             if searched[trigger.accented] is None:
                 searched[trigger.accented] = haystack(text)
-            if not any(needed in searched[trigger.accented] for needed in needs):
+            if not any(map(searched[trigger.accented].__contains__, needs)):
                 continue
         found.append((trigger, needs, needs_digit))
     return found
@@ -347,7 +347,7 @@ def scan_message(text: str) -> list[ScanMatch]:
             if needs is not None:
                 if searched[accented] is None:
                     searched[accented] = haystack(sentence if accented else folded)
-                if not any(needed in searched[accented] for needed in needs):
+                if not any(map(searched[accented].__contains__, needs)):
                     continue
             if needs_digit:
                 if digits[accented] is None:
