@@ -6,6 +6,7 @@ from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from vault.models import VaultEntry
+from vault.text import NOT_BLANK_PATTERN
 
 CategoryName = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
 StatusName = Literal["active", "archived", "pending", "superseded", "rejected"]
@@ -15,7 +16,7 @@ class EntryIn(Schema):
     category: CategoryName
     content: str = Field(
         description="At most MEMORY_MAX_ENTRY_BYTES UTF-8 bytes (413 beyond); not blank",
-        json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES, "pattern": r"\S"},
+        json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES, "pattern": NOT_BLANK_PATTERN},
     )
     tags: list[str] = Field(default_factory=list, max_length=256)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)

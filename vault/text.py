@@ -85,6 +85,15 @@ def text_check(
     return value
 
 
+# text_check's rules as JSON Schema patterns, so that the OpenAPI document states them (the check stays
+# the authority, with its messages). No look-ahead, so that every validator and test-data generator can
+# use them; the whitespace is spelled out because \s differs between Python (what str.strip() removes)
+# and JavaScript (which adds U+FEFF and leaves out U+001C-U+001F and U+0085).
+WHITESPACE_CLASS = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NO_NUL_PATTERN = r"^[^\x00]*$"
+NOT_BLANK_PATTERN = rf"^[{WHITESPACE_CLASS}]*[^\x00{WHITESPACE_CLASS}][^\x00]*$"
+
+
 def token_estimate(text: str) -> int:
     """The usual estimate: ceil(chars / 4). The one place to plug in a real tokenizer."""
     return -(-len(text) // 4)

@@ -83,3 +83,71 @@ def test_the_message_roles_are_listed_in_the_schema_as_the_append_accepts_them(
         "/agents/agent-a/messages", {"messages": [{"role": "robot", "text": "x"}]}, token=token_a
     )
     assert response.status_code == 422 and "unknown role" in response.json()["detail"]
+
+
+def _valid(document, component: str, instance) -> bool:
+    """Whether `instance` is valid against a schema of the document, as schemathesis reads it
+    (jsonschema_rs, whose patterns follow ECMA-262 like JavaScript clients)."""
+    import jsonschema_rs
+
+    root = {"$ref": f"#/components/schemas/{component}", "components": document["components"]}
+    return jsonschema_rs.validator_for(root).is_valid(instance)
+
+
+def _accepted(response) -> bool:
+    assert response.status_code < 500, response.content
+    return response.status_code in (200, 201)
+
+
+WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())  # what str.strip() removes
+TEXT_SAMPLES = [
+    "a",
+    " a\n",
+    "é",
+    "\ufeff",  # a BOM is no whitespace to Python (kept), but is to JavaScript's \s
+    "\u200b",
+    "",
+    "x\x00y",
+    "\x00",
+    " \x00 ",
+    *WHITESPACE,
+    WHITESPACE,
+    f"{WHITESPACE}x{WHITESPACE}",
+]
+
+
+def test_the_text_patterns_say_what_text_check_refuses():
+    """NUL and blank text are refused by text_check; the patterns the schemas use say the same, in Python
+    and in ECMA-262 (jsonschema_rs), with the whitespace str.strip() removes spelled out."""
+    import re
+
+    import jsonschema_rs
+
+    from memoryproject.errors import InvalidInput
+    from vault.text import NO_NUL_PATTERN, NOT_BLANK_PATTERN, WHITESPACE_CLASS, text_check
+
+    def passes(text: str, **options) -> bool:
+        try:
+            text_check(text, max_bytes=1_000_000, **options)
+        except InvalidInput:
+            return False
+        return True
+
+    assert all(
+        bool(re.fullmatch(f"[{WHITESPACE_CLASS}]", chr(c))) == chr(c).isspace() for c in range(0x110000)
+    )
+    rules = [
+        (NO_NUL_PATTERN, lambda text: passes(text, allow_empty=True)),
+        (NOT_BLANK_PATTERN, lambda text: passes(text)),
+    ]
+    for pattern, check in rules:
+        ecma = jsonschema_rs.validator_for({"type": "string", "pattern": pattern})
+        for text in TEXT_SAMPLES:
+            assert bool(re.search(pattern, text)) == ecma.is_valid(text) == check(text), (pattern, text)
+
+
+def test_an_entrys_content_is_described_as_the_server_checks_it(document, api, token_a, agent_a):
+    for content in TEXT_SAMPLES:
+        body = {"category": "lessons", "content": content}
+        response = api.post("/agents/agent-a/entries", body, token=token_a)
+        assert _valid(document, "EntryIn", body) == _accepted(response), (content, response.content)
