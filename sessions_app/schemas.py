@@ -1,10 +1,13 @@
 from datetime import date, datetime
 from typing import Literal
 
+from django.conf import settings
 from ninja import Field, Schema
 from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
 
+from memoryproject.openapi import AGENT_PATH_SCHEMA
 from vault.schemas import EntryOut
+from vault.text import NO_NUL_PATTERN, NOT_BLANK_PATTERN
 
 from .compaction import message_tokens
 from .models import Message
@@ -15,15 +18,36 @@ def _alias(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
 
+# The service's rules (sessions_app.services.common._input_check and the writes), stated in the schema; the
+# checks and their messages stay the service's. A user or system message needs text that is not blank:
+# `text`, or `content` when `text` is null or left out. A NUL is refused in any text stored or looked up
+# (by the service, or as a 400 from PostgreSQL); NO_NUL is only on fields that are always used (not on a
+# chat_id that `session` overrides, nor on a model_id a sleep without messages ignores).
+NO_NUL = {"pattern": NO_NUL_PATTERN}
+_NOT_BLANK = {"type": "string", "pattern": NOT_BLANK_PATTERN}
+MESSAGE_TEXT_RULE = {
+    "anyOf": [
+        {"properties": {"role": {"enum": ["assistant", "agent", "tool"]}}},
+        {"properties": {"text": _NOT_BLANK}, "required": ["text"]},
+        {"properties": {"text": {"type": "null"}, "content": _NOT_BLANK}, "required": ["content"]},
+    ]
+}
+# A call appends at most MEMORY_APPEND_MAX_MESSAGES messages (413 beyond).
+APPEND_MAX_ITEMS = {"maxItems": min(10_000, settings.MEMORY_APPEND_MAX_MESSAGES)}
+
+
 class MessageIn(Schema):
     """One message. `id` is the caller's client id (idempotency); the `content`, `toolCalls`,
     `toolCallId` and `timestamp` are accepted as well."""
+
+    model_config = ConfigDict(json_schema_extra=MESSAGE_TEXT_RULE)
 
     id: str | None = Field(
         None,
         max_length=200,
         description="Client id: a retry with it is not stored twice",
         validation_alias=_alias("id", "client_id", "clientId"),
+        json_schema_extra=NO_NUL,
     )
     role: str = Field(
         ...,
@@ -33,14 +57,21 @@ class MessageIn(Schema):
         # says what the server checks; the check and its message stay the service's.
         json_schema_extra={"enum": ["user", "assistant", "agent", "human", "tool", "system"]},
     )
-    text: str | None = Field(None, description="The message text (alias: content)")
+    text: str | None = Field(
+        None,
+        description=(
+            "The message text (alias: content); not blank for user and system messages; with tool_calls "
+            "and state at most MEMORY_MAX_MESSAGE_BYTES UTF-8 bytes (413 beyond)"
+        ),
+        json_schema_extra={"maxLength": settings.MEMORY_MAX_MESSAGE_BYTES, **NO_NUL},
+    )
     content: str | None = None
     internal: bool = False
     tool_calls: list[dict] = Field(
         default_factory=list, max_length=1000, validation_alias=_alias("tool_calls", "toolCalls")
     )
     tool_call_id: str | None = Field(
-        None, max_length=200, validation_alias=_alias("tool_call_id", "toolCallId")
+        None, max_length=200, validation_alias=_alias("tool_call_id", "toolCallId"), json_schema_extra=NO_NUL
     )
     state: dict = Field(default_factory=dict)
     timestamp: datetime | None = None
@@ -62,15 +93,22 @@ class MessagesIn(Schema):
     """Append messages, or save a whole conversation in the autosave format
     (`{"agentId", "savedAt", "messages": [{"role", "text"}]}`), which implies mode "full"."""
 
-    session: str | None = Field(None, max_length=200, description="The agent tool's chat id (alias: chatId)")
+    session: str | None = Field(
+        None, max_length=200, description="The agent tool's chat id (alias: chatId)", json_schema_extra=NO_NUL
+    )
     chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
     model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
     mode: Literal["append", "full"] | None = Field(
         None, description="full: the messages are the whole conversation; only its new tail is stored"
     )
-    agentId: str | None = Field(None, max_length=64)  # noqa: N815 - the autosave format's field name
+    agentId: str | None = Field(  # noqa: N815 - the autosave format's field name
+        None,
+        max_length=64,
+        description="The agent in the path (the autosave format names it; another is refused)",
+        json_schema_extra={"pattern": AGENT_PATH_SCHEMA["pattern"]},
+    )
     savedAt: str | int | float | None = None  # noqa: N815
-    messages: list[MessageIn] = Field(..., max_length=10_000)
+    messages: list[MessageIn] = Field(..., max_length=10_000, json_schema_extra=APPEND_MAX_ITEMS)
     max_input_tokens: int | None = Field(
         None,
         ge=1000,
@@ -195,10 +233,14 @@ class SessionStateOut(Schema):
 
 
 class CheckpointIn(Schema):
-    session: str | None = Field(None, max_length=200)
+    session: str | None = Field(None, max_length=200, json_schema_extra=NO_NUL)
     messages: list[MessageIn] | None = Field(None, max_length=10_000)
-    chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
-    model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
+    chat_id: str | None = Field(
+        None, max_length=200, validation_alias=_alias("chat_id", "chatId"), json_schema_extra=NO_NUL
+    )
+    model_id: str | None = Field(
+        None, max_length=200, validation_alias=_alias("model_id", "modelId"), json_schema_extra=NO_NUL
+    )
 
 
 class CheckpointMessage(Schema):
@@ -225,11 +267,18 @@ class CheckpointOut(Schema):
 
 
 class SleepIn(Schema):
-    session: str | None = Field(None, max_length=200)
+    session: str | None = Field(None, max_length=200, json_schema_extra=NO_NUL)
     chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
     model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
-    messages: list[MessageIn] | None = Field(None, max_length=10_000)
-    summary: str = ""
+    messages: list[MessageIn] | None = Field(None, max_length=10_000, json_schema_extra=APPEND_MAX_ITEMS)
+    summary: str = Field(
+        "",
+        description="Opens the handoff: empty, or text that is not blank (MEMORY_MAX_ENTRY_BYTES at most)",
+        json_schema_extra={
+            "maxLength": settings.MEMORY_MAX_ENTRY_BYTES,
+            "anyOf": [{"maxLength": 0}, {"pattern": NOT_BLANK_PATTERN}],
+        },
+    )
 
 
 class SleepOut(Schema):

@@ -151,3 +151,52 @@ def test_an_entrys_content_is_described_as_the_server_checks_it(document, api, t
         body = {"category": "lessons", "content": content}
         response = api.post("/agents/agent-a/entries", body, token=token_a)
         assert _valid(document, "EntryIn", body) == _accepted(response), (content, response.content)
+
+
+MESSAGE_SAMPLES = [
+    *[
+        {"role": role, "text": text}
+        for role in ["user", "human", "system", "assistant", "agent", "tool"]
+        for text in ["hi", "\ufeff", "", " \n", "\x1c", None, "a\x00"]
+    ],
+    {"role": "user"},
+    {"role": "tool"},
+    {"role": "user", "content": "hi"},
+    {"role": "system", "text": None, "content": "be brief"},
+    {"role": "user", "text": "", "content": "hi"},  # text wins over content, even empty
+    {"role": "user", "content": " "},
+    {"role": "user", "content": "a\x00"},
+    {"role": "tool", "id": "call-1"},
+    {"role": "tool", "id": "a\x00"},
+    {"role": "tool", "tool_call_id": "a\x00"},
+]
+
+
+def test_a_message_is_described_as_the_append_checks_it(document, api, token_a, agent_a, settings):
+    """Text (or content when text is null) not blank for user and system messages, no NUL in text, ids
+    or the session, at most MEMORY_APPEND_MAX_MESSAGES messages, agentId a slug."""
+    bodies = [{"session": "s", "messages": [message]} for message in MESSAGE_SAMPLES]
+    bodies += [
+        {"session": "s\x00", "messages": []},
+        {"agentId": "agent-a", "messages": []},
+        {"agentId": "Agent A", "messages": []},
+        {"messages": [{"role": "tool"}] * (settings.MEMORY_APPEND_MAX_MESSAGES + 1)},
+    ]
+    for body in bodies:
+        response = api.post("/agents/agent-a/messages", body, token=token_a)
+        assert _valid(document, "MessagesIn", body) == _accepted(response), (body, response.content)
+
+
+def test_a_checkpoint_and_a_sleep_are_described_as_the_service_checks_them(document, api, token_a, agent_a):
+    said = {"role": "user", "text": "We decided to use PostgreSQL for the ledger."}
+    checkpoints = [{"messages": [message]} for message in MESSAGE_SAMPLES]
+    checkpoints += [{"messages": [said], name: "x\x00"} for name in ("session", "chat_id", "model_id")]
+    for body in checkpoints:
+        response = api.post("/agents/agent-a/checkpoint", body, token=token_a)
+        assert _valid(document, "CheckpointIn", body) == _accepted(response), (body, response.content)
+    sleeps = [{"messages": [said], "summary": summary} for summary in ["", "Ledger done.", *TEXT_SAMPLES]]
+    sleeps += [{"messages": [said, message]} for message in MESSAGE_SAMPLES[:7]]
+    sleeps += [{"messages": [said], "session": "s\x00"}]
+    for body in sleeps:
+        response = api.post("/agents/agent-a/sleep", body, token=token_a)
+        assert _valid(document, "SleepIn", body) == _accepted(response), (body, response.content)
