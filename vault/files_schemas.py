@@ -1,7 +1,10 @@
 from datetime import datetime
 from typing import Literal
 
+from django.conf import settings
 from ninja import Field, Schema
+
+from vault.text import NO_NUL_PATTERN
 
 
 class FileSummaryOut(Schema):
@@ -46,8 +49,15 @@ class FilePatch(Schema):
 
 
 class FileEditIn(Schema):
-    old_text: str
-    new_text: str
+    # The service's checks (vault.services.file_edit), stated here; they and their messages stay its own.
+    old_text: str = Field(
+        description="Not empty; found in the file (once, unless replace_all). A file holds no NUL.",
+        json_schema_extra={"minLength": 1, "pattern": NO_NUL_PATTERN},
+    )
+    new_text: str = Field(
+        description="No NUL; at most MEMORY_MAX_ENTRY_BYTES UTF-8 bytes, like the edited file",
+        json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES, "pattern": NO_NUL_PATTERN},
+    )
     replace_all: bool = False
 
 

@@ -200,3 +200,19 @@ def test_a_checkpoint_and_a_sleep_are_described_as_the_service_checks_them(docum
     for body in sleeps:
         response = api.post("/agents/agent-a/sleep", body, token=token_a)
         assert _valid(document, "SleepIn", body) == _accepted(response), (body, response.content)
+
+
+def test_a_file_edit_is_described_as_the_service_checks_it(document, api, token_a, agent_a):
+    samples = [
+        ("beta", "BETA"),
+        ("beta", ""),
+        ("beta", "\ufeff"),
+        ("", "x"),
+        ("beta", "x\x00"),
+        ("a\x00", "x"),
+    ]
+    for old_text, new_text in samples:
+        api.put("/agents/agent-a/files/notes.md", {"content": "alpha beta alpha"}, token=token_a)
+        body = {"old_text": old_text, "new_text": new_text}
+        response = api.post("/agents/agent-a/files/notes.md/edit", body, token=token_a)
+        assert _valid(document, "FileEditIn", body) == _accepted(response), (body, response.content)
