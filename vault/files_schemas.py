@@ -3,7 +3,9 @@ from typing import Literal
 
 from django.conf import settings
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
+from vault.memory_tool import FILE_PATH_PATTERN, PATH_PATTERN
 from vault.text import NO_NUL_PATTERN
 
 
@@ -74,8 +76,53 @@ class FileVersionOut(Schema):
     changed_at: datetime
 
 
+# What each command needs (vault.memory_tool, which checks it and words the errors the model reads), as
+# one schema per command: the fields a command does not use are ignored. A file's text has no NUL, like
+# every text stored; str_replace's old_str is found in the file, so it is not empty and has none either.
+_PATH = {"type": "string", "pattern": PATH_PATTERN}
+_FILE = {"type": "string", "pattern": FILE_PATH_PATTERN}
+_TEXT = {"type": "string", "pattern": NO_NUL_PATTERN}
+_VIEW_RANGE = {"type": "array", "prefixItems": [{"minimum": 1}, {"anyOf": [{"const": -1}, {"minimum": 1}]}]}
+
+
+def _command(name: str, required: list[str], **properties) -> dict:
+    return {"properties": {"command": {"const": name}, **properties}, "required": ["command", *required]}
+
+
+MEMORY_TOOL_COMMANDS = {
+    "anyOf": [
+        _command("view", ["path"], path=_FILE, view_range={"anyOf": [{"type": "null"}, _VIEW_RANGE]}),
+        _command("view", ["path"], path=_PATH, view_range={"type": "null"}),  # a directory: no range
+        _command(
+            "create",
+            ["path", "file_text"],
+            path=_FILE,
+            file_text={**_TEXT, "maxLength": settings.MEMORY_MAX_ENTRY_BYTES},
+        ),
+        _command(
+            "str_replace",
+            ["path", "old_str", "new_str"],
+            path=_FILE,
+            old_str={**_TEXT, "minLength": 1},
+            new_str=_TEXT,
+        ),
+        _command(
+            "insert",
+            ["path", "insert_line", "insert_text"],
+            path=_FILE,
+            insert_line={"type": "integer", "minimum": 0},
+            insert_text=_TEXT,
+        ),
+        _command("delete", ["path"], path=_FILE),
+        _command("rename", ["old_path", "new_path"], old_path=_FILE, new_path=_FILE),
+    ]
+}
+
+
 class MemoryToolIn(Schema):
     """One command of Anthropic's memory tool (memory_20250818), exactly as the model sent it."""
+
+    model_config = ConfigDict(json_schema_extra=MEMORY_TOOL_COMMANDS)
 
     command: Literal["view", "create", "str_replace", "insert", "delete", "rename"]
     path: str | None = None

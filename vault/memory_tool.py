@@ -34,6 +34,15 @@ class ToolPath:
         return self.stored == ROOT_PREFIX
 
 
+# _path's rules as JSON Schema patterns, so that the OpenAPI document states them (_path stays the
+# authority): /memories, or /memories/ and segments that are neither empty, "." nor "..", with no "/", "\"
+# or NUL; trailing slashes are dropped. No look-ahead, so that every validator can use them. The stored
+# path's limit (255 characters) is left out: the trailing slashes a value may carry do not count.
+_SEGMENT = r"(?:[^/\\\x00.][^/\\\x00]*|\.[^/\\\x00.][^/\\\x00]*|\.\.[^/\\\x00]+)"
+PATH_PATTERN = rf"^{ROOT}(?:/{_SEGMENT})*/*$"
+FILE_PATH_PATTERN = rf"^{ROOT}(?:/{_SEGMENT})+/*$"  # not the directory itself
+
+
 def _path(value, *, field: str = "path") -> ToolPath:
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"Missing `{field}` parameter.", [{"loc": [field], "msg": "required"}])

@@ -216,3 +216,64 @@ def test_a_file_edit_is_described_as_the_service_checks_it(document, api, token_
         body = {"old_text": old_text, "new_text": new_text}
         response = api.post("/agents/agent-a/files/notes.md/edit", body, token=token_a)
         assert _valid(document, "FileEditIn", body) == _accepted(response), (body, response.content)
+
+
+def test_each_memory_tool_command_is_described_as_the_tool_checks_it(document, api, token_a, agent_a):
+    """One schema per command: the fields it needs, the /memories paths _path accepts (the directory
+    itself only where a command takes it), and the fields of other commands ignored."""
+    notes = "/memories/notes.md"
+    commands = [
+        {"command": "view", "path": "/memories"},
+        {"command": "view", "path": "/memories/"},
+        {"command": "view", "path": "/memories", "old_path": "ignored"},
+        {"command": "view", "path": notes, "view_range": [1, -1]},
+        {"command": "view", "path": notes + "/", "view_range": [2, 2]},
+        {"command": "view", "path": notes, "view_range": [0, 1]},
+        {"command": "view", "path": notes, "view_range": [1, 0]},
+        {"command": "view", "path": "/memories", "view_range": [1, -1]},
+        {"command": "view"},
+        {"command": "view", "path": ""},
+        *[
+            {"command": "view", "path": path}
+            for path in [
+                "memories/notes.md",
+                "/memoriesX",
+                "/memories//notes.md",
+                "/memories/./notes.md",
+                "/memories/../notes.md",
+                "/memories/a\\b.md",
+                "/memories/a\x00.md",
+            ]
+        ],
+        {"command": "create", "path": "/memories/new.md", "file_text": "x"},
+        {"command": "create", "path": "/memories/dir/.hidden", "file_text": ""},
+        {"command": "create", "path": "/memories/...", "file_text": "three dots are a name"},
+        {"command": "create", "path": "/memories/other.md"},
+        {"command": "create", "path": "/memories/other.md", "file_text": "a\x00"},
+        {"command": "create", "path": "/memories", "file_text": "x"},
+        {"command": "str_replace", "path": notes, "old_str": "beta", "new_str": "gamma"},
+        {"command": "str_replace", "path": notes, "old_str": "beta", "new_str": ""},
+        {"command": "str_replace", "path": notes, "old_str": "", "new_str": "x"},
+        {"command": "str_replace", "path": notes, "old_str": "beta"},
+        {"command": "str_replace", "path": notes, "old_str": "beta", "new_str": "x\x00"},
+        {"command": "str_replace", "path": notes, "old_str": "a\x00", "new_str": "x"},
+        {"command": "str_replace", "path": "/memories", "old_str": "beta", "new_str": "x"},
+        {"command": "insert", "path": notes, "insert_line": 0, "insert_text": "top"},
+        {"command": "insert", "path": notes, "insert_line": -1, "insert_text": "top"},
+        {"command": "insert", "path": notes, "insert_line": 0},
+        {"command": "insert", "path": notes, "insert_line": 0, "insert_text": "\x00"},
+        {"command": "delete", "path": notes},
+        {"command": "delete", "path": "/memories/"},
+        {"command": "rename", "old_path": notes, "new_path": "/memories/moved.md"},
+        {"command": "rename", "old_path": notes},
+        {"command": "rename", "path": notes, "new_path": "/memories/moved.md"},
+        {"command": "rename", "old_path": notes, "new_path": "/elsewhere.md"},
+        {"command": "rename", "old_path": "/memories", "new_path": "/memories/moved"},
+    ]
+    for body in commands:
+        # The same files before each command, so that what it finds does not depend on the one before.
+        for path in ("memories/new.md", "memories/dir/.hidden", "memories/...", "memories/moved.md"):
+            api.delete(f"/agents/agent-a/files/{path}", token=token_a)
+        api.put("/agents/agent-a/files/memories/notes.md", {"content": "alpha\nbeta\n"}, token=token_a)
+        response = api.post("/agents/agent-a/memory-tool", body, token=token_a)
+        assert _valid(document, "MemoryToolIn", body) == _accepted(response), (body, response.content)
