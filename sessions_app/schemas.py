@@ -296,6 +296,16 @@ class BranchIn(Schema):
 
 
 class CheckoutIn(Schema):
+    # Exactly one of the two, not empty (the view checks it and says so).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"properties": {"branch": {"type": "string", "minLength": 1}}, "required": ["branch"]},
+                {"properties": {"message": {"type": "string", "minLength": 1}}, "required": ["message"]},
+            ]
+        }
+    )
+
     branch: str | None = Field(None, max_length=100)
     message: str | None = Field(None, max_length=200, description="Client id or id (time travel)")
 

@@ -277,3 +277,20 @@ def test_each_memory_tool_command_is_described_as_the_tool_checks_it(document, a
         api.put("/agents/agent-a/files/memories/notes.md", {"content": "alpha\nbeta\n"}, token=token_a)
         response = api.post("/agents/agent-a/memory-tool", body, token=token_a)
         assert _valid(document, "MemoryToolIn", body) == _accepted(response), (body, response.content)
+
+
+def test_a_checkout_names_a_branch_or_a_message_as_the_schema_says(document, api, token_a, agent_a):
+    said = [{"id": "m1", "role": "user", "text": "hello"}, {"id": "m2", "role": "assistant", "text": "hi"}]
+    api.post("/agents/agent-a/messages", {"session": "s", "messages": said}, token=token_a)
+    for body in [
+        {"branch": "main"},
+        {"message": "m1"},
+        {"branch": "", "message": "m2"},
+        {"branch": "main", "message": None},
+        {},
+        {"branch": None, "message": None},
+        {"branch": "", "message": ""},
+        {"branch": "main", "message": "m1"},
+    ]:
+        response = api.post("/agents/agent-a/sessions/s/checkout", body, token=token_a)
+        assert _valid(document, "CheckoutIn", body) == _accepted(response), (body, response.content)
