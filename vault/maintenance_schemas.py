@@ -2,8 +2,10 @@ from datetime import datetime
 from typing import Literal
 
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
 from vault.schemas import CategoryName
+from vault.text import NO_NUL_PATTERN
 
 
 class CompactionRunOut(Schema):
@@ -33,12 +35,60 @@ class ConsolidationOut(Schema):
     llm_error: str | None = None
 
 
+# What a forget may ask (memoryproject.maintenance._forget_criteria, which checks it and says why): ids or
+# message_ids, or at least one criterion, never both; with "messages" in kinds, none of the criteria that
+# only entries have. An empty list or agent counts as not given. (That since is not after until is checked
+# there too; JSON Schema cannot compare two values.)
+_NONE = {"type": "null"}
+_NO_LIST = {"anyOf": [_NONE, {"maxItems": 0}]}
+_SOME = {"type": "array", "minItems": 1}
+_BY_ID = {
+    "anyOf": [
+        {"properties": {"ids": _SOME}, "required": ["ids"]},
+        {"properties": {"message_ids": _SOME}, "required": ["message_ids"]},
+    ],
+    "properties": {
+        "agent": {"anyOf": [_NONE, {"maxLength": 0}]},
+        "category": _NONE,
+        "tags": _NO_LIST,
+        "since": _NONE,
+        "until": _NONE,
+        "source": _NONE,
+    },
+}
+_BY_CRITERIA = {
+    "properties": {"ids": _NO_LIST, "message_ids": _NO_LIST},
+    "anyOf": [
+        {"properties": {"agent": {"type": "string", "minLength": 1}}, "required": ["agent"]},
+        {"properties": {"tags": _SOME}, "required": ["tags"]},
+        *[
+            {"properties": {name: {"type": "string"}}, "required": [name]}
+            for name in ("category", "since", "until", "source")
+        ],
+    ],
+}
+_ENTRIES_ONLY = {
+    "anyOf": [
+        {"properties": {"kinds": {"not": {"contains": {"const": "messages"}}}}},
+        {"properties": {"category": _NONE, "tags": _NO_LIST, "source": _NONE}},
+    ]
+}
+FORGET_RULES = {"allOf": [{"anyOf": [_BY_ID, _BY_CRITERIA]}, _ENTRIES_ONLY]}
+
+
 class ForgetIn(Schema):
+    model_config = ConfigDict(json_schema_extra=FORGET_RULES)
+
     ids: list[int] | None = Field(default=None, max_length=10_000, description="Vault entry ids")
     message_ids: list[int] | None = Field(default=None, max_length=10_000, description="Message ids")
     agent: str | None = Field(default=None, max_length=64)
     category: CategoryName | None = None
-    tags: list[str] | None = Field(default=None, max_length=64)
+    tags: list[str] | None = Field(
+        default=None,
+        max_length=64,
+        description="Entries with all of these tags (no NUL: PostgreSQL refuses it)",
+        json_schema_extra={"items": {"type": "string", "pattern": NO_NUL_PATTERN}},
+    )
     since: datetime | None = None
     until: datetime | None = None
     source: Literal["api", "ui", "import", "extraction", "compaction"] | None = None

@@ -294,3 +294,33 @@ def test_a_checkout_names_a_branch_or_a_message_as_the_schema_says(document, api
     ]:
         response = api.post("/agents/agent-a/sessions/s/checkout", body, token=token_a)
         assert _valid(document, "CheckoutIn", body) == _accepted(response), (body, response.content)
+
+
+def test_a_forget_is_described_as_the_service_checks_it(document, api, token_a, agent_a):
+    since = "2020-01-01T00:00:00Z"
+    for body in [
+        {"ids": [999]},
+        {"message_ids": [999]},
+        {"ids": [], "message_ids": [999]},
+        {"ids": [999], "agent": "", "tags": [], "category": None, "kinds": ["messages"]},
+        {"agent": "agent-a"},
+        {"tags": ["x"]},
+        {"category": "lessons"},
+        {"source": "api"},
+        {"since": since},
+        {"until": since},
+        {"agent": "agent-a", "tags": [], "kinds": ["messages"]},
+        {"since": since, "kinds": ["entries", "messages"]},
+        {},
+        {"ids": []},
+        {"agent": ""},
+        {"tags": []},
+        {"ids": [999], "tags": ["x"]},
+        {"ids": [999], "category": "lessons"},
+        {"message_ids": [999], "since": since},
+        {"tags": ["a\x00"]},
+        {"category": "lessons", "kinds": ["entries", "messages"]},
+        {"agent": "agent-a", "source": "api", "kinds": ["messages"]},
+    ]:
+        response = api.post("/forget", body, token=token_a)
+        assert _valid(document, "ForgetIn", body) == _accepted(response), (body, response.content)
