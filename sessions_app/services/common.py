@@ -3,8 +3,9 @@ session, its status transitions, and running a side task whose failure must not 
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import connection
@@ -90,9 +91,16 @@ def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
         raise invalid("tool_calls must be a list", "tool_calls")
     if not isinstance(item.state, dict):
         raise invalid("state must be an object", "state")
+    if isinstance(item.created_at, datetime) and item.created_at.utcoffset() is not None:
+        # Stored as the same instant in UTC: PostgreSQL refuses offsets past 15:59 that Python accepts.
+        item.created_at = item.created_at.astimezone(UTC)
     _message_size_check(item, index)
     item.role = role
     return item
+
+
+# A NUL in JSON text: the escape \u0000 after an even number of backslashes (the others are escaped ones).
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _message_size_check(item: MessageInput, index: int) -> None:
@@ -110,6 +118,13 @@ def _message_size_check(item: MessageInput, index: int) -> None:
             f"messages[{index}]: tool_calls or state cannot be stored as JSON: {exc}",
             [{"loc": ["messages", index, "tool_calls"], "msg": "not JSON"}],
         ) from None
+    text = extra.decode("utf-8")
+    if "\\u0000" in text and _JSON_NUL.search(text):
+        # PostgreSQL's jsonb stores no NUL character, in a key or a value.
+        raise InvalidInput(
+            f"messages[{index}]: tool_calls and state must not contain NUL (\\u0000) characters",
+            [{"loc": ["messages", index, "tool_calls"], "msg": "contains NUL characters"}],
+        )
     size = len(item.text.encode("utf-8")) + len(extra)
     limit = settings.MEMORY_MAX_MESSAGE_BYTES
     if size > limit:

@@ -113,6 +113,42 @@ def test_it_says_nul_for_a_nul_in_a_session_id(api, token_a, agent_a):
     assert "200 characters" not in response.json()["detail"]
 
 
+def test_it_names_the_field_for_a_nul_in_a_messages_tool_calls_or_state(api, token_a, agent_a):
+    from sessions_app.models import Message
+
+    for message in (
+        {
+            "role": "assistant",
+            "text": "ok",
+            "tool_calls": [{"name": "run", "arguments": {"cmd": "a\u0000b"}}],
+        },
+        {"role": "assistant", "text": "ok", "state": {"key\u0000": 1}},
+    ):
+        response = api.post("/agents/agent-a/messages", {"messages": [message]}, token=token_a)
+        assert response.status_code == 422, response.content
+        assert "tool_calls and state must not contain NUL" in response.json()["detail"]
+    # The six characters \u0000 written as text are not a NUL.
+    literal = {"role": "assistant", "text": "ok", "state": {"escape": "\\u0000"}}
+    response = api.post("/agents/agent-a/messages", {"messages": [literal]}, token=token_a)
+    assert response.status_code == 200, response.content
+    assert Message.objects.get(agent=agent_a).state == {"escape": "\\u0000"}
+
+
+def test_a_timestamp_with_any_utc_offset_is_stored_as_its_instant(api, token_a, agent_a):
+    """Python reads offsets up to 23:59; PostgreSQL refused those past 15:59 (400 from the database)."""
+    from datetime import UTC, datetime
+
+    from sessions_app.models import Message
+
+    response = api.post(
+        "/agents/agent-a/messages",
+        {"messages": [{"role": "user", "text": "far east", "timestamp": "2026-01-01T10:00:00+20:00"}]},
+        token=token_a,
+    )
+    assert response.status_code == 200, response.content
+    assert Message.objects.get(agent=agent_a).created_at == datetime(2025, 12, 31, 14, 0, tzinfo=UTC)
+
+
 def test_it_answers_json_404_to_a_post_on_an_unknown_api_path(db):
     response = Client(enforce_csrf_checks=True).post(
         "/api/v2/nothing", data="{}", content_type="application/json"
