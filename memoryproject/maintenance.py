@@ -14,6 +14,7 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
+from memoryproject.timestamps import utc
 from sessions_app.maintenance.retention import (
     message_erase,
     retention_step_expire_messages,
@@ -272,6 +273,7 @@ def forget(
     """
     now = now or timezone.now()
     kinds = kinds or ["entries"]
+    since, until = utc(since), utc(until)
     by_id = bool(ids) or bool(message_ids)
     criteria = _forget_criteria(
         by_id=by_id,

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from memoryproject.timestamps import utc
 from search.agent_text_index import agent_clause
 from search.bm25 import TermStats, bm25_score_sql, term_stats
 from search.query import CompiledQuery
@@ -44,6 +45,9 @@ class SearchFilters:
     limit: int = 10
     offset: int = 0
     mode: str | None = None  # hybrid, lexical or semantic (search/fusion.py); None: the default
+
+    def __post_init__(self):
+        self.since, self.until = utc(self.since), utc(self.until)
 
 
 @dataclass

@@ -5,7 +5,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.conf import settings
 from django.db import connection
@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, TooLarge
 from memoryproject.resilience import failure_detail, guarded
+from memoryproject.timestamps import utc
 from sessions_app import selectors
 from sessions_app.models import Branch, Role, Session, SessionStatus, SessionTransition
 from vault.models import Agent
@@ -91,9 +92,8 @@ def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
         raise invalid("tool_calls must be a list", "tool_calls")
     if not isinstance(item.state, dict):
         raise invalid("state must be an object", "state")
-    if isinstance(item.created_at, datetime) and item.created_at.utcoffset() is not None:
-        # Stored as the same instant in UTC: PostgreSQL refuses offsets past 15:59 that Python accepts.
-        item.created_at = item.created_at.astimezone(UTC)
+    if isinstance(item.created_at, datetime):
+        item.created_at = utc(item.created_at)
     _message_size_check(item, index)
     item.role = role
     return item

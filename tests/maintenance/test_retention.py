@@ -128,6 +128,22 @@ def test_forget_messages_in_a_time_range(api, admin_token, agent_a):
     assert body["messages"] == 2 and Message.objects.count() == 1
 
 
+def test_forget_and_search_read_any_utc_offset_as_its_instant(api, admin_token, agent_a):
+    """Python reads offsets up to 23:59; PostgreSQL refused those past 15:59 (400 from the database)."""
+    from vault.models import VaultEntry
+
+    services.entry_create(agent=agent_a, category="lessons", content="the rollout checklist")
+    far_east = (timezone.now() + timedelta(hours=23)).astimezone(timezone.get_fixed_timezone(23 * 60))
+    found = api.get("/search", token=admin_token, q="rollout", until=far_east.isoformat())
+    assert found.status_code == 200, found.content
+    assert len(found.json()["results"]) == 1
+    gone = api.get("/search", token=admin_token, q="rollout", since=far_east.isoformat())
+    assert gone.status_code == 200 and gone.json()["results"] == []
+    body = api.post("/forget", {"category": "lessons", "until": far_east.isoformat()}, token=admin_token)
+    assert body.status_code == 200, body.content
+    assert body.json()["count"] == 1 and not VaultEntry.objects.exists()
+
+
 def test_forget_tenancy(api, token_a, read_token_a, outsider_token, project, entry_a, entry_b):
     from vault.models import TokenScope
 

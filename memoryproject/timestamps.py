@@ -1,0 +1,13 @@
+"""Instants given by callers, as PostgreSQL can store and compare them."""
+
+from datetime import UTC, datetime
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """An aware datetime as the same instant in UTC; a naive one, or None, unchanged.
+
+    Python reads UTC offsets up to 23:59; PostgreSQL refuses those past 15:59 ("time zone displacement
+    out of range"), so a timestamp or filter sent with one was answered 400 by the database."""
+    if value is None or value.utcoffset() is None:
+        return value
+    return value.astimezone(UTC)
