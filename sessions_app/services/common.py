@@ -78,6 +78,7 @@ def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
         )
     except (InvalidInput, TooLarge) as exc:
         exc.detail = f"messages[{index}]: {exc.detail}"
+        exc.errors = [{**error, "loc": [*loc, *error.get("loc", [])]} for error in exc.errors]
         raise
     if role in (Role.USER, Role.SYSTEM) and not item.text.strip():
         raise invalid("text must not be empty for user and system messages", "text")

@@ -113,6 +113,15 @@ def test_it_says_nul_for_a_nul_in_a_session_id(api, token_a, agent_a):
     assert "200 characters" not in response.json()["detail"]
 
 
+def test_a_bad_message_text_is_located_at_its_message(api, token_a, agent_a):
+    messages = [{"role": "user", "text": "fine"}, {"role": "user", "text": "a\u0000b"}]
+    response = api.post("/agents/agent-a/messages", {"messages": messages}, token=token_a)
+    assert response.status_code == 422, response.content
+    body = response.json()
+    assert body["detail"].startswith("messages[1]: text must not contain NUL")
+    assert [error["loc"] for error in body["errors"]] == [["messages", 1, "text"]]
+
+
 def test_it_names_the_field_for_a_nul_in_a_messages_tool_calls_or_state(api, token_a, agent_a):
     from sessions_app.models import Message
 
