@@ -163,3 +163,22 @@ def test_the_command_runs_a_realtalk_folder_with_each_message_at_its_own_time():
     assert (snow.role, messages.get(client_id="D2:3").role) == ("user", "assistant")  # "tomas" answers
     with pytest.raises(CommandError, match="known format"):
         call_command("bench_recall", dataset=str(TINY), format="realtalk", stdout=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_the_command_is_not_stopped_by_the_api_rate_limit(settings):
+    """One token asks every question: on a fast machine that is over MEMORY_API_RATE_LIMIT's default
+    (a LoCoMo run was answered 429 after 3,000 requests in a minute). The benchmark's requests are
+    counted under a limit they cannot reach; its server's environment carries the same limit, which
+    the settings accept."""
+    settings.MEMORY_API_RATE_LIMIT = "3/m"  # fewer than the tiny set's requests (10 turns, 5 questions)
+    out = io.StringIO()
+    call_command("bench_recall", dataset=str(TINY), in_process=True, stdout=out)
+    assert "5 questions" in out.getvalue()
+
+    import re
+
+    from benchmarks.load import BENCH_RATE_LIMIT, bench_env
+
+    assert bench_env(WEB_THREADS="4")["MEMORY_API_RATE_LIMIT"] == BENCH_RATE_LIMIT
+    assert re.fullmatch(r"\d+/\d*[smhd]", BENCH_RATE_LIMIT)

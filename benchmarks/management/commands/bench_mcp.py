@@ -8,7 +8,6 @@ alternating which goes first. Latency is measured at the client, request to pars
 """
 
 import logging
-import os
 import socket
 import statistics
 import subprocess
@@ -24,6 +23,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from benchmarks.corpus import corpus_generate, corpus_queries
+from benchmarks.load import bench_env
 from vault import services, trust
 from vault.models import Agent, Project, TokenScope, VaultEntry
 
@@ -150,7 +150,7 @@ class Command(BaseCommand):
             "--log-level", "warning",
             "--chdir", str(settings.BASE_DIR),
         ]  # fmt: skip
-        env = {**os.environ, "WEB_THREADS": "4", "LOG_LEVEL": "WARNING"}
+        env = bench_env(WEB_THREADS="4")
         process = subprocess.Popen(command, env=env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -12,7 +12,6 @@ command's tests use it; no port is needed).
 
 import http.client
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmarks.datasets import FORMATS, dataset_read
+from benchmarks.load import BENCH_RATE_LIMIT, bench_env
 from benchmarks.locomo import CATEGORIES, Bm25Baseline, Dataset, Scores
 from vault import services as vault_services
 from vault.models import Agent, Project, TokenScope
@@ -53,10 +53,14 @@ class ClientTransport:
         self.client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
 
     def __call__(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        if method == "GET":
-            response = self.client.get(path)
-        else:
-            response = self.client.post(path, data=json.dumps(body), content_type="application/json")
+        from django.test import override_settings
+
+        # The rate limit a started server has (benchmarks/load.py).
+        with override_settings(MEMORY_API_RATE_LIMIT=BENCH_RATE_LIMIT):
+            if method == "GET":
+                response = self.client.get(path)
+            else:
+                response = self.client.post(path, data=json.dumps(body), content_type="application/json")
         return response.status_code, response.json()
 
 
@@ -193,7 +197,7 @@ class Command(BaseCommand):
 
     def _start_server(self, port: int, workers: int) -> subprocess.Popen:
         gunicorn = Path(sys.executable).with_name("gunicorn")
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memoryproject.settings", LOG_LEVEL="WARNING")
+        env = bench_env(DJANGO_SETTINGS_MODULE="memoryproject.settings")
         server = subprocess.Popen(
             [str(gunicorn), "memoryproject.wsgi:application", "-b", f"127.0.0.1:{port}", "-w", str(workers)]
             + ["--log-level", "warning", "--timeout", "300"],

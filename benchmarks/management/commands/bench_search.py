@@ -16,7 +16,6 @@ query), and in this process the query's embedding and the semantic scan
 import http.client
 import io
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from benchmarks.corpus import corpus_generate, corpus_queries
+from benchmarks.load import bench_env
 from benchmarks.migrated import ensure_migrated
 from benchmarks.vectors import synthetic_embeddings_copy, vector_pool
 from memoryproject.embeddings import embedder_get
@@ -230,7 +230,7 @@ class Command(BaseCommand):
 
     def _start_server(self, port: int, workers: int) -> subprocess.Popen:
         gunicorn = Path(sys.executable).with_name("gunicorn")
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memoryproject.settings", LOG_LEVEL="WARNING")
+        env = bench_env(DJANGO_SETTINGS_MODULE="memoryproject.settings")
         server = subprocess.Popen(
             [
                 str(gunicorn),
