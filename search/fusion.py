@@ -4,7 +4,8 @@
 Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). Each arm's relevance is
 normalised over its own rows (lexical: the BM25 text score before the factors, divided by the best;
 semantic: the cosine similarity, min-max), the two are averaged with equal weights (a row one arm did not find
-gets 0 from it), and the result is multiplied by the row's factors, as a lexical score is. Every
+gets 0 from it), a message gains a share of its best found neighbour's (search/conversation.py),
+and the result is multiplied by the row's factors, as a lexical score is. Every
 result says which arm(s) found it (`arms`). The semantic arm's rows are read with the same scope and
 filters (category, tags, status, since, until, internal, deleted) as the lexical ones: a semantic hit
 the filters exclude is dropped.
@@ -20,6 +21,7 @@ from django.db import close_old_connections, connection
 
 from memoryproject.errors import InvalidInput
 from search import ranking
+from search.conversation import neighbours_spread
 from search.semantic import (
     background_submit,
     query_vector,
@@ -147,7 +149,7 @@ def rows_by_ids(kind: str, ids: list[int], scope, filters) -> list[dict]:
         where = ranking._scope_where(scope, filters) + ["NOT internal"]
         sql = f"""
             SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
-                   m.session_id, m.created_at, {ranking._recency_factor_sql("m.created_at", "messages")} AS factor
+                   m.session_id, m.parent_id, m.created_at, {ranking._recency_factor_sql("m.created_at", "messages")} AS factor
             FROM (SELECT * FROM sessions_app_message WHERE id = ANY(%(ids)s) AND {" AND ".join(where)}) m
             JOIN vault_agent a ON a.id = m.agent_id JOIN sessions_app_session s ON s.id = m.session_id
         """
@@ -192,23 +194,25 @@ def fuse(lexical: list[dict], semantic: list[dict], method: str | None = None) -
             rows[key]["arms"].append("semantic")
         else:
             rows[key] = {**row, "factor": float(row.get("factor") or 1.0), "arms": ["semantic"]}
+    relevance: dict[tuple, float] = {}
     if method == "rrf":
         lex_rank = {k: i for i, k in enumerate(sorted(text_score, key=lambda k: -text_score[k]), 1)}
         sem_rank = {k: i for i, k in enumerate(sorted(similarity, key=lambda k: -similarity[k]), 1)}
-        for key, row in rows.items():
-            fused = (1 / (RRF_K + lex_rank[key]) if key in lex_rank else 0.0) + (
+        for key in rows:
+            relevance[key] = (1 / (RRF_K + lex_rank[key]) if key in lex_rank else 0.0) + (
                 1 / (RRF_K + sem_rank[key]) if key in sem_rank else 0.0
             )
-            row["score"] = fused * row["factor"]
     else:
         # BM25 is ratio-scaled (0: no match): divided by the best, so the factors can still reorder
         # rows of about the same relevance; cosine similarity has an arbitrary floor: min-max.
         best = max(text_score.values(), default=0.0)
         lex_n = {k: v / best for k, v in text_score.items()} if best > 0 else {}
         sem_n = _normalised(similarity, None)
-        for key, row in rows.items():
-            fused = LEXICAL_WEIGHT * lex_n.get(key, 0.0) + (1 - LEXICAL_WEIGHT) * sem_n.get(key, 0.0)
-            row["score"] = fused * row["factor"]
+        for key in rows:
+            relevance[key] = LEXICAL_WEIGHT * lex_n.get(key, 0.0) + (1 - LEXICAL_WEIGHT) * sem_n.get(key, 0.0)
+    relevance = neighbours_spread(relevance, rows)
+    for key, row in rows.items():
+        row["score"] = relevance[key] * row["factor"]
     for row in rows.values():
         row.pop("similarity", None)
     return sorted(rows.values(), key=lambda r: (-r["score"], r["kind"], -r["id"]))

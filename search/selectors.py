@@ -17,7 +17,8 @@ older than MEMORY_UNCITED_DAYS that was never accessed (never cited in a context
 x (1 - MEMORY_SEARCH_UNCITED_PENALTY), and with status=all an entry that is not active (superseded,
 pending, rejected, archived) gets x MEMORY_SEARCH_INACTIVE_FACTOR, so the live entry of a supersede
 chain ranks first. Relevance dominates, so a recent or important entry wins only over entries that
-answer the query about as well. Everything is computed at query time: nothing periodically rewrites
+answer the query about as well. With MEMORY_SEARCH_NEIGHBOUR_SHARE set, a message also gains a share
+of the relevance of the turns next to it that the search found (search/conversation.py). Everything is computed at query time: nothing periodically rewrites
 stored decay factors or term statistics.
 """
 
@@ -29,7 +30,7 @@ from dataclasses import replace
 from django.conf import settings
 
 from memoryproject.errors import InvalidInput
-from search import fusion
+from search import conversation, fusion
 from search.query import CompiledQuery, query_compile, snippet_build
 from search.ranking import (
     KINDS,
@@ -193,7 +194,7 @@ def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilter
     sql = f"""
         WITH {_candidates_sql("sessions_app_message", where, compiled, params, stats=stats)}
         SELECT m.id, a.slug AS agent, m.role, m.text, m.archived, s.external_id AS session,
-               m.session_id, m.created_at,
+               m.session_id, m.parent_id, m.created_at,
                {_text_score_sql("m", compiled, params)} * {_recency_factor_sql("m.created_at", "messages")}
                AS score, {_recency_factor_sql("m.created_at", "messages")} AS factor
         FROM cand JOIN sessions_app_message m ON m.id = cand.id
@@ -342,6 +343,7 @@ def search_run(
         # [] when the query cannot be embedded: lexical results only.
         rows = fusion.fuse(rows, semantic_arm.result())
     else:
+        conversation.rows_spread(rows)
         for row in rows:
             row["arms"] = ["lexical"]
     if (
@@ -377,7 +379,11 @@ def _lexical_rows(
     if "entries" in filters.kinds:
         rows += _entries(compiled, scope, filters)
     if "messages" in filters.kinds and not entries_only:
-        rows += _messages(compiled, scope, filters)
+        deep = filters
+        if conversation.neighbour_share() > 0:
+            # Deep enough for a found turn to lift the turns next to it (search/conversation.py).
+            deep = replace(filters, offset=0, limit=max(filters.offset + filters.limit, fusion.FUSION_DEPTH))
+        rows += _messages(compiled, scope, deep)
     if "files" in filters.kinds and not entries_only:
         rows += _files(compiled, scope, filters)
     return rows
