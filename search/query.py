@@ -301,6 +301,66 @@ def _phrases_relaxed(groups: list[list[Item]]) -> tuple[list[list[Item]], list[s
     return relaxed, phrases
 
 
+def _words_check(items: list) -> None:
+    if len(items) > MAX_WORDS:
+        raise InvalidInput(
+            f"q has {len(items)} words and phrases; the limit is {MAX_WORDS}",
+            [{"loc": ["q"], "msg": "too many words"}],
+        )
+
+
+def query_size_check(q: str) -> None:
+    """The checks of query_compile that need no database (empty, NUL, length, number of words): run
+    before a search starts embedding its query, so a query refused costs no embedding."""
+    _query_check(q)
+    groups, excluded_items = _groups(query_parse(q))
+    _words_check([item for group in groups for item in group] + excluded_items)
+
+
+def text_query(text: str) -> str:
+    """A free text (a context command: a task in one line or a page of instructions) as a search
+    string that query_compile accepts: the text itself when it is a query already (at most
+    MAX_QUERY_CHARS characters and MAX_WORDS words); otherwise its distinct words in order of first
+    appearance, stopwords (English or Portuguese, which a query drops anyway) and repeats left out, up
+    to MAX_WORDS of them within MAX_QUERY_CHARS. Quotes, exclusions and OR of a long text are read as
+    plain words: it is prose, not query syntax. "" when nothing is left."""
+    if not isinstance(text, str) or not text.strip() or "\x00" in text:
+        return ""
+    try:
+        query_size_check(text)
+        return text
+    except InvalidInput:
+        pass
+    words: list[str] = []
+    seen: set[str] = set()
+    for word in _WORD_RE.findall(text):
+        key = word.casefold()
+        if key not in seen and key != "or":
+            seen.add(key)
+            words.append(word)
+    if not words:
+        return ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT t.w FROM unnest(%s::text[]) WITH ORDINALITY AS t(w, i)
+            WHERE numnode(phraseto_tsquery('english', t.w)) > 0
+              AND numnode(phraseto_tsquery('portuguese', t.w)) > 0
+            ORDER BY t.i
+            """,
+            [words],
+        )
+        meaningful = [row[0] for row in cursor.fetchall()]
+    kept: list[str] = []
+    length = -1
+    for word in meaningful:
+        if len(kept) == MAX_WORDS or length + 1 + len(word) > MAX_QUERY_CHARS:
+            break
+        kept.append(word)
+        length += 1 + len(word)
+    return " ".join(kept)
+
+
 def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     """Compile a search string into tsqueries; InvalidInput when nothing searchable is left.
 
@@ -313,11 +373,7 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     if relax_phrases:
         groups, relaxed = _phrases_relaxed(groups)
     items = [item for group in groups for item in group] + excluded_items
-    if len(items) > MAX_WORDS:
-        raise InvalidInput(
-            f"q has {len(items)} words and phrases; the limit is {MAX_WORDS}",
-            [{"loc": ["q"], "msg": "too many words"}],
-        )
+    _words_check(items)
     # Completions are looked up for every word that could end up prefix-matched: four letters or
     # more, or (decided after stopwords are dropped) a shorter last word.
     prefixes = {

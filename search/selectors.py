@@ -31,7 +31,7 @@ from django.conf import settings
 
 from memoryproject.errors import InvalidInput
 from search import conversation, fusion
-from search.query import CompiledQuery, query_compile, snippet_build
+from search.query import CompiledQuery, query_compile, query_size_check, snippet_build
 from search.ranking import (
     KINDS,
     EpochWindows,
@@ -323,6 +323,8 @@ def search_run(
     # The semantic arm (the query's embedding, the longest step, then its scan) starts first and runs
     # in the background while the query is compiled and the lexical arm runs its SQL.
     semantic_arm = None
+    if compiled is None:
+        query_size_check(q)  # a query refused must not cost an embedding
     if mode != "lexical" and not nothing_in_scope:
         kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
         semantic_arm = fusion.semantic_rows_start(q, scope, filters, kinds, wanted.limit)

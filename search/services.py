@@ -28,7 +28,7 @@ from memoryproject.errors import InvalidInput
 from memoryproject.resilience import failure_detail, guarded
 from search.fusion import resolve_mode
 from search.models import ContextBuild
-from search.query import CompiledQuery, query_compile
+from search.query import CompiledQuery, query_compile, text_query
 from search.selectors import entries_best_by_category
 from search.semantic import query_vector_start
 from search.sql import VOCABULARY_REBUILD
@@ -312,17 +312,19 @@ def context_build(
         )
 
     project_text = agent.project.context.strip()
-    # The command's embedding (the longest step) is computed while the other sections are read.
-    embedding = query_vector_start(command) if command.strip() and resolve_mode(None) == "hybrid" else None
+    # A command longer than a query (a page of instructions) is searched by its first distinct words.
+    query = text_query(command)
+    # The query's embedding (the longest step) is computed while the other sections are read.
+    embedding = query_vector_start(query) if query and resolve_mode(None) == "hybrid" else None
     handoff = gather("handoff", lambda: _handoff(agent))
     tasks = gather("tasks", lambda: _tasks(agent, budget * 4))
     recovery = gather("recovery", lambda: _recovery(agent))
     workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
-    compiled = _compiled(command)
+    compiled = _compiled(query)
     failures = len(warnings)
     relevant = gather(
         "decisions",
-        lambda: _relevant(agent, compiled, command, embedding),
+        lambda: _relevant(agent, compiled, query, embedding),
         {Category.DECISIONS: [], Category.LESSONS: []},
     )
     if len(warnings) > failures:  # one query serves both sections: both are reported

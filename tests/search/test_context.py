@@ -257,3 +257,70 @@ def test_open_tasks_are_read_a_page_at_a_time_and_only_as_far_as_the_budget_need
         some = search_services._tasks(agent_a, max_chars=400)
     assert len(queries) == 1 and 10 <= len(some) <= search_services.TASK_PAGE
     assert [item.text for item in some] == texts[: len(some)]
+
+
+LONG_COMMAND = (
+    "You are picking up the work of the previous session on the shared infrastructure repository. "
+    "Please read the notes carefully before you change anything, run the whole test suite first, "
+    "keep every commit small with an honest message, and ask before deleting data. The task for today "
+    "is to move the session cache of the checkout service from Redis to Memcached without downtime."
+)
+
+
+def test_a_command_longer_than_a_query_still_ranks_by_its_words(api, token_a, agent_a, make_entry):
+    # 60 words: more than a query may hold, so it was not searched at all and the newest decisions
+    # were given instead of the one the task is about
+    from search.query import MAX_WORDS
+
+    assert len(LONG_COMMAND.split()) > MAX_WORDS
+    relevant = make_entry(agent_a, "Decided: the checkout service keeps its session cache in Memcached")
+    for i in range(5):
+        make_entry(agent_a, f"Decided the font of report {i} is Inter")
+    body = build(api, token_a, command=LONG_COMMAND, budget_tokens=8000).json()
+    assert relevant.pk in body["cited"]
+    assert "session cache in Memcached" in body["text"]
+    assert ContextBuild.objects.get().command == LONG_COMMAND  # recorded as sent
+
+
+def test_a_command_of_ten_thousand_characters_is_searched_and_embedded_by_a_bounded_query(
+    api, token_a, agent_a, make_entry, monkeypatch
+):
+    from search import services as search_services
+    from search.query import MAX_QUERY_CHARS, MAX_WORDS
+
+    embedded = []
+    real_start = search_services.query_vector_start
+
+    def recording_start(text):
+        embedded.append(text)
+        return real_start(text)
+
+    monkeypatch.setattr(search_services, "query_vector_start", recording_start)
+    monkeypatch.setattr(search_services, "resolve_mode", lambda mode: "hybrid")
+    relevant = make_entry(agent_a, "Decided: the checkout service keeps its session cache in Memcached")
+    for i in range(5):
+        make_entry(agent_a, f"Decided the font of report {i} is Inter")
+    command = ("checkout Memcached session cache. " + LONG_COMMAND + " ") * 25
+    command = command[:10000]
+    response = build(api, token_a, command=command, budget_tokens=8000)
+    assert response.status_code == 200, response.content
+    assert relevant.pk in response.json()["cited"]
+    (query,) = embedded
+    assert len(query) <= MAX_QUERY_CHARS and len(query.split()) <= MAX_WORDS
+    assert query.split()[:4] == ["checkout", "Memcached", "session", "cache"]
+
+
+def test_text_query_keeps_a_query_and_shortens_prose():
+    from search.query import MAX_QUERY_CHARS, MAX_WORDS, query_compile, text_query
+
+    assert text_query('kafka "blue green" -outage OR redis') == 'kafka "blue green" -outage OR redis'
+    assert text_query("") == "" and text_query("   ") == "" and text_query("the and of " * 20) == ""
+    prose = "The cache, the CACHE and the -cache: " + " ".join(f"word{i} and" for i in range(100))
+    query = text_query(prose)
+    words = query.split()
+    # stopwords and repeats (any case) dropped, exclusions read as words, in order, at most MAX_WORDS
+    assert words[:3] == ["cache", "word0", "word1"] and len(words) == MAX_WORDS
+    assert "and" not in words and "The" not in words
+    assert query_compile(query).terms  # accepted as a query
+    long_words = " ".join(f"{'x' * 60}{chr(97 + i % 26)}{i}" for i in range(40))
+    assert len(text_query(long_words)) <= MAX_QUERY_CHARS

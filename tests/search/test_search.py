@@ -545,3 +545,16 @@ def test_ranking_queries_are_prepared_once_and_reused(agent_a, make_entry):
         plans = cursor.fetchall()
     assert plans and max(generic for generic, _ in plans) >= 3
     assert all(custom == 0 for _, custom in plans)
+
+
+@pytest.mark.parametrize("q", [" ".join(f"word{i}" for i in range(40)), "x" * 1001, "a\x00b"])
+def test_a_query_refused_costs_no_embedding(api, token_a, monkeypatch, q):
+    from search import fusion
+
+    started = []
+    monkeypatch.setattr(fusion, "semantic_rows_start", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setattr(fusion, "resolve_mode", lambda mode: "hybrid")
+    response = api.get("/search", q=q, token=token_a)
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"]
+    assert started == []
