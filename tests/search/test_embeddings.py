@@ -630,3 +630,46 @@ def test_the_backfill_progress_tells_the_time_left_from_the_recent_rate():
         command._progress(6000 + second * 10, 10_000, now=1060.0 + second)
     last = out.getvalue().rsplit("\r", 1)[-1]
     assert "6300/10000 items, 10.0 items/s, 370 s left" in last
+
+
+def test_a_query_is_cut_to_its_first_tokens_at_a_space():
+    from memoryproject.embeddings import query_clip
+
+    def words(text):  # one token a word, as a stand-in for the model's tokenizer
+        return len(text.split())
+
+    text = "one two three four five six"
+    assert query_clip(text, 10, words) == text
+    assert query_clip(text, 0, words) == text  # no cap
+    assert query_clip(text, 4, words) == "one two three four"
+    assert query_clip("x" * 50, 10, len) == "x" * 10  # no space to cut at: characters
+    assert query_clip("ab " + "y" * 40, 10, len) == "ab"
+
+
+def test_a_long_query_costs_the_local_model_at_most_its_token_cap(local_model, settings):
+    import random
+    import string
+
+    model = local_model._loaded()
+    seen = []
+    original = model.query
+
+    def recording(text):
+        seen.append(text)
+        return original(text)
+
+    rng = random.Random(7)
+    noise = " ".join("".join(rng.choice(string.ascii_letters) for _ in range(30)) for _ in range(32))
+    question = "which cache did we choose for the checkout sessions"
+    settings.MEMORY_EMBEDDINGS_QUERY_MAX_TOKENS = 128
+    model.query = recording
+    try:
+        assert model.token_count(noise, is_query=True) > 500
+        embedder_get().embed_query(noise)
+        embedder_get().embed_query(question)
+    finally:
+        del model.query
+    clipped, asked = seen
+    assert model.token_count(clipped, is_query=True) <= 128 and noise.startswith(clipped)
+    assert len(clipped) > 100  # as much as fits, not a word or two
+    assert asked == question
