@@ -49,6 +49,8 @@ def neighbours_spread(relevance: dict[tuple, float], rows: dict[tuple, dict]) ->
 
 def rows_spread(rows: list[dict]) -> None:
     """The same for one arm's scored rows (each with `score`, its relevance times `factor`), in place."""
+    if neighbour_share() <= 0:
+        return
     keyed = {(row["kind"], row["id"]): row for row in rows}
     relevance = {}
     for key, row in keyed.items():

@@ -18,8 +18,8 @@ x (1 - MEMORY_SEARCH_UNCITED_PENALTY), and with status=all an entry that is not 
 pending, rejected, archived) gets x MEMORY_SEARCH_INACTIVE_FACTOR, so the live entry of a supersede
 chain ranks first. Relevance dominates, so a recent or important entry wins only over entries that
 answer the query about as well. With MEMORY_SEARCH_NEIGHBOUR_SHARE set, a message also gains a share
-of the relevance of the turns next to it that the search found (search/conversation.py). Everything is computed at query time: nothing periodically rewrites
-stored decay factors or term statistics.
+of the relevance of the turns next to it that the search found (search/conversation.py). Everything
+is computed at query time: nothing periodically rewrites stored decay factors or term statistics.
 """
 
 import re
