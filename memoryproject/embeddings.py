@@ -100,8 +100,9 @@ class LocalEmbedder:
 def query_clip(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
     """`text` cut to its longest start of at most `max_tokens` tokens (as `count` counts them), at a
     space when the start has one. The model's time grows with a query's tokens (about a millisecond
-    each here, docs/benchmarks.md) and a search's `q` may hold 1,000 characters of anything: 750
-    tokens of random letters took 0.8 s. A question is far shorter (LoCoMo's longest: 36 tokens)."""
+    each here, docs/benchmarks.md) and a search's `q` may hold 1,000 characters of anything: 746
+    tokens of random letters took 1.2 s on the query thread. A question is far shorter (LoCoMo's
+    longest: 37 tokens)."""
     if max_tokens <= 0 or count(text) <= max_tokens:
         return text
     low, high = 0, len(text)  # the longest prefix that fits is text[:low]
