@@ -340,20 +340,10 @@ def text_query(text: str) -> str:
             words.append(word)
     if not words:
         return ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT t.w FROM unnest(%s::text[]) WITH ORDINALITY AS t(w, i)
-            WHERE numnode(phraseto_tsquery('english', t.w)) > 0
-              AND numnode(phraseto_tsquery('portuguese', t.w)) > 0
-            ORDER BY t.i
-            """,
-            [words],
-        )
-        meaningful = [row[0] for row in cursor.fetchall()]
+    analysed = _analyse(words, set())  # the stopword rule query_compile applies: empty in either language
     kept: list[str] = []
     length = -1
-    for word in meaningful:
+    for word in (w for w in words if analysed[w][0] and analysed[w][1]):
         if len(kept) == MAX_WORDS or length + 1 + len(word) > MAX_QUERY_CHARS:
             break
         kept.append(word)

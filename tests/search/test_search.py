@@ -547,7 +547,8 @@ def test_ranking_queries_are_prepared_once_and_reused(agent_a, make_entry):
     assert all(custom == 0 for _, custom in plans)
 
 
-@pytest.mark.parametrize("q", [" ".join(f"word{i}" for i in range(40)), "x" * 1001, "a\x00b"])
+# (A q over 1,000 characters never gets this far: the API's parameter schema refuses it first.)
+@pytest.mark.parametrize("q", [" ".join(f"word{i}" for i in range(40)), "a\x00b"])
 def test_a_query_refused_costs_no_embedding(api, token_a, monkeypatch, q):
     from search import fusion
 
