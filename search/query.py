@@ -10,7 +10,8 @@ Each word becomes the alternatives of its English stem, its Portuguese stem (the
 hold both), its completions (prefix matching: "playwr" finds "Playwright"), and, for a word of five
 or more letters that no document contains, its vocabulary neighbours within one edit (typo
 tolerance, see search/sql.py). Lexemes come from PostgreSQL itself, so the query is stemmed exactly
-like the stored vectors.
+like the stored vectors, and a word is parsed as stored text is (vault/search_text.py: a path, a
+dotted name or an address is the phrase of its parts).
 
 Prefix matching looks the completions up in the vocabulary (the shortest MAX_COMPLETIONS words that
 start with the word) and adds their stems as exact alternatives, never as a `'word':*` prefix item:
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from memoryproject.errors import InvalidInput
+from vault.search_text import search_text
 
 MAX_QUERY_CHARS = 1000
 MAX_WORDS = 32
@@ -372,10 +374,13 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
         for item in group
         if not item.phrase and len(item.text) >= 3 and _ALPHA_RE.match(item.text)
     }
-    analysed = _analyse(sorted({item.text for item in items}), prefixes)
+    # Each word or phrase is parsed as stored text is (vault/search_text.py): "queue_runner.py" is the
+    # phrase queue <-> runner <-> py. Words that can be prefix-matched or corrected are letters only,
+    # which that leaves as they are.
+    analysed = _analyse(sorted({search_text(item.text) for item in items}), prefixes)
 
     def is_stopword(item: Item) -> bool:
-        en, pt, _, _ = analysed[item.text]
+        en, pt, _, _ = analysed[search_text(item.text)]
         return not item.phrase and (not en or not pt)
 
     meaningful = [g for g in groups if not (len(g) == 1 and is_stopword(g[0]))]
@@ -399,7 +404,7 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
 
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
         prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
-        return _item_query(item, analysed[item.text], neighbours, neighbour_stems, prefix=prefix)
+        return _item_query(item, analysed[search_text(item.text)], neighbours, neighbour_stems, prefix=prefix)
 
     terms: list[Term] = []
     for group in meaningful:

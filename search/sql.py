@@ -6,6 +6,7 @@ word of at least four.
 """
 
 from vault.models import WORDS_KNOWN_SETTING
+from vault.search_text import FUNCTION_SQL as SEARCH_TEXT_FUNCTION_SQL
 
 WORD_FILTER = "length(lexeme) BETWEEN 4 AND 32 AND lexeme !~ '[0-9_./@:''-]'"
 
@@ -34,10 +35,12 @@ def _words_insert(words: str) -> str:
   ON CONFLICT DO NOTHING;"""
 
 
-_TEXT_WORDS = f"""SELECT lexeme AS word FROM unnest(to_tsvector('simple', coalesce(txt, '')))
+_TEXT_WORDS = f"""SELECT lexeme AS word FROM unnest(to_tsvector('simple', memory_search_text(coalesce(txt, ''))))
     WHERE {WORD_FILTER}"""
 
-VOCABULARY_ADD_FUNCTION = f"""
+# Text is parsed as search parses it (vault/search_text.py): the function is created here too, so that
+# the vocabulary's first migration finds it on a new database.
+VOCABULARY_ADD_FUNCTION = f"""{SEARCH_TEXT_FUNCTION_SQL}
 CREATE OR REPLACE FUNCTION search_vocabulary_add(txt text) RETURNS void
 LANGUAGE sql VOLATILE AS $$
 {_words_insert(_TEXT_WORDS)}
@@ -48,7 +51,7 @@ $$;
 # their distinct new words at once (search migration 0006), where a row trigger ran the whole function
 # once per message, about twice the time.
 _NEW_MESSAGES_WORDS = f"""SELECT DISTINCT lexeme AS word
-    FROM new_rows, unnest(to_tsvector('simple', new_rows.text))
+    FROM new_rows, unnest(to_tsvector('simple', memory_search_text(new_rows.text)))
     WHERE {WORD_FILTER}"""
 
 MESSAGE_INSERT_TRIGGER = f"""
@@ -143,7 +146,7 @@ SELECT DISTINCT lexeme FROM (
   SELECT content || ' ' || array_to_string(tags, ' ') AS txt FROM vault_vaultentry
   UNION ALL SELECT text FROM sessions_app_message
   UNION ALL SELECT path || ' ' || content FROM vault_workspacefile
-) t, unnest(to_tsvector('simple', t.txt))
+) t, unnest(to_tsvector('simple', memory_search_text(t.txt)))
 WHERE {WORD_FILTER}
 ORDER BY 1
 ON CONFLICT DO NOTHING;

@@ -2,7 +2,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector
 from django.db import models
 
 from vault.models import GIN_PENDING_KB, SearchVectorDeferredManager, bilingual_vectors, search_vector_field
@@ -88,8 +87,7 @@ class Message(models.Model):
     reply_to_text = models.TextField(blank=True, default="", editable=False)
     search_vector = search_vector_field(
         *bilingual_vectors("text"),
-        SearchVector("reply_to_text", config="english", weight="D"),
-        SearchVector("reply_to_text", config="portuguese", weight="D"),
+        *bilingual_vectors("reply_to_text", weight="D"),
     )
 
     objects = SearchVectorDeferredManager()

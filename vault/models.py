@@ -7,6 +7,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Func
 
+from vault.search_text import FUNCTION_NAME as SEARCH_TEXT_FUNCTION
+
 SLUG_PATTERN = r"^[a-z0-9._-]{1,64}$"
 slug_validator = RegexValidator(SLUG_PATTERN, "Use 1-64 characters of a-z, 0-9, '.', '_' or '-'.")
 
@@ -82,11 +84,17 @@ def scope_epoch_lexemes() -> list[Func]:
     ]
 
 
-def bilingual_vectors(field: str) -> list[SearchVector]:
+def searched_text(field: str) -> Func:
+    """A text column as search parses it: identifiers, paths and addresses cut into their words
+    (vault/search_text.py)."""
+    return Func(models.F(field), function=SEARCH_TEXT_FUNCTION, output_field=models.TextField())
+
+
+def bilingual_vectors(field: str, weight: str = "B") -> list[SearchVector]:
     """English and Portuguese stemming of one text column (the languages agents' users write)."""
     return [
-        SearchVector(field, config="english", weight="B"),
-        SearchVector(field, config="portuguese", weight="B"),
+        SearchVector(searched_text(field), config="english", weight=weight),
+        SearchVector(searched_text(field), config="portuguese", weight=weight),
     ]
 
 

@@ -25,6 +25,7 @@ from vault.models import (
     WorkspaceFileVersion,
 )
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
+from vault.search_text import FUNCTION_NAME as SEARCH_TEXT_FUNCTION
 from vault.selectors import daily_note_path
 from vault.text import text_check
 
@@ -263,7 +264,14 @@ def _vector_appended(tail: str) -> Func:
     append after a word boundary (vault migration 0015), weight B in English and Portuguese."""
     return Func(
         F("search_vector"),
-        *(SearchVector(Value(tail), config=config, weight="B") for config in ("english", "portuguese")),
+        *(
+            SearchVector(
+                Func(Value(tail), function=SEARCH_TEXT_FUNCTION, output_field=TextField()),
+                config=config,
+                weight="B",
+            )
+            for config in ("english", "portuguese")
+        ),
         template="(%(expressions)s)",
         arg_joiner=" || ",
         output_field=SearchVectorField(),
