@@ -28,7 +28,9 @@ def _bilingual(field: str, weight: str) -> list:
 
 def _scope(column: str, mark: str) -> models.Func:
     return models.Func(
-        models.F(column), output_field=SearchVectorField(), template=f"('{mark}' || %(expressions)s::text)::tsvector"
+        models.F(column),
+        output_field=SearchVectorField(),
+        template=f"('{mark}' || %(expressions)s::text)::tsvector",
     )
 
 
@@ -75,7 +77,14 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="sessionarchive",
             index=django.contrib.postgres.indexes.GinIndex(
-                fields=["search_vector"], gin_pending_list_limit=GIN_PENDING_KB, name="session_archive_search_gin"
+                fields=["search_vector"],
+                gin_pending_list_limit=GIN_PENDING_KB,
+                name="session_archive_search_gin",
             ),
+        ),
+        # The new columns have no statistics until the next ANALYZE, and search estimates common words'
+        # frequencies from them (search/bm25.py).
+        migrations.RunSQL(
+            "ANALYZE sessions_app_message, sessions_app_sessionarchive", migrations.RunSQL.noop
         ),
     ]

@@ -17,7 +17,9 @@ from vault.search_text import FUNCTION_SQL
 
 # 0015's trigger function, for the way back, and this one: the same with every text parsed through
 # memory_search_text.
-PREVIOUS_FILE_FUNCTION = importlib.import_module("vault.migrations.0015_workspacefile_append_vector_given").FUNCTION
+PREVIOUS_FILE_FUNCTION = importlib.import_module(
+    "vault.migrations.0015_workspacefile_append_vector_given"
+).FUNCTION
 _REPLACEMENTS = {
     "to_tsvector('english', tail)": "to_tsvector('english', memory_search_text(tail))",
     "to_tsvector('portuguese', tail)": "to_tsvector('portuguese', memory_search_text(tail))",
@@ -72,7 +74,9 @@ class Migration(migrations.Migration):
                     django.contrib.postgres.search.SearchVector(
                         models.Func("tags", function="memory_tags_text"), config="simple", weight="A"
                     ),
-                    django.contrib.postgres.search.SearchVector(_searched("content"), config="english", weight="B"),
+                    django.contrib.postgres.search.SearchVector(
+                        _searched("content"), config="english", weight="B"
+                    ),
                     django.contrib.postgres.search.SearchVector(
                         _searched("content"), config="portuguese", weight="B"
                     ),
@@ -113,6 +117,9 @@ class Migration(migrations.Migration):
                 fields=["search_vector"], gin_pending_list_limit=GIN_PENDING_KB, name="vaultentry_search_gin"
             ),
         ),
+        # The new column has no statistics until the next ANALYZE, and search estimates common words'
+        # frequencies from them (search/bm25.py): without this, until autovacuum got round to the table.
+        migrations.RunSQL("ANALYZE vault_vaultentry", migrations.RunSQL.noop),
         migrations.RunSQL(FILE_FUNCTION, PREVIOUS_FILE_FUNCTION),
         migrations.RunSQL(FILES_VECTORS, FILES_VECTORS_PREVIOUS),
     ]
