@@ -1,6 +1,24 @@
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
+# Accents folded for accent-insensitive matching (search.query._analyse): users often type Portuguese
+# without them ("configuracao", "Joao"), and the stemmers keep them, so a query word also matches the
+# vocabulary words that differ from it only by accents. Lower-case letters: vocabulary words are.
+FOLD_FROM = "áàâãäåāéèêëēíìîïīóòôõöōúùûüūçñý"
+FOLD_TO = "aaaaaaaeeeeeiiiiioooooouuuuucny"
+assert len(FOLD_FROM) == len(FOLD_TO)
+
+
+def folded(expression) -> models.Func:
+    """`translate(expression, FOLD_FROM, FOLD_TO)`: the text without its accents (lower-case letters)."""
+    return models.Func(
+        expression,
+        models.Value(FOLD_FROM),
+        models.Value(FOLD_TO),
+        function="translate",
+        output_field=models.CharField(),
+    )
+
 
 class VocabularyWord(models.Model):
     """A word seen in entries, messages or files (lower-cased 'simple' lexeme), for typo tolerance.
@@ -14,7 +32,9 @@ class VocabularyWord(models.Model):
     class Meta:
         indexes = [
             # Byte-order index for prefix completion (search.query._analyse), whatever the collation.
-            models.Index(fields=["word"], name="vocabularyword_prefix", opclasses=["varchar_pattern_ops"])
+            models.Index(fields=["word"], name="vocabularyword_prefix", opclasses=["varchar_pattern_ops"]),
+            # The words that differ from a query word only by accents, in one indexed look-up.
+            models.Index(folded(models.F("word")), name="vocabularyword_folded"),
         ]
 
     def __str__(self) -> str:

@@ -7,7 +7,8 @@ they match (coverage). Explicit syntax is honoured: `"a phrase"` is required and
 Portuguese) are dropped unless nothing else is left.
 
 Each word becomes the alternatives of its English stem, its Portuguese stem (the stored vectors
-hold both), its completions (prefix matching: "playwr" finds "Playwright"), and, for a word of five
+hold both), its completions (prefix matching: "playwr" finds "Playwright"), the vocabulary words that
+differ from it only by accents ("configuracao" finds "configuração", "Joao" finds "João"), and, for a word of five
 or more letters that no document contains, its vocabulary neighbours within one edit (typo
 tolerance, see search/sql.py). Lexemes come from PostgreSQL itself, so the query is stemmed exactly
 like the stored vectors, and a word is parsed as stored text is (vault/search_text.py: a path, a
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from memoryproject.errors import InvalidInput
+from search.models import FOLD_FROM, FOLD_TO
 from vault.search_text import search_text
 
 MAX_QUERY_CHARS = 1000
@@ -34,6 +36,7 @@ MAX_NEIGHBOURS = 8
 TYPO_MIN_LENGTH = 5
 PREFIX_MIN_LENGTH = 4
 MAX_COMPLETIONS = 10
+FOLD_MIN_LENGTH = 3
 
 _TOKEN_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORD_RE = re.compile(r"\w+(?:[.'’\-]\w+)*")
@@ -150,19 +153,21 @@ def deletion_keys(word: str) -> set[str]:
 
 def _analyse(
     texts: list[str], prefixes: set[str]
-) -> dict[str, tuple[str, str, bool, list[tuple[str, str, str]]]]:
-    """English and Portuguese tsquery text of each word/phrase, whether the word is known, and, for
-    the words in `prefixes`, their completions from the vocabulary as (word, English, Portuguese)."""
+) -> dict[str, tuple[str, str, bool, list[tuple[str, str, str]], list[tuple[str, str, str]]]]:
+    """English and Portuguese tsquery text of each word/phrase, whether the word is known, for the
+    words in `prefixes` their completions from the vocabulary, and for words of letters the vocabulary
+    words that differ from them only by accents ("joao": "joão"), each as (word, English, Portuguese)."""
     if not texts:
         return {}
+    folds = sorted(t for t in texts if len(t) >= FOLD_MIN_LENGTH and _ALPHA_RE.match(t))
     with connection.cursor() as cursor:
         # The completion range uses the pattern-ops index (byte order, whatever the collation);
         # chr(1114111) is the highest code point, so the range holds every word starting with p.
         cursor.execute(
-            """
+            f"""
             SELECT t.w, phraseto_tsquery('english', t.w)::text, phraseto_tsquery('portuguese', t.w)::text,
                    EXISTS (SELECT 1 FROM search_vocabularyword v WHERE v.word = lower(t.w)),
-                   c.words, c.en, c.pt
+                   c.words, c.en, c.pt, f.words, f.en, f.pt
             FROM unnest(%s::text[]) AS t(w)
             LEFT JOIN LATERAL (
                 SELECT array_agg(x.word ORDER BY length(x.word), x.word) AS words,
@@ -180,13 +185,37 @@ def _analyse(
                     LIMIT %s
                 ) x
             ) c ON true
+            LEFT JOIN LATERAL (
+                SELECT array_agg(x.word ORDER BY x.word) AS words,
+                       array_agg(phraseto_tsquery('english', x.word)::text ORDER BY x.word) AS en,
+                       array_agg(phraseto_tsquery('portuguese', x.word)::text ORDER BY x.word) AS pt
+                FROM (
+                    SELECT v.word FROM search_vocabularyword v
+                    WHERE t.w = ANY(%s::text[])
+                      AND {folded("v.word")} = {folded("lower(t.w)")}
+                      AND v.word <> lower(t.w)
+                    ORDER BY v.word
+                    LIMIT %s
+                ) x
+            ) f ON true
             """,
-            [texts, sorted(prefixes), MAX_COMPLETIONS],
+            [texts, sorted(prefixes), MAX_COMPLETIONS, folds, MAX_NEIGHBOURS],
         )
         return {
-            row[0]: (row[1], row[2], row[3], list(zip(row[4] or [], row[5] or [], row[6] or [], strict=True)))
+            row[0]: (
+                row[1],
+                row[2],
+                row[3],
+                list(zip(row[4] or [], row[5] or [], row[6] or [], strict=True)),
+                list(zip(row[7] or [], row[8] or [], row[9] or [], strict=True)),
+            )
             for row in cursor.fetchall()
         }
+
+
+def folded(expression: str) -> str:
+    """SQL of `expression` without its accents: the expression of the vocabulary's folded index."""
+    return f"translate({expression}, '{FOLD_FROM}', '{FOLD_TO}')"
 
 
 def _neighbours(words: list[str]) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]]]:
@@ -230,7 +259,7 @@ def _lexemes(tsquery: str) -> list[str]:
 def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool):
     """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, with
     `prefix` the completions of the word, and the vocabulary words one typo away."""
-    en, pt, _, completions = analysis
+    en, pt, _, completions, accented = analysis
     raw = item.text.lower()
     options = [en, pt]
     patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
@@ -241,6 +270,10 @@ def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *
         # Every stored vector holds the English stem of each of its words, so one lexeme per
         # completion finds every row containing that word (fewer GIN entries to read).
         options += [c_en for _, c_en, _ in completions]
+    # The same word with other accents: the stemmers keep accents, and users often leave them out.
+    for word, a_en, a_pt in accented:
+        options += [a_en, a_pt]
+        patterns.append(re.escape(word))
     for near in neighbours.get(raw, []):
         n_en, n_pt = neighbour_stems[near]
         options += [n_en, n_pt]
@@ -380,7 +413,7 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     analysed = _analyse(sorted({search_text(item.text) for item in items}), prefixes)
 
     def is_stopword(item: Item) -> bool:
-        en, pt, _, _ = analysed[search_text(item.text)]
+        en, pt = analysed[search_text(item.text)][:2]
         return not item.phrase and (not en or not pt)
 
     meaningful = [g for g in groups if not (len(g) == 1 and is_stopword(g[0]))]
