@@ -7,10 +7,10 @@ they match (coverage). Explicit syntax is honoured: `"a phrase"` is required and
 Portuguese) are dropped unless nothing else is left.
 
 Each word becomes the alternatives of its English stem, its Portuguese stem (the stored vectors
-hold both), its completions (prefix matching: "playwr" finds "Playwright"), the vocabulary words that
-differ from it only by accents ("configuracao" finds "configuração", "Joao" finds "João"), and, for a word of five
-or more letters that no document contains, its vocabulary neighbours within one edit (typo
-tolerance, see search/sql.py). Lexemes come from PostgreSQL itself, so the query is stemmed exactly
+hold both), its completions (prefix matching: "playwr" finds "Playwright"), the vocabulary words
+that differ from it only by accents ("configuracao" finds "configuração", "Joao" finds "João"), and,
+for a word of five or more letters that no document contains, its vocabulary neighbours within one
+edit (typo tolerance, see search/sql.py). Lexemes come from PostgreSQL itself, so the query is stemmed exactly
 like the stored vectors, and a word is parsed as stored text is (vault/search_text.py: a path, a
 dotted name or an address is the phrase of its parts).
 
@@ -258,7 +258,8 @@ def _lexemes(tsquery: str) -> list[str]:
 
 def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool):
     """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, with
-    `prefix` the completions of the word, and the vocabulary words one typo away."""
+    `prefix` the completions of the word, the vocabulary words that differ from it only by accents,
+    and those one typo away."""
     en, pt, _, completions, accented = analysis
     raw = item.text.lower()
     options = [en, pt]
