@@ -84,14 +84,16 @@ def scope_epoch_lexemes() -> list[Func]:
     ]
 
 
-def searched_text(field: str) -> Func:
-    """A text column as search parses it: identifiers, paths and addresses cut into their words
-    (vault/search_text.py)."""
-    return Func(models.F(field), function=SEARCH_TEXT_FUNCTION, output_field=models.TextField())
+def searched_text(text: str | models.Expression) -> Func:
+    """A text column (its name) or expression as search parses it: identifiers, paths and addresses
+    cut into their words (vault/search_text.py)."""
+    source = models.F(text) if isinstance(text, str) else text
+    return Func(source, function=SEARCH_TEXT_FUNCTION, output_field=models.TextField())
 
 
-def bilingual_vectors(field: str, weight: str = "B") -> list[SearchVector]:
-    """English and Portuguese stemming of one text column (the languages agents' users write)."""
+def bilingual_vectors(field: str | models.Expression, weight: str = "B") -> list[SearchVector]:
+    """English and Portuguese stemming of one text column (its name) or expression (the languages
+    agents' users write)."""
     return [
         SearchVector(searched_text(field), config="english", weight=weight),
         SearchVector(searched_text(field), config="portuguese", weight=weight),

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Func, IntegerField, TextField, Value
 from django.db.models.functions import Concat
@@ -23,9 +23,9 @@ from vault.models import (
     VersionAction,
     WorkspaceFile,
     WorkspaceFileVersion,
+    bilingual_vectors,
 )
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
-from vault.search_text import FUNCTION_NAME as SEARCH_TEXT_FUNCTION
 from vault.selectors import daily_note_path
 from vault.text import text_check
 
@@ -264,14 +264,7 @@ def _vector_appended(tail: str) -> Func:
     append after a word boundary (vault migration 0015), weight B in English and Portuguese."""
     return Func(
         F("search_vector"),
-        *(
-            SearchVector(
-                Func(Value(tail), function=SEARCH_TEXT_FUNCTION, output_field=TextField()),
-                config=config,
-                weight="B",
-            )
-            for config in ("english", "portuguese")
-        ),
+        *bilingual_vectors(Value(tail)),
         template="(%(expressions)s)",
         arg_joiner=" || ",
         output_field=SearchVectorField(),
