@@ -4,7 +4,13 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
-from vault.models import GIN_PENDING_KB, SearchVectorDeferredManager, bilingual_vectors, search_vector_field
+from vault.models import (
+    GIN_PENDING_KB,
+    SearchVectorDeferredManager,
+    bilingual_vectors,
+    parts_vectors,
+    search_vector_field,
+)
 
 
 class SessionStatus(models.TextChoices):
@@ -88,6 +94,7 @@ class Message(models.Model):
     search_vector = search_vector_field(
         *bilingual_vectors("text"),
         *bilingual_vectors("reply_to_text", weight="D"),
+        *parts_vectors("text"),
     )
 
     objects = SearchVectorDeferredManager()
@@ -244,7 +251,7 @@ class SessionArchive(models.Model):
     compressed_bytes = models.PositiveBigIntegerField(default=0)
     text = models.TextField(blank=True)
     archived_at = models.DateTimeField(db_index=True)
-    search_vector = search_vector_field(*bilingual_vectors("text"), scoped=False)
+    search_vector = search_vector_field(*bilingual_vectors("text"), *parts_vectors("text"), scoped=False)
 
     objects = SearchVectorDeferredManager()
 

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Func
 
 from vault.search_text import FUNCTION_NAME as SEARCH_TEXT_FUNCTION
+from vault.search_text import PARTS_FUNCTION_NAME
 
 SLUG_PATTERN = r"^[a-z0-9._-]{1,64}$"
 slug_validator = RegexValidator(SLUG_PATTERN, "Use 1-64 characters of a-z, 0-9, '.', '_' or '-'.")
@@ -98,6 +99,22 @@ def bilingual_vectors(field: str | models.Expression, weight: str = "B") -> list
         SearchVector(searched_text(field), config="english", weight=weight),
         SearchVector(searched_text(field), config="portuguese", weight=weight),
     ]
+
+
+# The weight of an identifier's parts: a match there counts a quarter of one in the text's own words.
+PARTS_WEIGHT = "D"
+
+
+def identifier_parts(text: str | models.Expression) -> Func:
+    """The identifiers of a text column (its name) or expression cut into their parts ("getUserById":
+    "get User By Id"; vault/search_text.py), "" when it holds none."""
+    source = models.F(text) if isinstance(text, str) else text
+    return Func(source, function=PARTS_FUNCTION_NAME, output_field=models.TextField())
+
+
+def parts_vectors(text: str | models.Expression) -> list[SearchVector]:
+    """The bilingual vectors of a text's identifier parts, at PARTS_WEIGHT."""
+    return bilingual_vectors(identifier_parts(text), weight=PARTS_WEIGHT)
 
 
 def search_vector_field(*parts, scoped: bool = True, epochs: bool = False) -> models.GeneratedField:
@@ -252,6 +269,7 @@ class VaultEntry(models.Model):
     search_vector = search_vector_field(
         SearchVector(Func("tags", function="memory_tags_text"), config="simple", weight="A"),
         *bilingual_vectors("content"),
+        *parts_vectors("content"),
         epochs=True,
     )
 

@@ -14,6 +14,9 @@ One rule, written twice and tested to agree: `memory_search_text(text)`, an IMMU
 the stored search vectors' generated columns and triggers call, and `search_text` below for queries.
 The rule's classes are ASCII on purpose: PostgreSQL's `[[:alnum:]]` depends on the database's locale,
 Python's `\\w` does not, and identifiers and paths are ASCII.
+
+Names written as one word ("getUserById", "500ms") are cut into their parts by a second pair,
+`memory_identifier_parts` and `identifier_parts`, below.
 """
 
 import re
@@ -35,3 +38,58 @@ def search_text(text: str) -> str:
     """`text` with the separators inside identifiers, paths, hosts and addresses made spaces, as
     `memory_search_text` does in the database."""
     return _SEPARATORS.sub(" ", text)
+
+
+# Identifiers written as one word: "getUserById", "HTTPServerError", "python3", "500ms", "v2.4.1".
+# Their parts are searched too, at a lower weight than the text's own words (vault/models.py), so that
+# "user by id" finds getUserById, "2.4.1" finds v2.4.1 and "500 ms" finds 500ms, while a search for
+# "java" still ranks a memory about Java above one that only mentions JavaScript. Cut: a lower-case
+# letter before a capital, a capital before a capitalised word of three letters or more ("HTTP
+# Server"), and a run of letters and digits that is letters then digits or digits then letters
+# ("sha 256", "500 ms"; hex digests and ids, which alternate more, are left whole).
+PARTS_FUNCTION_NAME = "memory_identifier_parts"
+
+_SPACE = r" \t\n\r\f\v"
+_CHUNK_PATTERN = rf"[^{_SPACE}]*(?:[a-z][A-Z]|[A-Z][A-Z][a-z]{{2}}|[A-Za-z][0-9]|[0-9][A-Za-z])[^{_SPACE}]*"
+_LETTERS_DIGITS = r"(?<![A-Za-z0-9])([A-Za-z]+)(?=[0-9]+(?![A-Za-z0-9]))"
+_DIGITS_LETTERS = r"(?<![A-Za-z0-9])([0-9]+)(?=[A-Za-z]+(?![A-Za-z0-9]))"
+_CASE = r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})"
+
+# (pattern, replacement), applied in this order, in SQL and in Python.
+_RULES = [(_LETTERS_DIGITS, r"\1 "), (_DIGITS_LETTERS, r"\1 "), (_CASE, " ")]
+_CHUNKS = re.compile(_CHUNK_PATTERN)
+_SPLITS = [(re.compile(pattern), replacement) for pattern, replacement in _RULES]
+
+
+def _split_sql(expression: str) -> str:
+    for pattern, replacement in _RULES:
+        expression = f"regexp_replace({expression}, '{pattern}', '{replacement}', 'g')"
+    return expression
+
+
+PARTS_FUNCTION_SQL = f"""
+CREATE OR REPLACE FUNCTION {PARTS_FUNCTION_NAME}(txt text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+SELECT coalesce(string_agg(s.split, ' ' ORDER BY s.n), '')
+FROM (
+    SELECT {_split_sql("m.chunk[1]")} AS split, m.chunk[1] AS chunk, m.n
+    FROM regexp_matches(txt, '({_CHUNK_PATTERN})', 'g') WITH ORDINALITY AS m(chunk, n)
+) s
+WHERE s.split <> s.chunk
+$$;
+"""
+
+
+def split_identifiers(text: str) -> str:
+    """`text` with every identifier cut into its parts ("getUserById" -> "get User By Id")."""
+    for pattern, replacement in _SPLITS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def identifier_parts(text: str) -> str:
+    """The cut identifiers of `text`, each with the rest of its word (the space-delimited chunk), in
+    order: what `memory_identifier_parts` gives the stored vectors. "" when there are none."""
+    chunks = (match.group(0) for match in _CHUNKS.finditer(text))
+    return " ".join(split for chunk in chunks if (split := split_identifiers(chunk)) != chunk)

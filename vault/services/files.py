@@ -24,6 +24,7 @@ from vault.models import (
     WorkspaceFile,
     WorkspaceFileVersion,
     bilingual_vectors,
+    parts_vectors,
 )
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
 from vault.selectors import daily_note_path
@@ -261,10 +262,12 @@ _WORD_BREAKS = " \n\t\r"
 
 def _vector_appended(tail: str) -> Func:
     """The stored search vector with `tail`'s lexemes after it: what the file's trigger computes for an
-    append after a word boundary (vault migration 0015), weight B in English and Portuguese."""
+    append after a word boundary (vault migrations 0015 and 0018), weight B in English and Portuguese,
+    and its identifiers' parts at weight D."""
     return Func(
         F("search_vector"),
         *bilingual_vectors(Value(tail)),
+        *parts_vectors(Value(tail)),
         template="(%(expressions)s)",
         arg_joiner=" || ",
         output_field=SearchVectorField(),
