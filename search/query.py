@@ -28,7 +28,7 @@ from django.db import connection
 
 from memoryproject.errors import InvalidInput
 from search.models import FOLD_FROM, FOLD_TO
-from vault.search_text import search_text
+from vault.search_text import search_text, split_identifiers
 
 MAX_QUERY_CHARS = 1000
 MAX_WORDS = 32
@@ -256,17 +256,22 @@ def _lexemes(tsquery: str) -> list[str]:
     return [m.replace("''", "'") for m in _LEXEME_RE.findall(tsquery)]
 
 
-def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool):
+def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool, split=None):
     """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, with
-    `prefix` the completions of the word, the vocabulary words that differ from it only by accents,
-    and those one typo away."""
+    `split` (the analysis of the text with its identifiers cut: "getUserById" as "get User By Id") the
+    phrase of their parts, with `prefix` the completions of the word, the vocabulary words that differ
+    from it only by accents, and those one typo away."""
     en, pt, _, completions, accented = analysis
     raw = item.text.lower()
     options = [en, pt]
+    # Only when the parts keep two words or more: "iPhone" cut is "i Phone", and "i" is a stopword, so
+    # the phrase would be any "phone".
+    if split is not None and min(len(_lexemes(split[0])), len(_lexemes(split[1]))) >= 2:
+        options += [split[0], split[1]]
     patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
     if item.phrase:
         patterns = [re.escape(w) for w in raw.split()]
-        return _alternatives(en, pt), patterns
+        return _alternatives(*options), patterns
     if prefix:
         # Every stored vector holds the English stem of each of its words, so one lexeme per
         # completion finds every row containing that word (fewer GIN entries to read).
@@ -410,8 +415,14 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     }
     # Each word or phrase is parsed as stored text is (vault/search_text.py): "queue_runner.py" is the
     # phrase queue <-> runner <-> py. Words that can be prefix-matched or corrected are letters only,
-    # which that leaves as they are.
-    analysed = _analyse(sorted({search_text(item.text) for item in items}), prefixes)
+    # which that leaves as they are. A word or phrase holding an identifier also matches the phrase of
+    # its parts: "getUserById" finds get_user_by_id, "500ms" finds "500 ms" (vault/search_text.py).
+    splits = {
+        item.text: search_text(split)
+        for item in items
+        if (split := split_identifiers(item.text)) != item.text
+    }
+    analysed = _analyse(sorted({search_text(item.text) for item in items} | set(splits.values())), prefixes)
 
     def is_stopword(item: Item) -> bool:
         en, pt = analysed[search_text(item.text)][:2]
@@ -438,7 +449,10 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
 
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
         prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
-        return _item_query(item, analysed[search_text(item.text)], neighbours, neighbour_stems, prefix=prefix)
+        split = analysed[splits[item.text]] if item.text in splits else None
+        return _item_query(
+            item, analysed[search_text(item.text)], neighbours, neighbour_stems, prefix=prefix, split=split
+        )
 
     terms: list[Term] = []
     for group in meaningful:
