@@ -118,3 +118,13 @@ def test_messages_and_workspace_files_hold_the_parts(api, agent_a, token_a, make
     for q in ("payment gateway", "refund request", "30 s"):
         results = api.get("/search", token=token_a, q=q, mode="lexical", kinds="files").json()["results"]
         assert [r["path"] for r in results] == ["notes/PaymentGateway.md"], q
+
+
+def test_a_text_without_identifiers_does_not_call_the_cut():
+    """The function the vectors call is inlined by PostgreSQL into a regular-expression test, so the cut
+    (a function call with a set-returning scan) runs only for texts that hold a case or digit change."""
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN VERBOSE SELECT memory_identifier_parts(content) FROM vault_vaultentry")
+        plan = " ".join(row[0] for row in cursor.fetchall())
+    assert "CASE WHEN" in plan and "memory_identifier_parts_cut" in plan
+    assert _sql_parts(["plain words", "getUserById", None]) == ["", "get User By Id", ""]
