@@ -287,11 +287,12 @@ MEMORY_SEARCH_AGENT_INDEX_ROWS = env_int("MEMORY_SEARCH_AGENT_INDEX_ROWS", 10_00
 # for among the MEMORY_SEARCH_RECENT_IDS entry ids below the scope's newest, rows matching every term
 # among twice as many, and the whole scope only when those give less than a page. 0: always all.
 MEMORY_SEARCH_RECENT_IDS = env_int("MEMORY_SEARCH_RECENT_IDS", 32768, minimum=0, maximum=1_000_000_000)
-# How hybrid search fuses its lexical and semantic arms (search/fusion.py): "minmax" (BM25 / its best
-# and the similarity min-max normalised, averaged) or "rrf" (reciprocal rank fusion, k = 10).
-MEMORY_SEARCH_FUSION = env_str("MEMORY_SEARCH_FUSION", "minmax").strip().lower()
-if MEMORY_SEARCH_FUSION not in ("minmax", "rrf"):
-    raise ImproperlyConfigured("MEMORY_SEARCH_FUSION must be minmax or rrf")
+# How hybrid search fuses its lexical and semantic arms (search/fusion.py): "zscore" (standard scores:
+# BM25 against the lexical rows', the similarity against the whole scope's, averaged), "minmax" (BM25 /
+# its best and the similarity min-max normalised, averaged) or "rrf" (reciprocal rank fusion, k = 10).
+MEMORY_SEARCH_FUSION = env_str("MEMORY_SEARCH_FUSION", "zscore").strip().lower()
+if MEMORY_SEARCH_FUSION not in ("zscore", "minmax", "rrf"):
+    raise ImproperlyConfigured("MEMORY_SEARCH_FUSION must be zscore, minmax or rrf")
 # A message gains this share of the relevance of its best neighbouring turn found by the same search
 # (search/conversation.py). 0 (default) turns it off: +0.036 R@10 on LoCoMo, -0.009 on REALTALK.
 MEMORY_SEARCH_NEIGHBOUR_SHARE = env_float("MEMORY_SEARCH_NEIGHBOUR_SHARE", 0.0, minimum=0.0, maximum=1.0)

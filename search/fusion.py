@@ -1,16 +1,21 @@
 """Hybrid retrieval: the lexical arm (BM25 in SQL, search/ranking.py) fused with the semantic arm
 (embeddings, search/semantic.py), then the recency/importance/access factors.
 
-Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). Each arm's relevance is
-normalised over its own rows (lexical: the BM25 text score before the factors, divided by the best;
-semantic: the cosine similarity, min-max), the two are averaged with equal weights (a row one arm did not find
-gets 0 from it), a message gains a share of its best found neighbour's (search/conversation.py),
-and the result is multiplied by the row's factors, as a lexical score is. Every
-result says which arm(s) found it (`arms`). The semantic arm's rows are read with the same scope and
-filters (category, tags, status, since, until, internal, deleted) as the lexical ones: a semantic hit
-the filters exclude is dropped.
+Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). The default fusion
+(MEMORY_SEARCH_FUSION=zscore) turns each arm's scores into standard scores: the BM25 text scores
+(before the factors) against the arm's own rows, the cosine similarities against the whole scope
+searched (how far a hit stands out from the agent's usual similarity to this query), with the rows
+only the lexical arm found given their own similarity, read by id. The two are averaged (lexical
+ZSCORE_LEXICAL_WEIGHT) and scaled to 0..1. `minmax` (BM25 / its best, similarity min-max over the
+arm's rows, averaged 0.5 / 0.5, a row one arm did not find getting 0 from it) and `rrf` (reciprocal
+rank fusion) remain. A message then gains a share of its best found neighbour's relevance
+(search/conversation.py, off by default), and the result is multiplied by the row's factors, as a
+lexical score is. Every result says which arm(s) found it (`arms`). The semantic arm's rows are read
+with the same scope and filters (category, tags, status, since, until, internal, deleted) as the
+lexical ones: a semantic hit the filters exclude is dropped.
 
-Measured on LoCoMo (docs/benchmarks.md): weighted min-max against reciprocal rank fusion.
+Measured on LoCoMo, REALTALK and bench_quality (docs/benchmarks.md): z-scores against min-max (the
+default until 2026-11-26) and reciprocal rank fusion.
 """
 
 from collections.abc import Callable
@@ -23,17 +28,23 @@ from memoryproject.errors import InvalidInput
 from search import ranking
 from search.conversation import neighbours_spread
 from search.semantic import (
+    ScopeSimilarity,
     background_submit,
     query_vector,
     query_vector_start,
     semantic_enabled,
     semantic_search,
     semantic_status,
+    similarities,
 )
 
 MODES = ("hybrid", "lexical", "semantic")
 FUSION_DEPTH = 50
-LEXICAL_WEIGHT = 0.5
+LEXICAL_WEIGHT = 0.5  # min-max fusion
+# Z-score fusion (the default): the lexical arm's share. Chosen on LoCoMo and bench_quality
+# (docs/benchmarks.md, 2026-11-26): 0.4 keeps every quality group at or above its baseline and the
+# paraphrase group above 0.85; LoCoMo alone would take 0.5-0.6 (0.692 R@10 at 0.4, 0.700-0.709 above).
+ZSCORE_LEXICAL_WEIGHT = 0.4
 RRF_K = 10
 
 
@@ -58,13 +69,29 @@ def resolve_mode(mode: str | None) -> str:
 _KIND_OF = {"entries": "entry", "messages": "message", "files": "file"}
 
 
-def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int, vector=None) -> list[dict]:
+class SemanticRows(list):
+    """The semantic arm's rows, with what the z-score fusion needs: `scope`, how similar the scope's
+    embeddings are to the query (semantic.ScopeSimilarity, None when unknown), and `vector`, the
+    query's embedding (for the similarity of rows only the lexical arm found)."""
+
+    scope: ScopeSimilarity | None = None
+    vector: tuple[float, ...] | None = None
+
+    def like(self, rows: list[dict]) -> "SemanticRows":
+        """`rows` (a part of these) with the same scope and vector."""
+        part = SemanticRows(rows)
+        part.scope, part.vector = self.scope, self.vector
+        return part
+
+
+def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int, vector=None) -> SemanticRows:
     """The semantic arm: the nearest items of the scope, read with the search's filters, each with
     `similarity` and its score `factor`. `vector` is the query's embedding when already computed."""
     agents = scope.agent_ids if scope.agent_ids is not None else [None]
-    hits = []
+    vector = vector if vector is not None else query_vector(q)
+    hits, scopes = [], []
     for agent_id in agents:
-        hits += semantic_search(
+        found = semantic_search(
             project_id=scope.project_id,
             agent_id=agent_id,
             kinds=set(kinds),
@@ -72,8 +99,12 @@ def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int, vector=N
             limit=depth,
             vector=vector,
         )
+        hits += found
+        if found.scope is not None:
+            scopes.append(found.scope)
     similarity = {(hit.kind, hit.object_id): hit.similarity for hit in hits}
-    rows = []
+    rows = SemanticRows()
+    rows.scope, rows.vector = ScopeSimilarity.pooled(scopes), vector
     for kind in kinds:
         ids = [object_id for (hit_kind, object_id) in similarity if hit_kind == _KIND_OF[kind]]
         if ids:
@@ -117,7 +148,7 @@ def semantic_rows_start(
     the background and the arm runs when its result is asked for."""
 
     def rows(vector) -> list[dict]:
-        return semantic_rows(q, scope, filters, kinds, depth, vector=vector) if vector else []
+        return semantic_rows(q, scope, filters, kinds, depth, vector=vector) if vector else SemanticRows()
 
     if connection.in_atomic_block:
         embedding = embedding or query_vector_start(q)
@@ -176,6 +207,77 @@ def _normalised(values: dict, key) -> dict:
     return {k: (v - low) / span if span > 0 else 1.0 for k, v in values.items()}
 
 
+def _rrf(text_score: dict, similarity: dict, rows: dict) -> dict:
+    lex_rank = {k: i for i, k in enumerate(sorted(text_score, key=lambda k: -text_score[k]), 1)}
+    sem_rank = {k: i for i, k in enumerate(sorted(similarity, key=lambda k: -similarity[k]), 1)}
+    return {
+        key: (1 / (RRF_K + lex_rank[key]) if key in lex_rank else 0.0)
+        + (1 / (RRF_K + sem_rank[key]) if key in sem_rank else 0.0)
+        for key in rows
+    }
+
+
+def _minmax(text_score: dict, similarity: dict, rows: dict) -> dict:
+    # BM25 is ratio-scaled (0: no match): divided by the best, so the factors can still reorder
+    # rows of about the same relevance; cosine similarity has an arbitrary floor: min-max.
+    best = max(text_score.values(), default=0.0)
+    lex_n = {k: v / best for k, v in text_score.items()} if best > 0 else {}
+    sem_n = _normalised(similarity, None)
+    return {
+        key: LEXICAL_WEIGHT * lex_n.get(key, 0.0) + (1 - LEXICAL_WEIGHT) * sem_n.get(key, 0.0) for key in rows
+    }
+
+
+def _z(values: dict, mean: float | None = None, sd: float | None = None) -> dict:
+    """Standard scores of `values` against `mean` and `sd` (by default their own)."""
+    if not values:
+        return {}
+    if mean is None:
+        mean = sum(values.values()) / len(values)
+        sd = (sum((v - mean) ** 2 for v in values.values()) / len(values)) ** 0.5
+    return {k: (v - mean) / sd if sd else 0.0 for k, v in values.items()}
+
+
+def _zscores(text_score: dict, similarity: dict, rows: dict, semantic: list[dict]) -> dict:
+    """Each arm as standard scores, averaged with ZSCORE_LEXICAL_WEIGHT, then scaled to 0..1 over the
+    rows.
+
+    Lexical: the BM25 text scores against their own mean and spread, counting the arm's unused depth
+    as rows of score 0 (an arm that found three rows found nothing else: one exact match stands out
+    as it should, instead of being the mean of one). Semantic: the similarities against the whole
+    scope's (semantic.ScopeSimilarity), so a hit counts by how far it stands out from the agent's
+    usual similarity to this query, and a row only the lexical arm found is given its own similarity
+    (read by id), not the arm's floor. A row an arm has no score for takes that arm's floor: BM25 0
+    when the arm returned less than its depth, else its lowest row; the lowest similarity among the
+    rows when an item has no embedding yet."""
+    scope = getattr(semantic, "scope", None)
+    vector = getattr(semantic, "vector", None)
+    similarity = dict(similarity)
+    if vector is not None:
+        missing = [key for key in rows if key not in similarity]
+        similarity.update(similarities(vector, missing))
+    scores = list(text_score.values())
+    n = max(len(scores), FUSION_DEPTH)
+    mean = sum(scores) / n
+    sd = max(sum(v * v for v in scores) / n - mean * mean, 0.0) ** 0.5
+    lex_z = _z(text_score, mean, sd)
+    lex_floor = (-mean / sd if sd else 0.0) if len(scores) < FUSION_DEPTH else min(lex_z.values())
+    sem_z = _z(similarity, scope.mean, scope.sd) if scope is not None else _z(similarity)
+    sem_floor = min(sem_z.values(), default=0.0)
+    w = ZSCORE_LEXICAL_WEIGHT
+    fused = {key: w * lex_z.get(key, lex_floor) + (1 - w) * sem_z.get(key, sem_floor) for key in rows}
+    # Scaled to 0..1 above the fused score of a row of no evidence (no term matched, the scope's usual
+    # similarity), so that the factors, which multiply, keep their meaning: with the semantic arm
+    # silent this is BM25 / its best, as the min-max fusion gives. (Scaled between the rows' lowest
+    # and highest instead, three close BM25 scores became 1, 0.5 and 0, and no factor could reorder
+    # them: a superseded entry outranked its live successor.)
+    base = w * (-mean / sd if sd else 0.0)
+    high = max(fused.values(), default=0.0)
+    if high <= base:
+        return _normalised(fused, None)
+    return {key: max(0.0, value - base) / (high - base) for key, value in fused.items()}
+
+
 def fuse(lexical: list[dict], semantic: list[dict], method: str | None = None) -> list[dict]:
     """One list from both arms' rows, best first, each with its fused `score` and `arms`."""
     method = method or settings.MEMORY_SEARCH_FUSION
@@ -194,22 +296,12 @@ def fuse(lexical: list[dict], semantic: list[dict], method: str | None = None) -
             rows[key]["arms"].append("semantic")
         else:
             rows[key] = {**row, "factor": float(row.get("factor") or 1.0), "arms": ["semantic"]}
-    relevance: dict[tuple, float] = {}
     if method == "rrf":
-        lex_rank = {k: i for i, k in enumerate(sorted(text_score, key=lambda k: -text_score[k]), 1)}
-        sem_rank = {k: i for i, k in enumerate(sorted(similarity, key=lambda k: -similarity[k]), 1)}
-        for key in rows:
-            relevance[key] = (1 / (RRF_K + lex_rank[key]) if key in lex_rank else 0.0) + (
-                1 / (RRF_K + sem_rank[key]) if key in sem_rank else 0.0
-            )
+        relevance = _rrf(text_score, similarity, rows)
+    elif method == "minmax":
+        relevance = _minmax(text_score, similarity, rows)
     else:
-        # BM25 is ratio-scaled (0: no match): divided by the best, so the factors can still reorder
-        # rows of about the same relevance; cosine similarity has an arbitrary floor: min-max.
-        best = max(text_score.values(), default=0.0)
-        lex_n = {k: v / best for k, v in text_score.items()} if best > 0 else {}
-        sem_n = _normalised(similarity, None)
-        for key in rows:
-            relevance[key] = LEXICAL_WEIGHT * lex_n.get(key, 0.0) + (1 - LEXICAL_WEIGHT) * sem_n.get(key, 0.0)
+        relevance = _zscores(text_score, similarity, rows, semantic)
     relevance = neighbours_spread(relevance, rows)
     for key, row in rows.items():
         row["score"] = relevance[key] * row["factor"]

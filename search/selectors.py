@@ -172,8 +172,9 @@ def entries_best_by_category(
         lexical[row["category"]].append(row)
     if semantic_arm is None:
         return lexical
-    semantic: dict[str, list[dict]] = {category: [] for category in limits}
-    for row in semantic_arm.result():
+    arm = semantic_arm.result()
+    semantic = {category: arm.like([]) for category in limits}
+    for row in arm:
         if row["category"] in semantic:
             semantic[row["category"]].append(row)
     best = {}

@@ -4,7 +4,9 @@ The stable interface for the rest of search (fusion, context, the search page):
 
 - semantic_enabled(): embeddings are configured (MEMORY_EMBEDDINGS is not off) and the database has
   pgvector. When False, search is lexical only and semantic_status() says why.
-- semantic_search(project_id=, agent_id=, kinds=, query=, limit=) -> [SemanticHit], best first.
+- semantic_search(project_id=, agent_id=, kinds=, query=, limit=) -> [SemanticHit], best first, with
+  `.scope`: how similar the scope's embeddings are to the query (ScopeSimilarity).
+- similarities(vector, items): the query's similarity to given items, read by id.
   Embeddings come from the background job, so an item written seconds ago, or edited, may be found
   only lexically (or by its previous text) until the job has embedded it.
 
@@ -50,6 +52,8 @@ SCOPE_CACHE_SECONDS = 60.0
 _scope_rows_cache: dict[tuple, tuple[float, int]] = {}
 # Rows over-fetched per hit asked, so that several chunks of one file still leave `limit` items.
 CHUNK_SLACK = 3
+# Chunks whose similarity stands for a scope walked through the HNSW index (ScopeSimilarity).
+STATS_SAMPLE_ROWS = 1000
 HNSW_EF_SEARCH = settings.MEMORY_SEMANTIC_EF_SEARCH
 
 NO_PGVECTOR = (
@@ -80,6 +84,37 @@ class SemanticHit:
     kind: str  # 'entry' | 'message' | 'file'
     object_id: int
     similarity: float  # cosine similarity, 1 = same direction
+
+
+@dataclass(frozen=True)
+class ScopeSimilarity:
+    """How similar a scope's embeddings are to the query: the count, mean and standard deviation of
+    the cosine similarity of its chunks (every chunk when the scope is scanned exactly, the first
+    STATS_SAMPLE_ROWS of the scope when the index is walked). Hybrid search scales a hit's similarity
+    by them (search/fusion.py): a cosine means little alone, its distance above the scope's usual one
+    says how much a hit stands out."""
+
+    count: int
+    mean: float
+    sd: float
+
+    @staticmethod
+    def pooled(parts: "list[ScopeSimilarity]") -> "ScopeSimilarity | None":
+        """The statistics of several scopes together (a search over several agents)."""
+        parts = [p for p in parts if p.count > 0]
+        if not parts:
+            return None
+        count = sum(p.count for p in parts)
+        mean = sum(p.count * p.mean for p in parts) / count
+        variance = sum(p.count * (p.sd**2 + (p.mean - mean) ** 2) for p in parts) / count
+        return ScopeSimilarity(count=count, mean=mean, sd=variance**0.5)
+
+
+class SemanticHits(list):
+    """semantic_search's hits, best first, with `scope`: the ScopeSimilarity of the scope searched
+    (None when nothing was compared)."""
+
+    scope: ScopeSimilarity | None = None
 
 
 def _pgvector_ready() -> bool:
@@ -211,7 +246,7 @@ def semantic_search(
     query: str,
     limit: int,
     vector: tuple[float, ...] | None = None,
-) -> list[SemanticHit]:
+) -> SemanticHits:
     """The `limit` items of the project (of one agent when agent_id is given) whose embedding is
     nearest the query's, best first; a file's best chunk stands for the file. [] when semantic
     search is off, the query is blank or cannot be embedded (a remote backend that is down). The
@@ -219,12 +254,12 @@ def semantic_search(
     caller has it already."""
     wanted = sorted({_KIND_NAMES[kind] for kind in kinds if kind in _KIND_NAMES})
     if not wanted or not query.strip() or limit < 1 or not semantic_enabled():
-        return []
+        return SemanticHits()
     embedder = embedder_get()
     query_embedding = vector if vector is not None else query_vector(query)
     if query_embedding is None:
-        return []
-    vector = "[" + ",".join(f"{x:.7g}" for x in query_embedding) + "]"
+        return SemanticHits()
+    vector = _vector_text(query_embedding)
     dimensions = int(embedder.dimensions)
     params = {
         "q": vector,
@@ -260,26 +295,86 @@ def semantic_search(
             f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}; SET LOCAL hnsw.iterative_scan = relaxed_order"
         )
     # A transaction only where SET LOCAL needs one: a small exact scan is a single statement.
+    scope_where = (
+        f"dimensions = {dimensions} AND model = %(model)s AND project_id = %(project)s {agent_filter}"
+        " AND kind = ANY(%(kinds)s)"
+    )
     with transaction.atomic() if settings_sql else nullcontext(), connection.cursor() as cursor:
         if settings_sql:
             cursor.execute(settings_sql)
+        if exact:
+            cursor.execute(_EXACT_SQL.format(distance=distance, where=scope_where), params)
+            rows = cursor.fetchall()
+            stats = rows[0][3:] if rows else (0, None, None)
+        else:
+            cursor.execute(_NEAREST_SQL.format(distance=distance, where=scope_where), params)
+            rows = cursor.fetchall()
+            cursor.execute(
+                f"SELECT count(*), avg(d), stddev_pop(d) FROM (SELECT (vector <=> %(q)s::vector) AS d"
+                f" FROM search_embedding WHERE {scope_where} LIMIT {STATS_SAMPLE_ROWS}) sample",
+                params,
+            )
+            stats = cursor.fetchone()
+    hits = SemanticHits(SemanticHit(kind=row[0], object_id=row[1], similarity=1.0 - row[2]) for row in rows)
+    count, mean_distance, sd = stats
+    if count:
+        hits.scope = ScopeSimilarity(count=int(count), mean=1.0 - float(mean_distance), sd=float(sd or 0.0))
+    return hits
+
+
+# The nearest chunks, grouped by item (a file's best chunk stands for the file).
+_NEAREST_SQL = """
+    SELECT kind, object_id, min(distance) AS distance FROM (
+        SELECT kind, object_id, {distance} AS distance
+        FROM search_embedding WHERE {where}
+        ORDER BY distance LIMIT %(fetch)s
+    ) nearest
+    GROUP BY kind, object_id
+    ORDER BY distance, object_id DESC
+    LIMIT %(limit)s
+"""
+# The same from an exact scan, whose distances of every chunk of the scope also give its statistics
+# (computed once, read twice).
+_EXACT_SQL = """
+    WITH scored AS MATERIALIZED (
+        SELECT kind, object_id, {distance} AS distance FROM search_embedding WHERE {where}
+    ), nearest AS (
+        SELECT kind, object_id, min(distance) AS distance FROM (
+            SELECT kind, object_id, distance FROM scored ORDER BY distance LIMIT %(fetch)s
+        ) t
+        GROUP BY kind, object_id
+        ORDER BY distance, object_id DESC
+        LIMIT %(limit)s
+    )
+    SELECT n.kind, n.object_id, n.distance, s.count, s.mean, s.sd
+    FROM nearest n CROSS JOIN (
+        SELECT count(*) AS count, avg(distance) AS mean, stddev_pop(distance) AS sd FROM scored
+    ) s
+    ORDER BY n.distance, n.object_id DESC
+"""
+
+
+def similarities(vector: tuple[float, ...], items: list[tuple[str, int]]) -> dict[tuple[str, int], float]:
+    """The query's cosine similarity to each (kind, object_id) item that has an embedding of the
+    configured model (an item's best chunk), read by id: hybrid search completes the rows only the
+    lexical arm found with it (search/fusion.py)."""
+    embedder = embedder_get()
+    if embedder is None or not items or not vector:
+        return {}
+    names = [_KIND_NAMES[kind] for kind, _ in items]
+    with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT kind, object_id, min(distance) AS distance FROM (
-                SELECT kind, object_id, {distance} AS distance
-                FROM search_embedding
-                WHERE dimensions = {dimensions} AND model = %(model)s AND project_id = %(project)s
-                  {agent_filter} AND kind = ANY(%(kinds)s)
-                ORDER BY distance LIMIT %(fetch)s
-            ) nearest
-            GROUP BY kind, object_id
-            ORDER BY distance, object_id DESC
-            LIMIT %(limit)s
+            SELECT e.kind, e.object_id, 1 - min(e.vector <=> %s::vector)
+            FROM unnest(%s::text[], %s::bigint[]) AS i(kind, object_id)
+            JOIN search_embedding e ON e.kind = i.kind AND e.object_id = i.object_id
+            WHERE e.model = %s AND e.dimensions = {int(embedder.dimensions)}
+            GROUP BY e.kind, e.object_id
             """,
-            params,
+            [_vector_text(vector), names, [object_id for _, object_id in items], embedder.model_id],
         )
-        rows = cursor.fetchall()
-    return [
-        SemanticHit(kind=kind, object_id=object_id, similarity=1.0 - distance)
-        for kind, object_id, distance in rows
-    ]
+        return {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}
+
+
+def _vector_text(vector) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"

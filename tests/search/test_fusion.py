@@ -143,3 +143,113 @@ def test_outside_a_transaction_the_semantic_arm_runs_beside_the_lexical_one(
     # (The first search counted an access of each result, so the scores, not the order, move.)
     assert [(r["id"], r["arms"]) for r in beside] == [(r["id"], r["arms"]) for r in inside]
     assert context_beside["text"] == context_inside["text"] and "nightly backups" in context_beside["text"]
+
+
+def test_zscore_fusion_scales_each_arm_and_gives_a_missing_score_the_arms_floor():
+    """The default fusion: BM25 as standard scores among the lexical rows (the arm's unused depth
+    counted as rows of score 0), similarity as standard scores against the whole scope's
+    (ScopeSimilarity), averaged 0.4 / 0.6, then scaled to 0..1 before the factors."""
+    from search.fusion import FUSION_DEPTH, ZSCORE_LEXICAL_WEIGHT, SemanticRows
+    from search.semantic import ScopeSimilarity
+
+    lexical = [
+        {"kind": "entry", "id": 1, "score": 6.0, "factor": 1.0, "text": "a"},
+        {"kind": "entry", "id": 2, "score": 4.0, "factor": 1.0, "text": "b"},
+        {"kind": "entry", "id": 3, "score": 2.0, "factor": 1.0, "text": "c"},
+    ]
+    semantic = SemanticRows(
+        [
+            {"kind": "entry", "id": 4, "similarity": 0.94, "factor": 1.0, "text": "d"},
+            {"kind": "entry", "id": 3, "similarity": 0.86, "factor": 1.0, "text": "c"},
+        ]
+    )
+    # The scope's usual similarity to this query is 0.80 +- 0.02: entry 4 stands out by 7 deviations.
+    semantic.scope = ScopeSimilarity(count=500, mean=0.80, sd=0.02)
+    scores = {r["id"]: r["score"] for r in fuse(lexical, semantic, "zscore")}
+    # Lexical: 6, 4, 2 and 47 zeros; entry 4, which no term matched, takes the z of a 0.
+    values = [6.0, 4.0, 2.0] + [0.0] * (FUSION_DEPTH - 3)
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    lex = {1: (6 - mean) / sd, 2: (4 - mean) / sd, 3: (2 - mean) / sd, 4: -mean / sd}
+    # Semantic: 4 -> 7, 3 -> 3; entries 1 and 2 (no stored vector to read here) take the floor, 3.
+    sem = {1: 3.0, 2: 3.0, 3: 3.0, 4: 7.0}
+    w = ZSCORE_LEXICAL_WEIGHT
+    fused = {k: w * lex[k] + (1 - w) * sem[k] for k in lex}
+    # Scaled above a row of no evidence: BM25 0, the scope's usual similarity (z 0).
+    base, high = w * (-mean / sd), max(fused.values())
+    for k, value in fused.items():
+        assert scores[k] == pytest.approx((value - base) / (high - base), abs=1e-6), k
+    assert max(scores, key=scores.get) == 4 and min(scores, key=scores.get) == 3
+    # With the semantic arm silent, the relevance is BM25 / its best, as in the min-max fusion.
+    alone = {r["id"]: r["score"] for r in fuse(lexical, SemanticRows(), "zscore")}
+    assert alone == pytest.approx({1: 1.0, 2: 4 / 6, 3: 2 / 6})
+    # Against the arm's own rows instead (no scope known), the same hit stands out much less.
+    semantic.scope = None
+    own = {r["id"]: r["score"] for r in fuse(lexical, semantic, "zscore")}
+    assert max(own, key=own.get) == 1
+
+
+def test_zscore_fusion_gives_a_lone_exact_match_its_full_lexical_weight():
+    """One lexical row is not "the mean of one" (z 0): against the arm's unused depth it stands out,
+    so a keyword only one memory holds still wins over the semantic arm's mild preferences."""
+    from search.fusion import SemanticRows
+    from search.semantic import ScopeSimilarity
+
+    lexical = [{"kind": "entry", "id": 1, "score": 9.0, "factor": 1.0, "text": "Turborepo monorepo"}]
+    semantic = SemanticRows(
+        [
+            {"kind": "entry", "id": 2, "similarity": 0.86, "factor": 1.0, "text": "b"},
+            {"kind": "entry", "id": 1, "similarity": 0.85, "factor": 1.0, "text": "Turborepo monorepo"},
+        ]
+    )
+    semantic.scope = ScopeSimilarity(count=300, mean=0.80, sd=0.02)
+    ranked = [r["id"] for r in fuse(lexical, semantic, "zscore")]
+    assert ranked == [1, 2]
+
+
+@pytest.mark.usefixtures("semantic_on")
+def test_the_scope_statistics_and_a_lexical_rows_similarity_come_from_the_stored_vectors(
+    agent_a, make_entry, monkeypatch
+):
+    from django.db import connection
+
+    from search import semantic
+    from search.fusion import semantic_rows
+    from search.ranking import SearchFilters, SearchScope
+
+    for text in (
+        "Our invoices are stored in PostgreSQL with nightly backups.",
+        "The cat sleeps on the sofa all afternoon.",
+        "We play football every Sunday morning.",
+        "Kafka keeps events for seven days.",
+    ):
+        make_entry(agent_a, text)
+    embed_all()
+    question = "which database keeps the billing documents?"
+    vector = semantic.query_vector(question)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), avg(1 - (vector <=> %s::vector)), stddev_pop(vector <=> %s::vector)"
+            " FROM search_embedding WHERE agent_id = %s AND kind = 'entry'",
+            [semantic._vector_text(vector)] * 2 + [agent_a.pk],
+        )
+        count, mean, sd = cursor.fetchone()
+    scope = SearchScope(agent_a.project_id, [agent_a.pk])
+    filters = SearchFilters(kinds=("entries",))
+    # The exact scan, then the index walk and its sample. (What the walk itself finds in a table of
+    # four rows, among the test run's dead ones, is pgvector's business: only the statistics here.)
+    rows = []
+    for exact_max in (1_000_000, 0):
+        monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", exact_max)
+        semantic._scope_rows_cache.clear()
+        walked = semantic_rows(question, scope, filters, ["entries"], depth=1)
+        rows = walked if exact_max else rows
+        assert walked.vector == vector
+        assert walked.scope.count == count == 4
+        assert walked.scope.mean == pytest.approx(mean, abs=1e-6)
+        assert walked.scope.sd == pytest.approx(sd, abs=1e-6)
+    assert len(rows) == 1
+    # The entries the arm did not return (depth 1) get their own similarity, read by id.
+    others = [("entry", pk) for pk in agent_a.entries.exclude(pk=rows[0]["id"]).values_list("pk", flat=True)]
+    read = semantic.similarities(vector, others)
+    assert set(read) == set(others) and all(value < rows[0]["similarity"] for value in read.values())
