@@ -344,7 +344,10 @@ def search_run(
                 rows = _lexical_rows(compiled, scope, wanted, entries_only)
     if semantic_arm is not None:
         # [] when the query cannot be embedded: lexical results only.
-        rows = fusion.fuse(rows, semantic_arm.result())
+        # Semantic mode has one arm, nothing to put on a common scale: its similarities min-max over
+        # its rows, as before the z-score fusion (scaled to the scope's instead, the factors moved
+        # bench_quality's semantic MRR from 0.919 to 0.881).
+        rows = fusion.fuse(rows, semantic_arm.result(), "minmax" if mode == "semantic" else None)
     else:
         conversation.rows_spread(rows)
         for row in rows:
