@@ -53,7 +53,7 @@ _scope_rows_cache: dict[tuple, tuple[float, int]] = {}
 # Rows over-fetched per hit asked, so that several chunks of one file still leave `limit` items.
 CHUNK_SLACK = 3
 # Chunks whose similarity stands for a scope walked through the HNSW index (ScopeSimilarity).
-STATS_SAMPLE_ROWS = 1000
+STATS_SAMPLE_ROWS = 300
 HNSW_EF_SEARCH = settings.MEMORY_SEMANTIC_EF_SEARCH
 
 NO_PGVECTOR = (
