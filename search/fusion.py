@@ -3,12 +3,13 @@
 
 Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). The default fusion
 (MEMORY_SEARCH_FUSION=zscore) turns each arm's scores into standard scores: the BM25 text scores
-(before the factors) against the arm's own rows, the cosine similarities against the whole scope
-searched (how far a hit stands out from the agent's usual similarity to this query), with the rows
-only the lexical arm found given their own similarity, read by id. The two are averaged (lexical
-ZSCORE_LEXICAL_WEIGHT) and scaled to 0..1. `minmax` (BM25 / its best, similarity min-max over the
-arm's rows, averaged 0.5 / 0.5, a row one arm did not find getting 0 from it) and `rrf` (reciprocal
-rank fusion) remain. A message then gains a share of its best found neighbour's relevance
+(before the factors) against the arm's own rows and its unused depth (rows of score 0), the cosine
+similarities against the whole scope searched (how far a hit stands out from the agent's usual
+similarity to this query), with the rows only the lexical arm found given their own similarity, read
+by id. The two are averaged (lexical ZSCORE_LEXICAL_WEIGHT) and scaled to 0..1 above a row of no
+evidence. Semantic mode alone keeps min-max (search/selectors.py). `minmax` (BM25 / its best,
+similarity min-max over the arm's rows, averaged 0.5 / 0.5, a row one arm did not find getting 0
+from it) and `rrf` (reciprocal rank fusion) remain. A message then gains a share of its best found neighbour's relevance
 (search/conversation.py, off by default), and the result is multiplied by the row's factors, as a
 lexical score is. Every result says which arm(s) found it (`arms`). The semantic arm's rows are read
 with the same scope and filters (category, tags, status, since, until, internal, deleted) as the
@@ -239,8 +240,8 @@ def _z(values: dict, mean: float | None = None, sd: float | None = None) -> dict
 
 
 def _zscores(text_score: dict, similarity: dict, rows: dict, semantic: list[dict]) -> dict:
-    """Each arm as standard scores, averaged with ZSCORE_LEXICAL_WEIGHT, then scaled to 0..1 over the
-    rows.
+    """Each arm as standard scores, averaged with ZSCORE_LEXICAL_WEIGHT, then scaled to 0..1 above a
+    row of no evidence (see the end).
 
     Lexical: the BM25 text scores against their own mean and spread, counting the arm's unused depth
     as rows of score 0 (an arm that found three rows found nothing else: one exact match stands out

@@ -253,3 +253,28 @@ def test_the_scope_statistics_and_a_lexical_rows_similarity_come_from_the_stored
     others = [("entry", pk) for pk in agent_a.entries.exclude(pk=rows[0]["id"]).values_list("pk", flat=True)]
     read = semantic.similarities(vector, others)
     assert set(read) == set(others) and all(value < rows[0]["similarity"] for value in read.values())
+
+
+@pytest.mark.usefixtures("semantic_on")
+def test_semantic_mode_keeps_its_own_min_max_scale(api, token_a, agent_a, make_entry, monkeypatch):
+    """With one arm there is nothing to put on a common scale: semantic mode ranks by the similarity
+    min-max over its own rows (the z-scale let the factors reorder bench_quality's semantic answers),
+    while hybrid mode uses the configured fusion."""
+    from search import fusion
+
+    make_entry(agent_a, "Our invoices are stored in PostgreSQL with nightly backups.")
+    make_entry(agent_a, "The cat sleeps on the sofa all afternoon.")
+    embed_all()
+    methods = []
+    fuse_real = fusion.fuse
+
+    def recorded(lexical, semantic, method=None):
+        methods.append(method)
+        return fuse_real(lexical, semantic, method)
+
+    monkeypatch.setattr(fusion, "fuse", recorded)
+    question = "which database keeps the billing documents?"
+    for mode in ("semantic", "hybrid"):
+        response = api.get("/search", q=question, mode=mode, kinds="entries", token=token_a)
+        assert response.status_code == 200 and response.json()["results"]
+    assert methods == ["minmax", None]
