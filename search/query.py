@@ -42,6 +42,8 @@ _TOKEN_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORD_RE = re.compile(r"\w+(?:[.'’\-]\w+)*")
 _LEXEME_RE = re.compile(r"'((?:[^']|'')*)'")
 _ALPHA_RE = re.compile(r"^[^\W\d_]+$")
+# The "v" of a version written "v2.4.1": the stored text may say "2.4.1" (or "version 2.4.1").
+_VERSION_V_RE = re.compile(r"(?<![\w.])[vV](?=(?:\d+\.)+\d+\b(?!\.\d))")
 
 
 @dataclass
@@ -252,6 +254,13 @@ def _alternatives(*tsqueries: str) -> str:
     return unique[0] if len(unique) == 1 else "( " + " | ".join(unique) + " )"
 
 
+def _parts_of(text: str) -> str:
+    """`text` with its identifiers cut into their parts ("getUserById" -> "get User By Id"), and a
+    version without its "v" ("v2.4.1" -> "2.4.1"): the phrase a stored text without the identifier
+    holds. A stored "v2.4.1" holds the parts "v 2.4.1", so the bare version finds it too."""
+    return split_identifiers(_VERSION_V_RE.sub("", text))
+
+
 def _lexemes(tsquery: str) -> list[str]:
     return [m.replace("''", "'") for m in _LEXEME_RE.findall(tsquery)]
 
@@ -417,11 +426,7 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     # phrase queue <-> runner <-> py. Words that can be prefix-matched or corrected are letters only,
     # which that leaves as they are. A word or phrase holding an identifier also matches the phrase of
     # its parts: "getUserById" finds get_user_by_id, "500ms" finds "500 ms" (vault/search_text.py).
-    splits = {
-        item.text: search_text(split)
-        for item in items
-        if (split := split_identifiers(item.text)) != item.text
-    }
+    splits = {item.text: search_text(split) for item in items if (split := _parts_of(item.text)) != item.text}
     analysed = _analyse(sorted({search_text(item.text) for item in items} | set(splits.values())), prefixes)
 
     def is_stopword(item: Item) -> bool:

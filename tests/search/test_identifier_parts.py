@@ -69,6 +69,9 @@ def test_a_camel_case_query_finds_the_snake_case_name(api, agent_a, token_a, mak
     ("stored", "q"),
     [
         ("Upgrade to v2.4.1 fixed the leak", "2.4.1"),
+        ("Upgrade to 2.4.1 fixed the leak", "v2.4.1"),
+        ("Upgrade to 2.4.1 fixed the leak", '"upgrade to V2.4.1"'),
+        ("Upgrade to v2.4.1 fixed the leak", "V2.4.1"),
         ("The p95 went up to 500ms after the deploy", "500 ms"),
         ("The p95 went up to 500 ms after the deploy", "500ms"),
         ("Retry on HTTPServerError only", "server error"),
@@ -80,6 +83,20 @@ def test_versions_units_and_acronyms_match_either_way(api, agent_a, token_a, mak
     make_entry(agent_a, "Nothing to see in this unrelated note about lunch")
     response = api.get("/search", token=token_a, q=q, mode="lexical", kinds="entries")
     assert [r["id"] for r in response.json()["results"]] == [wanted.pk], (stored, q)
+
+
+def test_a_version_asked_with_its_v_is_still_that_version_only(api, agent_a, token_a, make_entry):
+    """ "v2.4.1" asked finds "2.4.1" stored, but not another version that shares its first numbers, nor
+    a "v2" that is no version."""
+    wanted = make_entry(agent_a, "Pin the client to 2.4.1 until the retry bug is fixed")
+    make_entry(agent_a, "The client 2.4.0 had the retry bug")
+    make_entry(agent_a, "The v2 dashboard shows 4 panels and 1 chart")
+    response = api.get("/search", token=token_a, q="v2.4.1", mode="lexical", kinds="entries")
+    assert [r["id"] for r in response.json()["results"]] == [wanted.pk]
+    # A word that only ends like a version keeps its "v": "nv2.4" is not version 2.4.
+    alternatives = [a.strip(" ()") for a in query_compile("nv2.4").terms[0].tsquery.split("|")]
+    assert "'nv' <-> '2' <-> '4'" in alternatives and "'2' <-> '4'" not in alternatives
+    assert "'2' <-> '4' <-> '1'" in query_compile("v2.4.1").terms[0].tsquery
 
 
 def test_a_word_of_its_own_outranks_the_same_word_inside_an_identifier(api, agent_a, token_a, make_entry):
