@@ -115,14 +115,20 @@ def semantic_rows(q: str, scope, filters, kinds: list[str], depth: int, vector=N
     return rows
 
 
-class _OnAsk:
-    """A result computed on the calling thread when it is asked for (a Future's `result()`)."""
+class SemanticArm:
+    """The semantic arm started beside the lexical one (semantic_rows_start). `result()` gives its rows;
+    `vector()` the query's embedding as soon as it is known, before the arm's scan has finished, so the
+    caller can read the similarity of its lexical rows (lexical_similarities) while the scan runs."""
 
-    def __init__(self, compute: Callable[[], list[dict]]):
-        self._compute = compute
+    def __init__(self, rows: Callable[[], list[dict]], vector: Callable[..., tuple | None]):
+        self._rows = rows
+        self._vector = vector
 
     def result(self) -> list[dict]:
-        return self._compute()
+        return self._rows()
+
+    def vector(self, timeout: float | None = None) -> tuple[float, ...] | None:
+        return self._vector(timeout)
 
 
 def _on_own_connection(compute: Callable[[], list[dict]]) -> list[dict]:
@@ -137,9 +143,9 @@ def _on_own_connection(compute: Callable[[], list[dict]]) -> list[dict]:
 
 def semantic_rows_start(
     q: str, scope, filters, kinds: list[str], depth: int, embedding: Future | None = None
-) -> "Future | _OnAsk":
-    """Start the semantic arm (semantic_rows) while the caller runs the lexical one; `.result()` gives
-    its rows. `embedding` is query_vector_start(q) when the caller started it already.
+) -> SemanticArm:
+    """Start the semantic arm (semantic_rows) while the caller runs the lexical one. `embedding` is
+    query_vector_start(q) when the caller started it already.
 
     When the caller's connection has no transaction open, the query is embedded and the arm's
     statements run on the query-embed thread and its own connection, so the two arms' SQL runs at
@@ -153,12 +159,39 @@ def semantic_rows_start(
 
     if connection.in_atomic_block:
         embedding = embedding or query_vector_start(q)
-        return _OnAsk(lambda: rows(embedding.result()))
-    # An `embedding` future was submitted to the same one-thread pool earlier, so it is done by the
-    # time this task starts: waiting on it here cannot block.
-    return background_submit(
-        _on_own_connection, lambda: rows(embedding.result() if embedding else query_vector(q))
-    )
+        return SemanticArm(lambda: rows(embedding.result()), embedding.result)
+    vector_known: Future = Future()
+
+    def compute() -> list[dict]:
+        # An `embedding` future was submitted to the same one-thread pool earlier, so it is done by
+        # the time this task starts: waiting on it here cannot block.
+        vector = embedding.result() if embedding else query_vector(q)
+        vector_known.set_result(vector)
+        return rows(vector)
+
+    def task() -> list[dict]:
+        try:
+            return _on_own_connection(compute)
+        finally:
+            if not vector_known.done():  # failed before the vector was known: the arm raises
+                vector_known.set_result(None)
+
+    arm = background_submit(task)
+    return SemanticArm(arm.result, vector_known.result)
+
+
+def lexical_similarities(arm: SemanticArm | None, lexical: list[dict]) -> dict[tuple, float]:
+    """The query's similarity to each of the lexical arm's rows, read by id (semantic.similarities) as
+    soon as the query's embedding is known, on the caller's connection while the semantic arm's scan
+    runs on its own: the z-score fusion needs it for the rows only the lexical arm found, and reading
+    it here takes that statement off the search's critical path. {} without an arm or a vector, and
+    for the other fusions, which do not use it."""
+    if arm is None or not lexical or settings.MEMORY_SEARCH_FUSION != "zscore":
+        return {}
+    vector = arm.vector()
+    if vector is None:
+        return {}
+    return similarities(vector, [(row["kind"], row["id"]) for row in lexical])
 
 
 def rows_by_ids(kind: str, ids: list[int], scope, filters) -> list[dict]:
@@ -239,7 +272,7 @@ def _z(values: dict, mean: float | None = None, sd: float | None = None) -> dict
     return {k: (v - mean) / sd if sd else 0.0 for k, v in values.items()}
 
 
-def _zscores(text_score: dict, similarity: dict, rows: dict, semantic: list[dict]) -> dict:
+def _zscores(text_score: dict, similarity: dict, rows: dict, semantic: list[dict], known: dict) -> dict:
     """Each arm as standard scores, averaged with ZSCORE_LEXICAL_WEIGHT, then scaled to 0..1 above a
     row of no evidence (see the end).
 
@@ -250,13 +283,15 @@ def _zscores(text_score: dict, similarity: dict, rows: dict, semantic: list[dict
     usual similarity to this query, and a row only the lexical arm found is given its own similarity
     (read by id), not the arm's floor. A row an arm has no score for takes that arm's floor: BM25 0
     when the arm returned less than its depth, else its lowest row; the lowest similarity among the
-    rows when an item has no embedding yet."""
+    rows when an item has no embedding yet. `known`: similarities already read (lexical_similarities),
+    used for rows the semantic arm did not return."""
     scope = getattr(semantic, "scope", None)
     vector = getattr(semantic, "vector", None)
-    similarity = dict(similarity)
+    similarity = {**{key: known[key] for key in rows if key in known}, **similarity}
     if vector is not None:
         missing = [key for key in rows if key not in similarity]
-        similarity.update(similarities(vector, missing))
+        if missing:
+            similarity.update(similarities(vector, missing))
     scores = list(text_score.values())
     n = max(len(scores), FUSION_DEPTH)
     mean = sum(scores) / n
@@ -279,8 +314,11 @@ def _zscores(text_score: dict, similarity: dict, rows: dict, semantic: list[dict
     return {key: max(0.0, value - base) / (high - base) for key, value in fused.items()}
 
 
-def fuse(lexical: list[dict], semantic: list[dict], method: str | None = None) -> list[dict]:
-    """One list from both arms' rows, best first, each with its fused `score` and `arms`."""
+def fuse(
+    lexical: list[dict], semantic: list[dict], method: str | None = None, known: dict | None = None
+) -> list[dict]:
+    """One list from both arms' rows, best first, each with its fused `score` and `arms`. `known`: the
+    similarities of lexical rows read already (lexical_similarities)."""
     method = method or settings.MEMORY_SEARCH_FUSION
     rows: dict[tuple, dict] = {}
     text_score: dict[tuple, float] = {}
@@ -302,7 +340,7 @@ def fuse(lexical: list[dict], semantic: list[dict], method: str | None = None) -
     elif method == "minmax":
         relevance = _minmax(text_score, similarity, rows)
     else:
-        relevance = _zscores(text_score, similarity, rows, semantic)
+        relevance = _zscores(text_score, similarity, rows, semantic, known or {})
     relevance = neighbours_spread(relevance, rows)
     for key, row in rows.items():
         row["score"] = relevance[key] * row["factor"]

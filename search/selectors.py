@@ -172,6 +172,7 @@ def entries_best_by_category(
         lexical[row["category"]].append(row)
     if semantic_arm is None:
         return lexical
+    known = fusion.lexical_similarities(semantic_arm, rows)
     arm = semantic_arm.result()
     semantic = {category: arm.like([]) for category in limits}
     for row in arm:
@@ -179,7 +180,7 @@ def entries_best_by_category(
             semantic[row["category"]].append(row)
     best = {}
     for category, n in limits.items():
-        page = fusion.fuse(lexical[category], semantic[category])[: int(n)]
+        page = fusion.fuse(lexical[category], semantic[category], known=known)[: int(n)]
         for row in page:
             row["score"] = round(float(row["score"]), 6)
         best[category] = page
@@ -347,7 +348,11 @@ def search_run(
         # Semantic mode has one arm, nothing to put on a common scale: its similarities min-max over
         # its rows, as before the z-score fusion (scaled to the scope's instead, the factors moved
         # bench_quality's semantic MRR from 0.919 to 0.881).
-        rows = fusion.fuse(rows, semantic_arm.result(), "minmax" if mode == "semantic" else None)
+        if mode == "semantic":
+            rows = fusion.fuse(rows, semantic_arm.result(), "minmax")
+        else:
+            known = fusion.lexical_similarities(semantic_arm, rows)
+            rows = fusion.fuse(rows, semantic_arm.result(), known=known)
     else:
         conversation.rows_spread(rows)
         for row in rows:

@@ -207,6 +207,75 @@ def test_zscore_fusion_gives_a_lone_exact_match_its_full_lexical_weight():
     assert ranked == [1, 2]
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("semantic_on")
+def test_the_lexical_rows_similarity_is_read_on_the_request_thread_while_the_scan_runs(
+    api, token_a, agent_a, make_message, monkeypatch
+):
+    """Outside a transaction, the request's thread reads the similarity of its lexical rows as soon as
+    the query's vector is known, while the semantic scan runs on the query-embed thread: one statement
+    a search, none left for the fusion, and the same scores as when the fusion read them itself."""
+    from search import fusion, semantic
+
+    for n in range(12):
+        make_message(agent_a, f"Release {n}: the deploy script copies the build to the servers.")
+    make_message(agent_a, "Our invoices are stored in PostgreSQL with nightly backups.")
+    embed_all()
+    monkeypatch.setattr(fusion, "FUSION_DEPTH", 3)  # the arm returns 3 of the 13: most rows are lexical only
+    reads, read_done, scan_saw_read = [], threading.Event(), []
+    scan = fusion.semantic_rows
+
+    def scan_after_the_read(*args, **kwargs):
+        # The scan waits for the read (at most 5 s): had the read waited for the scan, it would not come.
+        scan_saw_read.append(read_done.wait(timeout=5))
+        return scan(*args, **kwargs)
+
+    def recorded(vector, items):
+        reads.append((threading.current_thread().name, sorted(items)))
+        similarity = semantic.similarities(vector, items)
+        read_done.set()
+        return similarity
+
+    monkeypatch.setattr(fusion, "semantic_rows", scan_after_the_read)
+    monkeypatch.setattr(fusion, "similarities", recorded)
+    query = {"q": "deploy script for the billing database", "kinds": "messages", "limit": 3}
+    early = api.get("/search", token=token_a, **query).json()["results"]
+    assert [name for name, _ in reads] == [threading.current_thread().name]
+    assert scan_saw_read == [True]
+    lexical_keys = reads[0][1]
+    assert len(lexical_keys) == 3 and all(kind == "message" for kind, _ in lexical_keys)
+
+    reads.clear()
+    monkeypatch.setattr(fusion, "lexical_similarities", lambda arm, rows: {})
+    late = api.get("/search", token=token_a, **query).json()["results"]
+    # Without the early read, the fusion reads the rows the semantic arm did not return, itself.
+    assert len(reads) == 1 and set(reads[0][1]) <= set(lexical_keys)
+    assert [(r["id"], r["arms"]) for r in early] == [(r["id"], r["arms"]) for r in late]
+    assert [r["score"] for r in early] == pytest.approx([r["score"] for r in late], rel=1e-4)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_semantic_arm_that_fails_before_its_vector_does_not_leave_the_search_waiting(agent_a, monkeypatch):
+    from search import fusion
+    from search.ranking import SearchFilters, SearchScope
+
+    def broken(q):
+        raise RuntimeError("the model is gone")
+
+    monkeypatch.setattr(fusion, "query_vector", broken)
+    arm = fusion.semantic_rows_start(
+        "anything",
+        SearchScope(agent_a.project_id, [agent_a.pk]),
+        SearchFilters(kinds=("entries",)),
+        ["entries"],
+        5,
+    )
+    assert arm.vector(timeout=10) is None
+    assert fusion.lexical_similarities(arm, [{"kind": "entry", "id": 1}]) == {}
+    with pytest.raises(RuntimeError, match="the model is gone"):
+        arm.result()
+
+
 @pytest.mark.usefixtures("semantic_on")
 def test_the_scope_statistics_and_a_lexical_rows_similarity_come_from_the_stored_vectors(
     agent_a, make_entry, monkeypatch
@@ -268,9 +337,9 @@ def test_semantic_mode_keeps_its_own_min_max_scale(api, token_a, agent_a, make_e
     methods = []
     fuse_real = fusion.fuse
 
-    def recorded(lexical, semantic, method=None):
+    def recorded(lexical, semantic, method=None, **kwargs):
         methods.append(method)
-        return fuse_real(lexical, semantic, method)
+        return fuse_real(lexical, semantic, method, **kwargs)
 
     monkeypatch.setattr(fusion, "fuse", recorded)
     question = "which database keeps the billing documents?"
