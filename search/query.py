@@ -42,6 +42,10 @@ _TOKEN_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORD_RE = re.compile(r"\w+(?:[.'’\-]\w+)*")
 _LEXEME_RE = re.compile(r"'((?:[^']|'')*)'")
 _ALPHA_RE = re.compile(r"^[^\W\d_]+$")
+# "-word" excludes. A command line's options ("--maxfail=1", "-k", "rm -rf") and negative numbers
+# ("-1") are searched as words: an agent pasting a command would otherwise exclude the very memory that
+# holds it. So an exclusion is one dash, then a letter and at least two more characters.
+_EXCLUSION_RE = re.compile(r"-[^\W\d_]\S\S")
 # The "v" of a version written "v2.4.1": the stored text may say "2.4.1" (or "version 2.4.1").
 _VERSION_V_RE = re.compile(r"(?<![\w.])[vV](?=(?:\d+\.)+\d+\b(?!\.\d))")
 
@@ -103,7 +107,7 @@ def query_parse(q: str) -> list[Item | str]:
         if bare in ("OR", "|"):
             parts.append("OR")
             continue
-        excluded = bare.startswith("-") and len(bare) > 1
+        excluded = bool(_EXCLUSION_RE.match(bare))
         for word in _WORD_RE.findall(bare[1:] if excluded else bare):
             parts.append(Item(word, excluded=excluded))
     return parts

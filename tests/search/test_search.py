@@ -176,6 +176,28 @@ def test_exclusion_removes_matching_entries(agent_a, make_entry):
     assert set(find(agent_a, "cache")) == {redis.pk, memcached.pk}
 
 
+@pytest.mark.parametrize(
+    ("stored", "q"),
+    [
+        ("Run pytest -k test_refund --maxfail=1 to reproduce", "--maxfail=1"),
+        ("Run pytest -k test_refund --maxfail=1 to reproduce", "pytest -k test_refund"),
+        ("Use rm -rf build/ before packaging", "rm -rf build"),
+        ("Use git push --force-with-lease, never -f", "--force-with-lease"),
+        ("Offsets can be -1 when the stream is empty", "offsets -1"),
+    ],
+)
+def test_a_pasted_command_line_is_searched_not_excluded(agent_a, make_entry, stored, q):
+    """A command's options ("--maxfail=1", "-k", "-rf") and negative numbers are words to find: read as
+    exclusions, they excluded the very memory that holds the command ("--maxfail=1" alone was refused
+    as having nothing to search for). "-word" of three letters or more still excludes."""
+    wanted = make_entry(agent_a, stored)
+    make_entry(agent_a, "Lunch is at noon on Fridays")
+    assert find(agent_a, q) == [wanted.pk]
+    compiled = query_compile(q)
+    assert not compiled.excluded, q
+    assert query_compile("cache -redis").excluded and query_compile("build -npm").excluded
+
+
 def test_or_matches_either_side(agent_a, make_entry):
     kafka = make_entry(agent_a, "Kafka carries the events")
     rabbit = make_entry(agent_a, "RabbitMQ carries the jobs")
