@@ -258,29 +258,34 @@ def _alternatives(*tsqueries: str) -> str:
     return unique[0] if len(unique) == 1 else "( " + " | ".join(unique) + " )"
 
 
-def _parts_of(text: str) -> str:
-    """`text` with its identifiers cut into their parts ("getUserById" -> "get User By Id"), and a
-    version without its "v" ("v2.4.1" -> "2.4.1"): the phrase a stored text without the identifier
-    holds. A stored "v2.4.1" holds the parts "v 2.4.1", so the bare version finds it too."""
-    return split_identifiers(_VERSION_V_RE.sub("", text))
+def _parts_of(text: str) -> list[str]:
+    """The phrases a stored text that writes `text` apart would hold: `text` with its identifiers cut
+    into their parts ("getUserById" -> "get User By Id"), a version without its "v" ("v2.4.1" ->
+    "2.4.1"; a stored "v2.4.1" holds the parts "v 2.4.1", so the bare version finds it too), and a name
+    whose acronym comes before its number cut at the number only ("PostgreSQL16" is "Postgre SQL 16"
+    as written, "postgresql 16" in lower case). [] when there is nothing to cut."""
+    bare = _VERSION_V_RE.sub("", text)
+    cuts = (split_identifiers(bare), split_identifiers(bare.lower()))
+    return [cut for cut in dict.fromkeys(cuts) if cut not in (text, text.lower())]
 
 
 def _lexemes(tsquery: str) -> list[str]:
     return [m.replace("''", "'") for m in _LEXEME_RE.findall(tsquery)]
 
 
-def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool, split=None):
-    """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, with
-    `split` (the analysis of the text with its identifiers cut: "getUserById" as "get User By Id") the
-    phrase of their parts, with `prefix` the completions of the word, the vocabulary words that differ
-    from it only by accents, and those one typo away."""
+def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool, splits=()):
+    """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, the
+    phrases of its identifiers' parts ("getUserById" as get <-> user <-> by <-> id), with `prefix` the completions of the word, the vocabulary words that differ
+    from it only by accents, and those one typo away. `splits`: the analyses of the phrases the word's
+    cuts give (_parts_of)."""
     en, pt, _, completions, accented = analysis
     raw = item.text.lower()
     options = [en, pt]
     # Only when the parts keep two words or more: "iPhone" cut is "i Phone", and "i" is a stopword, so
     # the phrase would be any "phone".
-    if split is not None and min(len(_lexemes(split[0])), len(_lexemes(split[1]))) >= 2:
-        options += [split[0], split[1]]
+    for split in splits:
+        if min(len(_lexemes(split[0])), len(_lexemes(split[1]))) >= 2:
+            options += [split[0], split[1]]
     patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
     if item.phrase:
         patterns = [re.escape(w) for w in raw.split()]
@@ -430,8 +435,9 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     # phrase queue <-> runner <-> py. Words that can be prefix-matched or corrected are letters only,
     # which that leaves as they are. A word or phrase holding an identifier also matches the phrase of
     # its parts: "getUserById" finds get_user_by_id, "500ms" finds "500 ms" (vault/search_text.py).
-    splits = {item.text: search_text(split) for item in items if (split := _parts_of(item.text)) != item.text}
-    analysed = _analyse(sorted({search_text(item.text) for item in items} | set(splits.values())), prefixes)
+    splits = {item.text: [search_text(cut) for cut in _parts_of(item.text)] for item in items}
+    cut_texts = {cut for cuts in splits.values() for cut in cuts}
+    analysed = _analyse(sorted({search_text(item.text) for item in items} | cut_texts), prefixes)
 
     def is_stopword(item: Item) -> bool:
         en, pt = analysed[search_text(item.text)][:2]
@@ -458,9 +464,9 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
 
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
         prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
-        split = analysed[splits[item.text]] if item.text in splits else None
+        cuts = [analysed[cut] for cut in splits[item.text]]
         return _item_query(
-            item, analysed[search_text(item.text)], neighbours, neighbour_stems, prefix=prefix, split=split
+            item, analysed[search_text(item.text)], neighbours, neighbour_stems, prefix=prefix, splits=cuts
         )
 
     terms: list[Term] = []

@@ -72,6 +72,7 @@ def test_a_camel_case_query_finds_the_snake_case_name(api, agent_a, token_a, mak
         ("Upgrade to 2.4.1 fixed the leak", "v2.4.1"),
         ("Upgrade to 2.4.1 fixed the leak", '"upgrade to V2.4.1"'),
         ("Upgrade to v2.4.1 fixed the leak", "V2.4.1"),
+        ("We moved from MySQL 5.7 to PostgreSQL 16 in March", "PostgreSQL16"),
         ("The p95 went up to 500ms after the deploy", "500 ms"),
         ("The p95 went up to 500 ms after the deploy", "500ms"),
         ("Retry on HTTPServerError only", "server error"),
