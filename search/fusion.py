@@ -6,8 +6,9 @@ Each arm gives its best FUSION_DEPTH rows (per kind for the lexical arm). The de
 (before the factors) against the arm's own rows and its unused depth (rows of score 0), the cosine
 similarities against the whole scope searched (how far a hit stands out from the agent's usual
 similarity to this query), with the rows only the lexical arm found given their own similarity, read
-by id. The two are averaged (lexical ZSCORE_LEXICAL_WEIGHT) and scaled to 0..1 above a row of no
-evidence. Semantic mode alone keeps min-max (search/selectors.py). `minmax` (BM25 / its best,
+by id. The two are averaged, the lexical arm's share following the strength of its evidence (its
+best row's text score over the most the query could score: a paraphrase's chance word match counts
+less than a keyword's), and scaled to 0..1 above a row of no evidence. Semantic mode alone keeps min-max (search/selectors.py). `minmax` (BM25 / its best,
 similarity min-max over the arm's rows, averaged 0.5 / 0.5, a row one arm did not find getting 0
 from it) and `rrf` (reciprocal rank fusion) remain. A message then gains a share of its best found neighbour's relevance
 (search/conversation.py, off by default), and the result is multiplied by the row's factors, as a
@@ -42,10 +43,17 @@ from search.semantic import (
 MODES = ("hybrid", "lexical", "semantic")
 FUSION_DEPTH = 50
 LEXICAL_WEIGHT = 0.5  # min-max fusion
-# Z-score fusion (the default): the lexical arm's share. Chosen on LoCoMo and bench_quality
-# (docs/benchmarks.md, 2026-11-26): 0.4 keeps every quality group at or above its baseline and the
-# paraphrase group above 0.85; LoCoMo alone would take 0.5-0.6 (0.692 R@10 at 0.4, 0.700-0.709 above).
-ZSCORE_LEXICAL_WEIGHT = 0.4
+# Z-score fusion (the default): the lexical arm's share follows the strength of its evidence, its best
+# row's BM25 text score over the most the query could score (every term matched, the sum of their
+# idf): ZSCORE_LEXICAL_WEIGHT from a strength of ZSCORE_EVIDENCE_FULL up, down to
+# ZSCORE_LEXICAL_WEIGHT_MIN at none. A paraphrase shares only chance words with its answer (strength
+# 0.04 at the median of bench_quality's paraphrase-xl questions, 0.14 of its paraphrase group), a
+# keyword question all of them (1.0); LoCoMo's questions sit at 0.43. A fixed share had to choose:
+# LoCoMo wanted 0.5-0.6, the paraphrases 0.2-0.3 (0.4 was the compromise until 2026-11-26).
+# Chosen on LoCoMo and bench_quality, checked on REALTALK (docs/benchmarks.md, twelfth session).
+ZSCORE_LEXICAL_WEIGHT = 0.5
+ZSCORE_LEXICAL_WEIGHT_MIN = 0.1
+ZSCORE_EVIDENCE_FULL = 0.2
 RRF_K = 10
 
 
@@ -272,9 +280,20 @@ def _z(values: dict, mean: float | None = None, sd: float | None = None) -> dict
     return {k: (v - mean) / sd if sd else 0.0 for k, v in values.items()}
 
 
-def _zscores(text_score: dict, similarity: dict, rows: dict, semantic: list[dict], known: dict) -> dict:
-    """Each arm as standard scores, averaged with ZSCORE_LEXICAL_WEIGHT, then scaled to 0..1 above a
-    row of no evidence (see the end).
+def lexical_weight(evidence: float | None) -> float:
+    """The lexical arm's share in the z-score fusion for a lexical evidence strength (0..1, None when
+    unknown: the full share)."""
+    if evidence is None:
+        return ZSCORE_LEXICAL_WEIGHT
+    reach = min(1.0, max(0.0, evidence) / ZSCORE_EVIDENCE_FULL)
+    return ZSCORE_LEXICAL_WEIGHT_MIN + (ZSCORE_LEXICAL_WEIGHT - ZSCORE_LEXICAL_WEIGHT_MIN) * reach
+
+
+def _zscores(
+    text_score: dict, similarity: dict, rows: dict, semantic: list[dict], known: dict, evidence: float | None
+) -> dict:
+    """Each arm as standard scores, averaged with the lexical share lexical_weight(evidence) gives, then
+    scaled to 0..1 above a row of no evidence (see the end).
 
     Lexical: the BM25 text scores against their own mean and spread, counting the arm's unused depth
     as rows of score 0 (an arm that found three rows found nothing else: one exact match stands out
@@ -300,7 +319,7 @@ def _zscores(text_score: dict, similarity: dict, rows: dict, semantic: list[dict
     lex_floor = (-mean / sd if sd else 0.0) if len(scores) < FUSION_DEPTH else min(lex_z.values())
     sem_z = _z(similarity, scope.mean, scope.sd) if scope is not None else _z(similarity)
     sem_floor = min(sem_z.values(), default=0.0)
-    w = ZSCORE_LEXICAL_WEIGHT
+    w = lexical_weight(evidence)
     fused = {key: w * lex_z.get(key, lex_floor) + (1 - w) * sem_z.get(key, sem_floor) for key in rows}
     # Scaled to 0..1 above the fused score of a row of no evidence (no term matched, the scope's usual
     # similarity), so that the factors, which multiply, keep their meaning: with the semantic arm
@@ -322,11 +341,15 @@ def fuse(
     method = method or settings.MEMORY_SEARCH_FUSION
     rows: dict[tuple, dict] = {}
     text_score: dict[tuple, float] = {}
+    evidence = None
     for row in lexical:
         key = (row["kind"], row["id"])
         factor = float(row.get("factor") or 1.0)
         text_score[key] = float(row["score"]) / factor if factor else 0.0
         rows[key] = {**row, "factor": factor, "arms": ["lexical"]}
+        # The row's text score over the most its query could score in its table (search/selectors.py).
+        if row.get("idf_total"):
+            evidence = max(evidence or 0.0, min(1.0, text_score[key] / float(row["idf_total"])))
     similarity: dict[tuple, float] = {}
     for row in semantic:
         key = (row["kind"], row["id"])
@@ -340,10 +363,11 @@ def fuse(
     elif method == "minmax":
         relevance = _minmax(text_score, similarity, rows)
     else:
-        relevance = _zscores(text_score, similarity, rows, semantic, known or {})
+        relevance = _zscores(text_score, similarity, rows, semantic, known or {}, evidence)
     relevance = neighbours_spread(relevance, rows)
     for key, row in rows.items():
         row["score"] = relevance[key] * row["factor"]
     for row in rows.values():
         row.pop("similarity", None)
+        row.pop("idf_total", None)
     return sorted(rows.values(), key=lambda r: (-r["score"], r["kind"], -r["id"]))

@@ -128,9 +128,18 @@ def _entries(
         ORDER BY top.score DESC, e.id DESC
     """
     rows = _fetch(sql, params)
+    idf_total = _idf_total(stats, compiled)
     for row in rows:
         row["kind"] = "entry"
+        row["idf_total"] = idf_total
     return rows
+
+
+def _idf_total(stats, compiled: CompiledQuery) -> float:
+    """The most a row of this table could score for the query (every term matched at the scope's mean
+    length: the sum of the terms' idf); the fusion weighs the lexical arm by its best row's share of it
+    (search/fusion.py)."""
+    return sum(stats.idf(i) for i in range(len(compiled.terms)))
 
 
 def entries_best_by_category(
@@ -171,6 +180,8 @@ def entries_best_by_category(
     for row in rows:
         lexical[row["category"]].append(row)
     if semantic_arm is None:
+        for row in rows:
+            row.pop("idf_total", None)
         return lexical
     known = fusion.lexical_similarities(semantic_arm, rows)
     arm = semantic_arm.result()
@@ -205,9 +216,11 @@ def _messages(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilter
         LIMIT %(n)s
     """
     rows = _fetch(sql, params)
+    idf_total = _idf_total(stats, compiled)
     for row in rows:
         row["kind"] = "message"
         row["category"] = None
+        row["idf_total"] = idf_total
     return rows
 
 
@@ -227,9 +240,11 @@ def _files(compiled: CompiledQuery, scope: SearchScope, filters: SearchFilters) 
         LIMIT %(n)s
     """
     rows = _fetch(sql, params)
+    idf_total = _idf_total(stats, compiled)
     for row in rows:
         row["kind"] = "file"
         row["category"] = None
+        row["idf_total"] = idf_total
     return rows
 
 
@@ -357,6 +372,7 @@ def search_run(
         conversation.rows_spread(rows)
         for row in rows:
             row["arms"] = ["lexical"]
+            row.pop("idf_total", None)
     if (
         "messages" in filters.kinds
         and filters.status in ("archived", "all")

@@ -148,14 +148,15 @@ def test_outside_a_transaction_the_semantic_arm_runs_beside_the_lexical_one(
 def test_zscore_fusion_scales_each_arm_and_gives_a_missing_score_the_arms_floor():
     """The default fusion: BM25 as standard scores among the lexical rows (the arm's unused depth
     counted as rows of score 0), similarity as standard scores against the whole scope's
-    (ScopeSimilarity), averaged 0.4 / 0.6, then scaled to 0..1 before the factors."""
-    from search.fusion import FUSION_DEPTH, ZSCORE_LEXICAL_WEIGHT, SemanticRows
+    (ScopeSimilarity), averaged with the lexical share the evidence gives (here the best row scores a
+    tenth of what the query could: 0.3 / 0.7), then scaled to 0..1 before the factors."""
+    from search.fusion import FUSION_DEPTH, SemanticRows, lexical_weight
     from search.semantic import ScopeSimilarity
 
     lexical = [
-        {"kind": "entry", "id": 1, "score": 6.0, "factor": 1.0, "text": "a"},
-        {"kind": "entry", "id": 2, "score": 4.0, "factor": 1.0, "text": "b"},
-        {"kind": "entry", "id": 3, "score": 2.0, "factor": 1.0, "text": "c"},
+        {"kind": "entry", "id": 1, "score": 6.0, "factor": 1.0, "text": "a", "idf_total": 60.0},
+        {"kind": "entry", "id": 2, "score": 4.0, "factor": 1.0, "text": "b", "idf_total": 60.0},
+        {"kind": "entry", "id": 3, "score": 2.0, "factor": 1.0, "text": "c", "idf_total": 60.0},
     ]
     semantic = SemanticRows(
         [
@@ -173,7 +174,8 @@ def test_zscore_fusion_scales_each_arm_and_gives_a_missing_score_the_arms_floor(
     lex = {1: (6 - mean) / sd, 2: (4 - mean) / sd, 3: (2 - mean) / sd, 4: -mean / sd}
     # Semantic: 4 -> 7, 3 -> 3; entries 1 and 2 (no stored vector to read here) take the floor, 3.
     sem = {1: 3.0, 2: 3.0, 3: 3.0, 4: 7.0}
-    w = ZSCORE_LEXICAL_WEIGHT
+    w = lexical_weight(0.1)
+    assert w == pytest.approx(0.3)
     fused = {k: w * lex[k] + (1 - w) * sem[k] for k in lex}
     # Scaled above a row of no evidence: BM25 0, the scope's usual similarity (z 0).
     base, high = w * (-mean / sd), max(fused.values())
@@ -187,6 +189,43 @@ def test_zscore_fusion_scales_each_arm_and_gives_a_missing_score_the_arms_floor(
     semantic.scope = None
     own = {r["id"]: r["score"] for r in fuse(lexical, semantic, "zscore")}
     assert max(own, key=own.get) == 1
+
+
+def test_the_lexical_share_follows_the_strength_of_its_evidence():
+    """A query whose words a memory holds all (its best BM25 row scores what the query could) keeps
+    that memory first; the same arms when the best row matched only a word or two of a long question
+    (a paraphrase's chance match) let the memory that stands out semantically lead."""
+    from search.fusion import (
+        ZSCORE_EVIDENCE_FULL,
+        ZSCORE_LEXICAL_WEIGHT,
+        ZSCORE_LEXICAL_WEIGHT_MIN,
+        SemanticRows,
+        lexical_weight,
+    )
+    from search.semantic import ScopeSimilarity
+
+    def ranked(idf_total):
+        lexical = [
+            {"kind": "entry", "id": 1, "score": 6.0, "factor": 1.0, "text": "a", "idf_total": idf_total},
+            {"kind": "entry", "id": 2, "score": 4.0, "factor": 1.0, "text": "b", "idf_total": idf_total},
+        ]
+        semantic = SemanticRows(
+            [
+                {"kind": "entry", "id": 4, "similarity": 0.94, "factor": 1.0, "text": "d"},
+                {"kind": "entry", "id": 1, "similarity": 0.86, "factor": 1.0, "text": "a"},
+            ]
+        )
+        semantic.scope = ScopeSimilarity(count=500, mean=0.80, sd=0.02)
+        rows = fuse(lexical, semantic, "zscore")
+        assert all("idf_total" not in row for row in rows)
+        return [row["id"] for row in rows]
+
+    assert ranked(idf_total=6.0)[0] == 1  # every term matched: the keyword match leads
+    assert ranked(idf_total=100.0)[0] == 4  # 6 % of the query: the semantic standout leads
+    assert lexical_weight(0.0) == ZSCORE_LEXICAL_WEIGHT_MIN
+    assert lexical_weight(ZSCORE_EVIDENCE_FULL) == lexical_weight(1.0) == ZSCORE_LEXICAL_WEIGHT
+    assert lexical_weight(None) == ZSCORE_LEXICAL_WEIGHT  # rows that do not say: the full share
+    assert ZSCORE_LEXICAL_WEIGHT_MIN < lexical_weight(ZSCORE_EVIDENCE_FULL / 2) < ZSCORE_LEXICAL_WEIGHT
 
 
 def test_zscore_fusion_gives_a_lone_exact_match_its_full_lexical_weight():
