@@ -288,8 +288,9 @@ MEMORY_SEARCH_AGENT_INDEX_ROWS = env_int("MEMORY_SEARCH_AGENT_INDEX_ROWS", 10_00
 # among twice as many, and the whole scope only when those give less than a page. 0: always all.
 MEMORY_SEARCH_RECENT_IDS = env_int("MEMORY_SEARCH_RECENT_IDS", 32768, minimum=0, maximum=1_000_000_000)
 # How hybrid search fuses its lexical and semantic arms (search/fusion.py): "zscore" (standard scores:
-# BM25 against the lexical rows', the similarity against the whole scope's, averaged 0.4 / 0.6), "minmax" (BM25 /
-# its best and the similarity min-max normalised, averaged) or "rrf" (reciprocal rank fusion, k = 10).
+# BM25 against the lexical rows', the similarity against the whole scope's, averaged with a lexical share
+# of 0.1-0.5 by the strength of the lexical evidence), "minmax" (BM25 / its best and the similarity
+# min-max normalised, averaged) or "rrf" (reciprocal rank fusion, k = 10).
 MEMORY_SEARCH_FUSION = env_str("MEMORY_SEARCH_FUSION", "zscore").strip().lower()
 if MEMORY_SEARCH_FUSION not in ("zscore", "minmax", "rrf"):
     raise ImproperlyConfigured("MEMORY_SEARCH_FUSION must be zscore, minmax or rrf")
