@@ -46,6 +46,9 @@ _ALPHA_RE = re.compile(r"^[^\W\d_]+$")
 # ("-1") are searched as words: an agent pasting a command would otherwise exclude the very memory that
 # holds it. So an exclusion is one dash, then a letter and at least two more characters.
 _EXCLUSION_RE = re.compile(r"-[^\W\d_]\S\S")
+# A whole number: PostgreSQL's parser reads the "-123" of a ticket key ("PAY-123") as a signed number,
+# so a number asked also matches itself with a minus ("123", "pay 123" find PAY-123).
+_NUMBER_RE = re.compile(r"[0-9]+")
 # The "v" of a version written "v2.4.1": the stored text may say "2.4.1" (or "version 2.4.1").
 _VERSION_V_RE = re.compile(r"(?<![\w.])[vV](?=(?:\d+\.)+\d+\b(?!\.\d))")
 
@@ -273,11 +276,13 @@ def _lexemes(tsquery: str) -> list[str]:
     return [m.replace("''", "'") for m in _LEXEME_RE.findall(tsquery)]
 
 
-def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool, splits=()):
+def _item_query(
+    item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool, splits=(), signed=None
+):
     """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, the
     phrases of its identifiers' parts ("getUserById" as get <-> user <-> by <-> id), with `prefix` the completions of the word, the vocabulary words that differ
     from it only by accents, and those one typo away. `splits`: the analyses of the phrases the word's
-    cuts give (_parts_of)."""
+    cuts give (_parts_of); `signed`: the analysis of a number with a minus (_NUMBER_RE)."""
     en, pt, _, completions, accented = analysis
     raw = item.text.lower()
     options = [en, pt]
@@ -286,6 +291,8 @@ def _item_query(item: Item, analysis, neighbours: dict, neighbour_stems: dict, *
     for split in splits:
         if min(len(_lexemes(split[0])), len(_lexemes(split[1]))) >= 2:
             options += [split[0], split[1]]
+    if signed is not None:
+        options += [signed[0], signed[1]]
     patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
     if item.phrase:
         patterns = [re.escape(w) for w in raw.split()]
@@ -437,7 +444,11 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     # its parts: "getUserById" finds get_user_by_id, "500ms" finds "500 ms" (vault/search_text.py).
     splits = {item.text: [search_text(cut) for cut in _parts_of(item.text)] for item in items}
     cut_texts = {cut for cuts in splits.values() for cut in cuts}
-    analysed = _analyse(sorted({search_text(item.text) for item in items} | cut_texts), prefixes)
+    signed = {
+        item.text: "-" + item.text for item in items if not item.phrase and _NUMBER_RE.fullmatch(item.text)
+    }
+    texts = {search_text(item.text) for item in items} | cut_texts | set(signed.values())
+    analysed = _analyse(sorted(texts), prefixes)
 
     def is_stopword(item: Item) -> bool:
         en, pt = analysed[search_text(item.text)][:2]
@@ -465,8 +476,15 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
         prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
         cuts = [analysed[cut] for cut in splits[item.text]]
+        minus = analysed[signed[item.text]] if item.text in signed else None
         return _item_query(
-            item, analysed[search_text(item.text)], neighbours, neighbour_stems, prefix=prefix, splits=cuts
+            item,
+            analysed[search_text(item.text)],
+            neighbours,
+            neighbour_stems,
+            prefix=prefix,
+            splits=cuts,
+            signed=minus,
         )
 
     terms: list[Term] = []

@@ -198,6 +198,15 @@ def test_a_pasted_command_line_is_searched_not_excluded(agent_a, make_entry, sto
     assert query_compile("cache -redis").excluded and query_compile("build -npm").excluded
 
 
+@pytest.mark.parametrize("q", ["123", "pay 123", "ticket 123", "PAY-123"])
+def test_a_ticket_key_is_found_by_its_number(agent_a, make_entry, q):
+    """PostgreSQL's parser reads the "-123" of "PAY-123" as a signed number: a number asked also
+    matches itself with a minus, so the ticket is found by its number, not only by its whole key."""
+    wanted = make_entry(agent_a, "Ticket PAY-123 covers the refund rounding bug")
+    make_entry(agent_a, "Ticket PAY-124 covers the invoice layout")
+    assert find(agent_a, q)[0] == wanted.pk
+
+
 def test_or_matches_either_side(agent_a, make_entry):
     kafka = make_entry(agent_a, "Kafka carries the events")
     rabbit = make_entry(agent_a, "RabbitMQ carries the jobs")
