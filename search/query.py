@@ -3,8 +3,9 @@
 Agents ask whole questions ("what did we decide about the database for payments?"). Requiring every
 word finds almost nothing, so meaningful words are OR-ed and documents are ranked by how many of them
 they match (coverage). Explicit syntax is honoured: `"a phrase"` is required and matched with `<->`,
-`-word` / `-"a phrase"` excludes, `a OR b` makes one alternative group. Stopwords (English or
-Portuguese) are dropped unless nothing else is left.
+`-word` / `-"a phrase"` excludes (a dash, a letter and at least two more characters: a command's
+options such as `--maxfail=1` or `-rf` and negative numbers are searched as words), `a OR b` makes one
+alternative group. Stopwords (English or Portuguese) are dropped unless nothing else is left.
 
 Each word becomes the alternatives of its English stem, its Portuguese stem (the stored vectors
 hold both), its completions (prefix matching: "playwr" finds "Playwright"), the vocabulary words
