@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from search.embedding_index import embeddings_refresh, pgvector_installed
 from search.fusion import fuse
+from search.selectors import search_run
 from vault.models import WorkspaceFile
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
 
@@ -226,6 +227,38 @@ def test_the_lexical_share_follows_the_strength_of_its_evidence():
     assert lexical_weight(ZSCORE_EVIDENCE_FULL) == lexical_weight(1.0) == ZSCORE_LEXICAL_WEIGHT
     assert lexical_weight(None) == ZSCORE_LEXICAL_WEIGHT  # rows that do not say: the full share
     assert ZSCORE_LEXICAL_WEIGHT_MIN < lexical_weight(ZSCORE_EVIDENCE_FULL / 2) < ZSCORE_LEXICAL_WEIGHT
+
+
+@pytest.mark.usefixtures("semantic_on")
+def test_a_search_measures_its_lexical_evidence_against_what_the_query_could_score(
+    agent_a, make_entry, monkeypatch
+):
+    """The lexical rows carry the most their query could score in their table (the sum of its terms'
+    idf), and the fusion weighs the lexical arm by the best row's share of it: a memory holding both
+    words of the query is strong evidence, one word of five is weak."""
+    from search import fusion
+    from search.ranking import SearchFilters, SearchScope
+
+    make_entry(agent_a, "Kafka keeps events for seven days.")
+    make_entry(agent_a, "The cat sleeps on the sofa all afternoon.")
+    embed_all()
+    seen = []
+    weight = fusion.lexical_weight
+    monkeypatch.setattr(fusion, "lexical_weight", lambda evidence: seen.append(evidence) or weight(evidence))
+
+    def evidence(q):
+        seen.clear()
+        results = search_run(
+            q=q,
+            scope=SearchScope(agent_a.project_id, [agent_a.pk]),
+            filters=SearchFilters(kinds=("entries",)),
+        ).results
+        assert results and all("idf_total" not in row for row in results)
+        return seen[0]
+
+    strong = evidence("kafka events")
+    weak = evidence("kafka offsets lagging partitions consumers")
+    assert 0 < weak < fusion.ZSCORE_EVIDENCE_FULL < strong <= 1.0
 
 
 def test_zscore_fusion_gives_a_lone_exact_match_its_full_lexical_weight():
