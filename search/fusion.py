@@ -8,9 +8,10 @@ similarities against the whole scope searched (how far a hit stands out from the
 similarity to this query), with the rows only the lexical arm found given their own similarity, read
 by id. The two are averaged, the lexical arm's share following the strength of its evidence (its
 best row's text score over the most the query could score: a paraphrase's chance word match counts
-less than a keyword's), and scaled to 0..1 above a row of no evidence. Semantic mode alone keeps min-max (search/selectors.py). `minmax` (BM25 / its best,
-similarity min-max over the arm's rows, averaged 0.5 / 0.5, a row one arm did not find getting 0
-from it) and `rrf` (reciprocal rank fusion) remain. A message then gains a share of its best found neighbour's relevance
+less than a keyword's), and scaled to 0..1 above a row of no evidence. Semantic mode alone keeps
+min-max (search/selectors.py). `minmax` (BM25 / its best, similarity min-max over the arm's rows,
+averaged 0.5 / 0.5, a row one arm did not find getting 0 from it) and `rrf` (reciprocal rank fusion)
+remain. A message then gains a share of its best found neighbour's relevance
 (search/conversation.py, off by default), and the result is multiplied by the row's factors, as a
 lexical score is. Every result says which arm(s) found it (`arms`). The semantic arm's rows are read
 with the same scope and filters (category, tags, status, since, until, internal, deleted) as the
