@@ -281,9 +281,10 @@ def _item_query(
     item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool, splits=(), signed=None
 ):
     """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, the
-    phrases of its identifiers' parts ("getUserById" as get <-> user <-> by <-> id), with `prefix` the completions of the word, the vocabulary words that differ
-    from it only by accents, and those one typo away. `splits`: the analyses of the phrases the word's
-    cuts give (_parts_of); `signed`: the analysis of a number with a minus (_NUMBER_RE)."""
+    phrases of its identifiers' parts ("getUserById" as get <-> user <-> by <-> id), with `prefix` the
+    completions of the word, the vocabulary words that differ from it only by accents, and those one
+    typo away. `splits`: the analyses of the phrases the word's cuts give (_parts_of); `signed`: the
+    analysis of a number with a minus (_NUMBER_RE)."""
     en, pt, _, completions, accented = analysis
     raw = item.text.lower()
     options = [en, pt]

@@ -31,6 +31,7 @@ from django.conf import settings
 
 from memoryproject.errors import InvalidInput
 from search import conversation, fusion
+from search.bm25 import TermStats
 from search.query import CompiledQuery, query_compile, query_size_check, snippet_build
 from search.ranking import (
     KINDS,
@@ -135,7 +136,7 @@ def _entries(
     return rows
 
 
-def _idf_total(stats, compiled: CompiledQuery) -> float:
+def _idf_total(stats: TermStats, compiled: CompiledQuery) -> float:
     """The most a row of this table could score for the query (every term matched at the scope's mean
     length: the sum of the terms' idf); the fusion weighs the lexical arm by its best row's share of it
     (search/fusion.py)."""

@@ -3,6 +3,10 @@ admin token of another project), plus a project admin token and a small JSON API
 
 import json
 
+# numpy is imported here, before any test, not first by the embedding model in a query-embed thread
+# while a test runs: pytest.approx looks numpy up in sys.modules and failed on the half-imported module
+# ("partially initialized module 'numpy' has no attribute 'isscalar'") now and then.
+import numpy  # noqa: F401
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
