@@ -136,7 +136,7 @@ class Command(BaseCommand):
 
     def _start(self, kind: str, port: int, workers: int) -> subprocess.Popen:
         app, worker = (
-            ("memoryproject.asgi:application", "uvicorn_worker.UvicornWorker")
+            ("memoryproject.asgi:application", "memoryproject.web_worker.WebWorker")
             if kind == "asgi"
             else ("memoryproject.wsgi:application", "gthread")
         )

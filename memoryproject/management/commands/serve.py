@@ -85,12 +85,12 @@ class Command(BaseCommand):
     def _web_command(options) -> list[str]:
         bind = f"{options['host']}:{options['port']}"
         return [
-            # ASGI (uvicorn workers) so /mcp is served by the MCP SDK; Django runs in each worker's
-            # thread pool of WEB_THREADS threads (memoryproject/asgi.py).
+            # ASGI (uvicorn workers, memoryproject/web_worker.py) so /mcp is served by the MCP SDK;
+            # Django runs in each worker's thread pool of WEB_THREADS threads (memoryproject/asgi.py).
             sys.executable, "-m", "gunicorn", "memoryproject.asgi:application",
             "--bind", bind,
             "--workers", str(options["workers"]),
-            "--worker-class", "uvicorn_worker.UvicornWorker",
+            "--worker-class", "memoryproject.web_worker.WebWorker",
             "--access-logfile", "-",
             "--log-level", "warning",
             "--graceful-timeout", str(STOP_GRACE_SECONDS - 1),

@@ -1,0 +1,30 @@
+"""The web server `serve` starts parses HTTP with httptools and runs uvloop, never uvicorn's slow
+pure-Python fallbacks (h11 and the standard asyncio loop), which cost about 1.5-2 ms of CPU a request."""
+
+import uvicorn
+import uvloop
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from memoryproject.management.commands.serve import Command
+from memoryproject.web_worker import WebWorker
+
+
+def _option(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_serve_runs_gunicorn_with_the_web_worker():
+    command = Command._web_command({"host": "127.0.0.1", "port": 8123, "workers": 2})
+    assert _option(command, "--worker-class") == "memoryproject.web_worker.WebWorker"
+    assert _option(command, "--bind") == "127.0.0.1:8123"
+
+
+def test_the_web_worker_loads_the_compiled_parser_and_loop():
+    config = uvicorn.Config(app=lambda scope, receive, send: None, **WebWorker.CONFIG_KWARGS)
+    config.load()
+    assert config.http_protocol_class is HttpToolsProtocol
+    loop = config.get_loop_factory()()
+    try:
+        assert isinstance(loop, uvloop.Loop)
+    finally:
+        loop.close()
