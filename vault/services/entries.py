@@ -1,5 +1,7 @@
 """Writes to long-term memory. Every entry point (API, admin, pages, commands, tasks) calls these."""
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -73,6 +75,40 @@ def _agent_category_lock(agent_id: int, category: str) -> None:
         )
 
 
+class _WordSets:
+    """The word sets of recently seen entries, by content hash, in this process.
+
+    A text's word set depends on its normalised text only, and the content hash is the hash of that
+    text, so a hash always maps to the same set, whichever entry, agent or project it came from and
+    however often the entry was edited. The duplicate check compares a new entry with up to 50 earlier
+    ones of its agent; they are mostly the same few entries from one write to the next, so their texts
+    need not be read and cut into words again on each write.
+    """
+
+    SIZE = 4096
+
+    def __init__(self):
+        self._sets: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> frozenset[str] | None:
+        with self._lock:
+            words = self._sets.get(digest)
+            if words is not None:
+                self._sets.move_to_end(digest)
+            return words
+
+    def put(self, digest: str, words: frozenset[str]) -> None:
+        with self._lock:
+            self._sets[digest] = words
+            self._sets.move_to_end(digest)
+            while len(self._sets) > self.SIZE:
+                self._sets.popitem(last=False)
+
+
+_word_sets = _WordSets()
+
+
 def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[str]):
     """(entry, similarity) of the closest live entry of the same agent and category, or (None, 0).
 
@@ -99,15 +135,22 @@ def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[s
         if other_digest == digest:
             return VaultEntry.objects.get(pk=pk), 1.0
         if trust.sketch_similarity(signature, other_sketch) >= SKETCH_SCREEN:
-            screened.append(pk)
-    # The texts of the screened candidates in one round trip (this runs under the agent's write lock).
+            screened.append((pk, other_digest, _word_sets.get(other_digest)))
+    # The texts of the screened candidates not seen lately, in one round trip (this runs under the
+    # agent's write lock).
+    unseen = [pk for pk, _, other_words in screened if other_words is None]
     contents = {}
-    if screened:
+    if unseen:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT id, content FROM vault_vaultentry WHERE id = ANY(%s)", [screened])
+            cursor.execute("SELECT id, content FROM vault_vaultentry WHERE id = ANY(%s)", [unseen])
             contents = dict(cursor.fetchall())
-    for pk in screened:
-        score = trust.near_duplicate_score(words, trust.word_set(contents.get(pk, "")))
+    for pk, other_digest, other_words in screened:
+        if other_words is None:
+            if pk not in contents:
+                continue
+            other_words = trust.word_set(contents[pk])
+            _word_sets.put(other_digest, other_words)
+        score = trust.near_duplicate_score(words, other_words)
         if score > best_score:
             best, best_score = pk, score
     if best is None:
@@ -260,6 +303,7 @@ def entry_create(
         raise InvalidInput(f"Unknown status {status!r}; use one of: {', '.join(EntryStatus.values)}.")
     digest = trust.content_hash(content)
     words = trust.word_set(content)
+    _word_sets.put(digest, words)
     now = timezone.now()
     with transaction.atomic():
         _agent_category_lock(agent.pk, category)
