@@ -6,10 +6,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from memoryproject.copy_rows import rows_copy
+from memoryproject.copy_rows import ids_allocate, rows_copy, rows_create
 from memoryproject.errors import NotFound, TooLarge
 from sessions_app import selectors
 from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
@@ -67,15 +67,6 @@ class AppendResult:
             "recovery": self.recovery,
             "buffer_logged": self.buffer_logged,
         }
-
-
-def _ids_allocate(count: int) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence('sessions_app_message', 'id')) FROM generate_series(1, %s)",
-            [count],
-        )
-        return [row[0] for row in cursor.fetchall()]
 
 
 REPLAY_MATCH_MESSAGES = 2
@@ -167,7 +158,7 @@ def _rows_store(
     # The first row keeps its parent loaded (the daily note's look-back reads it).
     parent = Message.objects.filter(pk=parent_id).first() if parent_id else None
     previous = _reply_context(parent.text if parent else "")
-    for pk, item in zip(_ids_allocate(len(items)), items, strict=True):
+    for pk, item in zip(ids_allocate(Message, len(items)), items, strict=True):
         rows.append(
             Message(
                 pk=pk,
@@ -349,7 +340,7 @@ def _write_ahead_scan(
                     created_at=message.created_at,
                 )
             )
-    return SessionStateEntry.objects.bulk_create(entries)
+    return rows_create(entries)
 
 
 def _memory_file_facts(agent: Agent) -> set[str]:

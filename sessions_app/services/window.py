@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from memoryproject.copy_rows import rows_create
 from memoryproject.errors import InvalidInput
 from memoryproject.llm import llm_configured
 from sessions_app import selectors
@@ -219,4 +220,4 @@ def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> l
                 session=session, message_id=message.pk, side=side, text=text, created_at=message.created_at
             )
         )
-    return WorkingBufferEntry.objects.bulk_create(rows)
+    return rows_create(rows)

@@ -6,9 +6,8 @@ import datetime
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from memoryproject.copy_rows import rows_copy
-from sessions_app.models import Message, Session
-from sessions_app.services.append import _ids_allocate
+from memoryproject.copy_rows import ids_allocate, rows_copy, rows_create
+from sessions_app.models import Message, Session, WorkingBufferEntry
 
 
 def _message(session, pk, **fields) -> Message:
@@ -25,7 +24,7 @@ def _message(session, pk, **fields) -> Message:
 
 def test_rows_are_stored_with_every_column_the_generated_vector_and_the_triggers(agent_a):
     session = Session.objects.create(project=agent_a.project, agent=agent_a)
-    first, second = _ids_allocate(2)
+    first, second = ids_allocate(Message, 2)
     rows = [
         _message(session, first, client_id="c1", text="Deploy the quokka cluster\ttonight, açúcar 東京 🚀"),
         _message(
@@ -64,11 +63,14 @@ def test_rows_are_stored_with_every_column_the_generated_vector_and_the_triggers
 
 def test_a_constraint_violation_is_djangos_integrity_error_and_nothing_is_stored(agent_a):
     session = Session.objects.create(project=agent_a.project, agent=agent_a)
-    first, second = _ids_allocate(2)
+    first, second = ids_allocate(Message, 2)
     rows_copy([_message(session, first, client_id="same")])
     with pytest.raises(IntegrityError), transaction.atomic():
         rows_copy(
-            [_message(session, second, text="new"), _message(session, _ids_allocate(1)[0], client_id="same")]
+            [
+                _message(session, second, text="new"),
+                _message(session, ids_allocate(Message, 1)[0], client_id="same"),
+            ]
         )
     assert list(Message.objects.filter(session=session).values_list("pk", flat=True)) == [first]
 
@@ -78,3 +80,36 @@ def test_rows_need_their_primary_keys(agent_a):
     with pytest.raises(ValueError, match="primary keys"):
         rows_copy([_message(session, None)])
     rows_copy([])  # nothing to store
+
+
+def test_rows_create_takes_keys_from_the_sequence_and_stores_rows_as_bulk_create_would(agent_a):
+    session = Session.objects.create(project=agent_a.project, agent=agent_a)
+    [message_id] = ids_allocate(Message, 1)
+    rows_copy([_message(session, message_id)])
+    at = datetime.datetime(2026, 11, 24, 10, 0, tzinfo=datetime.UTC)
+    [before] = WorkingBufferEntry.objects.bulk_create(
+        [WorkingBufferEntry(session=session, message_id=message_id, side="human", text="bulk", created_at=at)]
+    )
+    rows = [
+        WorkingBufferEntry(
+            session=session,
+            message_id=message_id if i else None,
+            side="agent" if i % 2 else "human",
+            text=f'row {i}: tab\there, quote " back\\slash, new\nline',
+            created_at=at + datetime.timedelta(minutes=i),
+        )
+        for i in range(3)
+    ]
+    assert rows_create(rows) is rows
+    keys = [row.pk for row in rows]
+    assert len(set(keys)) == 3 and min(keys) > before.pk
+    assert all(not row._state.adding and row._state.db == "default" for row in rows)
+    stored = {row.pk: row for row in WorkingBufferEntry.objects.filter(session=session)}
+    assert set(stored) == {before.pk, *keys}
+    for row in rows:
+        for field in WorkingBufferEntry._meta.concrete_fields:
+            assert getattr(stored[row.pk], field.attname) == getattr(row, field.attname), field.name
+    # The sequence moved past the copied keys: the next ordinary insert does not collide with them.
+    after = WorkingBufferEntry.objects.create(session=session, side="human", text="x", created_at=at)
+    assert after.pk > max(keys)
+    assert rows_create([]) == []
