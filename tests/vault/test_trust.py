@@ -1,7 +1,10 @@
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from vault import services
 from vault.models import ReviewItem, VaultEntry
+from vault.services import entries as entries_services
 from vault.trust import claims_conflict, claims_find, poisoning_findings
 
 pytestmark = pytest.mark.django_db
@@ -78,6 +81,33 @@ def test_a_borderline_duplicate_waits_for_review_linked_to_the_original(api, tok
     assert body["status"] == "pending"
     assert body["review"][0]["kind"] == "duplicate"
     assert body["review"][0]["other_entry_id"] == original["id"]
+
+
+@pytest.mark.parametrize("seen", [True, False], ids=["text-seen-before", "text-not-seen"])
+def test_the_duplicate_check_reads_a_texts_words_once_and_judges_the_same_either_way(
+    api, token_a, seen, monkeypatch
+):
+    """Word sets of entries this process has seen are kept by content hash: the check then reads no
+    text back, and finds the same near-duplicate as when it must read the text."""
+    original = _create(
+        api,
+        token_a,
+        "The nightly export job writes invoices to the finance bucket every night after midnight",
+    ).json()
+    if not seen:
+        monkeypatch.setattr(entries_services, "_word_sets", entries_services._WordSets())
+    with CaptureQueriesContext(connection) as queries:
+        body = _create(
+            api,
+            token_a,
+            "The nightly export job writes invoices and receipts to the finance bucket every night",
+        ).json()
+    assert body["status"] == "pending"
+    assert [(item["kind"], item["other_entry_id"]) for item in body["review"]] == [
+        ("duplicate", original["id"])
+    ]
+    texts_read = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT id, content ")]
+    assert len(texts_read) == (0 if seen else 1)
 
 
 def test_texts_that_differ_in_a_number_are_not_duplicates(api, token_a):
