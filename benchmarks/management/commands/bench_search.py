@@ -1,7 +1,8 @@
 """Search and context latency over HTTP on a synthetic corpus (benchmarks/corpus.py).
 
 Loads N entries over 50 agents into a project `bench-N` with COPY (reused when it already holds N
-entries), starts gunicorn on 127.0.0.1 (2 sync workers, the same WSGI app as production), and times
+entries), starts the production server on 127.0.0.1 (`manage.py serve --no-cluster`: gunicorn with
+uvicorn workers, 2 by default), and times
 sequential keep-alive requests from this process: p50/p95/p99 of agent-scoped search, project-wide
 search and context building. The server is stopped at the end; the corpus is kept unless --drop.
 
@@ -16,20 +17,15 @@ query), and in this process the query's embedding and the semantic scan
 import http.client
 import io
 import json
-import socket
-import subprocess
-import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.utils import timezone
 
 from benchmarks.corpus import corpus_generate, corpus_queries
-from benchmarks.load import bench_env
+from benchmarks.load import Server, free_port
 from benchmarks.migrated import ensure_migrated
 from benchmarks.vectors import synthetic_embeddings_copy, vector_pool
 from memoryproject.embeddings import embedder_get
@@ -81,7 +77,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--entries", type=int, required=True, help="Corpus size (e.g. 10000, 100000).")
         parser.add_argument("--queries", type=int, default=300, help="Timed requests per measurement.")
-        parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
+        parser.add_argument("--workers", type=int, default=2, help="Web worker processes (WEB_WORKERS).")
         parser.add_argument("--drop", action="store_true", help="Delete the benchmark project afterwards.")
         parser.add_argument(
             "--port", type=int, default=0, help="Port of the benchmark server (default: any free one)."
@@ -107,13 +103,13 @@ class Command(BaseCommand):
         if options["embeddings"]:
             self._embeddings(project)
         _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_search")
-        port = options["port"] or self._free_port()
-        server = self._start_server(port, options["workers"])
+        port = options["port"] or free_port()
         try:
-            self._measure(project, token, port, options["queries"], embeddings=options["embeddings"])
+            with Server(port, env={"WEB_WORKERS": str(options["workers"])}):
+                self._measure(project, token, port, options["queries"], embeddings=options["embeddings"])
+        except RuntimeError as exc:  # the server did not start
+            raise CommandError(str(exc)) from exc
         finally:
-            server.terminate()
-            server.wait(timeout=30)
             if options["drop"]:
                 project.delete()
 
@@ -220,42 +216,6 @@ class Command(BaseCommand):
         # scans linearly until (auto)vacuum merges it: measure the steady state, not that transient.
         with connection.cursor() as cursor:
             cursor.execute("VACUUM (ANALYZE) vault_vaultentry")
-
-    # --- server ---------------------------------------------------------------------------------
-
-    def _free_port(self) -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-    def _start_server(self, port: int, workers: int) -> subprocess.Popen:
-        gunicorn = Path(sys.executable).with_name("gunicorn")
-        env = bench_env(DJANGO_SETTINGS_MODULE="memoryproject.settings")
-        server = subprocess.Popen(
-            [
-                str(gunicorn),
-                "memoryproject.wsgi:application",
-                "-b",
-                f"127.0.0.1:{port}",
-                "-w",
-                str(workers),
-                "--log-level",
-                "warning",
-            ],
-            cwd=settings.BASE_DIR,
-            env=env,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/api/v1/healthz")
-                if conn.getresponse().status == 200:
-                    return server
-            except OSError:
-                time.sleep(0.3)
-        server.terminate()
-        raise CommandError("the benchmark server did not start within 60 s")
 
     # --- measurement ----------------------------------------------------------------------------
 
