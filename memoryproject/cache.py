@@ -15,10 +15,17 @@ resets the key's expiry. Here an integer is stored as readable text (`#int:<n>`,
 Django's base64 pickles), `add` is one INSERT .. ON CONFLICT that also takes over an expired key, and
 `incr` is one UPDATE that adds in place and keeps the expiry: two statements per request instead of
 seven, and no lost counts.
+
+A window's key, once it exists, lives until its window is over (its expiry is the window's end plus
+django-ratelimit's margin), so each process remembers the counters it has seen and their expiry, and
+`add` of one still live answers False without asking the database: one statement per request. Should
+one be gone all the same (deleted by hand, the table cleared elsewhere), `incr` finds nothing,
+forgets it, and the next `add` stores it again.
 """
 
 import base64
 import pickle
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -30,6 +37,7 @@ from django.utils.timezone import now as tz_now
 
 CULL_SECONDS = 30.0
 INT_PREFIX = "#int:"
+LIVE_KEYS_MAX = 10_000  # counters a process remembers (one per token and window)
 
 
 def _is_int(value) -> bool:
@@ -43,6 +51,21 @@ class DatabaseCache(DjangoDatabaseCache):
         # the time since its last cull instead.
         self._max_entries = -1
         self._culled_at = float("-inf")
+        # Integer counters this process knows to exist, with their expiry (see the module's docstring).
+        self._live: dict[str, datetime] = {}
+        self._live_lock = threading.Lock()
+
+    def _live_until(self, key: str, expires: datetime | None) -> None:
+        with self._live_lock:
+            if expires is None:
+                self._live.pop(key, None)
+                return
+            if len(self._live) >= LIVE_KEYS_MAX:
+                now = tz_now()
+                self._live = {k: e for k, e in self._live.items() if e > now}
+                if len(self._live) >= LIVE_KEYS_MAX:
+                    self._live.clear()
+            self._live[key] = expires
 
     def _cull(self, db, cursor, now, num):
         if time.monotonic() - self._culled_at < CULL_SECONDS:
@@ -65,19 +88,32 @@ class DatabaseCache(DjangoDatabaseCache):
         if not _is_int(value):
             return super().add(key, value, timeout, version=version)
         key = self.make_and_validate_key(key, version=version)
+        now = tz_now()
+        known = self._live.get(key)
+        if known is not None and known >= now:
+            return False
         db = router.db_for_write(self.cache_model_class)
         connection = connections[db]
         table = connection.ops.quote_name(self._table)
-        now = tz_now()
         with connection.cursor() as cursor:
             self._cull(db, cursor, now, 0)
+            # Stored (True and its expiry), or already there and live (False and that key's expiry).
             cursor.execute(
-                f"INSERT INTO {table} (cache_key, value, expires) VALUES (%s, %s, %s) "
+                f"WITH stored AS (INSERT INTO {table} (cache_key, value, expires) VALUES (%s, %s, %s) "
                 f"ON CONFLICT (cache_key) DO UPDATE SET value = EXCLUDED.value, expires = EXCLUDED.expires "
-                f"WHERE {table}.expires < %s",
-                [key, f"{INT_PREFIX}{value}", self._expires(timeout), now],
+                f"WHERE {table}.expires < %s RETURNING expires) "
+                f"SELECT true, expires FROM stored UNION ALL "
+                f"SELECT false, expires FROM {table} WHERE cache_key = %s AND expires >= %s "
+                f"AND NOT EXISTS (SELECT 1 FROM stored)",
+                [key, f"{INT_PREFIX}{value}", self._expires(timeout), now, key, now],
             )
-            return cursor.rowcount == 1
+            row = cursor.fetchone()
+        if row is None:
+            # Stored by a transaction that committed after this statement began: live, expiry unknown.
+            return False
+        stored, expires = row
+        self._live_until(key, expires)
+        return stored
 
     def incr(self, key, delta=1, version=None):
         made = self.make_and_validate_key(key, version=version)
@@ -96,7 +132,30 @@ class DatabaseCache(DjangoDatabaseCache):
         if row is not None:
             return row[0]
         # Missing (ValueError, as Django's), expired, or a value stored by `set` (pickled).
+        self._live_until(made, None)
         return super().incr(key, delta, version=version)
+
+    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        self._live_until(self.make_and_validate_key(key, version=version), None)
+        return super().set(key, value, timeout, version=version)
+
+    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None):
+        self._live_until(self.make_and_validate_key(key, version=version), None)
+        return super().touch(key, timeout, version=version)
+
+    def delete(self, key, version=None):
+        self._live_until(self.make_and_validate_key(key, version=version), None)
+        return super().delete(key, version=version)
+
+    def delete_many(self, keys, version=None):
+        for key in keys:
+            self._live_until(self.make_and_validate_key(key, version=version), None)
+        return super().delete_many(keys, version=version)
+
+    def clear(self):
+        with self._live_lock:
+            self._live.clear()
+        return super().clear()
 
     def get_many(self, keys, version=None):
         """Django's get_many, reading `#int:` counters as well as pickled values."""

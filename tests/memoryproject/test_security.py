@@ -18,6 +18,7 @@ from django.core.cache.backends.db import DatabaseCache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 
 from memoryproject import cache as cache_module
 from memoryproject.security import secret_key_load
@@ -231,6 +232,45 @@ def test_a_counter_keeps_its_expiry_and_an_expired_one_starts_again():
             cache.incr("rl-window")
         assert cache.add("rl-window", 0, 60) is True  # the expired key is taken over
         assert cache.get("rl-window") == 0
+
+
+@pytest.mark.django_db
+def test_a_live_counter_is_counted_with_one_statement_a_request():
+    """A window's counter, once this process has seen it, is not stored again on every request: `add`
+    answers from memory and only `incr` reaches the database."""
+    _database_cache_only()
+    with time_machine.travel(datetime(2026, 3, 1, 12, 0, tzinfo=UTC), tick=False):
+        assert cache.add("rl-seen", 0, 60) is True
+        with CaptureQueriesContext(connection) as queries:
+            for expected in (1, 2, 3):
+                assert cache.add("rl-seen", 0, 60) is False
+                assert cache.incr("rl-seen") == expected
+        assert len(queries.captured_queries) == 3
+    with time_machine.travel(datetime(2026, 3, 1, 12, 1, 1, tzinfo=UTC), tick=False):
+        assert cache.add("rl-seen", 0, 60) is True  # past its expiry: asked again, and taken over
+        assert cache.incr("rl-seen") == 1
+
+
+@pytest.mark.django_db
+def test_a_counter_seen_by_another_process_is_remembered_and_one_deleted_behind_its_back_comes_back():
+    _database_cache_only()
+    with time_machine.travel(datetime(2026, 3, 1, 12, 0, tzinfo=UTC), tick=False):
+        other = caches.create_connection("default")  # another web process's cache object
+        assert other.add("rl-other", 0, 60) is True
+        assert cache.add("rl-other", 0, 60) is False  # asked once: it is there and live
+        with CaptureQueriesContext(connection) as queries:
+            assert cache.add("rl-other", 0, 60) is False
+        assert queries.captured_queries == []
+        assert cache.incr("rl-other") == 1
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM memory_cache")
+        assert cache.add("rl-other", 0, 60) is False  # still remembered as live...
+        with pytest.raises(ValueError):
+            cache.incr("rl-other")  # ...until counting finds it gone
+        assert cache.add("rl-other", 0, 60) is True
+        assert cache.incr("rl-other") == 1
+        cache.delete("rl-other")
+        assert cache.add("rl-other", 0, 60) is True  # a delete through the cache forgets it at once
 
 
 @pytest.mark.django_db
