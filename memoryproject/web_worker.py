@@ -2,9 +2,9 @@
 loop (uvloop) named outright.
 
 uvicorn's own worker asks for "auto" and silently falls back to its pure-Python parser (h11) and the
-standard asyncio loop when the compiled ones are missing. Measured with `bench_write --clients 8`, that
-fallback cost about 1.5-2 ms of server CPU on every request (5.7 -> 3.8-4.2 ms an entry write). Naming
-them here makes a missing package fail at start instead of slowing every request.
+standard asyncio loop when the compiled ones are missing. That fallback cost 0.3-0.4 ms of server CPU
+a request (GET /api/v1/me, 2.58-2.67 against 2.22-2.39 ms; docs/benchmarks.md). Naming them here
+makes a missing package fail at start instead of slowing every request.
 """
 
 from uvicorn_worker import UvicornWorker

@@ -1,5 +1,5 @@
 """The web server `serve` starts parses HTTP with httptools and runs uvloop, never uvicorn's slow
-pure-Python fallbacks (h11 and the standard asyncio loop), which cost about 1.5-2 ms of CPU a request."""
+pure-Python fallbacks (h11 and the standard asyncio loop), which cost 0.3-0.4 ms of CPU a request."""
 
 import uvicorn
 import uvloop
