@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from django.db import connections, models
 from django.db.models import Model
 
-
 # Fields (these exact classes, not subclasses, which may prepare values their own way) whose
 # preparation returns a value of this exact type unchanged, as Django's get_prep_value does (str for
 # text, int for integers and keys, bool, float): such values, and None, go to COPY as they are. The
