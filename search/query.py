@@ -48,8 +48,20 @@ _ALPHA_RE = re.compile(r"^[^\W\d_]+$")
 # holds it. So an exclusion is one dash, then a letter and at least two more characters.
 _EXCLUSION_RE = re.compile(r"-[^\W\d_]\S\S")
 # A whole number: PostgreSQL's parser reads the "-123" of a ticket key ("PAY-123") as a signed number,
-# so a number asked also matches itself with a minus ("123", "pay 123" find PAY-123).
+# so a number asked also matches itself with a minus ("123", "pay 123" find PAY-123), and a number of
+# four digits or more also matches itself written in groups of three ("1200" finds "$1,200" and
+# "R$ 1.200", which the parser reads as "1" then "200", and as "1.200").
 _NUMBER_RE = re.compile(r"[0-9]+")
+_GROUPED_MIN = 1000
+# Adjacent words also searched as the one word they make ("ip v6": ipv6), letters and digits only.
+_JOINABLE_RE = re.compile(r"^[^\W_]+$")
+JOINED_MAX_LENGTH = 24
+JOINS_MAX = 8
+# A whole number typed in comma-separated groups of three ("1,250,000"): searched as its digits, whose
+# forms include the grouped ones. (PostgreSQL's parser would read three numbers, found anywhere.)
+_GROUPED_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|[.,]\d)")
+# A letter followed by a number in a cut ("PAY 123" of "PAY123"): the stored "PAY-123" holds "-123".
+_LETTER_NUMBER_RE = re.compile(r"(?<=[^\W\d_]) (?=[0-9]+\b)")
 # The "v" of a version written "v2.4.1": the stored text may say "2.4.1" (or "version 2.4.1").
 _VERSION_V_RE = re.compile(r"(?<![\w.])[vV](?=(?:\d+\.)+\d+\b(?!\.\d))")
 
@@ -112,6 +124,7 @@ def query_parse(q: str) -> list[Item | str]:
             parts.append("OR")
             continue
         excluded = bool(_EXCLUSION_RE.match(bare))
+        bare = _GROUPED_RE.sub(lambda m: m.group(0).replace(",", ""), bare)
         for word in _WORD_RE.findall(bare[1:] if excluded else bare):
             parts.append(Item(word, excluded=excluded))
     return parts
@@ -269,8 +282,20 @@ def _parts_of(text: str) -> list[str]:
     whose acronym comes before its number cut at the number only ("PostgreSQL16" is "Postgre SQL 16"
     as written, "postgresql 16" in lower case). [] when there is nothing to cut."""
     bare = _VERSION_V_RE.sub("", text)
-    cuts = (split_identifiers(bare), split_identifiers(bare.lower()))
+    cuts = [split_identifiers(bare), split_identifiers(bare.lower())]
+    # "PAY123" cut is "PAY 123"; a ticket key is as often written "PAY-123", stored as "pay" "-123".
+    cuts += [_LETTER_NUMBER_RE.sub(" -", cut) for cut in cuts]
     return [cut for cut in dict.fromkeys(cuts) if cut not in (text, text.lower())]
+
+
+def _number_forms(text: str) -> list[str]:
+    """The other ways a whole number is written (_NUMBER_RE): with a minus, and from 1000 up in groups
+    of three, with commas and with dots ("1200": "-1200", "1,200", "1.200")."""
+    forms = ["-" + text]
+    if text[0] != "0" and int(text) >= _GROUPED_MIN:
+        grouped = f"{int(text):,}"
+        forms += [grouped, grouped.replace(",", ".")]
+    return forms
 
 
 def _lexemes(tsquery: str) -> list[str]:
@@ -278,13 +303,13 @@ def _lexemes(tsquery: str) -> list[str]:
 
 
 def _item_query(
-    item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool, splits=(), signed=None
+    item: Item, analysis, neighbours: dict, neighbour_stems: dict, *, prefix: bool, splits=(), forms=()
 ):
     """(tsquery, highlight patterns) of one word or phrase: its English and Portuguese forms, the
     phrases of its identifiers' parts ("getUserById" as get <-> user <-> by <-> id), with `prefix` the
     completions of the word, the vocabulary words that differ from it only by accents, and those one
-    typo away. `splits`: the analyses of the phrases the word's cuts give (_parts_of); `signed`: the
-    analysis of a number with a minus (_NUMBER_RE)."""
+    typo away. `splits`: the analyses of the phrases the word's cuts give (_parts_of); `forms`: the
+    analyses of a number's other ways of being written (_number_forms)."""
     en, pt, _, completions, accented = analysis
     raw = item.text.lower()
     options = [en, pt]
@@ -293,9 +318,11 @@ def _item_query(
     for split in splits:
         if min(len(_lexemes(split[0])), len(_lexemes(split[1]))) >= 2:
             options += [split[0], split[1]]
-    if signed is not None:
-        options += [signed[0], signed[1]]
+    for form in forms:
+        options += [form[0], form[1]]
     patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
+    # The grouped forms, highlighted as written ("1,200").
+    patterns += [re.escape(x) for form in forms for x in _lexemes(form[0]) if not x.isdigit()]
     if item.phrase:
         patterns = [re.escape(w) for w in raw.split()]
         return _alternatives(*options), patterns
@@ -446,10 +473,31 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     # its parts: "getUserById" finds get_user_by_id, "500ms" finds "500 ms" (vault/search_text.py).
     splits = {item.text: [search_text(cut) for cut in _parts_of(item.text)] for item in items}
     cut_texts = {cut for cuts in splits.values() for cut in cuts}
-    signed = {
-        item.text: "-" + item.text for item in items if not item.phrase and _NUMBER_RE.fullmatch(item.text)
+    number_forms = {
+        item.text: _number_forms(item.text)
+        for item in items
+        if not item.phrase and _NUMBER_RE.fullmatch(item.text)
     }
-    texts = {search_text(item.text) for item in items} | cut_texts | set(signed.values())
+    form_texts = {search_text(form) for forms in number_forms.values() for form in forms}
+    # Two words typed apart that are stored as one ("ip v6" for IPv6, "data base", "web socket"): each
+    # also matches the word they make together, so a row holding it counts as holding both.
+    joins = [
+        (a[0], b[0], a[0].text + b[0].text)
+        for a, b in zip(groups, groups[1:], strict=False)
+        if len(a) == 1
+        and len(b) == 1
+        and not a[0].phrase
+        and not b[0].phrase
+        and _JOINABLE_RE.match(a[0].text)
+        and _JOINABLE_RE.match(b[0].text)
+        and len(a[0].text) + len(b[0].text) <= JOINED_MAX_LENGTH
+    ][:JOINS_MAX]
+    texts = (
+        {search_text(item.text) for item in items}
+        | cut_texts
+        | form_texts
+        | {joined for _, _, joined in joins}
+    )
     analysed = _analyse(sorted(texts), prefixes)
 
     def is_stopword(item: Item) -> bool:
@@ -459,6 +507,13 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     meaningful = [g for g in groups if not (len(g) == 1 and is_stopword(g[0]))]
     if not meaningful:
         meaningful = groups
+    # Not with a stopword: "a live demo" is not about being alive.
+    joined_forms: dict[int, list] = {}
+    for first, second, joined in joins:
+        if is_stopword(first) or is_stopword(second) or not analysed[joined][0]:
+            continue
+        for item in (first, second):
+            joined_forms.setdefault(id(item), []).append(analysed[joined])
 
     words_last = [item for group in meaningful for item in group if not item.phrase]
     last_word = words_last[-1] if words_last else None
@@ -478,7 +533,8 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
         prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
         cuts = [analysed[cut] for cut in splits[item.text]]
-        minus = analysed[signed[item.text]] if item.text in signed else None
+        forms = [analysed[search_text(form)] for form in number_forms.get(item.text, ())]
+        forms += joined_forms.get(id(item), [])
         return _item_query(
             item,
             analysed[search_text(item.text)],
@@ -486,7 +542,7 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
             neighbour_stems,
             prefix=prefix,
             splits=cuts,
-            signed=minus,
+            forms=forms,
         )
 
     terms: list[Term] = []

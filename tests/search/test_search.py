@@ -207,6 +207,65 @@ def test_a_ticket_key_is_found_by_its_number(agent_a, make_entry, q):
     assert find(agent_a, q)[0] == wanted.pk
 
 
+@pytest.mark.parametrize("q", ["PAY123", "pay123", "refund PAY123"])
+def test_a_ticket_key_typed_without_its_dash_finds_the_ticket(agent_a, make_entry, q):
+    """"PAY123" is cut as "PAY 123", and the stored "PAY-123" holds "pay" then "-123": the cut is also
+    searched with the number signed."""
+    wanted = make_entry(agent_a, "Ticket PAY-123 covers the refund rounding bug")
+    make_entry(agent_a, "Ticket PAY-124 covers the invoice layout")
+    make_entry(agent_a, "The pay run uses 123 workers")
+    assert find(agent_a, q)[0] == wanted.pk
+
+
+@pytest.mark.parametrize(
+    ("stored", "q"),
+    [
+        ("The enterprise plan costs $1,200 a month", "1200"),
+        ("The enterprise plan costs $1,200 a month", "$1200 plan"),
+        ("O plano empresarial custa R$ 2.500 por mês", "2500"),
+        ("The migration moved 1,250,000 rows in an hour", "1250000 rows"),
+        ("The migration moved 1250000 rows in an hour", "1,250,000"),
+        ("The enterprise plan costs $1,200 a month", "1,200 a month"),
+    ],
+)
+def test_a_number_is_found_however_its_thousands_are_written(agent_a, make_entry, stored, q):
+    """PostgreSQL's parser reads "1,200" as the numbers 1 and 200, and "2.500" as one decimal: a number
+    of four digits or more asked without separators also matches itself in groups of three, with
+    commas and with dots."""
+    wanted = make_entry(agent_a, stored)
+    make_entry(agent_a, "The starter plan costs $200 a month and 1 seat")
+    make_entry(agent_a, "Rows are copied in batches of 500")
+    assert find(agent_a, q)[0] == wanted.pk
+    assert not query_compile("0123").terms[0].tsquery.count("0,123")  # a leading zero is an id, not an amount
+
+
+@pytest.mark.parametrize(
+    ("stored", "q"),
+    [
+        ("The staging cluster has IPv6 disabled on the load balancer", "ip v6"),
+        ("The staging cluster has IPv6 disabled on the load balancer", "staging ip v6 cluster"),
+        ("Sessions reconnect through the websocket gateway", "web socket gateway"),
+        ("Nightly dumps of the database go to cold storage", "data base dumps"),
+    ],
+)
+def test_two_words_typed_apart_find_the_one_word_they_make(agent_a, make_entry, stored, q):
+    """Each of two adjacent words also matches the word they make together, so "ip v6" finds IPv6."""
+    wanted = make_entry(agent_a, stored)
+    make_entry(agent_a, "The IP allow list has v4 addresses only, the socket pool holds 10 base slots")
+    make_entry(agent_a, "Lunch is at noon on Fridays")
+    assert find(agent_a, q)[0] == wanted.pk
+
+
+def test_words_are_not_joined_with_a_stopword_nor_across_or(agent_a, make_entry):
+    demo = make_entry(agent_a, "The live demo of the importer is on Friday")
+    alive = make_entry(agent_a, "The importer is alive again after the restart")
+    assert find(agent_a, "a live demo")[0] == demo.pk
+    assert alive.pk not in find(agent_a, "a live demo")
+    # An OR group is not joined with its neighbour, and compiles.
+    assert "ipv6" not in query_compile("ip OR v4 v6").match
+    assert "ipv6" in query_compile("ip v6").match
+
+
 def test_or_matches_either_side(agent_a, make_entry):
     kafka = make_entry(agent_a, "Kafka carries the events")
     rabbit = make_entry(agent_a, "RabbitMQ carries the jobs")
