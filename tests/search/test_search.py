@@ -209,8 +209,8 @@ def test_a_ticket_key_is_found_by_its_number(agent_a, make_entry, q):
 
 @pytest.mark.parametrize("q", ["PAY123", "pay123", "refund PAY123"])
 def test_a_ticket_key_typed_without_its_dash_finds_the_ticket(agent_a, make_entry, q):
-    """"PAY123" is cut as "PAY 123", and the stored "PAY-123" holds "pay" then "-123": the cut is also
-    searched with the number signed."""
+    """A ticket key typed "PAY123" is cut as "PAY 123", and the stored "PAY-123" holds "pay" then "-123":
+    the cut is also searched with the number signed."""
     wanted = make_entry(agent_a, "Ticket PAY-123 covers the refund rounding bug")
     make_entry(agent_a, "Ticket PAY-124 covers the invoice layout")
     make_entry(agent_a, "The pay run uses 123 workers")
