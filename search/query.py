@@ -57,6 +57,7 @@ _GROUPED_MIN = 1000
 _JOINABLE_RE = re.compile(r"^[^\W_]+$")
 JOINED_MAX_LENGTH = 24
 JOINS_MAX = 8
+VOCABULARY_MIN_LENGTH, VOCABULARY_MAX_LENGTH = 4, 32  # search/sql.py, WORD_FILTER
 # A whole number typed in comma-separated groups of three ("1,250,000"): searched as its digits, whose
 # forms include the grouped ones. (PostgreSQL's parser would read three numbers, found anywhere.)
 _GROUPED_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|[.,]\d)")
@@ -288,6 +289,11 @@ def _parts_of(text: str) -> list[str]:
     return [cut for cut in dict.fromkeys(cuts) if cut not in (text, text.lower())]
 
 
+def _vocabulary_can_hold(word: str) -> bool:
+    """Whether the typo vocabulary would hold `word` were it stored (search/sql.py's WORD_FILTER)."""
+    return VOCABULARY_MIN_LENGTH <= len(word) <= VOCABULARY_MAX_LENGTH and not any(c.isdigit() for c in word)
+
+
 def _number_forms(text: str) -> list[str]:
     """The other ways a whole number is written (_NUMBER_RE): with a minus, and from 1000 up in groups
     of three, with commas and with dots ("1200": "-1200", "1,200", "1.200")."""
@@ -507,10 +513,15 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     meaningful = [g for g in groups if not (len(g) == 1 and is_stopword(g[0]))]
     if not meaningful:
         meaningful = groups
-    # Not with a stopword: "a live demo" is not about being alive.
+    # Not with a stopword ("a live demo" is not about being alive), and only a word some stored text
+    # holds: a joined form no row has would only lengthen every term's ranking (1-2 ms at p50 for the
+    # largest agent of 1,000,000 entries, docs/benchmarks.md). The vocabulary says so for words it
+    # can hold (search/sql.py: 4-32 characters, no digit); the rest ("ipv6", "http2") are kept.
     joined_forms: dict[int, list] = {}
     for first, second, joined in joins:
         if is_stopword(first) or is_stopword(second) or not analysed[joined][0]:
+            continue
+        if _vocabulary_can_hold(joined) and not analysed[joined][2]:
             continue
         for item in (first, second):
             joined_forms.setdefault(id(item), []).append(analysed[joined])

@@ -264,6 +264,10 @@ def test_words_are_not_joined_with_a_stopword_nor_across_or(agent_a, make_entry)
     # An OR group is not joined with its neighbour, and compiles.
     assert "ipv6" not in query_compile("ip OR v4 v6").match
     assert "ipv6" in query_compile("ip v6").match
+    # A joined word the vocabulary could hold but does not (no stored text has it) is left out.
+    assert "livedemo" not in query_compile("live demo").match
+    make_entry(agent_a, "The livedemo account is reset nightly")
+    assert "livedemo" in query_compile("live demo").match
 
 
 def test_or_matches_either_side(agent_a, make_entry):
