@@ -315,7 +315,8 @@ def _item_query(
     phrases of its identifiers' parts ("getUserById" as get <-> user <-> by <-> id), with `prefix` the
     completions of the word, the vocabulary words that differ from it only by accents, and those one
     typo away. `splits`: the analyses of the phrases the word's cuts give (_parts_of); `forms`: the
-    analyses of a number's other ways of being written (_number_forms)."""
+    analyses of other texts that stand for the word (a number's other ways of being written,
+    _number_forms; the word it makes with its neighbour)."""
     en, pt, _, completions, accented = analysis
     raw = item.text.lower()
     options = [en, pt]
@@ -327,8 +328,6 @@ def _item_query(
     for form in forms:
         options += [form[0], form[1]]
     patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
-    # The grouped forms, highlighted as written ("1,200").
-    patterns += [re.escape(x) for form in forms for x in _lexemes(form[0]) if not x.isdigit()]
     if item.phrase:
         patterns = [re.escape(w) for w in raw.split()]
         return _alternatives(*options), patterns
@@ -517,14 +516,14 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     # holds: a joined form no row has would only lengthen every term's ranking (1-2 ms at p50 for the
     # largest agent of 1,000,000 entries, docs/benchmarks.md). The vocabulary says so for words it
     # can hold (search/sql.py: 4-32 characters, no digit); the rest ("ipv6", "http2") are kept.
-    joined_forms: dict[int, list] = {}
+    joined_forms: dict[int, list[str]] = {}
     for first, second, joined in joins:
         if is_stopword(first) or is_stopword(second) or not analysed[joined][0]:
             continue
         if _vocabulary_can_hold(joined) and not analysed[joined][2]:
             continue
         for item in (first, second):
-            joined_forms.setdefault(id(item), []).append(analysed[joined])
+            joined_forms.setdefault(id(item), []).append(joined)
 
     words_last = [item for group in meaningful for item in group if not item.phrase]
     last_word = words_last[-1] if words_last else None
@@ -544,17 +543,21 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
         prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
         cuts = [analysed[cut] for cut in splits[item.text]]
-        forms = [analysed[search_text(form)] for form in number_forms.get(item.text, ())]
-        forms += joined_forms.get(id(item), [])
-        return _item_query(
+        # A number's other ways of being written and the words it makes with a neighbour: searched,
+        # and highlighted as written ("$1,200", "IPv6").
+        written = [*number_forms.get(item.text, ()), *joined_forms.get(id(item), ())]
+        tsquery, patterns = _item_query(
             item,
             analysed[search_text(item.text)],
             neighbours,
             neighbour_stems,
             prefix=prefix,
             splits=cuts,
-            forms=forms,
+            forms=[analysed[search_text(text)] for text in written],
         )
+        if not item.phrase:
+            patterns += [re.escape(text) for text in written]
+        return tsquery, patterns
 
     terms: list[Term] = []
     for group in meaningful:

@@ -240,6 +240,21 @@ def test_a_number_is_found_however_its_thousands_are_written(agent_a, make_entry
 
 
 @pytest.mark.parametrize(
+    ("q", "text", "marked"),
+    [
+        ("1200", "The enterprise plan costs $1,200 a month", "$**1,200**"),
+        ("2500", "O plano custa R$ 2.500 por mês", "R$ **2.500**"),
+        ("ip v6", "The staging cluster has IPv6 disabled", "**IPv6**"),
+    ],
+)
+def test_a_numbers_other_forms_and_a_joined_word_are_highlighted_as_written(
+    agent_a, make_entry, q, text, marked
+):
+    make_entry(agent_a, text)  # the vocabulary then knows the joined word
+    assert marked in snippet_build(text, query_compile(q).patterns)
+
+
+@pytest.mark.parametrize(
     ("stored", "q"),
     [
         ("The staging cluster has IPv6 disabled on the load balancer", "ip v6"),
