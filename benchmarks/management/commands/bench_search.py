@@ -107,7 +107,7 @@ class Command(BaseCommand):
         try:
             with Server(port, env={"WEB_WORKERS": str(options["workers"])}):
                 self._measure(project, token, port, options["queries"], embeddings=options["embeddings"])
-        except RuntimeError as exc:  # the server did not start
+        except RuntimeError as exc:  # benchmarks.load.Server: the server did not start
             raise CommandError(str(exc)) from exc
         finally:
             if options["drop"]:
