@@ -10,8 +10,8 @@ the one rare word that identifies the answer weighs a lot:
 
 (tf is taken as 1: a tsquery match says whether a term is present, and agents' messages and entries
 are short; `ts_rank` is added as a small tie-break that still sees repetitions and the heavier tag
-and path weights). len is the number of lexemes of the stored vector; avglen is the candidates'
-mean.
+and path weights). len is the number of lexemes of the stored vector; avglen is the scope's mean
+(over all its rows, or a spread sample of about 1,000 in a larger scope), the same for the same rows.
 
 Document frequencies are taken when the query runs, so they are always current (no counts to
 maintain on the write path, no job of ours to refresh them): each term's rows in the scope are counted
@@ -22,8 +22,13 @@ statistics of the search vector (pg_stats' most common lexemes and their shares,
 autovacuum's ANALYZE) times the scope's size. Counting common words exactly read the heap row of
 every match (4,000 heap blocks for one word at 100,000 entries) and multiplied search latency;
 estimating from a cached sample of each scope's lexemes cost up to half a second per cold agent.
-The scope's size and mean length come from the project/agent b-tree (an index-only count, a
-200-row sample), kept a minute in the process for scopes of 1,000 rows or more.
+The scope's size comes from the project/agent b-tree (an index-only count), kept a minute in the
+process for scopes of 1,000 rows or more; its mean length over every row of a small scope, or over
+the rows of a larger one whose id hashes to a chosen value (about 1,000, spread over the scope's
+history, chosen by id before any search vector is read), kept ten minutes. It was the first 200
+rows the scan met: the scope's oldest, 20 % off the true mean on some agents, and which rows they
+were depended on the table's physical layout, so two databases holding the same messages ranked
+them differently.
 
 The same counts choose the candidates (rare terms first, as MaxScore engines do): the rarest terms
 whose document frequencies add up to at most a quarter of MEMORY_SEARCH_CANDIDATES are scanned over
@@ -44,7 +49,8 @@ K1 = 1.2
 B = 0.5
 # ts_rank of one occurrence of a term of weight B (the text's weight): the unit of tf.
 ONE_OCCURRENCE = 0.24317084
-LENGTH_SAMPLE = 200  # rows whose mean vector length stands for the scope's
+LENGTH_SAMPLE = 1000  # about this many rows' mean vector length stands for a larger scope's
+LENGTH_CACHE_SECONDS = 600.0
 MAX_SCOPE_COUNT = 10_000_000
 CACHE_MIN_ROWS = 1000
 COMMON_CACHE_SECONDS = 300.0
@@ -73,27 +79,50 @@ class TermStats:
         return math.log(1 + (n - self.df[i] + 0.5) / (self.df[i] + 0.5))
 
 
+def _mean_length(table: str, condition: str, total: int, params: dict, fetch) -> float:
+    """The scope's mean vector length: over every row of a scope under 2 x LENGTH_SAMPLE rows, else
+    over the rows whose id hashes to 0 modulo total / LENGTH_SAMPLE (about LENGTH_SAMPLE of them,
+    spread over the scope's whole history and the same for the same rows, chosen by id before any
+    search vector is read: for entries from the scope's (agent or project, id) b-tree alone)."""
+    step = max(1, total // LENGTH_SAMPLE)
+    if step == 1:
+        sql = f"SELECT avg(length(search_vector)) AS avglen FROM {table} WHERE {condition}"
+    else:
+        sql = (
+            f"SELECT avg(length(search_vector)) AS avglen FROM {table} WHERE id = ANY(ARRAY("
+            f"SELECT id FROM {table} WHERE {condition} AND hashint8(id) %% %(step)s = 0))"
+        )
+    row = fetch(sql, {**params, "step": step})[0]
+    return float(row["avglen"] or 1.0)
+
+
 def _scope_size(table: str, scope_where: list[str], params: dict, fetch) -> tuple[int, float]:
     """Rows in the scope (an index-only count on the project/agent b-tree, capped at MAX_SCOPE_COUNT)
-    and the mean vector length of LENGTH_SAMPLE of them; kept SCOPE_CACHE_SECONDS in the process for
-    a scope of CACHE_MIN_ROWS rows or more (they move slowly; smaller scopes are read every time)."""
+    and their mean vector length (`_mean_length`). For a scope of CACHE_MIN_ROWS rows or more both are
+    kept in the process, the count SCOPE_CACHE_SECONDS and the mean LENGTH_CACHE_SECONDS (it moves
+    slowly); smaller scopes are read every time."""
     key = (table, params["project"], tuple(params["agents"]) if params["agents"] is not None else None)
     now = time.monotonic()
     cached = _scope_cache.get(key)
     if cached and cached[0] > now:
-        return cached[1], cached[2]
+        return cached[1], cached[3]
     condition = " AND ".join(scope_where)
     row = fetch(
-        f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(ncap)s) x) AS n,"
-        f" (SELECT avg(length(search_vector)) FROM (SELECT search_vector FROM {table} WHERE {condition}"
-        " LIMIT %(sample)s) x) AS avglen",
-        {**params, "ncap": MAX_SCOPE_COUNT, "sample": LENGTH_SAMPLE},
+        f"SELECT count(*) AS n FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(ncap)s) x",
+        {**params, "ncap": MAX_SCOPE_COUNT},
     )[0]
-    total, avglen = int(row["n"]), float(row["avglen"] or 1.0)
+    total = int(row["n"])
+    if cached and cached[2] > now:
+        avglen, length_until = cached[3], cached[2]
+    else:
+        avglen, length_until = (
+            _mean_length(table, condition, total, params, fetch),
+            now + LENGTH_CACHE_SECONDS,
+        )
     if total >= CACHE_MIN_ROWS:
         if len(_scope_cache) > 10_000:
             _scope_cache.clear()
-        _scope_cache[key] = (now + SCOPE_CACHE_SECONDS, total, avglen)
+        _scope_cache[key] = (now + SCOPE_CACHE_SECONDS, total, length_until, avglen)
     return total, avglen
 
 

@@ -182,3 +182,75 @@ def test_a_kind_the_query_finds_nothing_in_is_not_ranked(agent_a, make_message, 
     # The counts do not apply exclusions: a term that is found is ranked, and the ranking excludes.
     ranked.clear()
     assert find(agent_a, "memcached -session", kinds=kinds) == [] and len(ranked) == 1
+
+
+def _mean_length(agent):
+    from search import bm25
+    from search.ranking import _fetch
+
+    params = {"project": agent.project_id, "agents": [agent.pk]}
+    return bm25._scope_size("sessions_app_message", ["agent_id = ANY(%(agents)s)"], params, _fetch)
+
+
+def _true_mean_length(agent):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT avg(length(search_vector)) FROM sessions_app_message WHERE agent_id = %s", [agent.pk]
+        )
+        return float(cursor.fetchone()[0])
+
+
+SHORT = "Caroline: okay, see you"
+LONG = "Melanie: the pottery class ran late, then we drove to the lake, cooked dinner, and watched a film {}"
+
+
+def test_the_mean_length_is_the_whole_scopes_not_its_oldest_rows(agent_a, frequencies):
+    """The length normalisation's mean is taken over the scope, not the first rows a scan meets (they
+    were the oldest: 300 short turns here, then 300 long ones)."""
+    now = timezone.now()
+    bulk_messages(agent_a, [SHORT] * 300, start=now - timedelta(days=30))
+    bulk_messages(agent_a, [LONG.format(i) for i in range(300)], start=now)
+    total, avglen = _mean_length(agent_a)
+    assert total == 600
+    assert avglen == pytest.approx(_true_mean_length(agent_a))
+
+
+def test_a_large_scopes_mean_length_is_a_sample_spread_over_its_history(agent_a, monkeypatch):
+    from search import bm25
+
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    monkeypatch.setattr(bm25, "LENGTH_SAMPLE", 200)  # 1,200 rows: one in six
+    now = timezone.now()
+    bulk_messages(agent_a, [SHORT] * 600, start=now - timedelta(days=30))
+    bulk_messages(agent_a, [LONG.format(i) for i in range(600)], start=now)
+    true_mean = _true_mean_length(agent_a)
+    _, avglen = _mean_length(agent_a)
+    # about 200 rows, half of each kind: far from the short turns' mean and close to the true one
+    assert avglen == pytest.approx(true_mean, rel=0.15)
+    assert _mean_length(agent_a)[1] == avglen  # kept in the process: the same value
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    assert _mean_length(agent_a)[1] == avglen  # read again: the same rows, the same sample
+
+
+def test_the_same_messages_stored_in_another_order_get_the_same_scores(agent_a, agent_b, frequencies):
+    """Two agents holding the same messages, stored in opposite orders (so a scan meets them in
+    opposite orders), score every result the same."""
+    now = timezone.now()
+    filler = ["harbour", "meadow", "lantern", "orchard", "pebble", "quarry", "ribbon", "saddle", "thimble"]
+    # matching turns of several lengths, so that the length normalisation orders them
+    texts = [SHORT] * 250 + [LONG.format(i) + " " + " ".join(filler[: i % 9]) for i in range(250)]
+    for agent, ordered in ((agent_a, texts), (agent_b, texts[::-1])):
+        bulk_messages(agent, ordered, start=now, step=timedelta(0))  # one time: recency the same
+
+    def scores(agent):
+        outcome = search_run(
+            q="pottery lake dinner",
+            scope=SearchScope(agent.project_id, [agent.pk]),
+            filters=SearchFilters(kinds=("messages",), mode="lexical", limit=50),
+        )
+        return sorted((r["score"], r["text"]) for r in outcome.results)
+
+    assert len(scores(agent_a)) == 50
+    assert scores(agent_a) == scores(agent_b)
