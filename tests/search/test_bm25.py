@@ -250,7 +250,8 @@ def test_the_same_messages_stored_in_another_order_get_the_same_scores(agent_a, 
             scope=SearchScope(agent.project_id, [agent.pk]),
             filters=SearchFilters(kinds=("messages",), mode="lexical", limit=50),
         )
-        return sorted((r["score"], r["text"]) for r in outcome.results)
+        # the scores only: rows of the same length tie, and which of them make the 50 follows their ids
+        return sorted(r["score"] for r in outcome.results)
 
     assert len(scores(agent_a)) == 50
     assert scores(agent_a) == scores(agent_b)
