@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from memoryproject.errors import InvalidInput
+from search.abbreviations import cut_variants, other_forms
 from search.models import FOLD_FROM, FOLD_TO
 from vault.search_text import search_text, split_identifiers
 
@@ -476,14 +477,29 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     # phrase queue <-> runner <-> py. Words that can be prefix-matched or corrected are letters only,
     # which that leaves as they are. A word or phrase holding an identifier also matches the phrase of
     # its parts: "getUserById" finds get_user_by_id, "500ms" finds "500 ms" (vault/search_text.py).
-    splits = {item.text: [search_text(cut) for cut in _parts_of(item.text)] for item in items}
+    # A cut holding an abbreviation is also searched written out ("py3.11" as "python 3.11").
+    cuts_of = {item.text: _parts_of(item.text) for item in items}
+    splits = {
+        text: [
+            search_text(cut) for cut in dict.fromkeys([*cuts, *(v for c in cuts for v in cut_variants(c))])
+        ]
+        for text, cuts in cuts_of.items()
+    }
+    expanded_words = {
+        text: [long for cut in cuts for word in cut.split(" ") for long in other_forms(word) if word]
+        for text, cuts in cuts_of.items()
+    }
     cut_texts = {cut for cuts in splits.values() for cut in cuts}
     number_forms = {
         item.text: _number_forms(item.text)
         for item in items
         if not item.phrase and _NUMBER_RE.fullmatch(item.text)
     }
-    form_texts = {search_text(form) for forms in number_forms.values() for form in forms}
+    # An abbreviation and the word it stands for find each other ("k8s", "kubernetes": search/abbreviations.py).
+    abbreviated = {item.text: other_forms(item.text) for item in items if not item.phrase}
+    form_texts = {
+        search_text(form) for forms in [*number_forms.values(), *abbreviated.values()] for form in forms
+    }
     # Two words typed apart that are stored as one ("ip v6" for IPv6, "data base", "web socket"): each
     # also matches the word they make together, so a row holding it counts as holding both.
     joins = [
@@ -543,9 +559,13 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
         prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
         cuts = [analysed[cut] for cut in splits[item.text]]
-        # A number's other ways of being written and the words it makes with a neighbour: searched,
-        # and highlighted as written ("$1,200", "IPv6").
-        written = [*number_forms.get(item.text, ()), *joined_forms.get(id(item), ())]
+        # A number's other ways of being written, the words it makes with a neighbour, what it
+        # abbreviates or is abbreviated as: searched, and highlighted as written ("$1,200", "IPv6").
+        written = [
+            *number_forms.get(item.text, ()),
+            *joined_forms.get(id(item), ()),
+            *abbreviated.get(item.text, ()),
+        ]
         tsquery, patterns = _item_query(
             item,
             analysed[search_text(item.text)],
@@ -557,6 +577,7 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
         )
         if not item.phrase:
             patterns += [re.escape(text) for text in written]
+            patterns += [re.escape(word) for word in expanded_words.get(item.text, ())]
         return tsquery, patterns
 
     terms: list[Term] = []

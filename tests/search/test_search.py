@@ -668,3 +668,45 @@ def test_a_query_refused_costs_no_embedding(api, token_a, monkeypatch, q):
     assert response.status_code == 422, response.content
     assert response.json()["detail"]
     assert started == []
+
+
+@pytest.mark.parametrize(
+    ("stored", "other", "q"),
+    [
+        ("We upgraded the workers to Python 3.11", "We upgraded the workers to Ruby 3.11", "py3.11"),
+        ("We upgraded the workers to Python 3.11", "We upgraded the workers to Ruby 3.11", "py 3.11 upgrade"),
+        ("The Kubernetes autoscaler is capped at 40 nodes", "The Nomad autoscaler is capped at 40 nodes", "k8s autoscaler"),
+        ("Staging runs on k8s with two node pools", "Staging runs on Nomad with two node pools", "kubernetes node pools"),
+        ("The payments repository moved to GitLab", "The payments team moved to GitLab", "payments repo"),
+        ("Open a pull request for every schema change", "Open a ticket for every schema change", "PR schema change"),
+        ("O banco de dados de faturamento fica em São Paulo", "O time de faturamento fica em São Paulo", "bd faturamento"),
+        ("The invoices db is restored every Sunday", "The invoices cache is restored every Sunday", "invoices database restored"),
+    ],
+)  # fmt: skip
+def test_an_abbreviation_and_the_word_it_stands_for_find_each_other(agent_a, make_entry, stored, other, q):
+    """ "py3.11" finds "Python 3.11", "k8s" finds Kubernetes and back: a query word also matches what it
+    abbreviates, or the abbreviation of it (search/abbreviations.py). `other` holds the query's other
+    words: only the abbreviation tells the two apart."""
+    wanted = make_entry(agent_a, stored)
+    make_entry(agent_a, other)
+    assert find(agent_a, q)[0] == wanted.pk
+
+
+def test_a_file_extension_is_not_matched_by_the_language_it_abbreviates(agent_a, make_entry):
+    """ "python" does not match every path ending in .py: "py" is an abbreviation of Python only one way."""
+    make_entry(agent_a, "The retry loop lives in workers/queue_runner.py")
+    assert find(agent_a, "python") == []
+    assert query_compile("python").match == "'python'"
+    assert "'python'" in query_compile("py").match
+
+
+@pytest.mark.parametrize(
+    ("q", "text", "marked"),
+    [
+        ("k8s", "The Kubernetes cluster is capped at 40 nodes", "**Kubernetes**"),
+        ("py3.11", "We upgraded to Python 3.11 last week", "**Python**"),
+    ],
+)
+def test_an_abbreviations_written_out_form_is_highlighted(agent_a, make_entry, q, text, marked):
+    make_entry(agent_a, text)
+    assert marked in snippet_build(text, query_compile(q).patterns)
