@@ -54,6 +54,8 @@ _scope_rows_cache: dict[tuple, tuple[float, int]] = {}
 CHUNK_SLACK = 3
 # Chunks whose similarity stands for a scope walked through the HNSW index (ScopeSimilarity).
 STATS_SAMPLE_ROWS = 300
+SAMPLE_CACHE_SECONDS = 600.0
+_sample_cache: dict[tuple, tuple[float, list[int]]] = {}
 HNSW_EF_SEARCH = settings.MEMORY_SEMANTIC_EF_SEARCH
 
 NO_PGVECTOR = (
@@ -89,8 +91,8 @@ class SemanticHit:
 @dataclass(frozen=True)
 class ScopeSimilarity:
     """How similar a scope's embeddings are to the query: the count, mean and standard deviation of
-    the cosine similarity of its chunks (every chunk when the scope is scanned exactly, the first
-    STATS_SAMPLE_ROWS of the scope when the index is walked). Hybrid search scales a hit's similarity
+    the cosine similarity of its chunks (every chunk when the scope is scanned exactly, a sample of
+    about STATS_SAMPLE_ROWS spread over the scope when the index is walked: _sample_ids). Hybrid search scales a hit's similarity
     by them (search/fusion.py): a cosine means little alone, its distance above the scope's usual one
     says how much a hit stands out."""
 
@@ -309,17 +311,53 @@ def semantic_search(
         else:
             cursor.execute(_NEAREST_SQL.format(distance=distance, where=scope_where), params)
             rows = cursor.fetchall()
-            cursor.execute(
-                f"SELECT count(*), avg(d), stddev_pop(d) FROM (SELECT (vector <=> %(q)s::vector) AS d"
-                f" FROM search_embedding WHERE {scope_where} LIMIT {STATS_SAMPLE_ROWS}) sample",
-                params,
-            )
-            stats = cursor.fetchone()
+            stats = _sample_similarity(cursor, scope_where, params)
     hits = SemanticHits(SemanticHit(kind=row[0], object_id=row[1], similarity=1.0 - row[2]) for row in rows)
     count, mean_distance, sd = stats
     if count:
         hits.scope = ScopeSimilarity(count=int(count), mean=1.0 - float(mean_distance), sd=float(sd or 0.0))
     return hits
+
+
+def _sample_similarity(cursor, scope_where: str, params: dict) -> tuple:
+    """(count, mean, sd) of the query's distance to a sample of the scope's chunks (`_sample_ids`),
+    for a scope walked through the HNSW index, whose distances are not all computed. It was the
+    first STATS_SAMPLE_ROWS chunks the scan met: the oldest, and all of one kind when the scope held
+    that many entries (the index orders the kinds), so a search of messages was scaled by entries."""
+    cursor.execute(
+        "SELECT count(*), avg(d), stddev_pop(d) FROM (SELECT (vector <=> %(q)s::vector) AS d"
+        " FROM search_embedding WHERE id = ANY(%(sample)s)) sample",
+        {**params, "sample": _sample_ids(cursor, scope_where, params)},
+    )
+    return cursor.fetchone()
+
+
+def _sample_ids(cursor, scope_where: str, params: dict) -> list[int]:
+    """About STATS_SAMPLE_ROWS ids of the scope's chunks, spread over its whole history and its kinds:
+    those whose id hashes to 0 modulo the scope's size / STATS_SAMPLE_ROWS (the same chunks for the
+    same rows). Read in one pass over the scope's ids and kept SAMPLE_CACHE_SECONDS in the process."""
+    key = (
+        connection.settings_dict["NAME"],
+        params["model"],
+        params["project"],
+        params["agent"],
+        tuple(params["kinds"]),
+    )
+    now = time.monotonic()
+    cached = _sample_cache.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    cursor.execute(
+        f"WITH scope AS MATERIALIZED (SELECT id FROM search_embedding WHERE {scope_where})"
+        " SELECT id FROM scope WHERE hashint8(id) %% greatest(1, (SELECT count(*) FROM scope)"
+        f" / {int(STATS_SAMPLE_ROWS)}) = 0",
+        params,
+    )
+    ids = [row[0] for row in cursor.fetchall()]
+    if len(_sample_cache) > 10_000:
+        _sample_cache.clear()
+    _sample_cache[key] = (now + SAMPLE_CACHE_SECONDS, ids)
+    return ids
 
 
 # The nearest chunks, grouped by item (a file's best chunk stands for the file).

@@ -673,3 +673,60 @@ def test_a_long_query_costs_the_local_model_at_most_its_token_cap(local_model, s
     assert model.token_count(clipped, is_query=True) <= 128 and noise.startswith(clipped)
     assert len(clipped) > 100  # as much as fits, not a word or two
     assert asked == question
+
+
+@needs_pgvector
+def test_a_large_scopes_similarity_is_taken_over_all_its_kinds_and_history(agent_a, local_model, monkeypatch):
+    """A scope walked through the HNSW index scales a hit by the query's similarity to a sample of the
+    scope (ScopeSimilarity). It was the first chunks the scan met: with 400 entries stored before 400
+    messages, only entries, though the search was of both kinds."""
+    from django.db import connection
+
+    monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", 0)  # walk the index, whatever the size
+    monkeypatch.setattr(semantic, "STATS_SAMPLE_ROWS", 100)
+    monkeypatch.setattr(semantic, "_sample_cache", {}, raising=False)
+
+    def rows(kind, start):
+        return [
+            Embedding(
+                kind=kind,
+                object_id=start + i,
+                project_id=agent_a.project_id,
+                agent=agent_a,
+                model=local_model.model_id,
+                dimensions=local_model.dimensions,
+                source_hash="x",
+            )
+            for i in range(400)
+        ]
+
+    Embedding.objects.bulk_create(rows("entry", 10**9))
+    Embedding.objects.bulk_create(rows("message", 2 * 10**9))
+    query = tuple(local_model.embed_query("the invoice rounding bug in the billing service"))
+    near = local_model.embed_query("billing rounds invoice totals wrongly")
+    far = local_model.embed_query("we hiked up the mountain on Saturday morning")
+    with connection.cursor() as cursor:
+        for kind, vector in (("entry", far), ("message", near)):
+            cursor.execute(
+                "UPDATE search_embedding SET vector = %s::vector WHERE agent_id = %s AND kind = %s",
+                ["[" + ",".join(map(str, vector)) + "]", agent_a.pk, kind],
+            )
+
+    def cosine(a, b):
+        return sum(x * y for x, y in zip(a, b, strict=True)) / (
+            sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
+        )
+
+    hits = semantic_search(
+        project_id=agent_a.project_id,
+        agent_id=agent_a.pk,
+        kinds={"entries", "messages"},
+        query="invoice rounding",
+        limit=5,
+        vector=query,
+    )
+    both = (cosine(query, near) + cosine(query, far)) / 2
+    assert 50 <= hits.scope.count <= 200
+    # about half of each kind: the mean lies between the two similarities, near their middle
+    assert abs(hits.scope.mean - both) < 0.25 * (cosine(query, near) - cosine(query, far))
+    assert hits.scope.sd > 0.25 * (cosine(query, near) - cosine(query, far))
