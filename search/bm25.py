@@ -25,7 +25,8 @@ estimating from a cached sample of each scope's lexemes cost up to half a second
 The scope's size comes from the project/agent b-tree (an index-only count), kept a minute in the
 process for scopes of 1,000 rows or more; its mean length over every row of a small scope, or over
 the rows of a larger one whose id hashes to a chosen value (about 1,000, spread over the scope's
-history, chosen by id before any search vector is read), kept ten minutes. It was the first 200
+history, chosen by id before any search vector is read), kept ten minutes (a scope under 1,000 rows:
+until its count changes). It was the first 200
 rows the scan met: the scope's oldest, 20 % off the true mean on some agents, and which rows they
 were depended on the table's physical layout, so two databases holding the same messages ranked
 them differently.
@@ -98,9 +99,9 @@ def _mean_length(table: str, condition: str, total: int, params: dict, fetch) ->
 
 def _scope_size(table: str, scope_where: list[str], params: dict, fetch) -> tuple[int, float]:
     """Rows in the scope (an index-only count on the project/agent b-tree, capped at MAX_SCOPE_COUNT)
-    and their mean vector length (`_mean_length`). For a scope of CACHE_MIN_ROWS rows or more both are
-    kept in the process, the count SCOPE_CACHE_SECONDS and the mean LENGTH_CACHE_SECONDS (it moves
-    slowly); smaller scopes are read every time."""
+    and their mean vector length (`_mean_length`), kept in the process: the mean LENGTH_CACHE_SECONDS
+    (it moves slowly), and the count SCOPE_CACHE_SECONDS for a scope of CACHE_MIN_ROWS rows or more.
+    A smaller scope is counted every time, and its mean read again whenever its count changed."""
     key = (table, params["project"], tuple(params["agents"]) if params["agents"] is not None else None)
     now = time.monotonic()
     cached = _scope_cache.get(key)
@@ -112,17 +113,17 @@ def _scope_size(table: str, scope_where: list[str], params: dict, fetch) -> tupl
         {**params, "ncap": MAX_SCOPE_COUNT},
     )[0]
     total = int(row["n"])
-    if cached and cached[2] > now:
+    if cached and cached[2] > now and (total >= CACHE_MIN_ROWS or total == cached[1]):
         avglen, length_until = cached[3], cached[2]
     else:
         avglen, length_until = (
             _mean_length(table, condition, total, params, fetch),
             now + LENGTH_CACHE_SECONDS,
         )
-    if total >= CACHE_MIN_ROWS:
-        if len(_scope_cache) > 10_000:
-            _scope_cache.clear()
-        _scope_cache[key] = (now + SCOPE_CACHE_SECONDS, total, length_until, avglen)
+    if len(_scope_cache) > 10_000:
+        _scope_cache.clear()
+    count_until = now + SCOPE_CACHE_SECONDS if total >= CACHE_MIN_ROWS else now
+    _scope_cache[key] = (count_until, total, length_until, avglen)
     return total, avglen
 
 

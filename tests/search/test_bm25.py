@@ -255,3 +255,23 @@ def test_the_same_messages_stored_in_another_order_get_the_same_scores(agent_a, 
 
     assert len(scores(agent_a)) == 50
     assert scores(agent_a) == scores(agent_b)
+
+
+def test_a_small_scopes_mean_length_is_read_again_when_its_count_changes(agent_a, monkeypatch):
+    """A scope under CACHE_MIN_ROWS is counted on every search; its mean length is kept while the
+    count stays the same (no statement reads it), and read again once rows were added."""
+    from search import bm25
+
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    reads = []
+    read = bm25._mean_length
+    monkeypatch.setattr(bm25, "_mean_length", lambda *args: reads.append(args) or read(*args))
+    now = timezone.now()
+    bulk_messages(agent_a, [SHORT] * 100, start=now - timedelta(days=1))
+    first = _mean_length(agent_a)
+    assert _mean_length(agent_a) == first
+    assert len(reads) == 1
+    bulk_messages(agent_a, [LONG.format(i) for i in range(100)], start=now)
+    total, avglen = _mean_length(agent_a)
+    assert total == 200 and avglen == pytest.approx(_true_mean_length(agent_a)) and avglen > first[1]
+    assert len(reads) == 2
