@@ -12,6 +12,7 @@ The embedded text and its hash are computed by PostgreSQL (DOCUMENTS), so what i
 is embedded can never disagree.
 """
 
+import hashlib
 import logging
 import re
 import time
@@ -74,7 +75,8 @@ DOCUMENTS = (
 @dataclass
 class RefreshOutcome:
     embedded: int = 0  # items
-    chunks: int = 0
+    chunks: int = 0  # chunks embedded
+    reused: int = 0  # chunks whose text was unchanged: their vectors were kept
     removed: int = 0  # embeddings of deleted or no longer embedded items
     pending: int = 0  # items still waiting when the run stopped
     seconds: float = 0.0
@@ -295,15 +297,37 @@ def _pending_page(document: Document, model: str, limit: int, below_id: int | No
         return cursor.fetchall()
 
 
-def _batch_store(document: Document, embedder: Embedder, rows: list[tuple]) -> int:
-    """Embed the rows' chunks in one model call and replace their stored embeddings."""
-    pieces: list[tuple[tuple, int, str]] = []
+def _stored_chunks(document: Document, embedder: Embedder, object_ids: list[int]) -> dict[tuple, str]:
+    """The vectors (as text) already stored for these items by the configured model, by (item, md5 of
+    the chunk's text)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT object_id, chunk_hash, vector::text FROM search_embedding WHERE kind = %s"
+            " AND object_id = ANY(%s) AND model = %s AND dimensions = %s AND chunk_hash <> ''",
+            [document.kind, object_ids, embedder.model_id, embedder.dimensions],
+        )
+        return {(object_id, chunk_hash): vector for object_id, chunk_hash, vector in cursor.fetchall()}
+
+
+def _batch_store(document: Document, embedder: Embedder, rows: list[tuple]) -> tuple[int, int]:
+    """Embed the rows' chunks in one model call and replace their stored embeddings; a chunk whose
+    text is unchanged keeps its vector (a day's note that grew re-embeds its last chunks, not all of
+    them). Returns (chunks embedded, chunks reused)."""
+    pieces: list[tuple[tuple, int, str, str]] = []
     for row in rows:
         chunks = chunks_split(
             row[3], settings.MEMORY_EMBEDDINGS_CHUNK_CHARS, settings.MEMORY_EMBEDDINGS_MAX_CHUNKS
         )
-        pieces.extend((row, number, chunk) for number, chunk in enumerate(chunks))
-    vectors = embedder.embed_passages([chunk for _, _, chunk in pieces])
+        pieces.extend(
+            (row, number, chunk, hashlib.md5(chunk.encode(), usedforsecurity=False).hexdigest())
+            for number, chunk in enumerate(chunks)
+        )
+    stored = _stored_chunks(document, embedder, [row[0] for row in rows])
+    new = [piece for piece in pieces if (piece[0][0], piece[3]) not in stored]
+    made = iter(embedder.embed_passages([chunk for _, _, chunk, _ in new]) if new else [])
+    vectors = [
+        stored.get((row[0], chunk_hash)) or _vector_literal(next(made)) for row, _, _, chunk_hash in pieces
+    ]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "DELETE FROM search_embedding WHERE kind = %s AND object_id = ANY(%s)",
@@ -311,7 +335,8 @@ def _batch_store(document: Document, embedder: Embedder, rows: list[tuple]) -> i
         )
         cursor.executemany(
             "INSERT INTO search_embedding (kind, object_id, chunk, project_id, agent_id, model, dimensions,"
-            " source_hash, embedded_at, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, now(), %s::vector)",
+            " source_hash, chunk_hash, embedded_at, vector)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, now(), %s::vector)",
             [
                 (
                     document.kind,
@@ -322,12 +347,13 @@ def _batch_store(document: Document, embedder: Embedder, rows: list[tuple]) -> i
                     embedder.model_id,
                     embedder.dimensions,
                     row[4],
-                    _vector_literal(vector),
+                    chunk_hash,
+                    vector,
                 )
-                for (row, number, _), vector in zip(pieces, vectors, strict=True)
+                for (row, number, _, chunk_hash), vector in zip(pieces, vectors, strict=True)
             ],
         )
-    return len(pieces)
+    return len(new), len(pieces) - len(new)
 
 
 def embeddings_orphans_remove() -> int:
@@ -392,7 +418,9 @@ def embeddings_refresh(
                     if out_of_time():
                         break
                     rows = page[start : start + batch_size]
-                    outcome.chunks += _batch_store(document, embedder, rows)
+                    embedded, reused = _batch_store(document, embedder, rows)
+                    outcome.chunks += embedded
+                    outcome.reused += reused
                     outcome.embedded += len(rows)
                     if progress:
                         progress(outcome.embedded, total)

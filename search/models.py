@@ -92,7 +92,8 @@ class Embedding(models.Model):
     extension exists, so it is not a Django field: it is read and written in SQL. Project and agent
     are copied from the item so that semantic search is cut by tenant in the index. `source_hash` is
     md5 of the embedded text of the whole item and `model` the embedder's id: either differing from
-    the item's present text or the configured model marks the item for re-embedding.
+    the item's present text or the configured model marks the item for re-embedding; `chunk_hash` lets
+    that re-embedding reuse the vectors of unchanged chunks.
     """
 
     kind = models.CharField(max_length=8, choices=EmbeddingKind.choices)
@@ -103,6 +104,9 @@ class Embedding(models.Model):
     model = models.CharField(max_length=200)
     dimensions = models.PositiveSmallIntegerField()
     source_hash = models.CharField(max_length=32)
+    # md5 of this chunk's text: an item re-embedded after an edit keeps the vectors of the chunks the
+    # edit left as they were ("" for rows stored before the column existed).
+    chunk_hash = models.CharField(max_length=32, blank=True, default="", db_default="")
     embedded_at = models.DateTimeField(auto_now=True)
 
     class Meta:

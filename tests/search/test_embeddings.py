@@ -730,3 +730,61 @@ def test_a_large_scopes_similarity_is_taken_over_all_its_kinds_and_history(agent
     # about half of each kind: the mean lies between the two similarities, near their middle
     assert abs(hits.scope.mean - both) < 0.25 * (cosine(query, near) - cosine(query, far))
     assert hits.scope.sd > 0.25 * (cosine(query, near) - cosine(query, far))
+
+
+@needs_pgvector
+def test_an_edited_file_keeps_the_vectors_of_its_unchanged_chunks(
+    agent_a, local_model, monkeypatch, settings
+):
+    """A day's note grows all day and is re-embedded after each change: only its new or changed chunks
+    go through the model (it re-embedded every chunk, up to 64 of 1,500 characters, on each run)."""
+    settings.MEMORY_EMBEDDINGS_CHUNK_CHARS = 400
+    texts = []
+    embed = local_model.embed_passages
+    monkeypatch.setattr(local_model, "embed_passages", lambda batch: texts.extend(batch) or embed(batch))
+    paragraphs = [
+        f"## 09:{i:02d}\nUser asked about invoice batch {i}; the export ran and was checked." * 3
+        for i in range(8)
+    ]
+    services.file_write(
+        agent=agent_a, path="memory/2026-11-26.md", content="\n\n".join(paragraphs), changed_by="t"
+    )
+    first = refresh()
+    note = WorkspaceFile.objects.get(agent=agent_a, path="memory/2026-11-26.md", deleted_at=None)
+
+    def vectors():
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT chunk, vector::text FROM search_embedding WHERE kind = 'file' AND object_id = %s",
+                [note.pk],
+            )
+            return dict(cursor.fetchall())
+
+    before = vectors()
+    assert first.chunks == len(before) == len(texts) >= 6 and first.reused == 0
+
+    texts.clear()
+    appended = "## 17:45\nThe warehouse robots jammed on aisle seven and were reset by hand."
+    services.file_write(
+        agent=agent_a,
+        path="memory/2026-11-26.md",
+        content="\n\n".join([*paragraphs, appended]),
+        changed_by="t",
+    )
+    second = refresh()
+    after = vectors()
+    assert (
+        second.embedded == 1 and second.chunks == len(texts) <= 2 and second.reused == len(after) - len(texts)
+    )
+    unchanged = [chunk for chunk in before if chunk < len(before) - 1]
+    assert all(after[chunk] == before[chunk] for chunk in unchanged)
+    hits = semantic_search(
+        project_id=agent_a.project_id,
+        agent_id=agent_a.pk,
+        kinds={"files"},
+        query="robots stuck in the warehouse",
+        limit=1,
+    )
+    assert hits and hits[0].object_id == note.pk

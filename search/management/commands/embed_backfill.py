@@ -43,7 +43,8 @@ class Command(BaseCommand):
             return
         self.stdout.write("")
         self.stdout.write(
-            f"Embedded {outcome.embedded} item(s) ({outcome.chunks} chunks) with {status['model']} in "
+            f"Embedded {outcome.embedded} item(s) ({outcome.chunks} chunks embedded, {outcome.reused} unchanged"
+            f" chunks kept) with {status['model']} in "
             f"{time.perf_counter() - started:.1f} s; removed {outcome.removed} embedding(s) of deleted items; "
             f"{outcome.pending} still pending."
         )
