@@ -55,6 +55,8 @@ CHUNK_SLACK = 3
 # Chunks whose similarity stands for a scope walked through the HNSW index (ScopeSimilarity).
 STATS_SAMPLE_ROWS = 300
 SAMPLE_CACHE_SECONDS = 600.0
+# Pages sampled for a large scope's statistics: enough to hold this many times STATS_SAMPLE_ROWS chunks.
+SAMPLE_PAGES_FACTOR = 2
 _sample_cache: dict[tuple, tuple[float, list[int]]] = {}
 HNSW_EF_SEARCH = settings.MEMORY_SEMANTIC_EF_SEARCH
 
@@ -274,19 +276,19 @@ def semantic_search(
     }
     agent_filter = "AND agent_id = %(agent)s" if agent_id is not None else ""
     with connection.cursor() as cursor:
-        rows = (
+        scope_rows = (
             None  # HNSW indexes at most 2,000 dimensions: always exact
             if dimensions > 2000
             else _scope_rows(
                 cursor, project_id=project_id, agent_id=agent_id, model=embedder.model_id, kinds=wanted
             )
         )
-    exact = rows is None or rows <= EXACT_SCAN_MAX_ROWS
+    exact = scope_rows is None or scope_rows <= EXACT_SCAN_MAX_ROWS
     settings_sql = ""
     if exact:
         # An expression the HNSW index does not serve: the planner takes the scope's btree index.
         distance = "(vector <=> %(q)s::vector)"
-        if rows is None or rows > SERIAL_SCAN_MIN_ROWS:
+        if scope_rows is None or scope_rows > SERIAL_SCAN_MIN_ROWS:
             # In one process: parallel workers made a 50,000-row scan 1.2 times slower on 2
             # cores (docs/benchmarks.md); smaller scans are never parallel.
             settings_sql = "SET LOCAL max_parallel_workers_per_gather = 0"
@@ -311,7 +313,7 @@ def semantic_search(
         else:
             cursor.execute(_NEAREST_SQL.format(distance=distance, where=scope_where), params)
             rows = cursor.fetchall()
-            stats = _sample_similarity(cursor, scope_where, params)
+            stats = _sample_similarity(cursor, scope_where, params, scope_rows)
     hits = SemanticHits(SemanticHit(kind=row[0], object_id=row[1], similarity=1.0 - row[2]) for row in rows)
     count, mean_distance, sd = stats
     if count:
@@ -319,7 +321,7 @@ def semantic_search(
     return hits
 
 
-def _sample_similarity(cursor, scope_where: str, params: dict) -> tuple:
+def _sample_similarity(cursor, scope_where: str, params: dict, rows_at_least: int) -> tuple:
     """(count, mean, sd) of the query's distance to a sample of the scope's chunks (`_sample_ids`),
     for a scope walked through the HNSW index, whose distances are not all computed. It was the
     first STATS_SAMPLE_ROWS chunks the scan met: the oldest, and all of one kind when the scope held
@@ -327,15 +329,21 @@ def _sample_similarity(cursor, scope_where: str, params: dict) -> tuple:
     cursor.execute(
         "SELECT count(*), avg(d), stddev_pop(d) FROM (SELECT (vector <=> %(q)s::vector) AS d"
         " FROM search_embedding WHERE id = ANY(%(sample)s)) sample",
-        {**params, "sample": _sample_ids(cursor, scope_where, params)},
+        {**params, "sample": _sample_ids(cursor, scope_where, params, rows_at_least)},
     )
     return cursor.fetchone()
 
 
-def _sample_ids(cursor, scope_where: str, params: dict) -> list[int]:
-    """About STATS_SAMPLE_ROWS ids of the scope's chunks, spread over its whole history and its kinds:
-    those whose id hashes to 0 modulo the scope's size / STATS_SAMPLE_ROWS (the same chunks for the
-    same rows). Read in one pass over the scope's ids and kept SAMPLE_CACHE_SECONDS in the process."""
+def _sample_ids(cursor, scope_where: str, params: dict, rows_at_least: int) -> list[int]:
+    """About STATS_SAMPLE_ROWS ids of the scope's chunks, spread over its whole history and its kinds,
+    kept SAMPLE_CACHE_SECONDS in the process.
+
+    Read from random pages of the table (TABLESAMPLE SYSTEM, with a fixed seed: the same pages while
+    the table's layout stays), as many as should hold SAMPLE_PAGES_FACTOR x STATS_SAMPLE_ROWS of the
+    scope's chunks given `rows_at_least` of them, then cut to the STATS_SAMPLE_ROWS whose id hashes
+    lowest. Reading every chunk of the scope to choose cost 90-100 ms per cold search of a project of
+    100,000 chunks; the pages cost a few. A scope whose chunks the pages missed (fewer than a third
+    of the sample) is read whole once."""
     key = (
         connection.settings_dict["NAME"],
         params["model"],
@@ -347,13 +355,16 @@ def _sample_ids(cursor, scope_where: str, params: dict) -> list[int]:
     cached = _sample_cache.get(key)
     if cached is not None and cached[0] > now:
         return cached[1]
+    share = min(100.0, 100.0 * SAMPLE_PAGES_FACTOR * STATS_SAMPLE_ROWS / max(rows_at_least, 1))
+    pick = f"ORDER BY hashint8(id) LIMIT {int(STATS_SAMPLE_ROWS)}"
     cursor.execute(
-        f"WITH scope AS MATERIALIZED (SELECT id FROM search_embedding WHERE {scope_where})"
-        " SELECT id FROM scope WHERE hashint8(id) %% greatest(1, (SELECT count(*) FROM scope)"
-        f" / {int(STATS_SAMPLE_ROWS)}) = 0",
-        params,
+        f"SELECT id FROM search_embedding TABLESAMPLE SYSTEM (%(share)s) REPEATABLE (0) WHERE {scope_where} {pick}",
+        {**params, "share": share},
     )
     ids = [row[0] for row in cursor.fetchall()]
+    if len(ids) < STATS_SAMPLE_ROWS // 3:
+        cursor.execute(f"SELECT id FROM search_embedding WHERE {scope_where} {pick}", params)
+        ids = [row[0] for row in cursor.fetchall()]
     if len(_sample_cache) > 10_000:
         _sample_cache.clear()
     _sample_cache[key] = (now + SAMPLE_CACHE_SECONDS, ids)

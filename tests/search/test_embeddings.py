@@ -676,13 +676,18 @@ def test_a_long_query_costs_the_local_model_at_most_its_token_cap(local_model, s
 
 
 @needs_pgvector
-def test_a_large_scopes_similarity_is_taken_over_all_its_kinds_and_history(agent_a, local_model, monkeypatch):
+@pytest.mark.parametrize("exact_max", [0, 400], ids=["every page", "some pages"])
+def test_a_large_scopes_similarity_is_taken_over_all_its_kinds_and_history(
+    agent_a, local_model, monkeypatch, exact_max
+):
     """A scope walked through the HNSW index scales a hit by the query's similarity to a sample of the
     scope (ScopeSimilarity). It was the first chunks the scan met: with 400 entries stored before 400
-    messages, only entries, though the search was of both kinds."""
+    messages, only entries, though the search was of both kinds. The sample's pages are all of the
+    table when the scope may be as small as one chunk, about half of it when the scope holds more
+    than 400 (the exact-scan limit here)."""
     from django.db import connection
 
-    monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", 0)  # walk the index, whatever the size
+    monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", exact_max)  # walk the index above this size
     monkeypatch.setattr(semantic, "STATS_SAMPLE_ROWS", 100)
     monkeypatch.setattr(semantic, "_sample_cache", {}, raising=False)
 
