@@ -26,10 +26,9 @@ The scope's size comes from the project/agent b-tree (an index-only count), kept
 process for scopes of 1,000 rows or more; its mean length over every row of a small scope, or over
 the rows of a larger one whose id hashes to a chosen value (about 1,000, spread over the scope's
 history, chosen by id before any search vector is read), kept ten minutes (a scope under 1,000 rows:
-until its count changes). It was the first 200
-rows the scan met: the scope's oldest, 20 % off the true mean on some agents, and which rows they
-were depended on the table's physical layout, so two databases holding the same messages ranked
-them differently.
+until its count changes). It was the first 200 rows the scan met: the scope's oldest, 20 % off the
+true mean on some agents, and which rows they were depended on the table's physical layout, so two
+databases holding the same messages ranked them differently.
 
 The same counts choose the candidates (rare terms first, as MaxScore engines do): the rarest terms
 whose document frequencies add up to at most a quarter of MEMORY_SEARCH_CANDIDATES are scanned over

@@ -94,9 +94,9 @@ class SemanticHit:
 class ScopeSimilarity:
     """How similar a scope's embeddings are to the query: the count, mean and standard deviation of
     the cosine similarity of its chunks (every chunk when the scope is scanned exactly, a sample of
-    about STATS_SAMPLE_ROWS spread over the scope when the index is walked: _sample_ids). Hybrid search scales a hit's similarity
-    by them (search/fusion.py): a cosine means little alone, its distance above the scope's usual one
-    says how much a hit stands out."""
+    about STATS_SAMPLE_ROWS spread over the scope when the index is walked: _sample_ids). Hybrid
+    search scales a hit's similarity by them (search/fusion.py): a cosine means little alone, its
+    distance above the scope's usual one says how much a hit stands out."""
 
     count: int
     mean: float

@@ -79,6 +79,23 @@ def ids(hits, kind="entry"):
     return [hit.object_id for hit in hits if hit.kind == kind]
 
 
+def bare_embeddings(agent, model, n, start, kind="entry"):
+    """n embedding rows of `agent` for items `start`.. (no such items: only the vectors are searched),
+    their vector set by the test."""
+    return [
+        Embedding(
+            kind=kind,
+            object_id=start + i,
+            project_id=agent.project_id,
+            agent=agent,
+            model=model.model_id,
+            dimensions=model.dimensions,
+            source_hash="x",
+        )
+        for i in range(n)
+    ]
+
+
 @needs_pgvector
 def test_it_finds_a_paraphrase_that_shares_no_word_with_the_query(agent_a, make_entry, local_model):
     puppy = make_entry(agent_a, "I adopted a puppy last spring")
@@ -425,23 +442,8 @@ def test_a_large_scope_is_counted_once_a_minute_and_a_small_one_every_time(agent
     from django.test.utils import CaptureQueriesContext
 
     semantic._scope_rows_cache.clear()
-
-    def rows(agent, n, start):
-        return [
-            Embedding(
-                kind="entry",
-                object_id=start + i,
-                project_id=agent.project_id,
-                agent=agent,
-                model=local_model.model_id,
-                dimensions=local_model.dimensions,
-                source_hash="x",
-            )
-            for i in range(n)
-        ]
-
-    Embedding.objects.bulk_create(rows(agent_a, semantic.SCOPE_CACHE_MIN_ROWS, 10**9))
-    Embedding.objects.bulk_create(rows(agent_b, 3, 2 * 10**9))
+    Embedding.objects.bulk_create(bare_embeddings(agent_a, local_model, semantic.SCOPE_CACHE_MIN_ROWS, 10**9))
+    Embedding.objects.bulk_create(bare_embeddings(agent_b, local_model, 3, 2 * 10**9))
     vector = tuple(local_model.embed_query("cache decision"))
     with connection.cursor() as cursor:
         cursor.execute(
@@ -691,22 +693,8 @@ def test_a_large_scopes_similarity_is_taken_over_all_its_kinds_and_history(
     monkeypatch.setattr(semantic, "STATS_SAMPLE_ROWS", 100)
     monkeypatch.setattr(semantic, "_sample_cache", {}, raising=False)
 
-    def rows(kind, start):
-        return [
-            Embedding(
-                kind=kind,
-                object_id=start + i,
-                project_id=agent_a.project_id,
-                agent=agent_a,
-                model=local_model.model_id,
-                dimensions=local_model.dimensions,
-                source_hash="x",
-            )
-            for i in range(400)
-        ]
-
-    Embedding.objects.bulk_create(rows("entry", 10**9))
-    Embedding.objects.bulk_create(rows("message", 2 * 10**9))
+    Embedding.objects.bulk_create(bare_embeddings(agent_a, local_model, 400, 10**9, kind="entry"))
+    Embedding.objects.bulk_create(bare_embeddings(agent_a, local_model, 400, 2 * 10**9, kind="message"))
     query = tuple(local_model.embed_query("the invoice rounding bug in the billing service"))
     near = local_model.embed_query("billing rounds invoice totals wrongly")
     far = local_model.embed_query("we hiked up the mountain on Saturday morning")
