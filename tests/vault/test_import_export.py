@@ -432,3 +432,47 @@ def test_imported_entries_are_redacted_and_later_duplicates_are_caught(tmp_path,
     # The imported entry takes part in duplicate detection like any other.
     duplicate = services.entry_create(agent=entry.agent, category="lessons", content=entry.content)
     assert duplicate.pk == entry.pk and duplicate.duplicate_of == entry.pk
+
+
+def test_a_file_in_the_earlier_export_format_or_written_by_hand_imports_as_before(tmp_path, target):
+    # As earlier exports wrote it (no format attribute on the markers): the content is stripped, a
+    # backslash at the start of a line is the content's own, a `---` line inside an entry stays in it.
+    write(
+        tmp_path,
+        "dev/lessons.md",
+        "# Lessons · dev\n\n"
+        "<!-- id:101 status:pending importance:0.8 -->\n## 2026-03-16T16:51:00 · #arch #db\n"
+        "\\<!-- id:7 -->\nkept as written\n---\n\n"
+        "<!-- id:102 -->\n## 2026-03-15T09:00:00.250000\nUse PostgreSQL\n\n---\n\nwith a rule\n---\n",
+    )
+    # By hand, with CRLF line endings and loose spacing.
+    (tmp_path / "dev" / "decisions.md").write_bytes(
+        b"<!-- id:201 -->\r\n## 2026-01-02 \xc2\xb7 #hand\r\n\r\n  Chose Redis.  \r\n\r\n---\r\n"
+        b"<!--  id:202   status:archived -->\r\n## 2026-01-01\r\nOlder choice.\r\n"
+    )
+    report = run(tmp_path, target)
+    got = {
+        e.legacy_id: (e.category, e.content, e.tags, e.status, e.importance, e.created_at.isoformat())
+        for e in VaultEntry.objects.filter(project=target)
+    }
+    assert got == {
+        "101": (
+            "lessons",
+            "\\<!-- id:7 -->\nkept as written",
+            ["arch", "db"],
+            "pending",
+            0.8,
+            "2026-03-16T16:51:00+00:00",
+        ),
+        "102": (
+            "lessons",
+            "Use PostgreSQL\n\n---\n\nwith a rule",
+            [],
+            "active",
+            0.5,
+            "2026-03-15T09:00:00.250000+00:00",
+        ),
+        "201": ("decisions", "Chose Redis.", ["hand"], "active", 0.5, "2026-01-02T00:00:00+00:00"),
+        "202": ("decisions", "Older choice.", [], "archived", 0.5, "2026-01-01T00:00:00+00:00"),
+    }
+    assert not report.problems
