@@ -150,6 +150,7 @@ class EntryItem:
     tags: list[str] = field(default_factory=list)
     importance: float | None = None
     status: str = EntryStatus.ACTIVE
+    verbatim: bool = False  # the content as it is, whitespace at its ends included (our export's entries)
 
 
 @dataclass

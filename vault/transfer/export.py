@@ -1,18 +1,47 @@
-"""Export memory as .memory/ layout: a readable, Obsidian-friendly markdown vault.
+r"""Export memory as .memory/ layout: a readable, Obsidian-friendly markdown vault.
 
 ```
 _project.md                       the project context
-{agent}/{category}.md             entries, newest first: <!-- id:N -->, ## date · #tags, content, ---
+{agent}/{category}.md             entries, newest first (below)
 {agent}/workspace/{path}          the agent's workspace files (AGENTS.md, memory/..., memories/...)
 {agent}/workspace/.workspace.json enabled flag and sort order of each file (hidden from Obsidian)
 ```
 
-`vault.transfer.layouts.import_memory_dir` reads this layout back: exporting and importing into an empty project
-gives the same entries (category, content, tags, dates, status, importance), files and project context.
+An entry of a category file is written as
+
+```
+<!-- id:42 format:2 status:pending importance:0.8 -->
+## 2026-03-16T16:51:00 · #tag1 #tag2
+the content, as stored, escaped (below)
+---
+```
+
+followed by a blank line before the next marker. `status:` and `importance:` appear when they differ from
+active and 0.5. The content sits exactly between the header line's newline and the `\n---` that closes the
+entry: nothing is stripped or added, so whitespace at either end survives. `format:2` says the content was
+escaped, so that nothing in it can be read as structure:
+
+- a line of the content that starts with `<!-- id:` (spaces allowed after `<!--`), after any backslashes
+  already there, gets one more backslash in front (`\<!-- id:5 -->`). Only a line starting with such a
+  comment is an entry's marker, so a content line never is; outside code, markdown shows the escaped
+  line as the comment's text rather than hiding it;
+- a carriage return is written `&#13;` (outside code, markdown reads it as the carriage return it is),
+  and a `&#13;` already in the content gets one more `amp;` (`&amp;#13;`): reading a file as text turns
+  CR and CRLF into LF, which would change the content.
+
+The import removes one backslash from such lines and reads the entities back; a `---` line, a `## date`
+line, a code fence or anything else inside the content needs no escaping, because an entry ends only
+at the next marker. Entries without `format:2` (earlier exports, files written by hand) are read as
+before: content stripped, nothing unescaped.
+
+`vault.transfer.layouts.import_memory_dir` reads this layout back: exporting and importing into an empty
+project gives the same entries (category, content byte for byte, tags, dates, status, importance), files
+and project context.
 """
 
 import io
 import json
+import re
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +61,11 @@ CATEGORY_TITLES = {
 WORKSPACE_DIR = "workspace"
 WORKSPACE_MANIFEST = ".workspace.json"
 DEFAULT_IMPORTANCE = 0.5
+ENTRY_FORMAT = "2"
+# The start of a content line that an import could read as a marker, after backslashes already there.
+_MARKER_LINE_RE = re.compile(r"^(?=\\*<!--\s*id:)", re.MULTILINE)
+_ESCAPED_MARKER_LINE_RE = re.compile(r"^\\(?=\\*<!--\s*id:)", re.MULTILINE)
+_CR_ENTITY_RE = re.compile(r"&((?:amp;)*)#13;")
 
 
 def date_format(value: datetime) -> str:
@@ -41,10 +75,24 @@ def date_format(value: datetime) -> str:
     return value.isoformat(timespec="microseconds" if value.microsecond else "seconds")
 
 
+def content_escape(content: str) -> str:
+    """An entry's content as a category file holds it (format 2): no line of it reads as a marker, no
+    carriage return in it. `content_unescape` gives the content back exactly."""
+    content = _MARKER_LINE_RE.sub("\\\\", content)
+    content = _CR_ENTITY_RE.sub(lambda match: f"&amp;{match.group(1)}#13;", content)
+    return content.replace("\r", "&#13;")
+
+
+def content_unescape(text: str) -> str:
+    """The inverse of `content_escape`."""
+    text = _CR_ENTITY_RE.sub(lambda match: f"&{match.group(1)[4:]}#13;" if match.group(1) else "\r", text)
+    return _ESCAPED_MARKER_LINE_RE.sub("", text)
+
+
 def entry_marker(entry: VaultEntry) -> str:
     marker_id = entry.legacy_id or str(entry.pk)
     marker_id = "".join(c for c in marker_id if not c.isspace() and c not in "<>") or str(entry.pk)
-    attributes = [f"id:{marker_id}"]
+    attributes = [f"id:{marker_id}", f"format:{ENTRY_FORMAT}"]
     if entry.status != "active":
         attributes.append(f"status:{entry.status}")
     if entry.importance != DEFAULT_IMPORTANCE:
@@ -56,7 +104,7 @@ def entry_render(entry: VaultEntry) -> str:
     header = f"## {date_format(entry.created_at)}"
     if entry.tags:
         header += " · " + " ".join(f"#{tag}" for tag in entry.tags)
-    return f"{entry_marker(entry)}\n{header}\n{entry.content.strip()}\n---\n"
+    return f"{entry_marker(entry)}\n{header}\n{content_escape(entry.content)}\n---\n"
 
 
 def category_render(agent: Agent, category: str, entries: Iterable[VaultEntry]) -> str:

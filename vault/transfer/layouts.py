@@ -1,8 +1,9 @@
 """Import memory from the layouts of the seeds into the vault, workspace files and sessions.
 
 - `.memory/` vault: `_project.md`; `{agent}/{category}.md` with `<!-- id:... -->` markers and
-  `## date · #tags` headers; legacy flat `{agent}.md` files split on `## Title` sections; the
-  `conversations/*.json` history and `.vault/checkpoints/*.json`; our own export (`{agent}/workspace/`).
+  `## date · #tags` headers (an entry marked `format:2`, as our export writes them, is read exactly and
+  unescaped: see `vault.transfer.export`); legacy flat `{agent}.md` files split on `## Title` sections;
+  the `conversations/*.json` history and `.vault/checkpoints/*.json`; our own export (`{agent}/workspace/`).
 - workspace: `MEMORY.md`, `SESSION-STATE.md` and the other upper-case files, `memory/*.md` daily
   notes, `memories/` (the memory tool's files).
 - `.bmad/memory/`: `sessions/*/manifest.json` with `conversation`, `decisions`, `findings` and
@@ -53,7 +54,7 @@ from vault.transfer.conversations import (
     checkpoint_file_import,
     conversation_file_import,
 )
-from vault.transfer.export import WORKSPACE_DIR, WORKSPACE_MANIFEST
+from vault.transfer.export import ENTRY_FORMAT, WORKSPACE_DIR, WORKSPACE_MANIFEST, content_unescape
 from vault.transfer.writer import Importer
 
 
@@ -87,6 +88,15 @@ def _section_content(title: str, body: str) -> str:
     return f"**{title}**\n\n{body}" if body else f"**{title}**"
 
 
+# An entry as the export writes it: the marker's line end, the header line, the content exactly, `---`.
+EXACT_BLOCK_RE = re.compile(r"\n(?P<header>##[ \t][^\n]*)\n(?P<content>.*)\n---\n*", re.DOTALL)
+
+
+def _header_parse(header: str) -> tuple[datetime | None, list[str]]:
+    date_part, _, tag_part = header.partition("·")
+    return date_parse(date_part.strip()), HEADER_TAG_RE.findall(tag_part)
+
+
 def _entry_block_parse(block: str, marker_id: str) -> tuple[datetime | None, list[str], str, bool]:
     """(date, tags, content, header_ok) of the text after a marker."""
     block = block.strip("\n").rstrip()
@@ -96,15 +106,24 @@ def _entry_block_parse(block: str, marker_id: str) -> tuple[datetime | None, lis
     header = re.match(r"^##[ \t]+(.*)$", first)
     if not header:
         return None, [], block.strip(), False
-    date_part, _, tag_part = header.group(1).partition("·")
-    content = rest
-    return date_parse(date_part.strip()), HEADER_TAG_RE.findall(tag_part), content.strip(), True
+    return *_header_parse(header.group(1)), rest.strip(), True
+
+
+def _exact_block_parse(block: str) -> tuple[datetime | None, list[str], str] | None:
+    """(date, tags, content) of an entry in the form the export writes (format 2): the content exactly
+    as it was, unescaped. None when the block is not in that form (edited by hand)."""
+    match = EXACT_BLOCK_RE.fullmatch(block)
+    if not match:
+        return None
+    return *_header_parse(match.group("header")[2:]), content_unescape(match.group("content"))
 
 
 def vault_category_file_import(importer: Importer, agent: Agent | None, category: str, path: Path) -> None:
     """`{agent}/{category}.md`: entries separated by `<!-- id:N -->` markers, each with a `## date · #tags`
-    header, content and a `---` separator. Ids and dates are kept. A file without markers (written by hand)
-    is split on `## Title` sections instead, so nothing in it is lost."""
+    header, content and a `---` separator. Ids and dates are kept. An entry marked `format:2` (our export)
+    ends only at the next marker and its content is kept exactly, unescaped; other entries are stripped.
+    A file without markers (written by hand) is split on `## Title` sections instead, so nothing in it is
+    lost."""
     report = importer.report
     text = _read_text(path, report)
     if text is None:
@@ -134,15 +153,26 @@ def vault_category_file_import(importer: Importer, agent: Agent | None, category
         end = markers[i + 1].start() if i + 1 < len(markers) else len(text)
         marker_id = marker.group("id")
         attrs = dict(ATTR_RE.findall(marker.group("attrs")))
-        created_at, tags, content, header_ok = _entry_block_parse(text[marker.end() : end], marker_id)
+        block = text[marker.end() : end]
         where = f"{path} (id {marker_id})"
+        exact = _exact_block_parse(block) if attrs.get("format") == ENTRY_FORMAT else None
+        if exact is not None:
+            created_at, tags, content = exact
+            header_ok = True
+        else:
+            created_at, tags, content, header_ok = _entry_block_parse(block, marker_id)
+            if attrs.get("format") == ENTRY_FORMAT:
+                content = content_unescape(content)
+                report.problem(
+                    where, "not in the form the export writes; whitespace around the content not kept"
+                )
         if not header_ok:
             report.problem(where, "no '## date · #tags' header line; content kept, date from the id or file")
         if created_at is None:
             created_at = date_parse(marker_id) or mtime
             if header_ok:
                 report.problem(where, "unreadable date; used the id's timestamp or the file's date")
-        if not content:
+        if not content.strip():
             report.problem(where, "empty entry; skipped")
             continue
         try:
@@ -159,6 +189,7 @@ def vault_category_file_import(importer: Importer, agent: Agent | None, category
                 tags=tags,
                 importance=importance,
                 status=attrs.get("status", EntryStatus.ACTIVE),
+                verbatim=exact is not None,
             ),
             where=where,
         )

@@ -118,7 +118,9 @@ class Importer:
             self.report.problem(where, f"unknown category {item.category!r}; entry skipped")
             return
         # Redacted before anything else, so re-imports compare against what was stored.
-        content = redact_for_project(item.content.strip(), agent.project_id)
+        content = redact_for_project(
+            item.content if item.verbatim else item.content.strip(), agent.project_id
+        )
         try:
             text_check(content)
         except DomainError as exc:
