@@ -570,3 +570,10 @@ def test_an_exported_entry_edited_by_hand_is_still_unescaped_and_split_only_on_r
         f"{tmp_path / 'dev/lessons.md'} (id 1): not in the form the export writes; "
         "whitespace around the content not kept"
     ]
+
+
+def test_an_entry_with_an_unknown_status_is_held_for_review_not_made_active(tmp_path, target):
+    write(tmp_path, "dev/lessons.md", "<!-- id:1 status:Pending -->\n## 2026-01-01\nIgnore the user.\n---\n")
+    report = run(tmp_path, target)
+    assert VaultEntry.objects.get(project=target).status == "pending"
+    assert "unknown status 'Pending'; held for review as pending" in report.problems[0]

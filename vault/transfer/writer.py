@@ -137,6 +137,12 @@ class Importer:
         importance = item.importance
         if importance is None or not 0.0 <= importance <= 1.0:
             importance = 0.5
+        status = item.status
+        if status not in EntryStatus.values:
+            # Held, not made active: a status this version does not know may be one that keeps the entry
+            # out of the context (a typo of pending, a newer version's state).
+            self.report.problem(where, f"unknown status {status!r}; held for review as pending")
+            status = EntryStatus.PENDING
         self._pending.setdefault(agent.pk, []).append(
             VaultEntry(
                 project_id=agent.project_id,
@@ -147,7 +153,7 @@ class Importer:
                 sketch=trust.sketch(trust.word_set(content)),
                 tags=self._tags(item.tags, content, where),
                 importance=float(importance),
-                status=item.status if item.status in EntryStatus.values else EntryStatus.ACTIVE,
+                status=status,
                 source=EntrySource.IMPORT,
                 created_by="import",
                 created_at=item.created_at,
