@@ -5,6 +5,16 @@ from django import forms
 from vault.models import Category, EntrySource, EntryStatus, TokenScope
 
 
+class BrowserTextField(forms.CharField):
+    """A textarea's text with its line breaks as \n: a browser submits every line break of a textarea
+    as CRLF, so text stored with \n came back changed, and the agents' edits by exact text then failed.
+    Text written through the API is not parsed here and keeps its own line endings."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
 class EntryForm(forms.Form):
     category = forms.ChoiceField(choices=Category.choices)
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), strip=False)
@@ -50,7 +60,7 @@ class TaskToggleForm(forms.Form):
 
 
 class ProjectContextForm(forms.Form):
-    content = forms.CharField(
+    content = BrowserTextField(
         widget=forms.Textarea(attrs={"rows": 14}),
         required=False,
         strip=False,
@@ -91,7 +101,7 @@ class ReviewBulkForm(forms.Form):
 
 class FileForm(forms.Form):
     path = forms.CharField(max_length=255, widget=forms.HiddenInput)
-    content = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 18}))
+    content = BrowserTextField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 18}))
 
 
 class FileSettingsForm(forms.Form):

@@ -50,6 +50,18 @@ def test_it_creates_workspace_files_once_when_first_uses_race(project):
     assert WorkspaceFile.objects.filter(agent=agent).count() == len(DEFAULT_WORKSPACE_FILES)
 
 
+def test_a_write_that_changes_nothing_leaves_the_file_and_its_history_alone(agent_a):
+    file, _ = services.file_write(agent=agent_a, path="notes/a.md", content="one\n", changed_by="t")
+    again, created = services.file_write(agent=agent_a, path="notes/a.md", content="one\n", changed_by="t")
+    assert not created and again.updated_at == file.updated_at and not again.versions.exists()
+    crlf, _ = services.file_write(agent=agent_a, path="notes/a.md", content="one\r\n", changed_by="t")
+    assert crlf.content == "one\r\n" and crlf.versions.get().content == "one\n"  # an API's CRLF is kept
+    enabled, _ = services.file_write(
+        agent=agent_a, path="notes/a.md", content="one\r\n", changed_by="t", enabled=True
+    )
+    assert WorkspaceFile.objects.get(pk=enabled.pk).enabled and enabled.versions.count() == 1
+
+
 def test_it_lists_files_in_sort_order_with_a_prefix_filter(api, agent_a, token_a):
     services.daily_note_append(agent=agent_a, when=timezone.now(), text="- note\n")
     response = api.get("/agents/agent-a/files", token=token_a)

@@ -471,6 +471,16 @@ def test_it_edits_the_project_context_with_a_version(client_a, project):
     assert project.context_versions.get().content == "# Acme\nPayments platform."
 
 
+def test_it_stores_the_project_context_with_the_browsers_line_endings_made_newlines(client_a, project):
+    url = reverse("vault-project-context", args=["acme"])
+    assert client_a.post(url, {"content": "# Acme\r\nPayments platform."}).status_code == 302
+    project.refresh_from_db()
+    assert project.context == "# Acme\nPayments platform." and not project.context_versions.exists()
+    client_a.post(url, {"content": "# Acme\r\nNew\r\ntext\r\n"})
+    project.refresh_from_db()
+    assert project.context == "# Acme\nNew\ntext\n"
+
+
 def test_it_rejects_a_bad_project_context(client_a, project):
     response = client_a.post(reverse("vault-project-context", args=["acme"]), {"content": "bad\x00"})
     assert response.status_code == 422

@@ -78,6 +78,13 @@ def file_write(
     text_check(content, allow_empty=True)
     with transaction.atomic():
         file, created = _file_lock_or_create(agent, path)
+        if (
+            not created
+            and file.content == content
+            and enabled in (None, file.enabled)
+            and sort_order in (None, file.sort_order)
+        ):
+            return file, False  # nothing to version, and its date (search recency) stays the last change's
         if not created and file.content != content:
             WorkspaceFileVersion.objects.create(
                 file=file, action=VersionAction.EDIT, content=file.content, changed_by=changed_by[:200]
