@@ -10,6 +10,7 @@ from search.selectors import KINDS, SearchFilters
 from vault import selectors as vault_selectors
 from vault.render import highlight, snippet_markdown
 from vault.views.access import UNPROCESSABLE, curator_required, is_htmx
+from vault.views.files import file_page_url
 
 SEARCH_LIMIT = 30
 
@@ -59,7 +60,7 @@ def _result(row: dict, query: str) -> dict:
         url += f"#message-{row['id']}"
         title = f"{row['role']} message in session {row['session'] or row['session_id']}"
     else:
-        url = reverse("vault-file", args=[row["project"], row["agent"]]) + f"?path={row['path']}"
+        url = file_page_url(row["project"], row["agent"], row["path"])
         title = row["path"]
     # Entries and files are markdown and read as on their own pages; messages are plain text there.
     snippet = highlight if kind == "message" else snippet_markdown

@@ -4,6 +4,7 @@ policies, provenance. Every page with the three personas."""
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from memoryproject import maintenance
 from sessions_app import services as session_services
@@ -312,6 +313,27 @@ def test_it_edits_a_file_with_history_and_previews_markdown(client_a, agent_a):
         **HTMX,
     ).content.decode()
     assert "<strong>bold</strong>" in preview and "<script>" not in preview
+
+
+@pytest.mark.parametrize(
+    ("path", "encoded"),
+    [
+        ("notes/q&a.md", "notes/q%26a.md"),
+        ("notes/c# sharp.md", "notes/c%23%20sharp.md"),
+        ("notes/a+b.md", "notes/a%2Bb.md"),
+    ],
+)
+def test_links_and_redirects_to_a_file_encode_its_path(client_a, agent_a, path, encoded):
+    services.file_write(agent=agent_a, path=path, content="quokka notes", changed_by="t")
+    url = reverse("vault-file", args=["acme", "agent-a"])
+    saved = client_a.post(f"{url}?path={encoded}", {"path": path, "content": "quokka notes, saved"})
+    assert saved.status_code == 302 and saved["Location"] == f"{url}?path={encoded}"
+    assert f"Edit {escape(path)}<" in client_a.get(saved["Location"]).content.decode()
+    settings_url = reverse("vault-file-settings", args=["acme", "agent-a"])
+    back = client_a.post(settings_url, {"path": path, "sort_order": "3", "back": "file"})
+    assert back["Location"] == f"{url}?path={encoded}"
+    html = client_a.get(reverse("search"), {"q": "quokka", "kind": "files"}).content.decode()
+    assert f'href="{url}?path={encoded}"' in html
 
 
 def test_it_toggles_enabled_and_sort_order(client_a, agent_a):

@@ -1,5 +1,7 @@
 """An agent's workspace files page: edit, preview, history, settings."""
 
+from urllib.parse import quote
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -16,6 +18,11 @@ from vault.render import markdown_html, version_diffs
 from vault.views.access import UNPROCESSABLE, actor, curator_required
 
 PREVIEW_MAX_CHARS = 200_000
+
+
+def file_page_url(project_slug: str, agent_slug: str, path: str) -> str:
+    """The file's page; its path encoded as the templates' |urlencode does: a path may hold &, # or +."""
+    return reverse("vault-file", args=[project_slug, agent_slug]) + "?path=" + quote(path, safe="/")
 
 
 def _file_context(agent, file, form=None):
@@ -51,9 +58,7 @@ def files(request, project, agent):
                 form.add_error(None, exc.detail)
             else:
                 messages.success(request, f"{path} saved; the previous text is in the history.")
-                return redirect(
-                    reverse("vault-file", args=[agent.project.slug, agent.slug]) + f"?path={path}"
-                )
+                return redirect(file_page_url(agent.project.slug, agent.slug, path))
         return render(request, "vault/files.html", _file_context(agent, file, form), status=UNPROCESSABLE)
     return render(request, "vault/files.html", _file_context(agent, file))
 
@@ -74,7 +79,6 @@ def file_settings(request, project, agent):
     path = request.POST.get("path", "")
     selectors.file_get(agent=agent, path=path)
     form = FileSettingsForm(request.POST)
-    url = reverse("vault-file", args=[agent.project.slug, agent.slug])
     if form.is_valid():
         try:
             services.file_settings_set(
@@ -89,4 +93,6 @@ def file_settings(request, project, agent):
             messages.success(request, f"{path}: settings saved.")
     else:
         messages.error(request, "Sort order must be a whole number.")
-    return redirect(f"{url}?path={path}" if request.POST.get("back") == "file" else url)
+    if request.POST.get("back") == "file":
+        return redirect(file_page_url(agent.project.slug, agent.slug, path))
+    return redirect("vault-file", agent.project.slug, agent.slug)
