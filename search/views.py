@@ -29,9 +29,10 @@ def search(request):
                 kinds=(data["kind"],) if data["kind"] else KINDS,
                 limit=SEARCH_LIMIT,
             )
+            project_slug, agent_slug = data["agent"]
             try:
                 rows = search_for_user(
-                    request.user, q=query, filters=filters, agent_slug=data["agent"] or None
+                    request.user, q=query, filters=filters, agent_slug=agent_slug, project_slug=project_slug
                 )
             except DomainError as exc:
                 error = exc.detail

@@ -2,6 +2,7 @@
 policies, provenance. Every page with the three personas."""
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
@@ -158,6 +159,31 @@ def test_search_filters_by_agent_category_and_status(client_a, agent_a, agent_b,
     assert "Old <mark>PostgreSQL</mark> 12" not in by_category
     arch = client_a.get(url, {"q": "postgresql", "status": "archived"}, **HTMX).content.decode()
     assert "Old <mark>PostgreSQL</mark> 12" in arch and "vacuum" not in arch
+
+
+def test_search_filters_by_one_projects_agent_and_keeps_the_choice(
+    client_a, client_b, project, other_project
+):
+    from vault.models import ProjectMembership
+
+    ProjectMembership.objects.create(user=User.objects.get(username="alice"), project=other_project)
+    here = services.entry_create(
+        agent=services.agent_ensure(project=project, slug="dev"), category="lessons", content="database here"
+    )
+    there = services.entry_create(
+        agent=services.agent_ensure(project=other_project, slug="dev"),
+        category="lessons",
+        content="database there",
+    )
+    url = reverse("search")
+    html = client_a.get(url, {"q": "database", "agent": "globex/dev"}).content.decode()
+    assert f"Entry #{there.pk}<" in html and f"Entry #{here.pk}<" not in html
+    assert '<option value="globex/dev" selected>' in html and '<option value="acme/dev">' in html
+    html = client_a.get(url, {"q": "database", "agent": "acme/dev"}).content.decode()
+    assert f"Entry #{here.pk}<" in html and f"Entry #{there.pk}<" not in html
+    assert '<option value="acme/dev" selected>' in html and '<option value="globex/dev">' in html
+    outsider = client_b.get(url, {"q": "database", "agent": "acme/dev"}).content.decode()
+    assert "0 results" in outsider and "database here" not in outsider
 
 
 def test_search_shows_entry_snippets_as_rendered_markdown(client_a, agent_a):
