@@ -1,5 +1,7 @@
 """The curator's search page: entries, messages and files of every project the user curates."""
 
+from urllib.parse import urlencode
+
 from django.shortcuts import render
 from django.urls import reverse
 
@@ -7,6 +9,7 @@ from memoryproject.errors import DomainError
 from search.curation import search_for_user
 from search.forms import SearchFilterForm
 from search.selectors import KINDS, SearchFilters
+from sessions_app import selectors as session_selectors
 from vault import selectors as vault_selectors
 from vault.render import highlight, snippet_markdown
 from vault.views.access import UNPROCESSABLE, curator_required, is_htmx
@@ -37,7 +40,10 @@ def search(request):
             except DomainError as exc:
                 error = exc.detail
             else:
-                results = [_result(row, query) for row in rows]
+                branches = session_selectors.message_branch_names(
+                    [(row["session_id"], row["id"]) for row in rows if row["kind"] == "message"]
+                )
+                results = [_result(row, query, branches) for row in rows]
     else:
         error = "; ".join(f"{field}: {' '.join(errs)}" for field, errs in form.errors.items())
     context = {
@@ -51,13 +57,15 @@ def search(request):
     return render(request, template, context, status=UNPROCESSABLE if error else 200)
 
 
-def _result(row: dict, query: str) -> dict:
+def _result(row: dict, query: str, branches: dict[int, str]) -> dict:
     kind = row["kind"]
     if kind == "entry":
         url = reverse("vault-entry-detail", args=[row["id"]])
         title = f"Entry #{row['id']}"
     elif kind == "message":
         url = reverse("session-detail", args=[row["project"], row["agent"], row["session_id"]])
+        if branches.get(row["id"]):  # a message on a branch other than the active one
+            url += "?" + urlencode({"branch": branches[row["id"]]})
         url += f"#message-{row['id']}"
         title = f"{row['role']} message in session {row['session'] or row['session_id']}"
     else:

@@ -182,6 +182,30 @@ def branches_list(session: Session) -> list[dict]:
     return result
 
 
+def message_branch_names(messages: list[tuple[int, int]]) -> dict[int, str]:
+    """For (session id, message id) pairs: the branch to open each session on to show the message.
+    "" when the session's active branch holds it (its page opens there) or no branch does; else the
+    first other branch by name whose conversation holds it. Each branch's path is read once."""
+    wanted: dict[int, set[int]] = {}
+    for session_id, message_id in messages:
+        wanted.setdefault(session_id, set()).add(message_id)
+    active = dict(Session.objects.filter(pk__in=wanted).values_list("pk", "active_branch_id"))
+    branches: dict[int, list[Branch]] = {}
+    for branch in Branch.objects.filter(session_id__in=wanted).order_by("name"):
+        branches.setdefault(branch.session_id, []).append(branch)
+    names: dict[int, str] = {}
+    for session_id, left in wanted.items():
+        ordered = sorted(branches.get(session_id, []), key=lambda b: b.pk != active.get(session_id))
+        for branch in ordered:
+            if not left:
+                break
+            found = left.intersection(message_path_ids(branch.head_id))
+            for message_id in found:
+                names[message_id] = "" if branch.pk == active.get(session_id) else branch.name
+            left -= found
+    return names
+
+
 def message_find(session: Session, ref: str) -> Message | None:
     """A message of the session by client id, then by numeric id."""
     message = Message.objects.filter(session=session, client_id=ref).exclude(client_id="").first()

@@ -3,6 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
+from sessions_app import services as session_services
 from tests.conftest import ApiClient, _token
 from vault import services
 
@@ -26,3 +27,27 @@ def test_saving_a_file_unchanged_keeps_its_newlines_and_writes_no_version(logged
         {"old_text": "short answers\n- works", "new_text": "short answers\n- lives"},
     )
     assert edit.status_code == 200, edit.content
+
+
+def test_a_message_found_on_another_branch_opens_on_that_branch(logged_in, agent_a):
+    session = session_services.messages_append(
+        agent=agent_a,
+        session_key="chat-branches",
+        messages=[
+            {"role": "user", "text": "Which cron runs the reports?"},
+            {"role": "assistant", "text": "The nightly cron at 02:00."},
+        ],
+    ).session
+    first = session.messages.order_by("id").first()
+    session_services.branch_create(session=session, name="alt", message=first)
+    session_services.branch_checkout(session=session, name="alt")
+    session_services.messages_append(
+        agent=agent_a, session=session, messages=[{"role": "user", "text": "quokka scheduler instead?"}]
+    )
+    session_services.branch_checkout(session=session, name="main")
+    message = session.messages.get(text__startswith="quokka")
+    page = logged_in
+    page.goto("/search/?q=quokka&kind=messages")
+    page.locator("#search-results").get_by_role("link", name="user message in session").click()
+    expect(page.locator(f"#message-{message.pk}")).to_contain_text("quokka scheduler instead?")
+    expect(page.get_by_label("Branch")).to_have_value("alt")
