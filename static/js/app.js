@@ -8,3 +8,29 @@ document.addEventListener("change", (event) => {
     event.target.form.submit();
   }
 });
+// The header box on the search page ([data-search-into]) and the page's words field show the same words;
+// what is typed in the header box is searched by the page's form, with its filters (its htmx trigger is
+// the input event of its words field), and Enter in it loads the search page with those filters.
+document.addEventListener("input", (event) => {
+  const target = event.target;
+  if (!target.matches) return;
+  if (target.matches("[data-search-into]")) {
+    const into = document.getElementById(target.dataset.searchInto);
+    if (into && into.value !== target.value) {
+      into.value = target.value;
+      into.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+  } else {
+    document.querySelectorAll("[data-search-into]").forEach((box) => {
+      if (box.dataset.searchInto === target.id) box.value = target.value;
+    });
+  }
+});
+document.addEventListener("submit", (event) => {
+  const box = event.target.querySelector && event.target.querySelector("[data-search-into]");
+  const into = box && document.getElementById(box.dataset.searchInto);
+  if (!into || !into.form) return;
+  event.preventDefault();
+  into.value = box.value;
+  into.form.submit();
+});

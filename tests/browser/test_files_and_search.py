@@ -51,3 +51,29 @@ def test_a_message_found_on_another_branch_opens_on_that_branch(logged_in, agent
     page.locator("#search-results").get_by_role("link", name="user message in session").click()
     expect(page.locator(f"#message-{message.pk}")).to_contain_text("quokka scheduler instead?")
     expect(page.get_by_label("Branch")).to_have_value("alt")
+
+
+def test_the_header_box_on_the_search_page_searches_with_the_pages_filters(logged_in, agent_a):
+    services.entry_create(agent=agent_a, category="lessons", content="Staging deploys need an approval")
+    session_services.messages_append(
+        agent=agent_a,
+        session_key="chat-staging",
+        messages=[{"role": "user", "text": "Staging deploys run at noon"}],
+    )
+    page = logged_in
+    page.goto("/search/?q=staging&kind=messages")
+    results = page.locator("#search-results")
+    expect(results).to_contain_text("1 result for “staging”")
+    header = page.get_by_role("search").first.get_by_label("Search memory")
+    header.fill("staging deploys")
+    expect(results).to_contain_text("1 result for “staging deploys”")
+    expect(results).to_contain_text("run at noon")
+    expect(results).not_to_contain_text("approval")  # still messages only
+    expect(page.locator("#search-q")).to_have_value("staging deploys")
+    expect(page.get_by_label("Kind")).to_have_value("messages")
+    header.fill("staging noon")
+    header.press("Enter")  # a full search page, with the filters
+    page.wait_for_url("**/search/?*q=staging+noon*")
+    assert "kind=messages" in page.url
+    expect(page.locator("#search-q")).to_have_value("staging noon")
+    expect(page.get_by_label("Kind")).to_have_value("messages")
