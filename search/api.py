@@ -4,6 +4,7 @@ from typing import Literal
 from ninja import Query, Router
 
 from search import selectors, services
+from search.query import MAX_QUERY_CHARS
 from search.schemas import ContextIn, ContextOut, SearchOut, search_out
 from vault.models import TokenScope
 from vault.schemas import CategoryName
@@ -15,7 +16,9 @@ router = Router(tags=["search"])
 @router.get("/search", response=SearchOut, summary="Full-text search over entries, messages and files")
 def search(
     request,
-    q: str = Query(..., min_length=1, max_length=1000, description='Words, "phrases", -exclusions, OR'),
+    q: str = Query(
+        ..., min_length=1, max_length=MAX_QUERY_CHARS, description='Words, "phrases", -exclusions, OR'
+    ),
     agent: str | None = Query(None, max_length=64),
     category: CategoryName | None = None,
     tag: list[str] = Query(None, description="Entries with any (or all, see tags_mode) of these tags"),

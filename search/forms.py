@@ -2,11 +2,12 @@
 
 from django import forms
 
+from search.query import MAX_QUERY_CHARS
 from vault.models import Category
 
 
 class SearchFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=500, label="Search")
+    q = forms.CharField(required=False, max_length=MAX_QUERY_CHARS, label="Search")
     kind = forms.ChoiceField(
         choices=[("", "Everything"), ("entries", "Entries"), ("messages", "Messages"), ("files", "Files")],
         required=False,

@@ -10,6 +10,7 @@ from memoryproject.mcp.annotations import READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, current_caller, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, Category
 from search import selectors, services
+from search.query import MAX_QUERY_CHARS
 from search.schemas import ContextIn, ContextOut, SearchOut, search_out
 from vault.models import TokenScope
 
@@ -46,7 +47,7 @@ def memory_context(
 @tool_adapter
 def memory_search(
     query: Annotated[
-        str, Field(min_length=1, max_length=1000, description='Words, "phrases", -exclusions, OR')
+        str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description='Words, "phrases", -exclusions, OR')
     ],
     category: Category | None = None,
     kinds: list[Kind] | None = None,

@@ -201,6 +201,20 @@ def test_search_rejects_bad_filters_with_422(client_a, entry_a):
     assert "category" in response.content.decode()
 
 
+def test_search_takes_queries_as_long_as_the_api_does(client_a, api, token_a, entry_a):
+    from search.query import MAX_QUERY_CHARS
+
+    long = " OR ".join(["postgresql"] + [f"unmatched{i:02d}" + "q" * 60 for i in range(12)])
+    assert len(long) > 500 and api.get("/search", token=token_a, q=long).status_code == 200
+    html = client_a.get(reverse("search"), {"q": long}).content.decode()
+    assert f"Entry #{entry_a.pk}<" in html
+    too_long = client_a.get(reverse("search"), {"q": "x" * (MAX_QUERY_CHARS + 1)})
+    assert (
+        too_long.status_code == 422
+        and api.get("/search", token=token_a, q="x" * (MAX_QUERY_CHARS + 1)).status_code == 422
+    )
+
+
 def test_search_never_shows_another_projects_memory(client_b, entry_a, session):
     html = client_b.get(reverse("search"), {"q": "frankfurt postgresql"}).content.decode()
     assert "Frankfurt" not in html and "PostgreSQL" not in html
