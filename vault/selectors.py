@@ -1,5 +1,6 @@
 """Reads of long-term memory, with tenancy enforced here: callers pass the Principal asking."""
 
+from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
@@ -24,6 +25,7 @@ from vault.models import (
     ReviewItem,
     ReviewPolicy,
     VaultEntry,
+    VersionAction,
     WorkspaceFile,
     WorkspaceFileVersion,
 )
@@ -224,7 +226,7 @@ def review_counts(principal: Principal) -> dict[str, int]:
     return counts
 
 
-def entry_history(entry: VaultEntry) -> QuerySet[EntryVersion]:
+def entry_history(entry: "VaultEntry | DeletedEntry") -> QuerySet[EntryVersion]:
     """Earlier versions of an entry, newest first."""
     return EntryVersion.objects.filter(entry_id=entry.pk).order_by("-changed_at", "-id")
 
@@ -320,7 +322,43 @@ def entry_get_for_user(user, entry_id: int) -> VaultEntry:
     return entry
 
 
-def entry_version_get(entry: VaultEntry, version_id: int) -> EntryVersion:
+@dataclass(frozen=True)
+class DeletedEntry:
+    """What is left of a deleted entry: its history, the last version being its deletion."""
+
+    pk: int
+    agent: Agent
+    project: Project
+    deletion: EntryVersion
+
+    @property
+    def category(self) -> str:
+        return self.deletion.category
+
+    @property
+    def content(self) -> str:
+        return self.deletion.content
+
+
+def entry_deleted_get_for_user(user, entry_id: int) -> DeletedEntry:
+    """A deleted entry whose history the user may read: the same project rules as for a live entry.
+    NotFound when the entry is live, was never deleted, or its history was purged."""
+    if not 1 <= entry_id <= MAX_ID or VaultEntry.objects.filter(pk=entry_id).exists():
+        raise NotFound(f"Entry {entry_id} not found.")
+    deletion = (
+        EntryVersion.objects.filter(
+            entry_id=entry_id, action=VersionAction.DELETE, agent__project__in=projects_for_user(user)
+        )
+        .select_related("agent__project")
+        .order_by("-changed_at", "-id")
+        .first()
+    )
+    if deletion is None:
+        raise NotFound(f"Entry {entry_id} not found.")
+    return DeletedEntry(pk=entry_id, agent=deletion.agent, project=deletion.agent.project, deletion=deletion)
+
+
+def entry_version_get(entry: VaultEntry | DeletedEntry, version_id: int) -> EntryVersion:
     version = entry_history(entry).filter(pk=version_id).first() if 1 <= version_id <= MAX_ID else None
     if version is None:
         raise NotFound(f"Version {version_id} of entry {entry.pk} not found.")

@@ -63,6 +63,24 @@ def test_it_deletes_an_entry_after_confirmation(logged_in, entry_a):
     assert EntryVersion.objects.get(entry_id=entry_a.pk).action == "delete"
 
 
+def test_a_deleted_entrys_history_link_opens_its_history_and_restores_it(logged_in, entry_a):
+    page = logged_in
+    page.goto("/projects/acme/agents/agent-a/")
+    card = page.locator(f"#entry-{entry_a.pk}")
+    card.get_by_role("link", name="Delete").click()
+    card.get_by_role("button", name="Yes, delete").click()
+    page.locator(f"#entry-{entry_a.pk}").get_by_role("link", name="Its history").click()
+    expect(page.get_by_role("heading", name=f"Entry #{entry_a.pk} (deleted)")).to_be_visible()
+    history = page.locator("#history")
+    expect(history).to_contain_text("Deleted")
+    expect(history).to_contain_text("by user:cora")
+    history.get_by_role("button", name="Restore this version").click()
+    expect(page.get_by_role("status")).to_contain_text(f"Entry #{entry_a.pk} restored")
+    expect(page.get_by_role("heading", name=f"Entry #{entry_a.pk}", exact=True)).to_be_visible()
+    restored = VaultEntry.objects.get(pk=entry_a.pk)
+    assert restored.content == "We decided to use PostgreSQL #database"
+
+
 def test_it_ticks_a_task(logged_in, task_entry):
     page = logged_in
     page.goto("/projects/acme/agents/agent-a/?category=tasks")

@@ -3,7 +3,7 @@ import threading
 import pytest
 from django.db import connection
 
-from memoryproject.errors import InvalidInput
+from memoryproject.errors import Conflict, InvalidInput, NotFound
 from vault import services
 from vault.models import EntryVersion, VaultEntry
 from vault.text import hashtags_find, tags_normalise, token_estimate
@@ -138,3 +138,40 @@ def test_agent_ensure_is_idempotent(project):
 def test_admin_tokens_cannot_be_bound_to_an_agent(agent_a):
     with pytest.raises(InvalidInput, match="project-wide"):
         services.token_create(project=agent_a.project, agent=agent_a, scope="admin")
+
+
+def test_a_deleted_entry_is_restored_under_its_own_id_from_its_last_or_a_chosen_version(agent_a):
+    entry = services.entry_create(agent=agent_a, category="decisions", content="v1 #db", importance=0.7)
+    services.entry_update(entry_id=entry.pk, changes=services.EntryChanges(content="v2"), changed_by="x")
+    services.entry_delete(entry_id=entry.pk, deleted_by="carol")
+    restored = services.entry_restore_deleted(entry_id=entry.pk, changed_by="dave")
+    assert (restored.pk, restored.content, restored.importance, restored.agent_id) == (
+        entry.pk,
+        "v2",
+        0.7,
+        agent_a.pk,
+    )
+    assert restored.created_by == "dave" and restored.source == "ui"
+    with pytest.raises(Conflict):  # it is live again
+        services.entry_restore_deleted(entry_id=entry.pk, changed_by="dave")
+    services.entry_delete(entry_id=entry.pk, deleted_by="carol")
+    first = EntryVersion.objects.filter(entry_id=entry.pk).earliest("pk")
+    again = services.entry_restore(entry_id=entry.pk, version_id=first.pk, changed_by="erin")
+    assert (again.pk, again.content, again.tags) == (entry.pk, "v1 #db", ["db"])
+    assert [v.action for v in EntryVersion.objects.filter(entry_id=entry.pk).order_by("id")] == [
+        "edit",
+        "delete",
+        "delete",
+    ]
+
+
+def test_restoring_a_deleted_entry_needs_its_deletion_in_the_history(agent_a, entry_b):
+    with pytest.raises(NotFound):
+        services.entry_restore_deleted(entry_id=10**9, changed_by="x")
+    services.entry_update(entry_id=entry_b.pk, changes=services.EntryChanges(content="B2"), changed_by="t")
+    services.entry_delete(entry_id=entry_b.pk, deleted_by="t")
+    other = services.entry_create(agent=agent_a, category="decisions", content="other")
+    services.entry_delete(entry_id=other.pk, deleted_by="t")
+    version_of_b = EntryVersion.objects.filter(entry_id=entry_b.pk).earliest("pk")
+    with pytest.raises(InvalidInput):
+        services.entry_restore_deleted(entry_id=other.pk, version_id=version_of_b.pk, changed_by="x")

@@ -442,6 +442,28 @@ def test_it_will_not_restore_a_version_of_another_entry(client_a, entry_a, entry
     assert client_a.post(reverse("vault-entry-restore", args=[entry_a.pk, other.pk])).status_code == 404
 
 
+def test_a_deleted_entrys_history_page_shows_its_versions_and_restores_it(client_a, client_b, entry_a):
+    services.entry_update(
+        entry_id=entry_a.pk, changes=services.EntryChanges(content="Edited"), changed_by="t"
+    )
+    services.entry_delete(entry_id=entry_a.pk, deleted_by="user:alice")
+    url = reverse("vault-entry-detail", args=[entry_a.pk])
+    assert client_b.get(url).status_code == 404  # the same project rules as for the live entry
+    response = client_a.get(url)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f"Entry #{entry_a.pk} (deleted)" in html
+    assert "This entry was deleted" in html and "by user:alice; agents no longer see it" in html
+    assert re.findall(r"version (\d+) ·", html) == ["2", "1"]
+    oldest = EntryVersion.objects.filter(entry_id=entry_a.pk).earliest("pk")
+    restore = reverse("vault-entry-restore", args=[entry_a.pk, oldest.pk])
+    assert f'action="{restore}"' in html
+    assert client_b.post(restore).status_code == 404
+    response = client_a.post(restore, follow=True)
+    assert f"Entry #{entry_a.pk} restored from version 1" in response.content.decode()
+    assert VaultEntry.objects.get(pk=entry_a.pk).content == "We decided to use PostgreSQL #database"
+
+
 # --- search ------------------------------------------------------------------------------------------
 
 

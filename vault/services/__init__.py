@@ -11,6 +11,7 @@ from vault.services.entries import (
     entry_create_for_principal,
     entry_delete,
     entry_restore,
+    entry_restore_deleted,
     entry_task_toggle,
     entry_update,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "entry_create_for_principal",
     "entry_delete",
     "entry_restore",
+    "entry_restore_deleted",
     "entry_supersede",
     "entry_task_toggle",
     "entry_update",

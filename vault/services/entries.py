@@ -493,10 +493,13 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
 
 
 def entry_restore(*, entry_id: int, version_id: int, changed_by: str) -> VaultEntry:
-    """Bring back an earlier version's content, tags, category and importance (itself versioned)."""
+    """Bring back an earlier version's content, tags, category and importance (itself versioned).
+    A deleted entry is brought back as well (entry_restore_deleted)."""
     version = EntryVersion.objects.filter(pk=version_id, entry_id=entry_id).first()
     if version is None:
         raise InvalidInput(f"Version {version_id} does not belong to entry {entry_id}.")
+    if not VaultEntry.objects.filter(pk=entry_id).exists():
+        return entry_restore_deleted(entry_id=entry_id, version_id=version_id, changed_by=changed_by)
     return entry_update(
         entry_id=entry_id,
         changes=EntryChanges(
@@ -516,6 +519,47 @@ def entry_delete(*, entry_id: int, deleted_by: str) -> EntryVersion:
         version = _version_save(entry, action=VersionAction.DELETE, changed_by=deleted_by)
         entry.delete()
     return version
+
+
+def entry_restore_deleted(*, entry_id: int, version_id: int | None = None, changed_by: str) -> VaultEntry:
+    """Bring a deleted entry back under its own id, with the content, tags, category and importance
+    of one of its versions (by default the last state, kept when it was deleted) and the status it
+    had when deleted. Its history stays as it was, the 'delete' version included.
+
+    What versions do not keep is not brought back: the entry counts as written now by `changed_by`
+    through the curator UI, with no provenance, access count or supersede links. Conflict when the
+    entry is live (again); NotFound when it was never deleted (or its history was purged)."""
+    with transaction.atomic():
+        # Locks the entry's history, so two restores of the same entry wait for each other.
+        versions = list(
+            EntryVersion.objects.select_for_update().filter(entry_id=entry_id).order_by("-changed_at", "-id")
+        )
+        deletion = next((v for v in versions if v.action == VersionAction.DELETE), None)
+        if deletion is None:
+            raise NotFound(f"Entry {entry_id} not found.")
+        if VaultEntry.objects.filter(pk=entry_id).exists():
+            raise Conflict(f"Entry {entry_id} is not deleted; restore a version of it instead.")
+        version = deletion if version_id is None else next((v for v in versions if v.pk == version_id), None)
+        if version is None:
+            raise InvalidInput(f"Version {version_id} does not belong to entry {entry_id}.")
+        words = trust.word_set(version.content)
+        now = timezone.now()
+        return VaultEntry.objects.create(
+            pk=entry_id,
+            project_id=Agent.objects.values_list("project_id", flat=True).get(pk=version.agent_id),
+            agent_id=version.agent_id,
+            category=version.category,
+            content=version.content,
+            content_hash=trust.content_hash(version.content),
+            sketch=trust.sketch(words),
+            tags=list(version.tags),
+            importance=version.importance,
+            status=deletion.status,
+            source=EntrySource.UI,
+            created_by=changed_by[:200],
+            created_at=now,
+            updated_at=now,
+        )
 
 
 # --- Curator pages ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memoryproject.errors import DomainError
+from memoryproject.errors import DomainError, NotFound
 from vault import selectors, services
 from vault.forms import (
     EntryFilterForm,
@@ -100,9 +100,27 @@ def _card(request, entry, *, status=200, note=""):
     return render(request, "vault/agent.html#entry-card", {"entry": entry, "note": note}, status=status)
 
 
+def _deleted_detail(request, entry_id):
+    """A deleted entry's page: its history, each version restorable."""
+    entry = selectors.entry_deleted_get_for_user(request.user, entry_id)
+    versions = list(selectors.entry_history(entry))
+    history = version_diffs(
+        None,
+        versions,
+        total=len(versions),
+        describe=lambda v: f" ({v.get_action_display().lower()})",
+        fields=("category", "importance", "tags", "status"),
+    )
+    context = {"entry": entry, "project": entry.project, "agent": entry.agent, "history": history}
+    return render(request, "vault/entry_deleted.html", context)
+
+
 @curator_required
 def entry_detail(request, entry_id):
-    entry = selectors.entry_get_for_user(request.user, entry_id)
+    try:
+        entry = selectors.entry_get_for_user(request.user, entry_id)
+    except NotFound:
+        return _deleted_detail(request, entry_id)
     versions = list(selectors.entry_history(entry))
     history = version_diffs(
         entry,
@@ -177,7 +195,10 @@ def entry_delete(request, entry_id):
         services.entry_delete(entry_id=entry.pk, deleted_by=actor(request))
         if is_htmx(request):
             return render(request, "vault/agent.html#entry-deleted", {"entry": entry})
-        messages.success(request, f"Entry #{entry.pk} deleted; its last text is kept in the history.")
+        messages.success(
+            request,
+            f"Entry #{entry.pk} deleted; its last text is kept in the history, from where it can be restored.",
+        )
         url = reverse("vault-agent", args=[entry.project.slug, entry.agent.slug])
         return redirect(f"{url}?category={entry.category}")
     context = {"entry": entry, "project": entry.project, "agent": entry.agent}
@@ -214,12 +235,22 @@ def entry_task_toggle(request, entry_id):
 @curator_required
 @require_POST
 def entry_restore(request, entry_id, version_id):
-    entry = selectors.entry_get_for_user(request.user, entry_id)
+    try:
+        entry, deleted = selectors.entry_get_for_user(request.user, entry_id), False
+    except NotFound:
+        entry, deleted = selectors.entry_deleted_get_for_user(request.user, entry_id), True
     version = selectors.entry_version_get(entry, version_id)
     newest_first = list(selectors.entry_history(entry).values_list("pk", flat=True))
     number = len(newest_first) - newest_first.index(version.pk)  # per entry, oldest 1
-    services.entry_restore(entry_id=entry.pk, version_id=version.pk, changed_by=actor(request))
-    messages.success(request, f"Restored version {number}; the text it replaced is in the history.")
+    try:
+        services.entry_restore(entry_id=entry.pk, version_id=version.pk, changed_by=actor(request))
+    except DomainError as exc:  # restored by someone else meanwhile, say
+        messages.error(request, exc.detail)
+    else:
+        if deleted:
+            messages.success(request, f"Entry #{entry.pk} restored from version {number}.")
+        else:
+            messages.success(request, f"Restored version {number}; the text it replaced is in the history.")
     return redirect("vault-entry-detail", entry.pk)
 
 
