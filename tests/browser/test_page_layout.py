@@ -55,6 +55,8 @@ LAYOUT_PROBLEMS_JS = """
   for (const el of document.querySelectorAll(`:is(${boxes}) *`)) {
     const box = el.getBoundingClientRect();
     if (box.width < 2 || box.height < 2 || hidden(el)) continue;
+    const scroller = el.parentElement.closest("pre");  // a code block scrolls its own long lines
+    if (scroller && getComputedStyle(scroller).overflowX !== "visible") continue;
     const outer = el.parentElement.closest(boxes).getBoundingClientRect();
     if (box.left < outer.left - 1 || box.right > outer.right + 1) {
       problems.push(`${name(el)} sticks out of its box (${Math.round(box.left)}..${Math.round(box.right)}px in ${Math.round(outer.left)}..${Math.round(outer.right)}px)`);
@@ -153,3 +155,47 @@ def test_the_admin_entry_list_fits_a_laptop_with_one_line_per_entry(browser, liv
         assert problems == [], "\n".join(problems)
     finally:
         context.close()
+
+
+LONG_WORD = "unbroken" + "x" * 292
+LONG_URL = "https://docs.example.com/" + "a-very-long-path-segment/" * 12 + "?q=" + "y" * 40
+LONG_CODE = "SELECT " + ", ".join(f"ledger_column_{n}" for n in range(40)) + " FROM ledger;"
+LONG_TEXT = f"Lighthouse note: {LONG_WORD}\n\nSee {LONG_URL}\n\n    {LONG_CODE}\n"
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_long_unbroken_words_urls_and_code_lines_never_widen_a_page(logged_in, agent_a, width):
+    from sessions_app import services as session_services
+    from vault import services
+
+    session = session_services.messages_append(
+        agent=agent_a,
+        session_key="long-lines",
+        messages=[
+            {"role": "user", "text": LONG_TEXT},
+            {"role": "assistant", "text": f"Noted. {LONG_TEXT}"},
+        ],
+    ).session
+    session_services.session_close(agent=agent_a, session=session, summary=LONG_TEXT)
+    entry = services.entry_create(agent=agent_a, category="lessons", content=LONG_TEXT)
+    page = logged_in
+    page.set_viewport_size({"width": width, "height": 900})
+    problems = []
+    for url in [
+        f"/projects/acme/agents/agent-a/sessions/{session.pk}/",
+        "/projects/acme/agents/agent-a/sessions/",
+        "/search/?q=lighthouse&kind=messages",
+        "/search/?q=lighthouse&kind=entries",
+        "/search/?q=lighthouse",
+        "/projects/acme/agents/agent-a/?category=lessons",
+        f"/entries/{entry.pk}/",
+    ]:
+        response = page.goto(url)
+        assert response.ok, f"{url} answered {response.status}"
+        if not url.endswith(("/sessions/", "kind=entries")):  # these show no text, or a headline
+            assert LONG_WORD[:40] in page.content(), url
+        for details in page.locator("details").all():
+            if details.is_visible():
+                details.evaluate("el => el.open = true")
+        problems += [f"{url}: {p}" for p in page.evaluate(LAYOUT_PROBLEMS_JS)]
+    assert problems == [], "\n".join(problems)
