@@ -81,6 +81,33 @@ def test_a_deleted_entrys_history_link_opens_its_history_and_restores_it(logged_
     assert restored.content == "We decided to use PostgreSQL #database"
 
 
+def test_revoking_a_token_asks_first_and_works_from_the_keyboard(logged_in, project):
+    from vault import services
+
+    token = services.token_create(project=project, scope="read", name="ci")[0]
+    page = logged_in
+    page.goto("/projects/acme/settings/")
+    revoke = page.get_by_role("link", name=f"Revoke token {token.prefix}")
+    revoke.click()
+    confirm = page.get_by_role("alertdialog")
+    expect(confirm).to_contain_text(f"Revoke token {token.prefix}…?")
+    token.refresh_from_db()
+    assert token.revoked_at is None  # asking revoked nothing
+    confirm.get_by_role("link", name="Cancel").click()
+    expect(page.get_by_role("alertdialog")).to_have_count(0)
+    token.refresh_from_db()
+    assert token.revoked_at is None
+    revoke.focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("alertdialog")).to_be_visible()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Yes, revoke")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text(f"Token {token.prefix}… revoked.")
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+
+
 def test_it_ticks_a_task(logged_in, task_entry):
     page = logged_in
     page.goto("/projects/acme/agents/agent-a/?category=tasks")

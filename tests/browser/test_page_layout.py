@@ -104,6 +104,7 @@ def curator_pages(demo: dict) -> list[str]:
         f"/projects/{project}/maintenance/runs/{run.pk}/",
         f"/projects/{project}/policies/",
         f"/projects/{project}/settings/",
+        f"/projects/{project}/tokens/{demo['project'].tokens.filter(revoked_at__isnull=True).first().pk}/revoke/",
     ]
 
 

@@ -45,6 +45,7 @@ def pages(entry, agent, project, token, version=None):
     yield "get", reverse("vault-project-settings", args=[project.slug])
     yield "post", reverse("vault-project-context", args=[project.slug])
     yield "post", reverse("vault-token-create", args=[project.slug])
+    yield "get", reverse("vault-token-revoke", args=[project.slug, token.pk])
     yield "post", reverse("vault-token-revoke", args=[project.slug, token.pk])
 
 
@@ -541,6 +542,18 @@ def test_it_will_not_bind_a_token_to_another_projects_agent(client_a, project, o
     )
     assert response.status_code == 422
     assert not project.tokens.exists()
+
+
+def test_it_asks_before_revoking_a_token(client_a, token):
+    url = reverse("vault-token-revoke", args=["acme", token.pk])
+    settings_html = client_a.get(reverse("vault-project-settings", args=["acme"])).content.decode()
+    assert f'href="{url}"' in settings_html and f'<form method="post" action="{url}"' not in settings_html
+    for response in (client_a.get(url, **HTMX), client_a.get(url)):  # the partial, the no-JavaScript page
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert f"Revoke token {token.prefix}…?" in html and "Yes, revoke" in html
+    token.refresh_from_db()
+    assert token.revoked_at is None  # asking revoked nothing
 
 
 def test_it_revokes_a_token(client_a, token):

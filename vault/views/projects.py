@@ -13,7 +13,7 @@ from vault.forms import (
     TokenCreateForm,
 )
 from vault.models import Category
-from vault.views.access import UNPROCESSABLE, actor, curator_required, form_errors
+from vault.views.access import UNPROCESSABLE, actor, curator_required, form_errors, is_htmx
 
 
 def _settings_page(request, project, *, context_form=None, token_form=None, new_secret=None, status=200):
@@ -78,10 +78,19 @@ def token_create(request, project):
 
 
 @curator_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def token_revoke(request, project, token_id):
+    """GET asks first (agents using the token are cut off at once), as deleting an entry does."""
     project = selectors.project_get_for_user(request.user, project)
     token = selectors.token_get_for_user(request.user, project, token_id)
+    if request.method == "GET":
+        context = {"project": project, "token": token}
+        template = (
+            "vault/project_settings.html#token-revoke-confirm"
+            if is_htmx(request)
+            else "vault/token_revoke.html"
+        )
+        return render(request, template, context)
     services.token_revoke(token=token)
     messages.success(request, f"Token {token.prefix}… revoked.")
     return redirect("vault-project-settings", project.slug)
