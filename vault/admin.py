@@ -2,6 +2,8 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
@@ -294,7 +296,25 @@ class VaultEntryAdmin(admin.ModelAdmin):
                 created_by=_actor(request),
             )
             obj.pk = created.pk
+            obj.duplicate_of = created.duplicate_of
         obj.refresh_from_db()
+
+    def log_addition(self, request, obj, message):
+        if getattr(obj, "duplicate_of", None) is None:  # a duplicate added nothing
+            return super().log_addition(request, obj, message)
+        return None
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """entry_create returns the existing entry for an exact duplicate: say so, and open that entry."""
+        if getattr(obj, "duplicate_of", None) is None:
+            return super().response_add(request, obj, post_url_continue)
+        self.message_user(
+            request,
+            f"Nothing was added: this text is already entry #{obj.duplicate_of} of this agent and "
+            "category (its access count was bumped).",
+            messages.WARNING,
+        )
+        return HttpResponseRedirect(reverse("admin:vault_vaultentry_change", args=[obj.duplicate_of]))
 
     def delete_model(self, request, obj):
         services.entry_delete(entry_id=obj.pk, deleted_by=_actor(request))

@@ -1,4 +1,5 @@
 import pytest
+from django.contrib.admin.models import ADDITION, LogEntry
 from django.contrib.auth import get_user_model
 
 from vault.models import EntryVersion, VaultEntry
@@ -128,6 +129,29 @@ def test_an_admin_created_entry_takes_hashtags(curator_client, agent_a):
     assert response.status_code == 302, response.content.decode()[:3000]
     entry = VaultEntry.objects.get()
     assert entry.tags == ["deps"] and entry.source == "ui" and entry.project_id == agent_a.project_id
+
+
+def test_adding_a_duplicate_entry_in_the_admin_says_so_and_claims_nothing_was_added(curator_client, entry_a):
+    response = curator_client.post(
+        "/admin/vault/vaultentry/add/",
+        {
+            "agent": entry_a.agent_id,
+            "category": entry_a.category,
+            "content": entry_a.content,
+            "tags": "",
+            "status": "active",
+            "importance": "0.5",
+            "versions-TOTAL_FORMS": "0",
+            "versions-INITIAL_FORMS": "0",
+        },
+        follow=True,
+    )
+    html = response.content.decode()
+    assert response.redirect_chain[-1][0] == f"/admin/vault/vaultentry/{entry_a.pk}/change/"
+    assert f"Nothing was added: this text is already entry #{entry_a.pk}" in html
+    assert "was added successfully" not in html
+    assert VaultEntry.objects.count() == 1
+    assert not LogEntry.objects.filter(action_flag=ADDITION).exists()
 
 
 def test_creating_a_token_in_the_admin_shows_the_secret_once(curator_client, project):
