@@ -1,12 +1,8 @@
 // Small behaviours of the curator pages, kept out of the HTML so the Content-Security-Policy can
-// forbid inline scripts: select a field's text on focus, submit a form when a select changes.
+// forbid inline scripts: select a field's text on focus. (No select submits its form on change: moving
+// through its options with the arrow keys would leave the page at the first step; a button submits.)
 document.addEventListener("focusin", (event) => {
   if (event.target.matches && event.target.matches("[data-select-on-focus]")) event.target.select();
-});
-document.addEventListener("change", (event) => {
-  if (event.target.matches && event.target.matches("[data-submit-on-change]") && event.target.form) {
-    event.target.form.submit();
-  }
 });
 // The header box on the search page ([data-search-into]) and the page's words field show the same words;
 // what is typed in the header box is searched by the page's form, with its filters (its htmx trigger is
