@@ -200,3 +200,34 @@ def test_long_unbroken_words_urls_and_code_lines_never_widen_a_page(logged_in, a
                 details.evaluate("el => el.open = true")
         problems += [f"{url}: {p}" for p in page.evaluate(LAYOUT_PROBLEMS_JS)]
     assert problems == [], "\n".join(problems)
+
+
+def test_the_admin_pages_name_their_icon_so_the_browser_asks_for_no_missing_favicon(
+    browser, live_server, settings
+):
+    """Without an icon link a browser asks for /favicon.ico, which is a 404 logged in the console
+    (headless Chromium does not ask, so the link itself is checked, as base.html has one)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    demo = demo_seed()
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    icons = {}
+    try:
+        page.goto("/admin/login/")
+        icons["/admin/login/"] = page.locator("link[rel~=icon]").count()
+        page.get_by_label("Username").fill(ADMIN_USER)
+        page.get_by_label("Password").fill(ADMIN_PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{live_server.url}/admin/")
+        for url in [
+            "/admin/",
+            "/admin/vault/vaultentry/",
+            f"/admin/vault/vaultentry/{demo['edited'].pk}/change/",
+        ]:
+            page.goto(url)
+            icons[url] = page.locator("link[rel~=icon]").count()
+        page.goto("/")
+        icons["/"] = page.locator("link[rel~=icon]").count()
+    finally:
+        context.close()
+    assert icons == dict.fromkeys(icons, 1)
