@@ -74,9 +74,20 @@
   });
 
   // After htmx answered for an item: a success marks it done and moves on; an error stays put.
+  // htmx counts a swapped 422 (the note saying why) as successful, so the status decides.
   document.body.addEventListener("htmx:afterRequest", function (event) {
     var item = event.detail.elt.closest && event.detail.elt.closest(".review-item");
-    if (!item || !event.detail.successful) return;
+    if (!item) return;
+    var status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (!event.detail.successful || status < 200 || status >= 300) {
+      // The entry is still pending: keep it current, and a failed merge's id ready to be fixed.
+      focusItem(item, true);
+      var config = event.detail.requestConfig;
+      var action = config && config.formData ? config.formData.get("action") : null;
+      var into = item.querySelector("input[name=into]");
+      if (action === "merge" && into) { into.focus(); into.select(); }
+      return;
+    }
     item.classList.add("done");
     item.querySelectorAll("button, input, textarea").forEach(function (el) { el.disabled = true; });
     var count = document.getElementById("review-count");

@@ -1,5 +1,7 @@
 """The review queue by mouse and by keyboard: approve, reject, merge, edit-and-approve."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -104,3 +106,68 @@ def test_a_curator_approves_rejects_merges_and_edits_from_the_keyboard(logged_in
         EntryStatus.ACTIVE,
     ]
     assert VaultEntry.objects.get(pk=edit).content == "Edited: the lesson without its typo"
+
+
+def assert_still_pending(page, pk, count="4"):
+    """The item is left as it was: not done, every control usable, the header count unchanged."""
+    item = page.locator(f"#review-{pk}")
+    expect(item).not_to_have_class(re.compile(r"\bdone\b"))
+    # Select box, content, approve, reject, "Merge into #", merge, and the hidden CSRF token.
+    expect(item.locator("button:enabled, input:enabled, textarea:enabled")).to_have_count(7)
+    expect(page.locator("#review-count")).to_have_text(count)
+    assert status(pk) == EntryStatus.PENDING
+
+
+def test_a_failed_merge_from_the_keyboard_leaves_the_entry_pending_and_the_id_to_fix(logged_in, queue):
+    first = queue["held"][0]
+    page = logged_in
+    page.goto("/projects/acme/review/")
+    expect(page.locator(f"#review-{first}")).to_have_class("review-item current")
+    page.keyboard.press("m")
+    into = page.locator(f"#into-{first}")
+    expect(into).to_be_focused()
+    page.keyboard.type("999999")
+    page.keyboard.press("Enter")
+    result = page.locator(f"#review-{first} .review-result")
+    expect(result).to_have_text("Entry 999999 not found.")
+    assert_still_pending(page, first)
+    expect(result.get_by_role("alert")).to_have_text("Entry 999999 not found.")
+    expect(page.locator(f"#review-{first}")).to_have_class(re.compile(r"\bcurrent\b"))
+    expect(into).to_be_focused()
+    # The curator fixes the id where the cursor is and merges again.
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.type(str(queue["target"]))
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#review-{first}").get_by_role("status")).to_have_text(
+        f"Entry #{first} merged into #{queue['target']}."
+    )
+    expect(page.locator("#review-count")).to_have_text("3")
+    assert status(first) == EntryStatus.SUPERSEDED
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_a_failed_merge_with_the_mouse_says_why_and_changes_nothing(
+    logged_in, queue, agent_a, outsider_agent, width
+):
+    first = queue["held"][0]
+    deleted = services.entry_create(agent=agent_a, category="lessons", content="Deleted meanwhile")
+    services.entry_delete(entry_id=deleted.pk, deleted_by="t")
+    elsewhere = services.entry_create(agent=outsider_agent, category="lessons", content="Globex lesson")
+    page = logged_in
+    page.set_viewport_size({"width": width, "height": 844 if width == 390 else 900})
+    page.goto("/projects/acme/review/")
+    item = page.locator(f"#review-{first}")
+    for into, message in [
+        (first, "An entry cannot be merged into itself."),
+        (elsewhere.pk, f"Entry {elsewhere.pk} not found."),
+        (deleted.pk, f"Entry {deleted.pk} not found."),
+        (0, "Cannot merge into #0: not a valid entry id (a whole number from 1)."),
+        (-1, "Cannot merge into #-1: not a valid entry id (a whole number from 1)."),
+    ]:
+        item.get_by_label("Merge into #").fill(str(into))
+        item.get_by_role("button", name="Merge", exact=True).click()
+        result = item.locator(".review-result")
+        expect(result).to_have_text(message)
+        assert_still_pending(page, first)
+        expect(result.get_by_role("alert")).to_be_in_viewport()
+        expect(item.get_by_label("Merge into #")).to_be_focused()

@@ -115,7 +115,7 @@ def test_the_merge_box_starts_at_the_duplicate_even_after_another_reason(client_
     kinds = [item.kind for item in held.review_items.order_by("pk")]
     assert kinds[0] == "policy" and "duplicate" in kinds
     html = client_a.get(reverse("vault-review", args=["acme"])).content.decode()
-    assert f'id="into-{held.pk}" name="into" min="1" value="{original.pk}"' in html
+    assert f'id="into-{held.pk}" name="into" value="{original.pk}"' in html
 
 
 def test_it_hides_another_projects_entry_from_this_projects_review_action(client_b, project, pending):
@@ -263,6 +263,8 @@ def test_it_merges_into_an_entry_and_refuses_a_missing_target(client_a, entry_a,
     assert client_a.post(url, {"action": "merge"}, **HTMX).status_code == 422
     missing = client_a.post(url, {"action": "merge", "into": 999999}, **HTMX)
     assert missing.status_code == 422 and "not found" in missing.content.decode()
+    zero = client_a.post(url, {"action": "merge", "into": 0}, **HTMX)
+    assert zero.status_code == 422 and "Cannot merge into #0: not a valid entry id" in zero.content.decode()
     assert client_a.post(url, {"action": "merge", "into": entry_a.pk}, **HTMX).status_code == 200
     entry_a.refresh_from_db()
     assert "Lesson number 0" in entry_a.content

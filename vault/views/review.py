@@ -38,7 +38,9 @@ def review_queue(request, project):
 def _review_done(request, project, note: str, *, error: bool = False):
     if is_htmx(request):
         response = HttpResponse(
-            f'<p class="note{" error" if error else ""}" role="status">{escape(note)}</p>'
+            f'<p class="note error" role="alert">{escape(note)}</p>'
+            if error
+            else f'<p class="note" role="status">{escape(note)}</p>'
         )
         if error:
             response.status_code = UNPROCESSABLE
@@ -56,6 +58,10 @@ def review_act(request, project, entry_id):
         return _review_done(request, project, f"Entry {entry_id} is not in this project.", error=True)
     form = ReviewActionForm(request.POST)
     if not form.is_valid():
+        if "action" not in form.errors and "into" in form.errors:
+            into = request.POST.get("into", "")[:20]
+            note = f"Cannot merge into #{into}: not a valid entry id (a whole number from 1)."
+            return _review_done(request, project, note, error=True)
         return _review_done(request, project, "Choose approve, reject or merge.", error=True)
     data, by = form.cleaned_data, actor(request)
     try:
