@@ -30,3 +30,49 @@ document.addEventListener("submit", (event) => {
   into.value = box.value;
   into.form.submit();
 });
+
+// A failed htmx request says so in the page's notice area (base.html). htmx swaps nothing on these
+// answers (422, a form with its errors, is swapped as usual), so what the curator typed stays put.
+(function () {
+  "use strict";
+  function failure(status) {
+    if (status === 403) {
+      return "Your session changed (logged out or in again elsewhere): reload the page. " +
+        "What you typed is still here; copy it before reloading.";
+    }
+    if (status === 404) return "This no longer exists: it was probably deleted elsewhere. Reload the page to see what is left.";
+    if (status === 429) return "Too many requests: wait a moment, then try again.";
+    if (status >= 500) return "Something went wrong on the server (error " + status + "). What you typed is kept: try again in a moment.";
+    return "The server refused this (error " + status + "). Reload the page and try again.";
+  }
+  function show(text) {
+    var notice = document.getElementById("page-notice");
+    if (!notice) return;
+    var message = document.createElement("p");
+    message.textContent = text;
+    var dismiss = document.createElement("button");
+    dismiss.type = "button";
+    dismiss.className = "link-button";
+    dismiss.textContent = "Dismiss";
+    dismiss.setAttribute("data-dismiss-notice", "");
+    notice.replaceChildren(message, dismiss);
+  }
+  function clear() {
+    var notice = document.getElementById("page-notice");
+    if (notice) notice.replaceChildren();
+  }
+  document.addEventListener("htmx:responseError", function (event) { show(failure(event.detail.xhr.status)); });
+  document.addEventListener("htmx:sendError", function () {
+    show("Could not reach the server: check the connection and try again. What you typed is kept.");
+  });
+  document.addEventListener("htmx:timeout", function () {
+    show("The server took too long to answer: try again. What you typed is kept.");
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var xhr = event.detail.xhr;
+    if (event.detail.successful && xhr && xhr.status < 400) clear();
+  });
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("[data-dismiss-notice]")) clear();
+  });
+})();
