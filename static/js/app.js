@@ -76,3 +76,21 @@ document.addEventListener("submit", (event) => {
     if (event.target.closest && event.target.closest("[data-dismiss-notice]")) clear();
   });
 })();
+
+// After htmx swaps content in, the keyboard focus goes where it says (data-focus: a selector looked
+// up in it, then in the page; empty: the element itself; data-focus-else: the selector tried next),
+// not to the page's body. Never taken from a field the curator has moved to meanwhile.
+document.addEventListener("htmx:afterSettle", (event) => {
+  const root = event.target;
+  if (!root.matches) return;
+  const holder = root.matches("[data-focus]") ? root : root.querySelector("[data-focus]");
+  if (!holder || !holder.isConnected) return;
+  const active = document.activeElement;
+  if (active && active !== document.body && active.isConnected && !holder.contains(active)) return;
+  const find = (selector) => {
+    if (selector === null) return null;
+    return selector === "" ? holder : holder.querySelector(selector) || document.querySelector(selector);
+  };
+  const target = find(holder.getAttribute("data-focus")) || find(holder.getAttribute("data-focus-else"));
+  if (target) target.focus();
+});

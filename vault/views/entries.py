@@ -96,8 +96,17 @@ def entry_create(request, project, agent):
 # --- One entry -------------------------------------------------------------------------------------
 
 
-def _card(request, entry, *, status=200, note=""):
-    return render(request, "vault/agent.html#entry-card", {"entry": entry, "note": note}, status=status)
+# Where the keyboard focus goes once a card is swapped in (data-focus, static/js/app.js).
+CARD_EDIT_BUTTON = ".entry-actions a"
+
+
+def _card(request, entry, *, status=200, note="", focus=CARD_EDIT_BUTTON):
+    return render(
+        request,
+        "vault/agent.html#entry-card",
+        {"entry": entry, "note": note, "focus": focus},
+        status=status,
+    )
 
 
 def _deleted_detail(request, entry_id):
@@ -213,7 +222,9 @@ def entry_task_toggle(request, entry_id):
     form = TaskToggleForm(request.POST)
     note = ""
     status = 200
+    focus = CARD_EDIT_BUTTON
     if form.is_valid():
+        focus = f'.task-toggle [name=line][value="{form.cleaned_data["line"]}"] ~ button'
         try:
             entry = services.entry_task_toggle(
                 entry_id=entry.pk,
@@ -226,7 +237,7 @@ def entry_task_toggle(request, entry_id):
     else:
         note, status = "That task could not be read; reload and try again.", UNPROCESSABLE
     if is_htmx(request):
-        return _card(request, entry, status=status, note=note)
+        return _card(request, entry, status=status, note=note, focus=focus)
     if note:
         messages.error(request, note)
     return redirect("vault-entry-detail", entry.pk)

@@ -1,0 +1,84 @@
+"""After an htmx swap the keyboard focus lands where the curator is working, not on the page's body."""
+
+import pytest
+from playwright.sync_api import expect
+
+from vault import services
+from vault.models import VaultEntry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_focus_follows_edit_save_cancel_and_delete_from_the_keyboard(logged_in, agent_a, entry_a):
+    newer = services.entry_create(agent=agent_a, category="decisions", content="We deploy on Tuesdays")
+    page = logged_in
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto("/projects/acme/agents/agent-a/")
+    card = page.locator(f"#entry-{newer.pk}")
+    edit = card.get_by_role("link", name="Edit")
+
+    card.get_by_role("link", name=f"#{newer.pk}").focus()
+    page.keyboard.press("Tab")
+    expect(edit).to_be_focused()
+    page.keyboard.press("Enter")
+    content = card.locator("textarea[name=content]")
+    expect(content).to_be_focused()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.type("We deploy on Wednesdays")
+    page.keyboard.press("Tab")  # tags
+    page.keyboard.press("Tab")  # Save
+    expect(card.get_by_role("button", name="Save")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(card.get_by_role("status")).to_contain_text("Saved")
+    expect(edit).to_be_focused()
+
+    page.keyboard.press("Enter")
+    expect(content).to_be_focused()
+    page.keyboard.press("Tab")  # tags
+    page.keyboard.press("Tab")  # Save
+    page.keyboard.press("Tab")  # Cancel
+    expect(card.get_by_role("link", name="Cancel")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(card.locator("textarea")).to_have_count(0)
+    expect(edit).to_be_focused()
+
+    page.keyboard.press("Tab")  # Delete
+    page.keyboard.press("Enter")
+    expect(card.get_by_role("alertdialog")).to_be_visible()
+    page.keyboard.press("Tab")  # into the confirmation: "Yes, delete"
+    expect(card.get_by_role("button", name="Yes, delete")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(card).to_contain_text("deleted")
+    # On to the next entry.
+    expect(page.locator(f"#entry-{entry_a.pk}").get_by_role("link", name=f"#{entry_a.pk}")).to_be_focused()
+
+    page.keyboard.press("Tab")  # its Edit
+    page.keyboard.press("Tab")  # its Delete
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("alertdialog")).to_be_visible()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#entry-{entry_a.pk}")).to_contain_text("deleted")
+    # No entry left after it: the list's heading, its category tab.
+    expect(page.get_by_role("navigation", name="Categories").locator("[aria-current=page]")).to_be_focused()
+    assert VaultEntry.objects.filter(pk__in=[newer.pk, entry_a.pk]).count() == 0
+
+
+def test_focus_stays_on_a_task_box_after_ticking_it(logged_in, task_entry):
+    page = logged_in
+    page.goto("/projects/acme/agents/agent-a/?category=tasks")
+    card = page.locator(f"#entry-{task_entry.pk}")
+    card.get_by_role("checkbox").nth(0).focus()
+    page.keyboard.press("Tab")
+    second = card.get_by_role("checkbox").nth(1)
+    expect(second).to_be_focused()
+    page.keyboard.press("Space")
+    expect(second).to_have_attribute("aria-checked", "true")
+    expect(second).to_be_focused()
+    page.keyboard.press("Space")
+    expect(second).to_have_attribute("aria-checked", "false")
+    expect(second).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(card.get_by_role("checkbox").nth(0)).to_be_focused()
+    task_entry.refresh_from_db()
+    assert task_entry.content == "Release checklist\n\n- [ ] write notes\n- [ ] tag build\n"
