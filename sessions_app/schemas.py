@@ -94,7 +94,13 @@ class MessagesIn(Schema):
     (`{"agentId", "savedAt", "messages": [{"role", "text"}]}`), which implies mode "full"."""
 
     session: str | None = Field(
-        None, max_length=200, description="The agent tool's chat id (alias: chatId)", json_schema_extra=NO_NUL
+        None,
+        max_length=200,
+        description=(
+            "The agent tool's chat id (alias: chatId); omitted or \"current\": the agent's most recently "
+            "active open session, a new one when none is open"
+        ),
+        json_schema_extra=NO_NUL,
     )
     chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
     model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))

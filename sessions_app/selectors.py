@@ -98,10 +98,18 @@ def session_current(agent: Agent) -> Session | None:
     )
 
 
+CURRENT_SESSION = "current"  # names session_current() wherever a session is named, to read or to write
+
+
+def session_key_is_current(key: str | None) -> bool:
+    """Whether a session key names the agent's current session: empty, or "current" (never a chat id)."""
+    return not key or key.strip() in ("", CURRENT_SESSION)
+
+
 def session_find(agent: Agent, key: str | None) -> Session | None:
     """A session of the agent by external chat id, then by numeric id; the current one when key is empty
     or "current"."""
-    if not key or key == "current":
+    if session_key_is_current(key):
         return session_current(agent)
     session = Session.objects.filter(agent=agent, external_id=key).first()
     if session is None and key.isascii() and key.isdigit() and 1 <= int(key) <= MAX_ID:

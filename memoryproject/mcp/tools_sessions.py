@@ -20,7 +20,12 @@ from sessions_app.schemas import AppendOut, CheckpointOut, MessageIn, SleepOut
 SessionArg = Annotated[
     str,
     Field(
-        min_length=1, max_length=200, description="Your client's chat/session id; 'current' for the latest"
+        min_length=1,
+        max_length=200,
+        description=(
+            "Your client's chat/session id; 'current' for your most recently active open session "
+            "(session_log starts a new one when none is open)"
+        ),
     ),
 ]
 

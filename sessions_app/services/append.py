@@ -240,7 +240,7 @@ def messages_append(
     if project_redaction_enabled(agent.project_id):  # one look-up for the whole batch
         for item in items:
             item.text = redact(item.text)
-    if session is None and full and not (session_key or "").strip():
+    if session is None and full and selectors.session_key_is_current(session_key):
         session = _session_for_replay(agent, items)
     if session is None:
         session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)

@@ -45,8 +45,11 @@ def _session_find(agent: Agent, external_id: str) -> Session | None:
 
 def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -> Session:
     """The session to write to: the one with this chat id (created, or reopened if closed), else the
-    agent's current open session, else a new one. Safe when first writes race."""
-    external_id = (external_id or "").strip()
+    agent's current open session, else a new one. Safe when first writes race.
+
+    "current" is no chat id: it names the current session, as it does for reads (session_find), so a
+    write to "current" never reopens a closed session nor creates one called "current"."""
+    external_id = "" if selectors.session_key_is_current(external_id) else external_id.strip()
     if len(external_id) > 200:
         raise InvalidInput(
             "session must be at most 200 characters", [{"loc": ["session"], "msg": "too long"}]

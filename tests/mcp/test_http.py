@@ -122,3 +122,26 @@ def test_a_host_outside_allowed_hosts_is_refused(mcp_live_url, dev_token):
     assert ok.status_code == 200
     refused = httpx2.post(f"{mcp_live_url}/mcp", json=initialize, headers={**headers, "Host": "evil.example"})
     assert refused.status_code in (400, 403, 421)
+
+
+def test_session_current_is_the_same_session_for_session_log_and_session_close(mcp_live_url, dev, dev_token):
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            for chat in ("chat-old", "chat-new"):
+                await scenarios.call(
+                    session, "session_log", session=chat, messages=[{"role": "user", "text": chat}]
+                )
+            logged = await scenarios.call(
+                session, "session_log", session="current", messages=[{"role": "user", "text": "via current"}]
+            )
+            closed = await scenarios.call(session, "session_close", session="current", summary="done")
+            after = await scenarios.call(
+                session, "session_log", session="current", messages=[{"role": "user", "text": "after close"}]
+            )
+            return logged, closed, after
+
+    logged, closed, after = run(body)
+    assert logged["session"]["chat_id"] == "chat-new"
+    assert closed["session"]["id"] == logged["session"]["id"] and closed["session"]["status"] == "closed"
+    assert after["session"]["chat_id"] == "chat-old"  # the most recently active open session, as reads
+    assert not dev.sessions.filter(external_id="current").exists()

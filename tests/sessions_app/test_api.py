@@ -183,6 +183,36 @@ def test_without_a_session_it_uses_the_current_one_and_keeps_the_chat_id_map(api
     assert sessions[0]["chat_id"] == "chat_abc" and sessions[0]["model_id"] == "claude-opus"
 
 
+def test_current_names_the_same_session_when_appending_as_when_reading_and_closing(api, token_a, agent_a):
+    _post(api, token_a, [{"role": "user", "text": "older"}], session="chat_old")
+    _post(api, token_a, [{"role": "user", "text": "latest"}], session="chat_new")
+    appended = _post(api, token_a, [{"role": "user", "text": "via current"}], session="current")
+    assert appended.status_code == 200, appended.content
+    assert appended.json()["session"]["chat_id"] == "chat_new"
+    assert not Session.objects.filter(agent=agent_a, external_id="current").exists()
+    read = api.get("/agents/agent-a/messages", token=token_a, session="current").json()
+    assert [m["text"] for m in read["items"]] == ["latest", "via current"]
+    closed = api.post("/agents/agent-a/sleep", {"session": "current"}, token=token_a)
+    assert closed.json()["session"]["chat_id"] == "chat_new"
+    # The latest is closed: "current" is the most recently active open session, as for a read.
+    appended = _post(api, token_a, [{"role": "user", "text": "after close"}], session="current")
+    assert appended.json()["session"]["chat_id"] == "chat_old"
+    assert (
+        api.get("/agents/agent-a/messages", token=token_a, session="current").json()["session"]["chat_id"]
+        == "chat_old"
+    )
+    # No open session left: appending to "current" starts a new one (without a chat id), as no session does.
+    api.post("/agents/agent-a/sleep", {"session": "current"}, token=token_a)
+    assert api.get("/agents/agent-a/messages", token=token_a, session="current").status_code == 404
+    appended = _post(api, token_a, [{"role": "user", "text": "fresh"}], session="current")
+    assert appended.json()["session"]["chat_id"] == ""
+    assert Session.objects.filter(agent=agent_a).count() == 3
+    assert (
+        api.get("/agents/agent-a/messages", token=token_a, session="current").json()["session"]["id"]
+        == appended.json()["session"]["id"]
+    )
+
+
 # --- listing -----------------------------------------------------------------------------------
 
 
