@@ -120,6 +120,17 @@ def describe_error(exc: Exception) -> str | None:
     return None
 
 
+def error_status(exc: Exception) -> int:
+    """The HTTP status the REST API answers for an exception describe_error describes."""
+    if isinstance(exc, DomainError):
+        return exc.status_code
+    if isinstance(exc, ValidationError):
+        return 422
+    if isinstance(exc, Http404 | Agent.DoesNotExist):
+        return 404
+    return 400
+
+
 def tool_adapter(fn):
     """Run a tool body as a request of its own: fresh database connections, domain errors as tool errors.
 

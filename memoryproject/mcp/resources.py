@@ -1,14 +1,19 @@
 """Resources (workspace files, project context, latest handoff) and the start_session prompt."""
 
+import logging
 from functools import wraps
 
 from django.db import close_old_connections
 from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
-from memoryproject.mcp.caller import agent_for_read, current_caller, describe_error, tool_adapter
+from memoryproject.mcp.caller import agent_for_read, current_caller, describe_error, error_status
 from memoryproject.mcp.tools_search import context_for
 from vault import selectors, services
 from vault.models import TokenScope
+
+logger = logging.getLogger(__name__)
 
 
 def _resource_adapter(fn):
@@ -24,6 +29,31 @@ def _resource_adapter(fn):
             if text is None:
                 raise
             raise ResourceError(text) from exc
+        finally:
+            close_old_connections()
+
+    return run
+
+
+def _prompt_adapter(fn):
+    """As tool_adapter, for prompts: a domain error becomes a JSON-RPC invalid-params error (-32602, the
+    code the SDK gives a resource that does not exist) whose message is the REST API's `detail` and whose
+    data holds the REST API's status (404, 422...). The SDK would turn any exception of a prompt into a
+    code 0 error saying only that rendering failed, and log it as a server fault."""
+
+    @wraps(fn)
+    def run(*args, **kwargs):
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        except MCPError:
+            raise
+        except Exception as exc:
+            text = describe_error(exc)
+            if text is None:
+                logger.exception("MCP prompt %s failed", fn.__name__)
+                raise MCPError(INTERNAL_ERROR, "Internal server error; it has been logged.") from exc
+            raise MCPError(INVALID_PARAMS, text, {"status": error_status(exc)}) from exc
         finally:
             close_old_connections()
 
@@ -51,7 +81,7 @@ def handoff_latest() -> str:
     return entry.content if entry is not None else "No handoff yet: no session of this agent has been closed."
 
 
-@tool_adapter
+@_prompt_adapter
 def start_session(task: str = "") -> str:
     built = context_for(None, task, None)
     return built["text"]

@@ -1,10 +1,17 @@
 """The streamable-HTTP transport at /mcp, driven by the SDK's client against a live server."""
 
-import httpx2
+import logging
 
+import httpx2
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from tests.conftest import ApiClient
 from tests.mcp import scenarios
 from tests.mcp.conftest import http_session, run, text
-from vault.models import Agent, VaultEntry, WorkspaceFile
+from vault import services
+from vault.models import Agent, TokenScope, VaultEntry, WorkspaceFile
 
 
 def test_every_tool_resource_and_prompt(mcp_live_url, dev, dev_token):
@@ -145,3 +152,35 @@ def test_session_current_is_the_same_session_for_session_log_and_session_close(m
     assert closed["session"]["id"] == logged["session"]["id"] and closed["session"]["status"] == "closed"
     assert after["session"]["chat_id"] == "chat-old"  # the most recently active open session, as reads
     assert not dev.sessions.filter(external_id="current").exists()
+
+
+def test_a_refused_start_session_prompt_is_an_invalid_params_error_with_the_rest_apis_detail(
+    mcp_live_url, dev, dev_token, project_admin_token, caplog
+):
+    elsewhere = services.project_create(slug="elsewhere", name="Elsewhere")
+    outsider_token = services.token_create(project=elsewhere, agent=None, scope=TokenScope.ADMIN)[1]
+    rest_detail = ApiClient(dev_token).post("/agents/dev/context", {"command": "x" * 20000}).json()["detail"]
+
+    async def refused(url: str, token: str, arguments: dict) -> MCPError:
+        async with http_session(url, token) as session:
+            with pytest.raises(MCPError) as raised:
+                await session.get_prompt("start_session", arguments)
+            # The session goes on.
+            assert (await session.list_prompts()).prompts
+        return raised.value
+
+    async def body():
+        return (
+            await refused(f"{mcp_live_url}/mcp", project_admin_token, {}),
+            await refused(f"{mcp_live_url}/mcp", dev_token, {"task": "x" * 20000}),
+            await refused(f"{mcp_live_url}/mcp?agent=dev", outsider_token, {"task": "x"}),
+        )
+
+    with caplog.at_level(logging.INFO):
+        no_agent, too_long, other_project = run(body)
+    assert (no_agent.code, no_agent.data) == (INVALID_PARAMS, {"status": 422})
+    assert no_agent.message.startswith("Name the agent")
+    assert (too_long.code, too_long.message, too_long.data) == (INVALID_PARAMS, rest_detail, {"status": 422})
+    assert (other_project.code, other_project.data) == (INVALID_PARAMS, {"status": 404})
+    assert other_project.message == "Agent 'dev' not found."
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
