@@ -76,16 +76,20 @@ _ENTRIES_ONLY = {
 FORGET_RULES = {"allOf": [{"anyOf": [_BY_ID, _BY_CRITERIA]}, _ENTRIES_ONLY]}
 
 
+FORGET_MAX_IDS = 10_000
+FORGET_MAX_TAGS = 64
+
+
 class ForgetIn(Schema):
     model_config = ConfigDict(json_schema_extra=FORGET_RULES)
 
-    ids: list[int] | None = Field(default=None, max_length=10_000, description="Vault entry ids")
-    message_ids: list[int] | None = Field(default=None, max_length=10_000, description="Message ids")
+    ids: list[int] | None = Field(default=None, max_length=FORGET_MAX_IDS, description="Vault entry ids")
+    message_ids: list[int] | None = Field(default=None, max_length=FORGET_MAX_IDS, description="Message ids")
     agent: str | None = Field(default=None, max_length=64)
     category: CategoryName | None = None
     tags: list[str] | None = Field(
         default=None,
-        max_length=64,
+        max_length=FORGET_MAX_TAGS,
         description="Entries with all of these tags (no NUL: PostgreSQL refuses it)",
         json_schema_extra={"items": {"type": "string", "pattern": NO_NUL_PATTERN}},
     )

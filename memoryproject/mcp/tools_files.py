@@ -6,15 +6,20 @@ from pydantic import Field
 
 from memoryproject.mcp.annotations import DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
-from memoryproject.mcp.tools_vault import AgentArg
+from memoryproject.mcp.tools_vault import AgentArg, EntryText
 from vault import memory_tool as memory_tool_backend
 from vault import selectors, services
 from vault.files_schemas import FileEditOut, FileOut, FileWriteOut, MemoryToolIn
 from vault.models import TokenScope
+from vault.services.files import WORKSPACE_PATH_MAX
 
 PathArg = Annotated[
     str,
-    Field(min_length=1, max_length=255, description="Workspace path, e.g. MEMORY.md or memory/2026-01-31.md"),
+    Field(
+        min_length=1,
+        max_length=WORKSPACE_PATH_MAX,
+        description="Workspace path, e.g. MEMORY.md or memory/2026-01-31.md",
+    ),
 ]
 
 
@@ -26,7 +31,7 @@ def workspace_read(path: PathArg, agent: AgentArg = None) -> dict:
 
 
 @tool_adapter
-def workspace_write(path: PathArg, content: str, agent: AgentArg = None) -> dict:
+def workspace_write(path: PathArg, content: EntryText, agent: AgentArg = None) -> dict:
     caller = current_caller()
     target = agent_for_write(caller, agent)
     file, created = services.file_write(
@@ -45,7 +50,7 @@ def workspace_write(path: PathArg, content: str, agent: AgentArg = None) -> dict
 def workspace_edit(
     path: PathArg,
     old_text: Annotated[str, Field(min_length=1, description="Exact text to replace; must occur once")],
-    new_text: str,
+    new_text: EntryText,
     replace_all: bool = False,
     agent: AgentArg = None,
 ) -> dict:
@@ -69,10 +74,10 @@ def memory(
     command: Literal["view", "create", "str_replace", "insert", "delete", "rename"],
     path: Annotated[str | None, Field(description="A path under /memories")] = None,
     view_range: list[int] | None = None,
-    file_text: str | None = None,
+    file_text: EntryText | None = None,
     old_str: str | None = None,
     new_str: str | None = None,
-    insert_line: int | None = None,
+    insert_line: Annotated[int | None, Field(json_schema_extra={"minimum": 0})] = None,
     insert_text: str | None = None,
     old_path: str | None = None,
     new_path: str | None = None,

@@ -3,6 +3,7 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
+from django.conf import settings
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
@@ -37,7 +38,14 @@ def memory_context(
     task: Annotated[
         str, Field(description="What you are about to do, in the user's words", max_length=10000)
     ] = "",
-    budget_tokens: Annotated[int | None, Field(ge=50, le=1_000_000)] = None,
+    budget_tokens: Annotated[
+        int | None,
+        Field(
+            ge=50,
+            le=settings.MEMORY_CONTEXT_MAX_BUDGET,
+            description="Default MEMORY_TOKEN_BUDGET; at most MEMORY_CONTEXT_MAX_BUDGET",
+        ),
+    ] = None,
     agent: AgentArg = None,
 ) -> CallToolResult:
     built = context_for(agent, task, budget_tokens)

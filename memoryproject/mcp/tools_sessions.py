@@ -13,9 +13,9 @@ from memoryproject.mcp.annotations import (
     dump,
 )
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
-from memoryproject.mcp.tools_vault import AgentArg
+from memoryproject.mcp.tools_vault import AgentArg, EntryText
 from sessions_app import selectors, services
-from sessions_app.schemas import AppendOut, CheckpointOut, MessageIn, SleepOut
+from sessions_app.schemas import APPEND_MAX_ITEMS, AppendOut, CheckpointOut, MessageIn, SleepOut
 
 SessionArg = Annotated[
     str,
@@ -39,6 +39,7 @@ def session_log(
             min_length=1,
             max_length=10_000,
             description="Messages in order: {role: user|assistant|tool|system, text, id?}; an id makes a retry safe",
+            json_schema_extra=APPEND_MAX_ITEMS,  # MEMORY_APPEND_MAX_MESSAGES, refused beyond by the service
         ),
     ],
     agent: AgentArg = None,
@@ -78,7 +79,9 @@ def session_recover(agent: AgentArg = None) -> dict:
 @tool_adapter
 def session_close(
     session: SessionArg,
-    summary: Annotated[str, Field(description="What was done and what is next, for the next session")] = "",
+    summary: Annotated[
+        EntryText, Field(description="What was done and what is next, for the next session")
+    ] = "",
     agent: AgentArg = None,
 ) -> dict:
     caller = current_caller()

@@ -3,30 +3,41 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
+from django.conf import settings
 from pydantic import Field
 
 from memoryproject import maintenance
 from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
+from memoryproject.openapi import AGENT_PATH_SCHEMA
 from vault import selectors, services
-from vault.maintenance_schemas import ForgetIn, ForgetOut
+from vault.maintenance_schemas import FORGET_MAX_IDS, FORGET_MAX_TAGS, ForgetIn, ForgetOut
 from vault.models import EntryStatus, TokenScope
 from vault.schemas import EntryIn, EntryOut, EntryPatch
 
 AgentArg = Annotated[
     str | None,
-    Field(description="Agent name; only for a project-wide token (an agent token always acts as its agent)"),
+    Field(
+        description="Agent name; only for a project-wide token (an agent token always acts as its agent)",
+        json_schema_extra={"maxLength": AGENT_PATH_SCHEMA["maxLength"]},
+    ),
 ]
 Category = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
+# The limits the services enforce (vault.text), advertised as the REST API's EntryIn does; the services
+# refuse beyond them with their own messages (413 in REST), so they are not validated here.
+EntryText = Annotated[str, Field(json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES})]
+Tags = Annotated[list[str] | None, Field(json_schema_extra={"maxItems": settings.MEMORY_MAX_TAGS})]
 
 
 @tool_adapter
 def memory_save(
     category: Category,
-    content: Annotated[str, Field(description="The memory, in markdown: one fact, decision or lesson")],
-    tags: list[str] | None = None,
+    content: Annotated[EntryText, Field(description="The memory, in markdown: one fact, decision or lesson")],
+    tags: Tags = None,
     importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
-    supersedes: Annotated[int | None, Field(description="Id of an entry this one replaces")] = None,
+    supersedes: Annotated[
+        int | None, Field(ge=1, le=selectors.MAX_ID, description="Id of an entry this one replaces")
+    ] = None,
     agent: AgentArg = None,
 ) -> dict:
     caller = current_caller()
@@ -55,8 +66,8 @@ def memory_save(
 @tool_adapter
 def memory_update(
     id: Annotated[int, Field(ge=1, le=selectors.MAX_ID)],
-    content: str | None = None,
-    tags: list[str] | None = None,
+    content: EntryText | None = None,
+    tags: Tags = None,
     importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
 ) -> dict:
     caller = current_caller()
@@ -101,9 +112,11 @@ def memory_list(
 
 @tool_adapter
 def memory_forget(
-    ids: Annotated[list[int] | None, Field(description="Entry ids to delete")] = None,
+    ids: Annotated[
+        list[int] | None, Field(max_length=FORGET_MAX_IDS, description="Entry ids to delete")
+    ] = None,
     category: Category | None = None,
-    tags: list[str] | None = None,
+    tags: Annotated[list[str] | None, Field(max_length=FORGET_MAX_TAGS)] = None,
     since: datetime | None = None,
     until: datetime | None = None,
     agent: AgentArg = None,
