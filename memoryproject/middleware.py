@@ -1,8 +1,11 @@
-"""Every answer under /api/ is JSON, including the ones Django or Ninja produce before a view runs."""
+"""Every answer under /api/ is JSON, including the ones Django or Ninja produce before a view runs; a NUL
+in an API parameter is refused before a view runs."""
 
 from django.http import JsonResponse
 
 API_PREFIX = "/api/"
+API_NAMESPACE = "api"  # the NinjaAPI's urls_namespace (memoryproject/api.py)
+NUL_MESSAGE = "must not contain NUL (\\u0000) characters"
 
 _DETAILS = {
     400: "Bad request.",
@@ -34,3 +37,34 @@ class ApiJsonErrorsMiddleware:
             if header in response:
                 replaced[header] = response[header]
         return replaced
+
+
+class ApiNulParametersMiddleware:
+    """A NUL in a path or query parameter of an API operation is a 422 naming the parameter, before the
+    view runs (and so before authentication or any query): PostgreSQL text cannot hold NUL, and each
+    view would otherwise learn it from the database's DataError, a 400 that names nothing. Bodies are
+    checked by their schemas and services."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        if match is None or API_NAMESPACE not in match.namespaces:
+            return None
+        located = [["path", name] for name, value in view_kwargs.items() if "\x00" in str(value)]
+        located += [
+            ["query", name] for name, values in request.GET.lists() if any("\x00" in v for v in values)
+        ]
+        if not located:
+            return None
+        return JsonResponse(
+            {
+                "detail": "Invalid input: " + "; ".join(f"{name}: {NUL_MESSAGE}" for _, name in located),
+                "errors": [{"loc": loc, "msg": NUL_MESSAGE, "type": "value_error"} for loc in located],
+            },
+            status=422,
+        )

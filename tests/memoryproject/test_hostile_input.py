@@ -174,3 +174,24 @@ def test_it_answers_json_405_to_trace(api, token_a, agent_a):
     assert response.status_code == 405
     assert response["Content-Type"].startswith("application/json")
     assert "TRACE" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("url", "location"),
+    [
+        ("/agents/agent-a/entries?tag=%00", ["query", "tag"]),
+        ("/agents/agent-a/messages?session=%00", ["query", "session"]),
+        ("/search?q=deploy%00s&tag=ok", ["query", "q"]),
+        ("/agents/agent-a%00/entries", ["path", "agent"]),
+        ("/agents/agent-a/files/MEMORY%00.md", ["path", "path"]),
+    ],
+)
+def test_it_answers_422_naming_the_parameter_for_a_nul_in_a_query_or_path_parameter(
+    token_a, agent_a, django_assert_num_queries, url, location
+):
+    with django_assert_num_queries(0):  # refused before the database sees it
+        response = Client().get("/api/v1" + url, HTTP_AUTHORIZATION=f"Bearer {token_a}")
+    assert response.status_code == 422, response.content
+    body = response.json()
+    assert body["detail"] == f"Invalid input: {location[1]}: must not contain NUL (\\u0000) characters"
+    assert [error["loc"] for error in body["errors"]] == [location]
