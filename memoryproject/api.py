@@ -237,6 +237,26 @@ def healthz(request):
     return response
 
 
+# Load balancers probe with HEAD. An operation of its own, so that the OpenAPI document gives it an
+# operationId of its own; the web server (gunicorn, uvicorn) sends the GET's headers without its body.
+@api.api_operation(
+    ["HEAD"],
+    "/healthz",
+    auth=None,
+    tags=["health"],
+    summary="Liveness and database check, headers only",
+    operation_id="healthz_head",
+    openapi_extra={
+        "responses": {
+            200: {"description": "The database answers"},
+            503: {"description": "The database does not answer"},
+        }
+    },
+)
+def healthz_head(request):
+    return healthz(request)
+
+
 api.add_router("", vault_router)
 api.add_router("", review_router)
 api.add_router("", sessions_router)

@@ -51,6 +51,18 @@ def test_healthz_says_503_with_retry_after_when_the_database_is_unreachable(clie
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/healthz", "/api/v1/healthz"])
+def test_healthz_answers_head_as_get_without_a_body(client, url):
+    """Load balancers probe with HEAD."""
+    response = client.head(url)
+    assert (response.status_code, response.content) == (200, b"")
+    with mock.patch("memoryproject.api.connection.cursor", side_effect=CONNECTION_REFUSED):
+        response = client.head(url)
+    assert (response.status_code, response.content) == (503, b"")
+    assert response["Retry-After"]
+
+
+@pytest.mark.django_db
 def test_a_created_entry_is_serialised_without_touching_the_database(agent_a, token_a):
     """The database dying after the commit gave a 500 while the response read the entry's review
     items; everything the response shows is now read before it is serialised."""

@@ -26,6 +26,14 @@ def test_every_operation_documents_its_error_responses(document):
     assert "Retry-After" in document["paths"]["/api/v1/search"]["get"]["responses"]["429"]["headers"]
 
 
+def test_healthz_documents_head_as_an_operation_of_its_own(document):
+    operations = document["paths"]["/api/v1/healthz"]
+    assert {"200", "503"} <= set(operations["head"]["responses"])
+    assert operations["head"]["operationId"] != operations["get"]["operationId"]
+    ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids))
+
+
 def test_the_schema_states_the_context_budget_cap(document, settings):
     schema = document["components"]["schemas"]["ContextIn"]["properties"]["budget_tokens"]
     limits = [schema] + schema.get("anyOf", [])
