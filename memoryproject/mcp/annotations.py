@@ -1,6 +1,7 @@
 """Tool annotations, set honestly, and the output helper shared by the tool modules."""
 
 from mcp.types import ToolAnnotations
+from ninja.responses import NinjaJSONEncoder
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -21,6 +22,21 @@ DESTRUCTIVE_IDEMPOTENT = ToolAnnotations(
 )
 
 
+_REST_ENCODER = NinjaJSONEncoder()
+
+
+def _as_rest(value):
+    """A python-mode dump made JSON-ready by the encoder of the REST API's renderer: timestamps as
+    `2026-11-26T14:49:18.731Z` (milliseconds), where pydantic's JSON mode writes microseconds."""
+    if isinstance(value, dict):
+        return {key: _as_rest(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_rest(item) for item in value]
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return _as_rest(_REST_ENCODER.default(value))
+
+
 def dump(schema, obj) -> dict:
-    """An object as the REST API's response schema renders it (JSON-ready)."""
-    return schema.model_validate(obj).model_dump(mode="json")
+    """An object as the REST API's response schema renders it (JSON-ready, the same text)."""
+    return _as_rest(schema.model_validate(obj).model_dump())

@@ -1,8 +1,11 @@
 """One memory behind every door: what MCP writes, REST and the curator pages show, and the other way round."""
 
+from datetime import UTC, datetime
+
 from tests.conftest import ApiClient
 from tests.mcp import scenarios
 from tests.mcp.conftest import http_session, run
+from vault.models import VaultEntry
 
 
 def test_an_mcp_write_is_visible_through_rest_and_in_the_curator_ui(mcp_live_url, dev_token, curator):
@@ -55,3 +58,21 @@ def test_rest_and_curator_writes_are_visible_through_mcp(mcp_live_url, dev_token
     got, found = run(body)
     assert got["content"] == "Invoices are stored for ten years, then anonymised."
     assert entry_id in [r["id"] for r in found["results"]]
+
+
+def test_mcp_and_rest_write_an_entrys_timestamps_alike(mcp_live_url, dev_token):
+    api = ApiClient(dev_token)
+    entry_id = api.post(
+        "/agents/dev/entries", {"category": "lessons", "content": "Pin the base image."}
+    ).json()["id"]
+    instant = datetime(2026, 11, 26, 14, 49, 18, 731830, tzinfo=UTC)
+    VaultEntry.objects.filter(pk=entry_id).update(created_at=instant, updated_at=instant)
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return await scenarios.call(session, "memory_get", id=entry_id)
+
+    got = run(body)
+    rest = api.get(f"/entries/{entry_id}").json()
+    assert rest["created_at"] == "2026-11-26T14:49:18.731Z"
+    assert (got["created_at"], got["updated_at"]) == (rest["created_at"], rest["updated_at"])
