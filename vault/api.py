@@ -96,7 +96,13 @@ def entry_get(request, entry_id: int = ENTRY_ID):
 
 
 @router.patch(
-    "/entries/{entry_id}", response=EntryOut, summary="Edit an entry (the previous state is versioned)"
+    "/entries/{entry_id}",
+    response=EntryOut,
+    summary="Edit an entry (the previous state is versioned)",
+    description="An edit may move `status` between active and archived only; a pending, rejected or "
+    "superseded entry keeps its status (409: POST /review/{id}/approve or /reject decides it). A new "
+    "`category` is screened as a new write of that category, new content for instructions; either may "
+    "put the entry back in the review queue (`status` pending, with its `review` items).",
 )
 def entry_update(request, payload: EntryPatch, entry_id: int = ENTRY_ID):
     request.auth.require(TokenScope.WRITE)

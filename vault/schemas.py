@@ -27,11 +27,19 @@ class EntryIn(Schema):
 
 
 class EntryPatch(Schema):
-    category: CategoryName | None = None
+    category: CategoryName | None = Field(
+        default=None,
+        description="Moving an entry to another category screens it as a new write of that category "
+        "(its review policy, conflicts): it may come back pending, waiting for review",
+    )
     content: str | None = None
     tags: list[str] | None = Field(default=None, max_length=256)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
-    status: Literal["active", "archived"] | None = None
+    status: Literal["active", "archived"] | None = Field(
+        default=None,
+        description="Archive or unarchive an entry. A pending, rejected or superseded entry's status is "
+        "not changed by an edit (409): review decides it (POST /review/{id}/approve or /reject)",
+    )
     supersedes: int | None = Field(default=None, ge=1, le=2**63 - 1)
 
 

@@ -377,6 +377,69 @@ def _version_save(entry: VaultEntry, *, action: str, changed_by: str) -> EntryVe
     )
 
 
+# The statuses an agent's edit may move an entry between; the others are set by review and supersede.
+LIVE_STATUSES = (EntryStatus.ACTIVE, EntryStatus.ARCHIVED)
+
+
+def _agent_status_change_check(entry: VaultEntry, status: str | None) -> None:
+    """Refuse an agent's edit that would change the status of an entry outside active/archived:
+    releasing a held entry, bringing back a rejected or superseded one, or holding, rejecting or
+    superseding one by hand would each pass the review queue by."""
+    if status is None or status == entry.status:
+        return
+    if entry.status in LIVE_STATUSES and status in LIVE_STATUSES:
+        return
+    how = {
+        EntryStatus.PENDING: (
+            f"it waits for review: a curator releases it with POST /review/{entry.pk}/approve "
+            f"(or refuses it with POST /review/{entry.pk}/reject)"
+        ),
+        EntryStatus.REJECTED: (
+            "it was rejected in review and stays out of memory: write a new entry instead (it is "
+            "screened as any new entry is)"
+        ),
+        EntryStatus.SUPERSEDED: (
+            "it was superseded: write a new entry that supersedes the live end of its chain "
+            f"(GET /entries/{entry.pk}/chain) instead"
+        ),
+    }.get(
+        entry.status,
+        f"review decides what is pending or rejected (POST /review/{entry.pk}/approve or /reject), "
+        "and a newer entry with `supersedes` what is superseded",
+    )
+    raise Conflict(
+        f"An edit can only move an entry between active and archived; entry {entry.pk} is "
+        f"{entry.status} and cannot become {status}: {how}.",
+        [{"loc": ["status"], "msg": "only active and archived can be set by an edit"}],
+    )
+
+
+def _edit_review_reasons(
+    entry: VaultEntry, *, category_changed: bool, content_changed: bool, supersedes_id: int | None
+) -> list[tuple[str, object, str]]:
+    """Why an agent's edit (already applied to `entry`, not saved) must wait for review.
+
+    An entry moved to another category is judged as a new agent write of that category would be
+    (instruction-like content, the category's review policy, conflicts with its live entries), so a
+    policy cannot be passed by writing to another category and moving the entry; otherwise only new
+    content that looks like instructions holds it."""
+    if not category_changed:
+        findings = trust.poisoning_findings(entry.content) if content_changed else []
+        return [(ReviewKind.POISONING, None, finding) for finding in findings]
+    _, has_policy = _project_write_flags(entry.project_id)
+    reasons = _review_reasons(
+        agent=entry.agent,
+        category=entry.category,
+        content=entry.content,
+        source=EntrySource.API,
+        has_policy=has_policy,
+    )
+    # The entry itself, and the entry this edit says it replaces, are no conflict of it.
+    return [
+        reason for reason in reasons if reason[1] is None or reason[1].pk not in (entry.pk, supersedes_id)
+    ]
+
+
 def entry_update(
     *,
     entry_id: int,
@@ -387,8 +450,12 @@ def entry_update(
 ) -> VaultEntry:
     """Apply changes to an entry, keeping its previous state as a version.
 
-    With review=True (agent edits through the API), content that looks like instructions puts the
-    entry back into the review queue. With `supersedes_id` the entry also replaces that entry
+    With review=True (an agent's edit, through the API or MCP) the edit is held to what the agent
+    could write: its status may only move between active and archived (what waits for review, was
+    rejected or was superseded is the review queue's and the supersede chain's to change, never an
+    agent's; 409), content that looks like instructions puts the entry back into the review queue,
+    and an entry moved to another category is held for review as a new entry of that category would
+    be (review policy, conflicts). With `supersedes_id` the entry also replaces that entry
     (entry_supersede), in the same transaction: when the supersede is refused, the edit is not saved.
 
     The row is locked for the duration so that two concurrent edits are applied one after the other
@@ -408,6 +475,8 @@ def entry_update(
         entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:  # deleted (forget, retention, another request) since the caller looked it up
             raise NotFound(f"Entry {entry_id} not found.")
+        if review:
+            _agent_status_change_check(entry, changes.status)
         new = {
             "category": changes.category if changes.category is not None else entry.category,
             "content": (
@@ -430,15 +499,21 @@ def entry_update(
                 return entry
             return entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=changed_by)
         _version_save(entry, action=VersionAction.EDIT, changed_by=changed_by)
+        category_before = entry.category
         for field, value in new.items():
             setattr(entry, field, value)
         entry.content_hash = trust.content_hash(entry.content)
         entry.sketch = trust.sketch(trust.word_set(entry.content))
-        if review and changes.content is not None and entry.status == EntryStatus.ACTIVE:
-            findings = trust.poisoning_findings(entry.content)
-            for finding in findings:
-                ReviewItem.objects.create(entry=entry, kind=ReviewKind.POISONING, detail=finding)
-            if findings:
+        if review and entry.status in LIVE_STATUSES:
+            reasons = _edit_review_reasons(
+                entry,
+                category_changed=category_before != entry.category,
+                content_changed=changes.content is not None,
+                supersedes_id=supersedes_id,
+            )
+            for kind, other, detail in reasons:
+                ReviewItem.objects.create(entry=entry, kind=kind, other_entry=other, detail=detail[:2000])
+            if reasons:
                 entry.status = EntryStatus.PENDING
         entry.updated_at = timezone.now()
         entry.save(update_fields=[*new.keys(), "content_hash", "sketch", "updated_at"])
