@@ -21,7 +21,11 @@ class EntryIn(Schema):
     tags: list[str] = Field(default_factory=list, max_length=256)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     supersedes: int | None = Field(
-        default=None, ge=1, le=2**63 - 1, description="id of the entry this replaces"
+        default=None,
+        ge=1,
+        le=2**63 - 1,
+        description="id of the entry this replaces. When the content duplicates an existing entry, "
+        "that entry becomes the successor, or the write is refused (409/422)",
     )
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 

@@ -547,3 +547,63 @@ def test_instructions_written_into_an_archived_entry_are_held_before_it_comes_ba
     ).json()
     assert edited["status"] == "pending"
     assert api.patch(f"/entries/{entry_a.pk}", {"status": "active"}, token=token_a).status_code == 409
+
+
+# --- a duplicate that supersedes ------------------------------------------------------------------
+
+REDIS = "We store sessions in Redis with a one day TTL"
+POSTGRES = "Sessions are kept in Postgres tables for audit reasons"
+
+
+def test_a_duplicate_that_supersedes_makes_the_existing_entry_the_successor(api, token_a):
+    redis = _create(api, token_a, REDIS).json()
+    postgres = _create(api, token_a, POSTGRES).json()
+
+    response = _create(
+        api, token_a, "we store sessions in redis with a one day ttl", supersedes=postgres["id"]
+    )
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["id"] == redis["id"] and body["duplicate_of"] == redis["id"]
+    assert body["supersedes"] == postgres["id"] and body["status"] == "active"
+    old = api.get(f"/entries/{postgres['id']}", token=token_a).json()
+    assert old["status"] == "superseded" and old["superseded_by"] == redis["id"]
+    chain = api.get(f"/entries/{postgres['id']}/chain", token=token_a).json()
+    assert [e["id"] for e in chain] == [redis["id"], postgres["id"]]
+
+
+def test_a_duplicate_cannot_supersede_the_entry_it_duplicates(api, token_a):
+    redis = _create(api, token_a, REDIS).json()
+
+    response = _create(api, token_a, REDIS.lower(), supersedes=redis["id"])
+
+    assert response.status_code == 422, response.content
+    assert f"duplicates entry {redis['id']}" in response.json()["detail"]
+    assert api.get(f"/entries/{redis['id']}", token=token_a).json()["status"] == "active"
+
+
+def test_a_duplicate_that_already_supersedes_another_entry_keeps_its_chain(api, token_a):
+    first = _create(api, token_a, "Sessions live in Memcached for now").json()
+    redis = _create(api, token_a, REDIS, supersedes=first["id"]).json()
+    postgres = _create(api, token_a, POSTGRES).json()
+
+    response = _create(api, token_a, REDIS.lower(), supersedes=postgres["id"])
+
+    assert response.status_code == 409, response.content
+    assert f"already supersedes entry {first['id']}" in response.json()["detail"]
+    assert api.get(f"/entries/{postgres['id']}", token=token_a).json()["status"] == "active"
+    chain = api.get(f"/entries/{first['id']}/chain", token=token_a).json()
+    assert [e["id"] for e in chain] == [redis["id"], first["id"]]
+
+
+def test_an_edit_cannot_give_an_entry_a_second_predecessor(api, token_a):
+    first = _create(api, token_a, "Sessions live in Memcached for now").json()
+    redis = _create(api, token_a, REDIS, supersedes=first["id"]).json()
+    postgres = _create(api, token_a, POSTGRES).json()
+
+    response = api.patch(f"/entries/{redis['id']}", {"supersedes": postgres["id"]}, token=token_a)
+
+    assert response.status_code == 409, response.content
+    assert api.get(f"/entries/{first['id']}", token=token_a).json()["superseded_by"] == redis["id"]
+    assert api.get(f"/entries/{postgres['id']}", token=token_a).json()["status"] == "active"

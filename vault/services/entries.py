@@ -311,6 +311,8 @@ def entry_create(
             _duplicate_check(agent, category, digest, words, now) if dedupe else (None, None)
         )
         if duplicate is not None:
+            if supersedes_id is not None:
+                _duplicate_supersede(duplicate, supersedes_id, changed_by=created_by)
             return duplicate
         reasons = _review_reasons(
             agent=agent, category=category, content=content, source=source, has_policy=has_policy
@@ -350,6 +352,20 @@ def entry_create(
             _new_entry_relations_known(entry, items)
     entry.duplicate_of = None
     return entry
+
+
+def _duplicate_supersede(duplicate: VaultEntry, old_id: int, *, changed_by: str) -> None:
+    """A write that duplicates an existing entry and says it supersedes another: the existing entry,
+    which the write stands for, takes the supersede (rather than the supersede being dropped), or
+    the write is refused saying why it cannot."""
+    try:
+        entry_supersede(new_id=duplicate.pk, old_id=old_id, changed_by=changed_by)
+    except (InvalidInput, Conflict) as exc:
+        raise type(exc)(
+            f"This content duplicates entry {duplicate.pk}, which would take the supersede: {exc.detail}",
+            exc.errors,
+        ) from exc
+    duplicate.refresh_from_db()
 
 
 def _new_entry_relations_known(entry: VaultEntry, review_items: list[ReviewItem]) -> None:
@@ -541,6 +557,12 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
         new, old = entries[new_id], entries[old_id]
         if new.project_id != old.project_id:
             raise NotFound(f"Entry {old_id} (to supersede) not found.")
+        if new.supersedes_id not in (None, old_id):
+            # One link per entry: replacing it would leave the entry it supersedes with no successor.
+            raise Conflict(
+                f"Entry {new_id} already supersedes entry {new.supersedes_id}; an entry supersedes one entry.",
+                [{"loc": ["supersedes"], "msg": "already supersedes another entry"}],
+            )
         if (
             VaultEntry.objects.filter(supersedes_id=old_id)
             .exclude(pk=new_id)
