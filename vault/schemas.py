@@ -24,7 +24,7 @@ class EntryIn(Schema):
         default=None,
         ge=1,
         le=2**63 - 1,
-        description="id of the entry this replaces. When the content duplicates an existing entry, "
+        description="id of the entry this replaces, an entry of the same agent. When the content duplicates an existing entry, "
         "that entry becomes the successor, or the write is refused (409/422)",
     )
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -44,7 +44,12 @@ class EntryPatch(Schema):
         description="Archive or unarchive an entry. A pending, rejected or superseded entry's status is "
         "not changed by an edit (409): review decides it (POST /review/{id}/approve or /reject)",
     )
-    supersedes: int | None = Field(default=None, ge=1, le=2**63 - 1)
+    supersedes: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**63 - 1,
+        description="id of the entry this replaces, an entry of the same agent",
+    )
 
 
 class ReviewItemOut(Schema):

@@ -36,7 +36,8 @@ def memory_save(
     tags: Tags = None,
     importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
     supersedes: Annotated[
-        int | None, Field(ge=1, le=selectors.MAX_ID, description="Id of an entry this one replaces")
+        int | None,
+        Field(ge=1, le=selectors.MAX_ID, description="Id of an entry of the same agent this one replaces"),
     ] = None,
     agent: AgentArg = None,
 ) -> dict:

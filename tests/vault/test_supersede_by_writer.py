@@ -89,3 +89,25 @@ def test_an_entry_of_another_agent_cannot_be_superseded(api, token_a, agent_a, a
     theirs.refresh_from_db()
     assert theirs.status == EntryStatus.ACTIVE
     assert not VaultEntry.objects.filter(agent=agent_a).exists()
+
+
+def test_a_project_token_cannot_make_one_agents_entry_supersede_anothers(api, admin_token, agent_a, agent_b):
+    theirs = services.entry_create(agent=agent_b, category="decisions", content=OLD)
+    mine = services.entry_create(
+        agent=agent_a, category="decisions", content="We decided to use Kafka for events"
+    )
+
+    created = api.post(
+        "/agents/agent-a/entries",
+        {"category": "decisions", "content": NEW, "supersedes": theirs.pk},
+        token=admin_token,
+    )
+    edited = api.patch(f"/entries/{mine.pk}", {"supersedes": theirs.pk}, token=admin_token)
+
+    for response in (created, edited):
+        assert response.status_code == 422, response.content
+        assert "agent-b" in response.json()["detail"] and "same agent" in response.json()["detail"]
+    theirs.refresh_from_db()
+    assert theirs.status == EntryStatus.ACTIVE
+    assert VaultEntry.objects.get(pk=mine.pk).supersedes_id is None
+    assert not VaultEntry.objects.filter(agent=agent_a, content=NEW).exists()

@@ -540,7 +540,8 @@ def entry_update(
 
 
 def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
-    """Make `new` replace `old`: old becomes `superseded` (versioned), both stay linked and readable.
+    """Make `new` replace `old`, an entry of the same agent: old becomes `superseded` (versioned),
+    both stay linked and readable.
 
     While `new` waits for review only the link is recorded and `old` stays live, so the knowledge is
     never hidden by an entry nobody has accepted yet; review_approve completes the supersede."""
@@ -557,6 +558,14 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
         new, old = entries[new_id], entries[old_id]
         if new.project_id != old.project_id:
             raise NotFound(f"Entry {old_id} (to supersede) not found.")
+        if new.agent_id != old.agent_id:
+            # A chain is one agent's memory of one thing; another agent's entry is theirs to replace.
+            slugs = dict(Agent.objects.filter(pk__in=[new.agent_id, old.agent_id]).values_list("pk", "slug"))
+            raise InvalidInput(
+                f"Entry {old_id} belongs to agent {slugs.get(old.agent_id)!r} and entry {new_id} to agent "
+                f"{slugs.get(new.agent_id)!r}: an entry can only supersede an entry of the same agent.",
+                [{"loc": ["supersedes"], "msg": "entry of another agent"}],
+            )
         if new.supersedes_id not in (None, old_id):
             # One link per entry: replacing it would leave the entry it supersedes with no successor.
             raise Conflict(
