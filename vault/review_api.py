@@ -64,7 +64,14 @@ def review_reject(request, payload: ReviewRejectIn, entry_id: int = ENTRY_ID):
     return services.review_reject(entry_id=entry.pk, by=request.auth.label, reason=payload.reason)
 
 
-@router.post("/review/{entry_id}/merge", response=EntryOut, summary="Merge into an existing entry")
+@router.post(
+    "/review/{entry_id}/merge",
+    response=EntryOut,
+    summary="Merge into an existing entry",
+    description="Appends the pending entry's text to `into`, an active entry of the same agent (409 "
+    "otherwise), and returns it. The merged entry becomes superseded by it and joins its supersede chain "
+    "just below it, so its `superseded_by` and `/entries/{id}/chain` lead to where its text went.",
+)
 def review_merge(request, payload: ReviewMergeIn, entry_id: int = ENTRY_ID):
     entry = _pending_for(request, entry_id)
     target = selectors.entry_get_for_principal(request.auth, payload.into)

@@ -173,7 +173,13 @@ class ReviewRejectIn(Schema):
 
 
 class ReviewMergeIn(Schema):
-    into: int = Field(..., ge=1, le=2**63 - 1)
+    into: int = Field(
+        ...,
+        ge=1,
+        le=2**63 - 1,
+        description="An active entry of the same agent (else 409). It takes the pending entry's text and "
+        "supersedes it: the merged entry joins its chain just below it",
+    )
 
 
 class ReviewBulkIn(Schema):

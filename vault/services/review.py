@@ -5,7 +5,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, DomainError, InvalidInput, NotFound
-from vault import trust
+from vault import selectors, trust
 from vault.models import (
     EntryStatus,
     Project,
@@ -73,17 +73,26 @@ def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:
 
 
 def review_merge(*, entry_id: int, into_id: int, by: str) -> VaultEntry:
-    """Fold a pending entry into an existing one (its text appended unless already there, tags
-    united); the pending entry becomes superseded by the target. Returns the target."""
+    """Fold a pending entry into an active entry of the same agent (its text appended unless already
+    there, tags united). Returns the target.
+
+    The pending entry becomes superseded by the target and joins the target's supersede chain just
+    below it (the target supersedes it; what the target superseded before is now superseded by it),
+    so its `superseded_by` and its chain lead to where its text went. A supersede link is one per
+    entry, which is why it is put in between rather than beside."""
     if entry_id == into_id:
         raise InvalidInput("An entry cannot be merged into itself.")
     with transaction.atomic():
         entry = _pending_get(entry_id)
         target = (
-            VaultEntry.objects.select_for_update().filter(pk=into_id, project_id=entry.project_id).first()
+            VaultEntry.objects.select_for_update()
+            .select_related("agent")
+            .filter(pk=into_id, project_id=entry.project_id)
+            .first()
         )
         if target is None:
             raise NotFound(f"Entry {into_id} (merge target) not found.")
+        _merge_target_check(entry, target)
         merged = target.content
         if trust.text_normalise(entry.content) not in trust.text_normalise(target.content):
             merged = f"{target.content.rstrip()}\n\n{entry.content.strip()}"
@@ -92,13 +101,49 @@ def review_merge(*, entry_id: int, into_id: int, by: str) -> VaultEntry:
             changes=EntryChanges(content=merged, tags=[*target.tags, *entry.tags]),
             changed_by=by,
         )
+        predecessor_id = target.supersedes_id
         entry.status = EntryStatus.SUPERSEDED
-        entry.supersedes_id = None  # folded into the target, it replaces nothing itself
+        entry.supersedes_id = None  # a replacement it asked for is dropped: its text lives on in the target
         entry.updated_at = timezone.now()
         entry.save(update_fields=["status", "supersedes", "updated_at"])
+        # In this order, as each supersede link is unique: the target takes the merged entry, which then
+        # takes the target's former predecessor.
+        VaultEntry.objects.filter(pk=target.pk).update(supersedes_id=entry.pk)
+        if predecessor_id not in (None, entry.pk):
+            VaultEntry.objects.filter(pk=entry.pk).update(supersedes_id=predecessor_id)
         _review_resolve(entry, resolution=f"merged into {target.pk}", by=by)
     target.refresh_from_db()
     return target
+
+
+def _merge_target_check(entry: VaultEntry, target: VaultEntry) -> None:
+    """A pending entry is merged only into a live entry of its own agent: merged into another agent's
+    entry it would reach that agent's context unreviewed by it, and merged into a rejected or
+    superseded one its text would be appended where nothing reads it."""
+    if target.agent_id != entry.agent_id:
+        raise Conflict(
+            f"Entry {target.pk} belongs to agent {target.agent.slug!r}, not to agent "
+            f"{entry.agent.slug!r} as entry {entry.pk} does: an entry can only be merged into an "
+            "active entry of the same agent.",
+            [{"loc": ["into"], "msg": "entry of another agent"}],
+        )
+    if target.status != EntryStatus.ACTIVE:
+        where = ""
+        if target.status == EntryStatus.SUPERSEDED:
+            live = selectors.entry_chain(target)[0]
+            if live.status == EntryStatus.ACTIVE:
+                where = f" (its chain's live entry is entry {live.pk})"
+        raise Conflict(
+            f"Entry {target.pk} is {target.status}: an entry can only be merged into an active entry "
+            f"of the same agent{where}.",
+            [{"loc": ["into"], "msg": f"target is {target.status}"}],
+        )
+    successor = VaultEntry.objects.filter(supersedes_id=entry.pk).exclude(pk=target.pk).only("pk").first()
+    if successor is not None:
+        raise Conflict(
+            f"Entry {successor.pk} is to supersede entry {entry.pk}; review entry {successor.pk} first.",
+            [{"loc": ["into"], "msg": "entry has a successor"}],
+        )
 
 
 def review_policy_set(
