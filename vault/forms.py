@@ -2,7 +2,7 @@
 
 from django import forms
 
-from vault.models import Category, EntrySource, EntryStatus, TokenScope
+from vault.models import REJECT_REASON_MAX_CHARS, Category, EntrySource, EntryStatus, TokenScope
 
 
 class BrowserTextField(forms.CharField):
@@ -85,7 +85,7 @@ class ReviewActionForm(forms.Form):
     action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject"), ("merge", "merge")])
     content = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     supersede_conflicting = forms.BooleanField(required=False)
-    reason = forms.CharField(required=False, max_length=200)
+    reason = forms.CharField(required=False, max_length=REJECT_REASON_MAX_CHARS)
     into = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
 
 

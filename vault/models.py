@@ -455,6 +455,10 @@ class ReviewKind(models.TextChoices):
     POISONING = "poisoning", "Looks like instructions"
 
 
+# The longest reason a curator may give for a rejection; it is kept whole in ReviewItem.resolution.
+REJECT_REASON_MAX_CHARS = 500
+
+
 class ReviewItem(models.Model):
     """Why an entry waits for a curator, linked to the other side when there is one."""
 
@@ -466,7 +470,8 @@ class ReviewItem(models.Model):
     detail = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
-    resolution = models.CharField(max_length=32, blank=True)
+    # "approved", "merged into 12" or "rejected: <the curator's reason>", whole.
+    resolution = models.TextField(blank=True)
     resolved_by = models.CharField(max_length=200, blank=True)
 
     class Meta:

@@ -5,7 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from vault.models import VaultEntry
+from vault.models import REJECT_REASON_MAX_CHARS, VaultEntry
 from vault.text import NOT_BLANK_PATTERN
 
 CategoryName = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
@@ -169,7 +169,11 @@ class ReviewApproveIn(Schema):
 
 
 class ReviewRejectIn(Schema):
-    reason: str = Field(default="", max_length=500)
+    reason: str = Field(
+        default="",
+        max_length=REJECT_REASON_MAX_CHARS,
+        description="Kept whole in the review items' resolution",
+    )
 
 
 class ReviewMergeIn(Schema):

@@ -426,3 +426,11 @@ def test_it_sets_review_policies_and_redaction(client_a, project):
     assert project.redaction_enabled is False
     assert not project.review_policies.filter(category="").exists()
     assert "Retention" in client_a.get(url).content.decode()
+
+
+def test_the_entry_page_shows_a_long_reject_reason_whole(client_a, pending):
+    reason = "Contains a prompt-injection attempt copied from a scraped web page; see incident 42"
+    url = reverse("vault-review-act", args=["acme", pending[0].pk])
+    assert client_a.post(url, {"action": "reject", "reason": reason}, **HTMX).status_code == 200
+    html = client_a.get(reverse("vault-entry-detail", args=[pending[0].pk])).content.decode()
+    assert f"rejected: {reason}" in html

@@ -7,6 +7,7 @@ from django.utils import timezone
 from memoryproject.errors import Conflict, DomainError, InvalidInput, NotFound
 from vault import selectors, trust
 from vault.models import (
+    REJECT_REASON_MAX_CHARS,
     EntryStatus,
     Project,
     ReviewItem,
@@ -61,14 +62,20 @@ def review_approve(
 
 
 def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:
-    """Reject a pending entry: it stays stored (audit), never active, never injected."""
+    """Reject a pending entry: it stays stored (audit), never active, never injected. The reason is
+    kept whole in its review items' resolution ("rejected: <reason>")."""
+    if len(reason) > REJECT_REASON_MAX_CHARS:
+        raise InvalidInput(
+            f"The reason is {len(reason)} characters long; at most {REJECT_REASON_MAX_CHARS} are kept.",
+            [{"loc": ["reason"], "msg": "too long"}],
+        )
     with transaction.atomic():
         entry = _pending_get(entry_id)
         entry.status = EntryStatus.REJECTED
         entry.supersedes_id = None  # a refused replacement leaves the old entry as it was
         entry.updated_at = timezone.now()
         entry.save(update_fields=["status", "supersedes", "updated_at"])
-        _review_resolve(entry, resolution=f"rejected: {reason}"[:32] if reason else "rejected", by=by)
+        _review_resolve(entry, resolution=f"rejected: {reason}" if reason else "rejected", by=by)
     return entry
 
 
