@@ -18,7 +18,7 @@ class EntryIn(Schema):
         description="At most MEMORY_MAX_ENTRY_BYTES UTF-8 bytes (413 beyond); not blank",
         json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES, "pattern": NOT_BLANK_PATTERN},
     )
-    tags: list[str] = Field(default_factory=list, max_length=256)
+    tags: list[str] = Field(default_factory=list, max_length=settings.MEMORY_MAX_TAGS)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     supersedes: int | None = Field(
         default=None,
@@ -37,7 +37,7 @@ class EntryPatch(Schema):
         "(its review policy, conflicts): it may come back pending, waiting for review",
     )
     content: str | None = None
-    tags: list[str] | None = Field(default=None, max_length=256)
+    tags: list[str] | None = Field(default=None, max_length=settings.MEMORY_MAX_TAGS)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     status: Literal["active", "archived"] | None = Field(
         default=None,

@@ -332,3 +332,22 @@ def test_a_forget_is_described_as_the_service_checks_it(document, api, token_a, 
     ]:
         response = api.post("/forget", body, token=token_a)
         assert _valid(document, "ForgetIn", body) == _accepted(response), (body, response.content)
+
+
+def test_an_entrys_tags_are_limited_in_the_schema_as_the_server_limits_them(
+    document, api, token_a, agent_a, settings
+):
+    """The schema allowed 256 tags where the server refuses more than MEMORY_MAX_TAGS (32): a request
+    the schema called valid was refused."""
+    for component in ("EntryIn", "EntryPatch"):
+        tags = document["components"]["schemas"][component]["properties"]["tags"]
+        limits = [tags] + tags.get("anyOf", [])
+        assert any(part.get("maxItems") == settings.MEMORY_MAX_TAGS for part in limits), component
+    for count in (settings.MEMORY_MAX_TAGS, settings.MEMORY_MAX_TAGS + 1):
+        body = {
+            "category": "lessons",
+            "content": f"tagged {count} times",
+            "tags": [f"t{i}" for i in range(count)],
+        }
+        response = api.post("/agents/agent-a/entries", body, token=token_a)
+        assert _valid(document, "EntryIn", body) == _accepted(response) == (count == settings.MEMORY_MAX_TAGS)
