@@ -1,10 +1,10 @@
 """What the tools advertise in their input schemas is what the server enforces: the same limits, from the
 same settings, as the REST API's OpenAPI document."""
 
-import anyio
 from django.conf import settings
 
 from memoryproject.mcp.server import mcp_server
+from tests.mcp.conftest import run
 from tests.mcp.scenarios import TOOLS
 from vault.selectors import MAX_ID
 from vault.services.files import WORKSPACE_PATH_MAX
@@ -68,7 +68,7 @@ def test_every_tools_advertised_limits_are_the_ones_the_server_enforces():
         "memory": {"file_text": entry, "insert_line": {"minimum": 0}, "agent": agent},
     }
     assert set(expected) == TOOLS
-    tools = {tool.name: tool for tool in anyio.run(mcp_server().list_tools)}
+    tools = {tool.name: tool for tool in run(mcp_server().list_tools)}
     for name, limits in expected.items():
         properties = tools[name].input_schema["properties"]
         found = {arg: advertised(schema) for arg, schema in properties.items() if advertised(schema)}
