@@ -56,7 +56,11 @@ def test_focus_follows_edit_save_cancel_and_delete_from_the_keyboard(logged_in, 
     page.keyboard.press("Tab")  # its Delete
     page.keyboard.press("Enter")
     expect(page.get_by_role("alertdialog")).to_be_visible()
+    # As a person would, not faster: htmx has settled the confirmation before the key is pressed (an
+    # Enter within the settle delay submitted the form without htmx, and the page went to the list).
+    page.wait_for_function("!document.querySelector('.htmx-settling, .htmx-added')")
     page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Yes, delete")).to_be_focused()
     page.keyboard.press("Enter")
     expect(page.locator(f"#entry-{entry_a.pk}")).to_contain_text("deleted")
     # No entry left after it: the list's heading, its category tab.
