@@ -17,7 +17,7 @@ class BrowserTextField(forms.CharField):
 
 class EntryForm(forms.Form):
     category = forms.ChoiceField(choices=Category.choices)
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), strip=False)
+    content = BrowserTextField(widget=forms.Textarea(attrs={"rows": 8}), strip=False)
     tags = forms.CharField(
         required=False,
         help_text="Separated by spaces or commas. #hashtags in the content are added too.",
@@ -83,7 +83,7 @@ class TokenCreateForm(forms.Form):
 
 class ReviewActionForm(forms.Form):
     action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject"), ("merge", "merge")])
-    content = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    content = BrowserTextField(required=False, strip=False, widget=forms.Textarea)
     supersede_conflicting = forms.BooleanField(required=False)
     reason = forms.CharField(required=False, max_length=REJECT_REASON_MAX_CHARS)
     into = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)

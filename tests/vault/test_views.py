@@ -317,6 +317,18 @@ def test_it_edits_inline_and_keeps_a_version(client_a, entry_a):
     assert version.changed_by == "user:alice"
 
 
+def test_an_entry_written_in_its_textarea_keeps_newlines_not_the_browsers_crlf(client_a, entry_a):
+    """A browser submits a textarea's line breaks as CRLF; stored as such, an entry's lines no longer
+    matched what agents write and search (the files' and project context's pages had the same fault)."""
+    data = {"category": "decisions", "content": "Line one\r\nLine two\r\n", "tags": "", "importance": "0.5"}
+    client_a.post(reverse("vault-entry-edit", args=[entry_a.pk]), {**data, "status": "active"}, **HTMX)
+    entry_a.refresh_from_db()
+    assert entry_a.content == "Line one\nLine two\n"
+    url = reverse("vault-entry-create", args=["acme", "agent-a"])
+    client_a.post(url, {**data, "content": "Another\r\nentry", "status": "active"})
+    assert VaultEntry.objects.filter(content="Another\nentry").exists()
+
+
 def test_it_edits_without_javascript_and_redirects_to_the_entry(client_a, entry_a):
     data = {
         "category": "lessons",
