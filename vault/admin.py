@@ -273,7 +273,7 @@ class VaultEntryAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         """Route admin writes through the services so they are validated and versioned like API writes."""
         if change:
-            services.entry_update(
+            services.entry_curator_update(
                 entry_id=obj.pk,
                 changes=services.EntryChanges(
                     category=obj.category,

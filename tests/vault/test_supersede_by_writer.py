@@ -111,3 +111,33 @@ def test_a_project_token_cannot_make_one_agents_entry_supersede_anothers(api, ad
     assert theirs.status == EntryStatus.ACTIVE
     assert VaultEntry.objects.get(pk=mine.pk).supersedes_id is None
     assert not VaultEntry.objects.filter(agent=agent_a, content=NEW).exists()
+
+
+@pytest.mark.parametrize("decision", ["active", "rejected"])
+def test_a_curator_who_sets_a_held_superseding_entry_active_or_rejected_in_its_edit_form_decides_its_review(
+    api, token_a, agent_a, project, client_a, decision
+):
+    """Setting the status in the entry's edit form is the review's approve or reject: it left the review
+    items open, and an approved replacement beside the entry it was to supersede, both live."""
+    from django.urls import reverse
+
+    from vault.models import ReviewItem
+
+    old = write(api, token_a, OLD)
+    services.review_policy_set(project=project, hold_agent_writes=True, hold_extracted=False)
+    new = write(api, token_a, NEW, supersedes=old["id"])
+    assert new["status"] == "pending"
+    form = {"category": "decisions", "content": NEW + " (checked)", "tags": "", "importance": "0.5"}
+    response = client_a.post(reverse("vault-entry-edit", args=[new["id"]]), {**form, "status": decision})
+    assert response.status_code == 302, response.content
+    entry = VaultEntry.objects.get(pk=new["id"])
+    assert (entry.status, entry.content) == (decision, NEW + " (checked)")
+    assert not ReviewItem.objects.filter(entry_id=new["id"], resolved_at__isnull=True).exists()
+    old_status = VaultEntry.objects.get(pk=old["id"]).status
+    text = context_text(api, token_a)
+    if decision == "active":
+        assert old_status == EntryStatus.SUPERSEDED
+        assert "Memcached" in text and "Redis" not in text
+    else:
+        assert old_status == EntryStatus.ACTIVE
+        assert "Redis" in text and "Memcached" not in text

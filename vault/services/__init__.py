@@ -43,6 +43,7 @@ from vault.services.projects import (
 )
 from vault.services.review import (
     entries_mark_accessed,
+    entry_curator_update,
     entry_supersede,
     review_approve,
     review_bulk,
@@ -71,6 +72,7 @@ __all__ = [
     "entry_restore_deleted",
     "entry_supersede",
     "entry_task_toggle",
+    "entry_curator_update",
     "entry_update",
     "daily_notes_append",
     "daily_notes_flush",

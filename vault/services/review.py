@@ -1,5 +1,7 @@
 """Writes of trust: supersede chains, the review queue, review policies, access counts."""
 
+from dataclasses import replace
+
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -59,6 +61,26 @@ def review_approve(
         _review_resolve(entry, resolution="approved", by=by)
     entry.refresh_from_db()
     return entry
+
+
+def entry_curator_update(*, entry_id: int, changes: EntryChanges, changed_by: str) -> VaultEntry:
+    """A curator's edit of an entry (its edit page, the admin): entry_update, except that setting a
+    pending entry active or rejected is the review's decision, not a bare change of status. Set
+    active, it is approved (the supersede its writer asked for takes effect and its review items are
+    resolved, as review_approve does); set rejected, it is rejected; the edit's other changes are
+    applied first, in the same transaction. An edit that set the status alone left its review items
+    open and the entry it was to supersede live beside it."""
+    decided = changes.status in (EntryStatus.ACTIVE, EntryStatus.REJECTED)
+    with transaction.atomic():
+        entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:
+            raise NotFound(f"Entry {entry_id} not found.")
+        if entry.status != EntryStatus.PENDING or not decided:
+            return entry_update(entry_id=entry_id, changes=changes, changed_by=changed_by)
+        entry_update(entry_id=entry_id, changes=replace(changes, status=None), changed_by=changed_by)
+        if changes.status == EntryStatus.ACTIVE:
+            return review_approve(entry_id=entry_id, by=changed_by)
+        return review_reject(entry_id=entry_id, by=changed_by, reason="set rejected in its edit form")
 
 
 def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:

@@ -170,7 +170,7 @@ def entry_edit(request, entry_id):
         form = EntryForm(request.POST)
         if form.is_valid():
             try:
-                entry = services.entry_update(
+                entry = services.entry_curator_update(
                     entry_id=entry.pk,
                     changes=services.EntryChanges(
                         category=form.cleaned_data["category"],
