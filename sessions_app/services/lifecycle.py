@@ -38,9 +38,10 @@ logger = logging.getLogger(__name__)
 
 
 def _session_find(agent: Agent, external_id: str) -> Session | None:
-    if external_id:
-        return Session.objects.filter(agent=agent, external_id=external_id).first()
-    return selectors.session_current(agent)
+    """The session a write names, as a read would find it (selectors.session_find): by chat id, then by
+    numeric id; the current one without a key. A write to "42" went to a new chat "42" while reads of
+    "42" found session 42."""
+    return selectors.session_find(agent, external_id or None)
 
 
 def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -> Session:

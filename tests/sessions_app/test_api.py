@@ -213,6 +213,22 @@ def test_current_names_the_same_session_when_appending_as_when_reading_and_closi
     )
 
 
+def test_a_numeric_session_key_names_the_same_session_when_appending_as_when_reading(api, token_a, agent_a):
+    """Reads find a session by chat id, then by numeric id; an append to "<id>" made a new chat of that
+    name instead, so the next read of "<id>" found the new one and not the session it named before."""
+    first = _post(api, token_a, [{"role": "user", "text": "first chat"}], session="chat_a").json()["session"]
+    key = str(first["id"])
+    appended = _post(api, token_a, [{"role": "user", "text": "by its id"}], session=key)
+    assert appended.status_code == 200, appended.content
+    assert appended.json()["session"]["id"] == first["id"]
+    assert not Session.objects.filter(agent=agent_a, external_id=key).exists()
+    read = api.get("/agents/agent-a/messages", token=token_a, session=key).json()
+    assert [m["text"] for m in read["items"]] == ["first chat", "by its id"]
+    # A chat id that is digits and names no session of the agent is still a new chat of that name.
+    other = _post(api, token_a, [{"role": "user", "text": "telegram chat"}], session="987654321")
+    assert other.json()["session"]["chat_id"] == "987654321"
+
+
 # --- listing -----------------------------------------------------------------------------------
 
 
