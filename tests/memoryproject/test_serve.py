@@ -108,3 +108,27 @@ def test_serve_starts_on_an_empty_data_dir_and_keeps_data_across_restarts(data_d
     finally:
         output = _stop(second)
     assert "Created the project" not in output
+
+
+def test_a_bad_setting_stops_the_embedded_database_the_command_started(data_dir):
+    """Django loads the settings a second time after a setting's error; that load found the database
+    the first one had started running, took it for someone else's, and left it running when the
+    command exited (an orphaned PostgreSQL after every mistyped variable)."""
+    from memoryproject.embedded_db import embedded_database_running, embedded_database_stop
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_TEST_NAME")}
+    env.update(MEMORY_DATA_DIR=str(data_dir), MEMORY_SEARCH_DEFAULT_LIMIT="abc")
+    try:
+        result = subprocess.run(
+            [sys.executable, "manage.py", "check"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode != 0
+        assert "MEMORY_SEARCH_DEFAULT_LIMIT" in result.stderr
+        assert not embedded_database_running(data_dir)
+    finally:
+        embedded_database_stop(data_dir)
