@@ -1,6 +1,7 @@
 """Every answer under /api/ is JSON, including the ones Django or Ninja produce before a view runs; a NUL
 in an API parameter is refused before a view runs."""
 
+from django.core.exceptions import DisallowedHost
 from django.http import JsonResponse
 
 API_PREFIX = "/api/"
@@ -30,6 +31,11 @@ class ApiJsonErrorsMiddleware:
         if response.get("Content-Type", "").startswith("application/json") or response.streaming:
             return response
         detail = _DETAILS.get(response.status_code, "Request failed.")
+        if response.status_code == 400:
+            try:
+                request.get_host()
+            except DisallowedHost as exc:  # Django's message names the host and ALLOWED_HOSTS
+                detail = f"Bad request: {exc}"
         if response.status_code == 405:
             detail = f"Method {request.method} not allowed here; allowed: {response.get('Allow', 'none')}."
         replaced = JsonResponse({"detail": detail}, status=response.status_code)

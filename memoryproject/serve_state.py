@@ -29,6 +29,26 @@ def display_url(host: str, port: int) -> str:
     return f"http://{host}:{port}/"
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def allowed_hosts_warning(host: str, allowed: list[str]) -> str | None:
+    """What to tell an operator who binds the server beyond this machine while ALLOWED_HOSTS names none
+    of the addresses others will use: Django answers every such request 400 (the health check included).
+    None when the bind is local or ALLOWED_HOSTS already names more than this machine's loopback."""
+    if host in LOOPBACK_HOSTS or "*" in allowed:
+        return None
+    if host not in ("0.0.0.0", "::", "") and host in allowed:
+        return None
+    if any(name not in (*LOOPBACK_HOSTS, "testserver") for name in allowed):
+        return None
+    return (
+        f"Listening on {host}, but ALLOWED_HOSTS names only this machine ({','.join(allowed)}): a request "
+        "that reaches it by another name or address gets 400. Set ALLOWED_HOSTS to the names clients use, "
+        "e.g. ALLOWED_HOSTS=memory.example.com,10.0.0.5"
+    )
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -59,6 +59,9 @@ class Command(BaseCommand):
         if not embeddings["enabled"] and embeddings["backend"] != "off":
             self.stderr.write(self.style.WARNING(f"Warning: {embeddings['detail']}."))
         self._first_run_help()
+        hosts_warning = serve_state.allowed_hosts_warning(options["host"], list(settings.ALLOWED_HOSTS))
+        if hosts_warning:
+            self.stderr.write(self.style.WARNING(f"Warning: {hosts_warning}."))
 
         url = serve_state.display_url(options["host"], options["port"])
         os.environ["WEB_THREADS"] = str(options["threads"])  # read by memoryproject/asgi.py in each worker
