@@ -35,7 +35,13 @@ class Command(BaseCommand):
     def handle(self, *args, output, width, **options):
         if not Path(CHROMIUM).exists():
             raise CommandError(f"{CHROMIUM} is missing: apt-get install chromium")
-        from playwright.sync_api import sync_playwright  # here: a dev dependency, absent in production
+        try:
+            from playwright.sync_api import sync_playwright  # here: a dev dependency, absent in production
+        except ImportError as exc:
+            raise CommandError(
+                "Playwright is missing: it comes with the test dependencies (bin/test installs them, or "
+                ".venv/bin/pip install -e '.[dev]')"
+            ) from exc
 
         os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         out = Path(output)
