@@ -26,10 +26,23 @@ def test_every_tool_resource_and_prompt_as_the_named_agent(dev, mcp_project):
 def test_agent_token_is_refused_another_agents_memory_and_malformed_input_is_a_tool_error(
     dev_token, ops, ops_entry
 ):
+    # --agent cannot lift an agent token over to another agent: the server refuses to start so (it
+    # started, and every tool then answered "Agent 'ops' not found").
+    started = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--agent", "ops"],
+        cwd=ROOT,
+        env=stdio_env(MEMORY_TOKEN=dev_token),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode != 0
+    assert "The token is agent 'dev'" in started.stderr and "--agent 'ops'" in started.stderr
+
     async def body():
-        async with stdio_session("--agent", "ops", MEMORY_TOKEN=dev_token) as session:
-            # --agent cannot lift an agent token over to another agent: the token decides.
-            await scenarios.refused(session, "memory_list")
+        async with stdio_session("--agent", "dev", MEMORY_TOKEN=dev_token) as session:
+            await scenarios.refused(session, "memory_list", agent="ops")
         async with stdio_session("--token", dev_token) as session:
             await scenarios.other_agent_refused(session, ops_entry.pk)
             await scenarios.malformed_arguments_then_going_on(session)

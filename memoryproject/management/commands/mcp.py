@@ -10,7 +10,7 @@ from memoryproject.mcp.caller import Caller, stdio_caller_set
 from memoryproject.mcp.server import mcp_server
 from memoryproject.mcp.stdio import stdout_restore
 from vault import selectors, services
-from vault.models import Project, TokenScope
+from vault.models import Agent, Project, TokenScope
 from vault.principal import Principal
 
 
@@ -43,6 +43,13 @@ class Command(BaseCommand):
                 raise CommandError("Unknown or revoked token (--token / MEMORY_TOKEN).")
             if options["project"] and options["project"] != selectors.project_for_principal(principal).slug:
                 raise CommandError("The token belongs to another project than --project.")
+            if principal.agent_id is not None and options["agent"]:
+                own = Agent.objects.filter(pk=principal.agent_id).values_list("slug", flat=True).first()
+                if options["agent"] != own:
+                    raise CommandError(
+                        f"The token is agent {own!r}'s and can reach no other agent: drop --agent "
+                        f"{options['agent']!r}, or use a project token (--agent then names the default agent)."
+                    )
             return Caller(principal=principal, default_agent=options["agent"])
         if not options["agent"]:
             raise CommandError(
