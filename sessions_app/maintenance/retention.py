@@ -7,7 +7,7 @@ from django.conf import settings
 
 from sessions_app.models import Message
 from vault.maintenance.retention import deletion_audit_record, retention_marks_due
-from vault.maintenance.runs import ACTOR, run_change, run_count
+from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
 from vault.models import CompactionRun, DeletionAudit, Project, RetentionMark
 
 
@@ -63,21 +63,26 @@ def retention_step_expire_messages(run: CompactionRun, project: Project, now: da
     )
 
 
+def _message_purge(run: CompactionRun, mark: RetentionMark, now: datetime) -> None:
+    message = (
+        Message.objects.select_for_update(of=("self",)).select_related("agent").filter(pk=mark.object_id)
+    )
+    message = message.first()
+    if message is None or not message.archived:
+        mark.delete()
+        return
+    message_erase(message, reason=DeletionAudit.Reason.PURGE, criteria={"retention": "messages"},
+                  deleted_by=f"{ACTOR}: retention purge", now=now)  # fmt: skip
+    run_count(run, "messages_purged")
+    run_change(run, "purge", "delete-message", f"message {mark.object_id}",
+               f"archived by retention on {mark.marked_at:%Y-%m-%d}, grace period over")  # fmt: skip
+
+
 def retention_step_purge_messages(run: CompactionRun, project: Project, now: datetime) -> None:
     """Delete the messages retention archived more than MEMORY_PURGE_GRACE_DAYS ago, each with an audit
-    row; one restored meanwhile (no longer archived) keeps its life and loses its mark."""
+    row; one restored meanwhile (no longer archived) keeps its life and loses its mark. Each message is
+    purged in a transaction of its own, as entries are (vault.maintenance.retention)."""
     if not settings.MEMORY_RETENTION_ENABLED:
         return
     for mark in list(retention_marks_due(project, now, RetentionMark.Kind.MESSAGE)):
-        message = (
-            Message.objects.select_for_update(of=("self",)).select_related("agent").filter(pk=mark.object_id)
-        )
-        message = message.first()
-        if message is None or not message.archived:
-            mark.delete()
-            continue
-        message_erase(message, reason=DeletionAudit.Reason.PURGE, criteria={"retention": "messages"},
-                      deleted_by=f"{ACTOR}: retention purge", now=now)  # fmt: skip
-        run_count(run, "messages_purged")
-        run_change(run, "purge", "delete-message", f"message {mark.object_id}",
-                   f"archived by retention on {mark.marked_at:%Y-%m-%d}, grace period over")  # fmt: skip
+        run_guarded(run, f"message {mark.object_id}", lambda m=mark: _message_purge(run, m, now))

@@ -2,13 +2,17 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.core.management import call_command
+from django.db.models import F
 from django.utils import timezone
 
 from memoryproject import maintenance
+from memoryproject.tasks import retention_scheduled
 from sessions_app.models import Message
 from tests.maintenance.conftest import session_make
 from vault import services
-from vault.models import DeletionAudit, EntryVersion, RetentionMark, VaultEntry
+from vault.maintenance import retention
+from vault.models import CompactionRun, DeletionAudit, EntryVersion, RetentionMark, VaultEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -85,6 +89,141 @@ def test_size_limit_archives_the_least_relevant_items(agent_a, settings):
     assert archived == {made[1].pk, made[2].pk}  # the oldest ones, but not the important, often used one
     change = next(c for c in run.changes if c["step"] == "size")
     assert change["details"]["bytes_before"] == 2000 and change["details"]["bytes_after"] == 1600
+
+
+def purge_due(agent, tag: str) -> dict:
+    """Old memory of `agent` that a first retention run archived and marked, its marks then moved past
+    the grace period, as a real database holds it a month later: what the next run must purge, and
+    what it must keep (an entry and a message restored since, a pending and a superseded entry, which
+    retention never archives, and an entry it archives only now)."""
+    with time_machine.travel(timezone.now() - timedelta(days=200)):
+        made = {
+            name: services.entry_create(agent=agent, category="lessons", content=f"{tag}: {text}")
+            for name, text in [
+                ("purged", "the cache warms up in the night job"),
+                ("restored", "the build cache lives in the second bucket"),
+                ("pending", "the staging database is refreshed on Mondays"),
+                ("superseded", "deployments freeze on Friday afternoons"),
+            ]
+        }
+    VaultEntry.objects.filter(pk=made["pending"].pk).update(status="pending")
+    VaultEntry.objects.filter(pk=made["superseded"].pk).update(status="superseded")
+    session = session_make(
+        agent, [f"{tag} old question", f"{tag} old answer", f"{tag} old follow-up"],
+        start=timezone.now() - timedelta(days=100), external_id=f"chat-{tag}",
+    )  # fmt: skip
+    maintenance.retention_run(project=agent.project, dry_run=False)
+    services.entry_update(
+        entry_id=made["restored"].pk, changes=services.EntryChanges(status="active"), changed_by="t"
+    )
+    messages = list(Message.objects.filter(session=session).order_by("pk"))
+    Message.objects.filter(pk=messages[-1].pk).update(archived=False)  # restored
+    RetentionMark.objects.filter(project=agent.project).update(marked_at=F("marked_at") - timedelta(days=31))
+    with time_machine.travel(timezone.now() - timedelta(days=200)):
+        made["expired_now"] = services.entry_create(
+            agent=agent, category="lessons", content=f"{tag}: the queue drains before each release"
+        )
+    made["messages_purged"], made["message_kept"] = messages[:-1], messages[-1]
+    return made
+
+
+def assert_purged_and_kept(made: dict) -> None:
+    assert not VaultEntry.objects.filter(pk=made["purged"].pk).exists()
+    assert not EntryVersion.objects.filter(entry_id=made["purged"].pk).exists()
+    assert not Message.objects.filter(pk__in=[m.pk for m in made["messages_purged"]]).exists()
+    purged = {(a.kind, a.object_id) for a in DeletionAudit.objects.filter(reason="purge")}
+    assert {("entry", made["purged"].pk)} | {("message", m.pk) for m in made["messages_purged"]} <= purged
+    statuses = dict(
+        VaultEntry.objects.filter(
+            pk__in=[made[n].pk for n in ("restored", "pending", "superseded", "expired_now")]
+        ).values_list("pk", "status")
+    )
+    assert statuses == {
+        made["restored"].pk: "active",
+        made["pending"].pk: "pending",
+        made["superseded"].pk: "superseded",
+        made["expired_now"].pk: "archived",  # its grace period starts now
+    }
+    assert Message.objects.filter(pk=made["message_kept"].pk, archived=False).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_retention_command_purges_what_is_due(agent_a, capsys):
+    """Outside a test transaction, as on a server: the purge locked its rows with no transaction around
+    them and every real run failed with TransactionManagementError, so nothing was ever purged."""
+    made = purge_due(agent_a, "acme")
+    call_command("retention")
+    out = capsys.readouterr().out
+    assert "entries_purged=1" in out and "messages_purged=2" in out and "errors" not in out
+    assert_purged_and_kept(made)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_retention_api_purges_what_is_due(api, admin_token, agent_a):
+    made = purge_due(agent_a, "acme")
+    response = api.post("/maintenance/retention", token=admin_token, dry_run="false")
+    assert response.status_code == 200, response.content
+    counts = response.json()["counts"]
+    assert (counts["entries_purged"], counts["messages_purged"], counts["errors"]) == (1, 2, 0)
+    assert_purged_and_kept(made)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_scheduled_retention_purges_every_project_though_a_purge_fails(
+    agent_a, outsider_agent, monkeypatch
+):
+    """A purge that fails is rolled back alone and noted: the rest of its project and the projects
+    after it are purged all the same, and the nightly job finishes."""
+    acme, globex = purge_due(agent_a, "acme"), purge_due(outsider_agent, "globex")
+    broken = acme["purged"].pk
+    erase = retention.entry_erase
+
+    def entry_erase(entry, **kwargs):
+        entry_id = entry.pk
+        erase(entry, **kwargs)
+        if entry_id == broken:  # fails after its deletes: they must be rolled back
+            raise RuntimeError("disk full")
+
+    monkeypatch.setattr(retention, "entry_erase", entry_erase)
+    summary = retention_scheduled()
+
+    assert [(s["project"], s["counts"]["entries_purged"], s["counts"]["messages_purged"],
+             s["counts"]["errors"]) for s in summary] == [("acme", 0, 2, 1), ("globex", 1, 2, 0)]  # fmt: skip
+    assert VaultEntry.objects.get(pk=broken).status == "archived"
+    assert EntryVersion.objects.filter(entry_id=broken).exists()
+    assert RetentionMark.objects.filter(kind="entry", object_id=broken).exists()  # tried again next run
+    assert not DeletionAudit.objects.filter(kind="entry", object_id=broken).exists()
+    run = CompactionRun.objects.get(project=agent_a.project, trigger="schedule")
+    assert run.notes == [f"entry {broken}: failed and skipped (RuntimeError: disk full)"]
+    assert_purged_and_kept(globex)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_retention_step_is_noted_and_the_other_steps_and_projects_go_on(
+    agent_a, outsider_agent, monkeypatch
+):
+    """An exception out of a step ended the scheduled job: the run was left half recorded and the
+    projects after it got no retention that night."""
+    acme, globex = purge_due(agent_a, "acme"), purge_due(outsider_agent, "globex")
+    update = services.entry_update
+
+    def entry_update(*, entry_id, **kwargs):
+        if entry_id == acme["expired_now"].pk:
+            raise RuntimeError("lock timeout")
+        return update(entry_id=entry_id, **kwargs)
+
+    monkeypatch.setattr(services, "entry_update", entry_update)
+    summary = retention_scheduled()
+
+    assert [(s["project"], s["counts"]["entries_purged"], s["counts"]["messages_purged"],
+             s["counts"]["errors"]) for s in summary] == [("acme", 1, 2, 1), ("globex", 1, 2, 0)]  # fmt: skip
+    run = CompactionRun.objects.get(project=agent_a.project, trigger="schedule")
+    assert run.notes == [
+        "step retention_step_expire_entries: failed and stopped (RuntimeError: lock timeout)"
+    ]
+    assert run.duration_ms is not None
+    assert VaultEntry.objects.get(pk=acme["expired_now"].pk).status == "active"
+    assert_purged_and_kept(globex)
 
 
 # --- POST /forget -------------------------------------------------------------------------------

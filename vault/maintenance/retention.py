@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db.models.functions import Greatest
 
 from vault import services
-from vault.maintenance.runs import ACTOR, run_change, run_count
+from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
 from vault.models import (
     CompactionRun,
     DeletionAudit,
@@ -134,24 +134,30 @@ def retention_marks_due(project: Project, now: datetime, kind: str):
     return RetentionMark.objects.filter(project=project, kind=kind, marked_at__lte=cutoff).order_by("pk")
 
 
+def _entry_purge(run: CompactionRun, mark: RetentionMark, now: datetime) -> None:
+    entry = (
+        VaultEntry.objects.select_for_update(of=("self",)).select_related("agent").filter(pk=mark.object_id)
+    )
+    entry = entry.first()
+    if entry is None or entry.status != EntryStatus.ARCHIVED:
+        mark.delete()
+        return
+    entry_erase(entry, reason=DeletionAudit.Reason.PURGE, criteria={"retention": entry.category},
+                deleted_by=f"{ACTOR}: retention purge", now=now)  # fmt: skip
+    run_count(run, "entries_purged")
+    run_change(run, "purge", "delete-entry", f"entry {mark.object_id}",
+               f"archived by retention on {mark.marked_at:%Y-%m-%d}, grace period over")  # fmt: skip
+
+
 def retention_step_purge_entries(run: CompactionRun, project: Project, now: datetime) -> None:
     """Delete the entries retention archived more than MEMORY_PURGE_GRACE_DAYS ago, each with an audit
     row. An entry restored in the meantime (made active again) is no longer expired: its mark is dropped.
+
+    Each entry is purged in a transaction of its own: its row is locked only while it is deleted, and
+    one that fails is rolled back and noted (its mark stays, so the next run tries again) while the
+    others are purged.
     """
     if not settings.MEMORY_RETENTION_ENABLED:
         return
     for mark in list(retention_marks_due(project, now, RetentionMark.Kind.ENTRY)):
-        entry = (
-            VaultEntry.objects.select_for_update(of=("self",))
-            .select_related("agent")
-            .filter(pk=mark.object_id)
-        )
-        entry = entry.first()
-        if entry is None or entry.status != EntryStatus.ARCHIVED:
-            mark.delete()
-            continue
-        entry_erase(entry, reason=DeletionAudit.Reason.PURGE, criteria={"retention": entry.category},
-                    deleted_by=f"{ACTOR}: retention purge", now=now)  # fmt: skip
-        run_count(run, "entries_purged")
-        run_change(run, "purge", "delete-entry", f"entry {mark.object_id}",
-                   f"archived by retention on {mark.marked_at:%Y-%m-%d}, grace period over")  # fmt: skip
+        run_guarded(run, f"entry {mark.object_id}", lambda m=mark: _entry_purge(run, m, now))

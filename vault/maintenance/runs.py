@@ -48,16 +48,32 @@ def run_steps(
         # The same code path as a real run, rolled back: the report is exact and nothing changes.
         with transaction.atomic():
             for step in steps:
-                step(run, project, now)
+                _run_step(run, step, project, now, savepoint=True)
             transaction.set_rollback(True)
     else:
         run.save()
         for step in steps:
-            step(run, project, now)
+            _run_step(run, step, project, now, savepoint=False)
     run.duration_ms = round((time.monotonic() - started) * 1000, 2)
     if not dry_run:
         run.save()
     return run
+
+
+def _run_step(run: CompactionRun, step, project: Project, now: datetime, *, savepoint: bool) -> None:
+    """One step of a run; a failure is noted and the next step (and the next project) goes on.
+
+    A real run's steps open their own transactions, one unit of work each (run_guarded), so that no
+    step holds its locks until it ends nor loses all its work to one failure; a dry run's step gets a
+    savepoint so that a failed statement leaves the enclosing transaction usable."""
+    name = getattr(step, "__name__", str(step))
+
+    def failed(exc: Exception) -> None:
+        run.notes.append(f"step {name}: failed and stopped ({exc.__class__.__name__}: {exc})")
+        run_count(run, "errors")
+
+    guarded(f"maintenance step {name} of {project.slug}", lambda: step(run, project, now), failed=failed,
+            savepoint=savepoint)  # fmt: skip
 
 
 def run_guarded(run: CompactionRun, label: str, work) -> None:
