@@ -226,6 +226,47 @@ def test_a_failing_retention_step_is_noted_and_the_other_steps_and_projects_go_o
     assert_purged_and_kept(globex)
 
 
+def test_the_retention_report_says_what_happens_to_each_entry(agent_a, capsys):
+    """A pending entry was reported "archived, purged after 30 days unless restored": retention never
+    archives nor purges a pending, superseded or rejected entry."""
+    with time_machine.travel(timezone.now() - timedelta(days=200)):
+        made = {
+            status: services.entry_create(
+                agent=agent_a, category="lessons", content=f"an old lesson that is {status} now"
+            )
+            for status in ("active", "archived", "pending", "superseded", "rejected")
+        }
+    for status, entry in made.items():
+        VaultEntry.objects.filter(pk=entry.pk).update(status=status)
+    call_command("retention", "--dry-run")
+    out = capsys.readouterr().out
+    assert "entries_expired=2" in out
+    assert (
+        f"retention expire-entry entry {made['active'].pk}: lessons older than 180 days: archived, "
+        "purged after 30 days unless restored"
+    ) in out
+    assert (
+        f"retention expire-entry entry {made['archived'].pk}: lessons older than 180 days: already "
+        "archived, purged after 30 days unless restored"
+    ) in out
+    for status in ("pending", "superseded", "rejected"):
+        assert f"entry {made[status].pk}:" not in out
+
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False)
+    assert run.counts["entries_expired"] == 2
+    marked = set(RetentionMark.objects.values_list("object_id", flat=True))
+    assert marked == {made["active"].pk, made["archived"].pk}
+    purge = maintenance.retention_run(
+        project=agent_a.project, dry_run=False, now=timezone.now() + timedelta(days=31)
+    )
+    assert purge.counts["entries_purged"] == 2
+    assert sorted(VaultEntry.objects.values_list("status", flat=True)) == [
+        "pending",
+        "rejected",
+        "superseded",
+    ]
+
+
 # --- POST /forget -------------------------------------------------------------------------------
 
 

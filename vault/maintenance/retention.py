@@ -90,7 +90,9 @@ def relevance(*, category: str, created_at: datetime, importance: float, access_
 
 
 def retention_step_expire_entries(run: CompactionRun, project: Project, now: datetime) -> None:
-    """Archive the entries older than their category's retention (counted from last update or use)."""
+    """Archive the active entries older than their category's retention (counted from last update or
+    use) and mark them, with the archived ones as old, for the purge after the grace period. Pending,
+    superseded and rejected entries are left alone: retention never archives nor purges them."""
     if not settings.MEMORY_RETENTION_ENABLED:
         run.notes.append("retention is disabled (MEMORY_RETENTION_ENABLED)")
         return
@@ -100,7 +102,9 @@ def retention_step_expire_entries(run: CompactionRun, project: Project, now: dat
             continue
         cutoff = now - timedelta(days=days)
         expired = (
-            VaultEntry.objects.filter(project=project, category=category)
+            VaultEntry.objects.filter(
+                project=project, category=category, status__in=[EntryStatus.ACTIVE, EntryStatus.ARCHIVED]
+            )
             .exclude(pk__in=marked)
             .annotate(last_used=Greatest("updated_at", "last_accessed_at", "created_at"))
             .filter(last_used__lt=cutoff)
@@ -114,6 +118,9 @@ def retention_step_expire_entries(run: CompactionRun, project: Project, now: dat
                     changes=services.EntryChanges(status=EntryStatus.ARCHIVED),
                     changed_by=f"{ACTOR}: retention",
                 )
+                done = "archived"
+            else:
+                done = "already archived"
             RetentionMark.objects.create(
                 project=project, kind=RetentionMark.Kind.ENTRY, object_id=entry_id, marked_at=now
             )
@@ -123,7 +130,7 @@ def retention_step_expire_entries(run: CompactionRun, project: Project, now: dat
                 "retention",
                 "expire-entry",
                 f"entry {entry_id}",
-                f"{category} older than {days} days: archived, purged after "
+                f"{category} older than {days} days: {done}, purged after "
                 f"{settings.MEMORY_PURGE_GRACE_DAYS} days unless restored",
             )
 
