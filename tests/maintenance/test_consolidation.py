@@ -1,6 +1,7 @@
 from datetime import timedelta
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from vault import services
@@ -85,3 +86,19 @@ def test_api_consolidates_for_a_project_admin(api, admin_token, token_a, read_to
     assert response.status_code == 200
     assert response.json()["updated"] is True
     assert api.post("/agents/nobody/consolidate", token=admin_token).status_code == 404
+
+
+def test_the_consolidate_command_keeps_to_the_project_it_names(agent_a, outsider_agent, capsys):
+    """--project without --agent consolidated every project."""
+    for days_ago in (0, 2):
+        note(agent_a, days_ago, "\n## 10:00\n- acme deploys on Fridays\n")
+        note(outsider_agent, days_ago, "\n## 10:00\n- globex deploys on Mondays\n")
+    call_command("consolidate", "--project", "globex")
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("agent-a: MEMORY.md updated")
+    assert "globex deploys" in memory(outsider_agent).content
+    assert "acme deploys" not in memory(agent_a).content
+    with pytest.raises(CommandError, match="No project 'nope'"):
+        call_command("consolidate", "--project", "nope")
+    call_command("consolidate")
+    assert "acme deploys" in memory(agent_a).content

@@ -13,7 +13,7 @@ from memoryproject.errors import Conflict
 from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
 from vault import selectors, services
 from vault.maintenance.runs import ACTOR, agent_lock_try
-from vault.models import Agent, AgentMaintenance, WorkspaceFile
+from vault.models import Agent, AgentMaintenance, Project, WorkspaceFile
 
 logger = logging.getLogger(__name__)
 
@@ -192,11 +192,15 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
     return {**result, "used": used, "updated": updated, "reason": reason or "no change needed"}
 
 
-def consolidation_run_all(*, now: datetime | None = None) -> list[dict]:
-    """Consolidate every agent that has daily notes in the window (what the daily schedule runs)."""
+def consolidation_run_all(*, now: datetime | None = None, project: Project | None = None) -> list[dict]:
+    """Consolidate every agent (of `project`, else of every project) that has daily notes in the
+    window (what the daily schedule runs)."""
     now = now or timezone.now()
     results = []
-    for agent in Agent.objects.filter(files__path__startswith="memory/").distinct().order_by("pk"):
+    agents = Agent.objects.filter(files__path__startswith="memory/")
+    if project is not None:
+        agents = agents.filter(project=project)
+    for agent in agents.distinct().order_by("pk"):
         if not daily_notes_recent(agent, now, settings.MEMORY_CONSOLIDATE_DAYS):
             continue
         try:
