@@ -577,3 +577,49 @@ def test_an_entry_with_an_unknown_status_is_held_for_review_not_made_active(tmp_
     report = run(tmp_path, target)
     assert VaultEntry.objects.get(project=target).status == "pending"
     assert "unknown status 'Pending'; held for review as pending" in report.problems[0]
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_utf8_byte_order_mark_at_the_start_of_a_file_is_not_part_of_its_text(tmp_path, target):
+    # Notepad and many Windows tools begin UTF-8 files with a byte order mark; Python's "utf-8" codec
+    # keeps it as U+FEFF, which hid the first marker and broke JSON.
+    root = tmp_path / "project"
+    (root / ".memory" / "dev").mkdir(parents=True)
+    (root / ".memory" / "conversations").mkdir()
+    (root / ".memory" / "dev" / "lessons.md").write_bytes(
+        BOM
+        + b"<!-- id:1773679871900 -->\r\n## 2026-03-17T09:00 \xc2\xb7 #bug\r\nThe problem was the cache.\r\n"
+        b"---\r\n"
+    )
+    (root / ".memory" / "_project.md").write_bytes(BOM + b"# Payments\r\n")
+    (root / ".memory" / "conversations" / "dev.json").write_bytes(
+        BOM + json.dumps({"agentId": "dev", "messages": [{"role": "user", "text": "hi"}]}).encode()
+    )
+    (root / "workspace").mkdir()
+    (root / "workspace" / "MEMORY.md").write_bytes(BOM + b"# Long-term\n")
+    session = root / ".bmad" / "memory" / "sessions" / "s1"
+    session.mkdir(parents=True)
+    (session / "manifest.json").write_bytes(
+        BOM + json.dumps({"session_id": "s1", "agent_ids": ["pm"]}).encode()
+    )
+    (session / "conversation.jsonl").write_bytes(
+        BOM + json.dumps({"id": "m1", "role": "user", "content": "Which DB?"}).encode() + b"\n"
+    )
+    report = run(root, target)
+    assert not report.problems
+    entry = VaultEntry.objects.get(project=target)
+    assert (entry.legacy_id, entry.content, entry.tags, entry.created_at.isoformat()) == (
+        "1773679871900",
+        "The problem was the cache.",
+        ["bug"],
+        "2026-03-17T09:00:00+00:00",
+    )
+    target.refresh_from_db()
+    assert target.context == "# Payments\n"
+    memory = WorkspaceFile.objects.get(agent__slug="main", path="MEMORY.md", deleted_at__isnull=True)
+    assert memory.content == "# Long-term\n"
+    assert Session.objects.get(agent__slug="dev").external_id == "dev-conversation"
+    assert Session.objects.get(agent__slug="pm").external_id == "s1"
+    assert Message.objects.filter(session__project=target).count() == 2

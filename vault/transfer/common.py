@@ -80,8 +80,10 @@ def _mtime(path: Path) -> datetime:
 
 
 def _read_text(path: Path, report: "ImportReport") -> str | None:
+    """A source file's text; a UTF-8 byte order mark at its start (Notepad and other Windows tools write
+    one) is not part of it."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         report.problem(path, "not UTF-8 text; skipped")
     except OSError as exc:

@@ -13,7 +13,7 @@ Imports are idempotent: every entry gets a `legacy_id` (the source's id, or a ha
 has none) and an entry whose id, or whose category + content + date, is already stored is skipped; a file
 whose content is already there (or was, before a later edit) is left alone. Source files are only read.
 Each source kind has its own function; problems (corrupt JSON, malformed entries) are reported and the
-rest goes on.
+rest goes on. Files are read as UTF-8; a byte order mark at the start of one is not part of its text.
 """
 
 import re
