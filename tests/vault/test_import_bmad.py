@@ -176,3 +176,21 @@ def test_it_imports_a_bmad_folder(bmad, target):
     assert second.counts["conversations already imported (skipped)"] == 1
     assert not second.counts["messages stored"]
     assert not any(key.startswith("entries created") for key in second.counts)
+
+
+def test_a_jsonl_record_is_one_line_whatever_unicode_line_breaks_its_strings_hold(tmp_path, target):
+    # JSON.stringify and json.dumps(ensure_ascii=False) write U+2028, U+2029, U+0085 and form feeds
+    # raw: only "\n" ends a record (a "\r" before it is tolerated).
+    session = tmp_path / ".bmad" / "memory" / "sessions" / "s1"
+    texts = ["first\u2028second", "a\u2029b\u0085c\x0cd\x1ce\x1df\x1eg\x0bh", "plain"]
+    records = [
+        json.dumps({"id": f"m{i}", "role": "user", "content": text, "agent_id": "pm"}, ensure_ascii=False)
+        for i, text in enumerate(texts)
+    ]
+    write(session, "manifest.json", json.dumps({"session_id": "s1", "agent_ids": ["pm"]}))
+    (session / "conversation.jsonl").write_bytes(
+        (records[0] + "\n" + records[1] + "\r\n" + records[2] + "\n").encode("utf-8")
+    )
+    report = run(tmp_path, target)
+    assert not report.problems
+    assert list(Message.objects.order_by("created_at", "id").values_list("text", flat=True)) == texts

@@ -34,11 +34,14 @@ def looks_like_bmad(root: Path) -> bool:
 
 
 def _jsonl(path: Path, report: ImportReport) -> list[dict]:
+    """The JSON objects of a JSONL file, one a line. Only "\n" ends a line (reading turns "\r\n" into
+    it): JSON.stringify and json.dumps(ensure_ascii=False) write U+2028, U+0085, form feeds and the like
+    raw inside strings, and `str.splitlines` would cut a record there."""
     text = _read_text(path, report)
     if text is None:
         return []
     records = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
