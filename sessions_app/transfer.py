@@ -255,11 +255,13 @@ def import_conversations(
     into handoffs, decisions and lessons; a `_project.md` beside them becomes the project context."""
     path = Path(path)
     if path.is_file():
-        files, project_md = [path], None
+        files, project_md, source = [path], None, path.parent
     elif (path / "conversations").is_dir():
         files, project_md = sorted((path / "conversations").glob("*.json")), path / "_project.md"
+        source = path
     elif path.is_dir():
         files, project_md = sorted(path.glob("*.json")), path.parent / "_project.md"
+        source = path.parent
     else:
         raise InvalidInput(f"{path} is neither a conversation file nor a folder")
 
@@ -271,7 +273,7 @@ def import_conversations(
         if not files:
             importer.report.problem(path, "no conversation .json files found")
 
-    return _run(project, dry_run, progress, body, agent_map=agent_map)
+    return _run(project, dry_run, progress, body, source=source, agent_map=agent_map)
 
 
 def import_memory_dir(**options) -> ImportReport:

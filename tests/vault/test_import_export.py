@@ -623,3 +623,39 @@ def test_a_utf8_byte_order_mark_at_the_start_of_a_file_is_not_part_of_its_text(t
     assert Session.objects.get(agent__slug="dev").external_id == "dev-conversation"
     assert Session.objects.get(agent__slug="pm").external_id == "s1"
     assert Message.objects.filter(session__project=target).count() == 2
+
+
+def test_a_symbolic_link_out_of_the_imported_folder_is_skipped_and_reported(tmp_path, target):
+    # An untrusted folder could otherwise pull any file the server can read (its secret key) into memory.
+    outside = tmp_path / "server"
+    write(outside, "secret_key", "s3cr3t")
+    write(outside, "lessons.md", "<!-- id:1 -->\n## 2026-01-01\nfrom outside\n---\n")
+    write(outside, "ops/decisions.md", "<!-- id:2 -->\n## 2026-01-01\nfrom an outside folder\n---\n")
+    root = tmp_path / "project"
+    write(root, "workspace/MEMORY.md", "# Long-term\n")
+    (root / "workspace" / "memories").mkdir()
+    (root / "workspace" / "memories" / "link.txt").symlink_to(outside / "secret_key")
+    (root / "workspace" / "memories" / "alias.md").symlink_to(root / "workspace" / "MEMORY.md")
+    write(root, ".memory/_project.md", "ctx")
+    (root / ".memory" / "dev").mkdir()
+    (root / ".memory" / "dev" / "lessons.md").symlink_to(outside / "lessons.md")
+    (root / ".memory" / "ops").symlink_to(outside / "ops")
+    report = run(root, target)
+    files = dict(
+        WorkspaceFile.objects.filter(agent__slug="main", deleted_at__isnull=True).values_list(
+            "path", "content"
+        )
+    )
+    assert "memories/link.txt" not in files
+    assert files["memories/alias.md"] == "# Long-term\n"  # a link inside the folder is read
+    assert not VaultEntry.objects.filter(project=target).exists()
+    assert not WorkspaceFile.objects.filter(content__contains="s3cr3t").exists()
+    outside_problems = [p for p in report.problems if "outside the folder being imported" in p]
+    assert sorted(p.split(":")[0] for p in outside_problems) == sorted(
+        str(p)
+        for p in (
+            root / "workspace/memories/link.txt",
+            root / ".memory/dev/lessons.md",
+            root / ".memory/ops/decisions.md",
+        )
+    )

@@ -79,11 +79,30 @@ def _mtime(path: Path) -> datetime:
     return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
 
 
+def _source_path(path: Path, report: "ImportReport") -> Path | None:
+    """Where a source file really is, if that is inside the folder being imported (`report.source_root`);
+    None, reported, when it is not: a symbolic link (the file's own or a folder's on its way) that leads
+    out of the folder would let an untrusted folder pull any file the server can read into memory. A
+    link that stays inside the folder is followed: it shows nothing the folder does not hold."""
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        report.problem(path, f"cannot be read ({getattr(exc, 'strerror', None) or exc}); skipped")
+        return None
+    if report.source_root is not None and not real.is_relative_to(report.source_root):
+        report.problem(path, "is a symbolic link to outside the folder being imported; skipped")
+        return None
+    return real
+
+
 def _read_text(path: Path, report: "ImportReport") -> str | None:
     """A source file's text; a UTF-8 byte order mark at its start (Notepad and other Windows tools write
-    one) is not part of it."""
+    one) is not part of it. A link out of the folder being imported is not read (`_source_path`)."""
+    real = _source_path(path, report)
+    if real is None:
+        return None
     try:
-        return path.read_text(encoding="utf-8-sig")
+        return real.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         report.problem(path, "not UTF-8 text; skipped")
     except OSError as exc:
@@ -161,6 +180,7 @@ class ImportReport:
     counts: Counter = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
     progress: Callable[[str], None] | None = None
+    source_root: Path | None = None  # the folder being imported, resolved: no file outside it is read
 
     def say(self, message: str) -> None:
         if self.progress:

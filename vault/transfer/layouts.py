@@ -14,6 +14,8 @@ has none) and an entry whose id, or whose category + content + date, is already 
 whose content is already there (or was, before a later edit) is left alone. Source files are only read.
 Each source kind has its own function; problems (corrupt JSON, malformed entries) are reported and the
 rest goes on. Files are read as UTF-8; a byte order mark at the start of one is not part of its text.
+Nothing outside the folder being imported is read: a symbolic link that leads out of it is skipped and
+reported; one that stays inside it is followed.
 """
 
 import re
@@ -359,9 +361,17 @@ def agent_map_parse(text: str | None) -> dict[str, str]:
 
 
 def _run(
-    project: Project, dry_run: bool, progress, body: Callable[[Importer], None], **options
+    project: Project,
+    dry_run: bool,
+    progress,
+    body: Callable[[Importer], None],
+    *,
+    source: Path,
+    **options,
 ) -> ImportReport:
-    report = ImportReport(dry_run=dry_run, progress=progress)
+    """Run an import's `body` in one transaction (rolled back for a dry run), reading files from inside
+    the folder `source` only."""
+    report = ImportReport(dry_run=dry_run, progress=progress, source_root=Path(source).resolve())
     importer = Importer(project=project, report=report, **options)
     try:
         with transaction.atomic():
@@ -424,6 +434,7 @@ def import_memory_dir(
         dry_run,
         progress,
         body,
+        source=path,
         agent_map=agent_map,
         default_agent=default_agent,
         sessions_writer=sessions_writer,
