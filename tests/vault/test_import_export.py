@@ -659,3 +659,66 @@ def test_a_symbolic_link_out_of_the_imported_folder_is_skipped_and_reported(tmp_
             root / ".memory/ops/decisions.md",
         )
     )
+
+
+def test_export_then_import_gives_back_every_workspace_file_and_the_project_context_exactly(
+    tmp_path, project, agent_a, target
+):
+    services.project_context_set(project=project, content="# Acme\r\nPayments\r\n", changed_by="t")
+    for path, content in (
+        ("notes/guide.md", "a guide in a folder of its own\n"),
+        ("memories/.hidden.md", "a dot file of the memory tool\n"),
+        ("memories/deep/.dir/x.txt", "in a dot folder"),
+        ("crlf.md", "line1\r\nline2\r\n"),
+        ("memories/bom.txt", "\ufeffstarts with a byte order mark\rand a lone CR"),
+        ("memory/2026-01-01.md", "  spaces at both ends  \n\n"),
+    ):
+        services.file_write(agent=agent_a, path=path, content=content, changed_by="t", markdown_only=False)
+    services.file_settings_set(agent=agent_a, path="notes/guide.md", enabled=True, sort_order=3)
+    out = tmp_path / "out"
+    call_command("export_memory_dir", str(out), "--project", project.slug, stdout=io.StringIO())
+
+    def files(p):
+        return sorted(
+            (f.agent.slug, f.path, f.content, f.enabled, f.sort_order)
+            for f in WorkspaceFile.objects.filter(project=p, deleted_at__isnull=True).select_related("agent")
+        )
+
+    report = run(out, target)
+    assert not report.problems
+    target.refresh_from_db()
+    project.refresh_from_db()
+    assert target.context == project.context == "# Acme\r\nPayments\r\n"
+    assert files(target) == files(project)
+    # Importing an unchanged export into its own project changes nothing, not even a file's date.
+    dates = sorted(WorkspaceFile.objects.filter(project=project).values_list("pk", "updated_at"))
+    again = run(out, project)
+    assert not again.problems
+    assert again.counts["project context unchanged"] == 1
+    assert again.counts["files unchanged"] == len(files(project))
+    assert not {
+        k for k in again.counts if k.startswith(("files created", "files updated", "project context r"))
+    }
+    assert sorted(WorkspaceFile.objects.filter(project=project).values_list("pk", "updated_at")) == dates
+    # What the import cannot take back is reported, never dropped silently.
+    write(out, "agent-a/workspace/notes/todo.txt", "not markdown")
+    write(out, "agent-a/workspace/stray.md", "a lower-case file not in .workspace.json")
+    (out / "agent-a" / "workspace" / "notes" / "guide.md").unlink()
+    report = run(out, target)
+    problems = "\n".join(report.problems)
+    assert "notes/todo.txt: " in problems and "stray.md: " in problems
+    assert "notes/guide.md: listed in .workspace.json but missing" in problems
+
+
+def test_a_hand_written_workspace_or_project_context_keeps_plain_line_endings(tmp_path, target):
+    # Not the export's files: read as text, so a Windows editor's CRLF becomes the "\n" the pages write.
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "MEMORY.md").write_bytes(b"# Long-term\r\n- dark mode\r\n")
+    run(tmp_path / "ws", target, default_agent="qanot")
+    file = WorkspaceFile.objects.get(agent__slug="qanot", path="MEMORY.md", deleted_at__isnull=True)
+    assert file.content == "# Long-term\n- dark mode\n"
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "_project.md").write_bytes(b"# Payments\r\n")
+    run(tmp_path / "vault", target)
+    target.refresh_from_db()
+    assert target.context == "# Payments\n"

@@ -95,13 +95,17 @@ def _source_path(path: Path, report: "ImportReport") -> Path | None:
     return real
 
 
-def _read_text(path: Path, report: "ImportReport") -> str | None:
-    """A source file's text; a UTF-8 byte order mark at its start (Notepad and other Windows tools write
-    one) is not part of it. A link out of the folder being imported is not read (`_source_path`)."""
+def _read_text(path: Path, report: "ImportReport", *, exact: bool = False) -> str | None:
+    """A source file's text, read as a text file: CRLF and CR become "\n" and a UTF-8 byte order mark at
+    its start (Notepad and other Windows tools write one) is not part of it. With `exact` (a file our
+    export wrote, holding stored text as it is) the bytes are decoded as they are: line endings and a
+    leading U+FEFF kept. A link out of the folder being imported is not read (`_source_path`)."""
     real = _source_path(path, report)
     if real is None:
         return None
     try:
+        if exact:
+            return real.read_bytes().decode("utf-8")
         return real.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         report.problem(path, "not UTF-8 text; skipped")

@@ -1,11 +1,17 @@
 r"""Export memory as .memory/ layout: a readable, Obsidian-friendly markdown vault.
 
 ```
+.export.json                      {"format": 2}: says the folder was written by this export (hidden)
 _project.md                       the project context
 {agent}/{category}.md             entries, newest first (below)
-{agent}/workspace/{path}          the agent's workspace files (AGENTS.md, memory/..., memories/...)
-{agent}/workspace/.workspace.json enabled flag and sort order of each file (hidden from Obsidian)
+{agent}/workspace/{path}          the agent's workspace files (AGENTS.md, memory/..., memories/..., any path)
+{agent}/workspace/.workspace.json every file's enabled flag and sort order (hidden from Obsidian)
 ```
+
+`_project.md` and the workspace files hold the stored text exactly, as UTF-8 bytes: line endings (CRLF, a
+lone CR) and a leading U+FEFF included. The import reads them back that way: `_project.md` when
+`.export.json` is beside it, a workspace file when `.workspace.json` lists it. Files without those
+(written by hand or another tool) are read as text files: CRLF becomes LF, a byte order mark is dropped.
 
 An entry of a category file is written as
 
@@ -36,7 +42,10 @@ before: content stripped, nothing unescaped.
 
 `vault.transfer.layouts.import_memory_dir` reads this layout back: exporting and importing into an empty
 project gives the same entries (category, content byte for byte, tags, dates, status, importance), files
-and project context.
+(every path, content byte for byte, enabled flag, sort order) and project context (byte for byte), and
+importing an unchanged export into the project it came from changes nothing. A file of a workspace folder
+that `.workspace.json` does not list and the workspace rules do not take is reported, as is a listed file
+that is missing.
 """
 
 import io
@@ -60,6 +69,7 @@ CATEGORY_TITLES = {
 }
 WORKSPACE_DIR = "workspace"
 WORKSPACE_MANIFEST = ".workspace.json"
+EXPORT_MANIFEST = ".export.json"
 DEFAULT_IMPORTANCE = 0.5
 ENTRY_FORMAT = "2"
 # The start of a content line that an import could read as a marker, after backslashes already there.
@@ -121,6 +131,7 @@ def agent_folder(agent: Agent) -> str:
 
 def export_files(*, project: Project, agents: Iterable[Agent]) -> Iterator[tuple[str, str]]:
     """(relative path, text) of every file of the export, in a stable order."""
+    yield EXPORT_MANIFEST, json.dumps({"format": int(ENTRY_FORMAT)}) + "\n"
     yield "_project.md", project.context
     for agent in agents:
         folder = agent_folder(agent)
@@ -170,7 +181,7 @@ def export_memory_dir(
         if not target.is_relative_to(root):  # paths are checked on write; never trust them on export
             raise ValueError(f"refusing to write outside the export folder: {relative}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        target.write_text(text, encoding="utf-8", newline="")  # "\n" stays "\n" on every platform
         summary.files += 1
         if progress:
             progress(f"wrote {relative}")

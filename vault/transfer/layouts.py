@@ -25,7 +25,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from memoryproject.errors import InvalidInput
+from memoryproject.errors import DomainError, InvalidInput
 from vault import services
 from vault.extraction import SECTION_MAP, _title_normalise, section_classify
 from vault.models import (
@@ -56,14 +56,21 @@ from vault.transfer.conversations import (
     checkpoint_file_import,
     conversation_file_import,
 )
-from vault.transfer.export import ENTRY_FORMAT, WORKSPACE_DIR, WORKSPACE_MANIFEST, content_unescape
+from vault.transfer.export import (
+    ENTRY_FORMAT,
+    EXPORT_MANIFEST,
+    WORKSPACE_DIR,
+    WORKSPACE_MANIFEST,
+    content_unescape,
+)
 from vault.transfer.writer import Importer
 
 
 # --- The .memory/ vault -----------------------------------------------------------------------
 def project_file_import(importer: Importer, path: Path) -> None:
-    """`_project.md` becomes the project context."""
-    text = _read_text(path, importer.report)
+    """`_project.md` becomes the project context: exactly as the file holds it when our export wrote it
+    (`.export.json` beside it), else read as a text file (CRLF becomes LF)."""
+    text = _read_text(path, importer.report, exact=(path.parent / EXPORT_MANIFEST).is_file())
     if text is not None:
         importer.project_context(text, where=path)
 
@@ -305,23 +312,41 @@ def looks_like_workspace(root: Path) -> bool:
 def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = None) -> None:
     """A workspace folder: upper-case markdown files at the top (MEMORY.md, SESSION-STATE.md, SOUL.md...),
     daily notes under memory/ (disabled: searched, not injected), the memory tool's memories/ (any text
-    file), and our export's `.workspace.json` (enabled flags and sort order)."""
+    file; dot files and folders left out), and our export's `.workspace.json` (enabled flags and sort
+    order).
+
+    A folder our export wrote has a `.workspace.json` listing every file: each listed file is imported
+    whatever its path, read exactly (its bytes are the stored content: CRLF, a lone CR, a leading U+FEFF
+    kept), a listed file that is missing is reported, and so is any other file of the folder that the rules
+    above do not take. A folder without it (written by hand or by another tool) is read as text files
+    (CRLF becomes LF, a byte order mark is dropped), and what the rules do not take is not imported."""
     report = importer.report
     if agent is None:
         agent = importer.agent(None, where=root)
     report.say(f"workspace: {root} -> agent {agent.slug if agent else '?'}")
+    manifest_path = root / WORKSPACE_MANIFEST
     manifest = {}
-    if (root / WORKSPACE_MANIFEST).is_file():
-        data = _read_json(root / WORKSPACE_MANIFEST, report)
+    if manifest_path.is_file():
+        data = _read_json(manifest_path, report)
         manifest = data if isinstance(data, dict) else {}
-    files: list[tuple[str, Path]] = []
+    files: dict[str, tuple[Path, bool]] = {}  # relative path -> (file, read exactly)
+    for relative in sorted(manifest):
+        try:
+            services.file_path_check(relative, markdown_only=False)
+        except DomainError as exc:
+            report.problem(manifest_path, f"{exc.detail} Not imported")
+            continue
+        if not (root / relative).is_file():
+            report.problem(root / relative, f"listed in {WORKSPACE_MANIFEST} but missing; skipped")
+            continue
+        files[relative] = (root / relative, True)
     for child in sorted(root.iterdir()):
         if (
             child.is_file()
             and child.suffix == ".md"
-            and (child.name in WORKSPACE_KNOWN or child.stem.isupper() or manifest.get(child.name))
+            and (child.name in WORKSPACE_KNOWN or child.stem.isupper())
         ):
-            files.append((child.name, child))
+            files.setdefault(child.name, (child, False))
     for folder in ("memory", "memories"):
         base = root / folder
         if base.is_dir():
@@ -331,9 +356,16 @@ def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = No
                 ):
                     if folder == "memory" and child.suffix != ".md":
                         continue
-                    files.append((child.relative_to(root).as_posix(), child))
-    for relative, path in files:
-        text = _read_text(path, report)
+                    files.setdefault(child.relative_to(root).as_posix(), (child, False))
+    if manifest_path.is_file():
+        for child in sorted(root.rglob("*")):
+            relative = child.relative_to(root).as_posix()
+            if child.is_file() and child != manifest_path and relative not in files:
+                report.problem(
+                    child, f"not listed in {WORKSPACE_MANIFEST} nor a workspace file by its name; skipped"
+                )
+    for relative, (path, exact) in sorted(files.items()):
+        text = _read_text(path, report, exact=exact)
         if text is None:
             continue
         settings_for = manifest.get(relative) if isinstance(manifest.get(relative), dict) else {}

@@ -190,15 +190,18 @@ class Importer:
         sort_order: int | None = None,
         where,
     ) -> None:
-        """Create or update a workspace file. A file that already holds this content is unchanged; one
-        that held it before a later edit is left alone (the edit wins); otherwise the import overwrites
-        it and the previous content is versioned."""
+        """Create or update a workspace file. A file that already holds this content is unchanged (its
+        enabled flag and sort order are set only when they differ, so its date stays); one that held it
+        before a later edit is left alone (the edit wins); otherwise the import overwrites it and the
+        previous content is versioned."""
         if agent is None:
             self.report.counts["files skipped (no valid agent)"] += 1
             return
         existing = WorkspaceFile.objects.filter(agent=agent, path=path, deleted_at__isnull=True).first()
         if existing is not None and existing.content == content:
             self.report.counts["files unchanged"] += 1
+            if enabled not in (None, existing.enabled) or sort_order not in (None, existing.sort_order):
+                services.file_settings_set(agent=agent, path=path, enabled=enabled, sort_order=sort_order)
         elif (
             existing is not None
             and WorkspaceFileVersion.objects.filter(file=existing, content=content).exists()
@@ -213,14 +216,14 @@ class Importer:
                     path=path,
                     content=content,
                     changed_by="import",
+                    enabled=enabled,
+                    sort_order=sort_order,
                     markdown_only=not path.startswith("memories/"),
                 )
             except DomainError as exc:
                 self.report.problem(where, f"{exc.detail} File skipped")
                 return
             self.report.counts["files created" if created else "files updated"] += 1
-        if enabled is not None or sort_order is not None:
-            services.file_settings_set(agent=agent, path=path, enabled=enabled, sort_order=sort_order)
 
     def project_context(self, content: str, *, where) -> None:
         project = Project.objects.get(pk=self.project.pk)
