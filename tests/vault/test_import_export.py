@@ -393,6 +393,17 @@ def test_the_commands_reject_bad_arguments(tmp_path, target):
         call_command("import_memory_dir", str(tmp_path / "missing"), "--project", "target")
 
 
+@pytest.mark.parametrize("agent", ["Bad Name", "..", ""])
+def test_the_import_command_refuses_an_invalid_agent_before_importing_anything(tmp_path, target, agent):
+    from django.core.management.base import CommandError
+
+    write(tmp_path, "MEMORY.md", "# Long-term\n")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"^--agent .* is not valid: use 1-64 characters of a-z, 0-9"):
+        call_command("import_memory_dir", str(tmp_path), "--project", "target", "--agent", agent, stdout=out)
+    assert out.getvalue() == "" and not target.agents.exists()
+
+
 def test_a_large_import_shows_progress_and_a_second_run_skips_everything(tmp_path, target, monkeypatch):
     # Batches and progress lines every 100 entries instead of 1,000: the same ten of each, a tenth of
     # the rows (this test took 30 s of the suite with 10,000).

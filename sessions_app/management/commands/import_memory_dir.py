@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject.errors import DomainError
 from sessions_app import transfer
+from vault import services
 from vault.management.commands.export_memory_dir import project_get
 from vault.transfer.layouts import agent_map_parse
 
@@ -25,11 +26,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
+            # Checked here, before anything is read: a bad default agent surfaced only as each file that
+            # needed it was skipped, with advice to map the name with --agent-map.
+            default_agent = services.slug_check(options["agent"], field="--agent")
             report = transfer.import_memory_dir(
                 path=Path(options["path"]),
                 project=project_get(options["project"]),
                 agent_map=agent_map_parse(options["agent_map"]),
-                default_agent=options["agent"],
+                default_agent=default_agent,
                 dry_run=options["dry_run"],
                 progress=self.stdout.write,
             )
