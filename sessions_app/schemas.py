@@ -18,10 +18,10 @@ def _alias(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
 
-# The service's rules (sessions_app.services.common._input_check and the writes), stated in the schema; the
-# checks and their messages stay the service's. A user or system message needs text that is not blank:
-# `text`, or `content` when `text` is null or left out. A NUL is refused in any text stored or looked up
-# (by the service, or as a 400 from PostgreSQL); NO_NUL is only on fields that are always used (not on a
+# The service's rules (sessions_app.services.common.message_input_check and the writes), stated in the
+# schema; the checks and their messages stay the service's. A user or system message needs text that is not
+# blank: `text`, or `content` when `text` is null or left out. A NUL is refused in any text stored or looked
+# up (by the service, or as a 400 from PostgreSQL); NO_NUL is only on fields that are always used (not on a
 # chat_id that `session` overrides, nor on a model_id a sleep without messages ignores).
 NO_NUL = {"pattern": NO_NUL_PATTERN}
 _NOT_BLANK = {"type": "string", "pattern": NOT_BLANK_PATTERN}

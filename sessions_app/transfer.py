@@ -42,13 +42,34 @@ def _session_agent(importer: Importer, slug: str) -> Agent | None:
     return agent if agent is not None else Agent.objects.filter(project=importer.project, slug=slug).first()
 
 
+def _message_storable(report: ImportReport, source: str, label, message: dict) -> bool:
+    """Whether one message meets the rules of every stored message (the sessions services'); one that
+    does not (over MEMORY_MAX_MESSAGE_BYTES, say) is reported, so that it is skipped alone: given to the
+    service with the others, it failed the whole conversation or checkpoint. Nothing of it is kept: the
+    API refuses such a message too (413), and there is no rule to cut one."""
+    try:
+        session_services.message_input_check(dict(message), 0)
+    except DomainError as exc:
+        detail = exc.detail.removeprefix("messages[0]: ").rstrip(".")
+        report.problem(source, f"message {label}: {detail}; skipped")
+        return False
+    return True
+
+
 def _messages_new(report: ImportReport, item: ParsedConversation, session: Session | None) -> list:
-    """The conversation's messages not stored yet (by client id); empty user/system messages are
-    reported and skipped."""
+    """The conversation's messages not stored yet (by client id); empty user/system messages and
+    messages the sessions services would refuse are reported and skipped."""
     messages = []
     for message in item.messages:
         if message.role in ("user", "system") and not message.text.strip():
             report.problem(item.source, f"message {message.client_id} has empty text; skipped")
+            continue
+        if not _message_storable(
+            report,
+            item.source,
+            message.client_id,
+            {"role": message.role, "text": message.text, "client_id": message.client_id},
+        ):
             continue
         messages.append(message)
     known = (
@@ -153,15 +174,17 @@ def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
     session = (
         Session.objects.filter(agent=agent, external_id=item.chat_id[:200]).first() if item.chat_id else None
     )
+    messages = [
+        {"role": m.role, "text": m.text, "internal": m.internal}
+        for index, m in enumerate(item.messages)
+        if (m.role not in ("user", "system") or m.text.strip())
+        and _message_storable(report, item.source, index, {"role": m.role, "text": m.text})
+    ]
     try:
         with transaction.atomic():
             checkpoint = session_services.checkpoint_save(
                 agent=agent,
-                messages=[
-                    {"role": m.role, "text": m.text, "internal": m.internal}
-                    for m in item.messages
-                    if m.role not in ("user", "system") or m.text.strip()
-                ],
+                messages=messages,
                 session=session,
                 chat_id=item.chat_id[:200],
                 model_id=item.model_id[:200],

@@ -29,6 +29,7 @@ from sessions_app.services.common import (
     ROLE_ALIASES,
     WAL_TAG,
     MessageInput,
+    message_input_check,
     transition_record,
 )
 from sessions_app.services.lifecycle import (
@@ -72,6 +73,7 @@ __all__ = [
     "lifecycle_run",
     "max_input_tokens_check",
     "message_checkout",
+    "message_input_check",
     "messages_append",
     "session_archive",
     "session_close",

@@ -23,9 +23,9 @@ from sessions_app.services.common import (
     _advisory_lock,
     _guarded,
     _head_preserve,
-    _input_check,
     _session_lock,
     _status_set,
+    message_input_check,
 )
 from sessions_app.services.lifecycle import session_ensure
 from sessions_app.services.window import max_input_tokens_check, working_buffer_update
@@ -235,7 +235,7 @@ def messages_append(
             f"{len(messages)} messages in one call; the limit is {settings.MEMORY_APPEND_MAX_MESSAGES} "
             "(MEMORY_APPEND_MAX_MESSAGES)."
         )
-    items = [_input_check(raw, index) for index, raw in enumerate(messages)]
+    items = [message_input_check(raw, index) for index, raw in enumerate(messages)]
     max_input_tokens = max_input_tokens_check(max_input_tokens)
     if project_redaction_enabled(agent.project_id):  # one look-up for the whole batch
         for item in items:

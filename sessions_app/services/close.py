@@ -13,7 +13,13 @@ from sessions_app import selectors
 from sessions_app.maintenance.extraction import extraction_enqueue
 from sessions_app.models import Checkpoint, Message, Role, Session, SessionStatus
 from sessions_app.services.append import AppendResult, messages_append
-from sessions_app.services.common import MessageInput, _guarded, _input_check, _session_lock, _status_set
+from sessions_app.services.common import (
+    MessageInput,
+    _guarded,
+    _session_lock,
+    _status_set,
+    message_input_check,
+)
 from vault import services as vault_services
 from vault.extraction import insights_extract
 from vault.models import Agent, EntrySource, VaultEntry
@@ -45,7 +51,7 @@ def checkpoint_save(
         if len(value or "") > 200:
             raise InvalidInput(f"{name} must be at most 200 characters", [{"loc": [name], "msg": "too long"}])
     if messages is not None:
-        items = [_input_check(raw, index) for index, raw in enumerate(messages)]
+        items = [message_input_check(raw, index) for index, raw in enumerate(messages)]
         kept = [
             {"role": i.role, "text": redact_for_project(i.text, agent.project_id)}
             for i in items

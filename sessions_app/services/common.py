@@ -54,7 +54,11 @@ class MessageInput:
     created_at: datetime | None = None
 
 
-def _input_check(raw: MessageInput | dict, index: int) -> MessageInput:
+def message_input_check(raw: MessageInput | dict, index: int) -> MessageInput:
+    """One message (the `index`th of a call) checked and normalised against the rules every stored
+    message meets: role, text (characters, MEMORY_MAX_MESSAGE_BYTES), ids, tool calls and state. Raises
+    the InvalidInput or TooLarge the whole call fails with; an import checks each message first, so that
+    one message breaking them is skipped alone."""
     item = raw if isinstance(raw, MessageInput) else MessageInput(**raw)
     loc = ["messages", index]
 

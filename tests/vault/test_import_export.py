@@ -1,5 +1,6 @@
 import io
 import json
+import re
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -733,3 +734,41 @@ def test_a_hand_written_workspace_or_project_context_keeps_plain_line_endings(tm
     run(tmp_path / "vault", target)
     target.refresh_from_db()
     assert target.context == "# Payments\n"
+
+
+@time_machine.travel(CHECKPOINT_VALID, tick=False)
+def test_a_message_over_the_size_limit_is_skipped_alone_and_reported(tmp_path, target, settings):
+    # The API refuses such a message (413) and README gives no rule to cut it: the import skips it alone
+    # instead of losing the whole conversation.
+    settings.MEMORY_MAX_MESSAGE_BYTES = 2048
+    big = "x" * 3000
+    root = tmp_path / ".memory"
+    conversation = [
+        {"role": "user", "text": "before"},
+        {"role": "agent", "text": big},
+        {"role": "user", "text": "after"},
+    ]
+    write(root, "conversations/dev.json", json.dumps({"agentId": "dev", "messages": conversation}))
+    write(
+        root,
+        ".vault/checkpoints/dev.json",
+        json.dumps({"agentId": "dev", "savedAt": 1773679871839, "messages": conversation}),
+    )
+    report = run(root, target)
+    texts = list(Message.objects.order_by("created_at", "id").values_list("text", flat=True))
+    assert texts == ["before", "after"]
+    assert Checkpoint.objects.get().messages == [
+        {"role": "user", "text": "before"},
+        {"role": "user", "text": "after"},
+    ]
+    sources = ("conversations/dev.json", ".vault/checkpoints/dev.json")
+    for problem, source in zip(report.problems, sources, strict=True):
+        assert re.fullmatch(
+            rf".*/{re.escape(source)}: message \S+: text is 3000 bytes; the limit is 2048 bytes "
+            r"\(MEMORY_MAX_MESSAGE_BYTES\); skipped",
+            problem,
+        ), problem
+    again = run(root, target)
+    assert (
+        again.counts["conversations already imported (skipped)"] == 1 and not again.counts["messages stored"]
+    )
