@@ -5,6 +5,7 @@ found when the server starts rather than when the value is first used.
 """
 
 import os
+from datetime import datetime
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -70,6 +71,22 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None or value == "":
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_cron(name: str, default: str) -> str:
+    """A five-field cron expression, checked as the job cluster will use it (croniter, which django-q2
+    computes each next run with): a field out of range, or a date that never comes (30 February), would
+    otherwise be stored by setup_schedules and fail only when the cluster next reads the schedule."""
+    from croniter import croniter
+
+    value = env_str(name, default)
+    if len(value.split()) != 5:
+        raise ImproperlyConfigured(f"{name} must be a five-field cron expression, got {value!r}")
+    try:
+        croniter(value, datetime.now()).get_next(datetime)
+    except (ValueError, KeyError) as exc:  # croniter's errors are ValueErrors; a bad name is a KeyError
+        raise ImproperlyConfigured(f"{name} is not a valid cron expression ({exc}), got {value!r}") from None
+    return value
 
 
 def _check_range(name, number, minimum, maximum) -> None:

@@ -7,7 +7,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryproject.embedded_db import embedded_database_url
-from memoryproject.env import env_bool, env_float, env_int, env_list, env_str
+from memoryproject.env import env_bool, env_cron, env_float, env_int, env_list, env_str
 from memoryproject.security import secret_key_load
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -239,9 +239,7 @@ MEMORY_INSIGHTS_MAX = env_int("MEMORY_INSIGHTS_MAX", 10, minimum=1)
 MEMORY_INSIGHT_CHARS = env_int("MEMORY_INSIGHT_CHARS", 300, minimum=20)
 MEMORY_INSIGHT_MIN_LINE_CHARS = env_int("MEMORY_INSIGHT_MIN_LINE_CHARS", 15, minimum=0)
 MEMORY_COMPACT_INTERVAL_MINUTES = env_int("MEMORY_COMPACT_INTERVAL_MINUTES", 10, minimum=1)
-MEMORY_CONSOLIDATE_CRON = env_str("MEMORY_CONSOLIDATE_CRON", "0 2 * * *")
-if len(MEMORY_CONSOLIDATE_CRON.split()) != 5:
-    raise ImproperlyConfigured("MEMORY_CONSOLIDATE_CRON must be a five-field cron expression")
+MEMORY_CONSOLIDATE_CRON = env_cron("MEMORY_CONSOLIDATE_CRON", "0 2 * * *")
 MEMORY_MODEL_MAX_INPUT_TOKENS = env_int("MEMORY_MODEL_MAX_INPUT_TOKENS", 128000, minimum=1000)
 MEMORY_COMPACT_TRIGGER_RATIO = env_float("MEMORY_COMPACT_TRIGGER_RATIO", 0.75, minimum=0.1, maximum=1.0)
 MEMORY_SEARCH_DEFAULT_LIMIT = env_int("MEMORY_SEARCH_DEFAULT_LIMIT", 10, minimum=1, maximum=100)
@@ -388,9 +386,7 @@ MEMORY_RETENTION_DAYS = {
     "projects": env_int("MEMORY_RETENTION_PROJECTS_DAYS", 730, minimum=0),
 }
 MEMORY_PURGE_GRACE_DAYS = env_int("MEMORY_PURGE_GRACE_DAYS", 30, minimum=0)
-MEMORY_RETENTION_CRON = env_str("MEMORY_RETENTION_CRON", "30 3 * * *")
-if len(MEMORY_RETENTION_CRON.split()) != 5:
-    raise ImproperlyConfigured("MEMORY_RETENTION_CRON must be a five-field cron expression")
+MEMORY_RETENTION_CRON = env_cron("MEMORY_RETENTION_CRON", "30 3 * * *")
 # Per-agent size limit (10 MB, keep the most relevant 80% when over it).
 MEMORY_AGENT_MAX_BYTES = env_int("MEMORY_AGENT_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 MEMORY_SIZE_KEEP_RATIO = env_float("MEMORY_SIZE_KEEP_RATIO", 0.8, minimum=0.1, maximum=0.99)

@@ -74,6 +74,11 @@ def test_it_fails_loudly_naming_the_variable(monkeypatch, reader, value, message
         ("DATABASE_URL", "sqlite:///db.sqlite3"),
         ("REDIS_URL", "http://localhost"),
         ("MEMORY_CONSOLIDATE_CRON", "every night"),
+        # Five fields, but not a schedule croniter (the job cluster) can compute: they were stored by
+        # setup_schedules and failed in the cluster.
+        ("MEMORY_CONSOLIDATE_CRON", "99 99 * * *"),
+        ("MEMORY_RETENTION_CRON", "a b c d e"),
+        ("MEMORY_RETENTION_CRON", "0 0 30 2 *"),
     ],
 )
 def test_the_server_refuses_to_start_with_a_bad_value(variable, value):
