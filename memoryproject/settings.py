@@ -92,8 +92,9 @@ if EMBEDDED_DATABASE:
     DATABASE_URL = embedded_database_url(MEMORY_DATA_DIR)
 if not DATABASE_URL.startswith(("postgres://", "postgresql://", "pgsql://")):
     raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or postgresql:// URL (PostgreSQL only)")
+_conn_max_age = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)  # outside the try: its own error
 try:
-    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0))
+    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=_conn_max_age)
 except Exception as exc:  # dj-database-url raises several types for malformed URLs
     raise ImproperlyConfigured(f"DATABASE_URL cannot be parsed: {exc}") from exc
 _db["ENGINE"] = "django.db.backends.postgresql"
