@@ -42,16 +42,27 @@ def secret_key_load(*, configured: str, data_dir: Path, debug: bool) -> str:
         return path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         pass
-    data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _key_file_error(path, exc) from exc
     key = secrets.token_urlsafe(50)
     try:
+        data_dir.mkdir(parents=True, exist_ok=True)
         # O_EXCL: when several processes start together, the first writer's key wins for all of them.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise _key_file_error(path, exc) from exc
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(key + "\n")
     return key
+
+
+def _key_file_error(path: Path, exc: OSError) -> ImproperlyConfigured:
+    return ImproperlyConfigured(
+        f"MEMORY_DATA_DIR {str(path.parent)!r} cannot hold the secret key: {path} cannot be used ({exc}). "
+        "Fix the folder, or set SECRET_KEY."
+    )
 
 
 class RateLimited(DomainError):

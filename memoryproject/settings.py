@@ -19,6 +19,11 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 _data_dir = Path(env_str("MEMORY_DATA_DIR", "./.data")).expanduser()
 MEMORY_DATA_DIR = (_data_dir if _data_dir.is_absolute() else BASE_DIR / _data_dir).resolve()
+STATIC_ROOT = MEMORY_DATA_DIR / "staticfiles"
+try:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(f"MEMORY_DATA_DIR {str(MEMORY_DATA_DIR)!r} cannot be created: {exc}") from exc
 
 if env_bool("REQUIRE_SECRET_KEY", False) and not env_str("SECRET_KEY", ""):
     raise ImproperlyConfigured("SECRET_KEY must be set when REQUIRE_SECRET_KEY is on")
@@ -133,8 +138,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = MEMORY_DATA_DIR / "staticfiles"
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# STATIC_ROOT: MEMORY_DATA_DIR/staticfiles, created at the top with the data folder.
 # Serve straight from the finders: no collectstatic step for a newcomer to forget.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG

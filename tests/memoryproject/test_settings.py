@@ -97,3 +97,38 @@ def test_the_server_refuses_to_start_with_a_bad_value(variable, value):
     # The error is the variable's own, not another's that mentions it.
     last_line = result.stderr.strip().splitlines()[-1]
     assert last_line.startswith(f"django.core.exceptions.ImproperlyConfigured: {variable} ")
+
+
+@pytest.mark.parametrize(
+    ("where", "secret_key"),
+    [
+        pytest.param("under-a-file", "", id="under-a-file"),
+        pytest.param("under-a-file", "k" * 60, id="under-a-file-with-secret-key"),
+        pytest.param("proc", "k" * 60, id="proc-with-secret-key"),
+        pytest.param("key-is-a-folder", "", id="key-is-a-folder"),
+    ],
+)
+def test_a_data_folder_that_cannot_be_used_stops_start_up_naming_it(tmp_path, where, secret_key):
+    """A MEMORY_DATA_DIR that cannot be created or written is a configuration error naming it and the
+    path; it was a NotADirectoryError or FileNotFoundError traceback from every command."""
+    (tmp_path / "afile").write_text("")
+    data_dir = {
+        "under-a-file": tmp_path / "afile" / "data",
+        "proc": Path("/proc/memory-data"),
+        "key-is-a-folder": tmp_path / "data",
+    }[where]
+    (tmp_path / "data" / "secret_key").mkdir(parents=True)
+    env = {**os.environ, "MEMORY_DATA_DIR": str(data_dir), "SECRET_KEY": secret_key}
+    env["DJANGO_SETTINGS_MODULE"] = "memoryproject.settings"
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("django.core.exceptions.ImproperlyConfigured: MEMORY_DATA_DIR ")
+    assert str(data_dir) in last_line
