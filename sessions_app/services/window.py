@@ -45,7 +45,8 @@ class CompactResult:
 
 
 def summariser_default() -> Summariser:
-    """The configured summariser (MEMORY_COMPACT_SUMMARISER); the heuristic one if that cannot load."""
+    """The configured summariser (MEMORY_COMPACT_SUMMARISER, checked at start by
+    sessions_app.checks); the heuristic one if that cannot load all the same."""
     if llm_configured() and settings.MEMORY_COMPACT_SUMMARISER == DEFAULT_SUMMARISER:
         return llm_summary
     try:
