@@ -13,9 +13,11 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 django_application = get_wsgi_application()
 
+from memoryproject.env import env_int  # noqa: E402
 from memoryproject.mcp.http import MCP_PATH, mcp_http_app  # noqa: E402
 
-_django = WSGIMiddleware(django_application, workers=int(os.environ.get("WEB_THREADS", "4")))
+# `serve` checked it and passed it on; a server started otherwise gets the same check.
+_django = WSGIMiddleware(django_application, workers=env_int("WEB_THREADS", 4, minimum=1, maximum=1024))
 _mcp = mcp_http_app()
 
 

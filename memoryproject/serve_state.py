@@ -3,7 +3,8 @@
 `serve` records itself in MEMORY_DATA_DIR/serve.json (pid, URL) while it runs. A second `serve` on the
 same data folder, or on a port something already listens on, says where the running one is and exits.
 Standard library only: `bin/serve` runs this with the system Python before the virtualenv is ready
-(`python3 -m memoryproject.serve_state [serve arguments]`; exit status 3 when one is running).
+(`python3 -m memoryproject.serve_state [serve arguments]`; exit status 3 when one is running, 2 for
+a port that is not one).
 """
 
 import argparse
@@ -16,6 +17,9 @@ from pathlib import Path
 BASE_DIR = Path(__file__).resolve().parent.parent
 RECORD_NAME = "serve.json"
 ALREADY_RUNNING = 3
+BAD_ARGUMENT = 2
+DEFAULT_PORT = 8000
+PORT_MIN, PORT_MAX = 1, 65535
 
 
 def data_dir_from_env() -> Path:
@@ -115,12 +119,32 @@ def remove_record(data_dir: Path) -> None:
         pass
 
 
+def port_parse(value: str, source: str) -> int:
+    """A port number from --port or PORT; ValueError naming `source` when it is not one. The same rule
+    as `serve`'s (the standard library only, for `bin/serve`)."""
+    try:
+        port = int(value.strip())
+    except ValueError:
+        raise ValueError(f"{source} must be an integer, got {value!r}") from None
+    if not PORT_MIN <= port <= PORT_MAX:
+        raise ValueError(f"{source} must be between {PORT_MIN} and {PORT_MAX}, got {port}")
+    return port
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--port")
     options, _ = parser.parse_known_args(argv)
-    message = already_running_message(data_dir_from_env(), options.host, options.port)
+    try:
+        if options.port is not None:
+            port = port_parse(options.port, "--port")
+        else:
+            port = port_parse(os.environ.get("PORT", "").strip() or str(DEFAULT_PORT), "PORT")
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return BAD_ARGUMENT
+    message = already_running_message(data_dir_from_env(), options.host, port)
     if message:
         print(message, file=sys.stderr)
         return ALREADY_RUNNING

@@ -132,3 +132,76 @@ def test_a_bad_setting_stops_the_embedded_database_the_command_started(data_dir)
         assert not embedded_database_running(data_dir)
     finally:
         embedded_database_stop(data_dir)
+
+
+def _manage(tmp_path, *args, env=None, timeout=60):
+    env = {**os.environ, "MEMORY_DATA_DIR": str(tmp_path / "data"), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("PORT", "abc", "PORT must be an integer, got 'abc'"),
+        ("PORT", "70000", "PORT must be at most 65535, got 70000"),
+        ("WEB_WORKERS", "x", "WEB_WORKERS must be an integer, got 'x'"),
+        ("WEB_THREADS", "x", "WEB_THREADS must be an integer, got 'x'"),
+        ("WEB_THREADS", "0", "WEB_THREADS must be at least 1, got 0"),
+    ],
+)
+def test_serve_names_a_bad_port_workers_or_threads_variable(tmp_path, variable, value, message):
+    """They were read with a bare int(): `serve`, and even `help serve`, ended in a ValueError traceback."""
+    assert _manage(tmp_path, "help", "serve", env={variable: value}).returncode == 0
+    result = _manage(tmp_path, "serve", "--no-cluster", env={variable: value})
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"CommandError: {message}"
+    assert not (tmp_path / "data" / "serve.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--port", "99999", "--port must be between 1 and 65535, got 99999"),
+        ("--port", "-1", "--port must be between 1 and 65535, got -1"),
+        ("--workers", "0", "--workers must be between 1 and 128, got 0"),
+        ("--threads", "0", "--threads must be between 1 and 1024, got 0"),
+    ],
+)
+def test_serve_refuses_a_bad_port_workers_or_threads_before_starting_anything(
+    tmp_path, option, value, message
+):
+    """--port 99999 printed "running" then a gunicorn traceback, --workers 0 a server that never answered,
+    --threads 0 "Worker failed to boot"."""
+    args = [option, value] if option == "--port" else [option, value, "--port", str(_free_port())]
+    result = _manage(tmp_path, "serve", "--no-cluster", *args)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"CommandError: {message}"
+    assert "running" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ([], {"PORT": "abc"}, "PORT must be an integer, got 'abc'"),
+        (["--port", "99999"], {}, "--port must be between 1 and 65535, got 99999"),
+    ],
+)
+def test_bin_serve_check_names_a_bad_port(tmp_path, args, env, message):
+    """`bin/serve` asks serve_state (standard library only) first: a bad port was a traceback there."""
+    result = subprocess.run(
+        [sys.executable, "-m", "memoryproject.serve_state", *args],
+        cwd=ROOT,
+        env={**os.environ, "MEMORY_DATA_DIR": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == message

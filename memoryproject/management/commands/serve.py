@@ -12,10 +12,12 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject import embedded_db, serve_state
+from memoryproject.env import env_int
 from search.semantic import semantic_status
 from vault.services import project_ensure_default
 
@@ -25,6 +27,27 @@ STOP_GRACE_SECONDS = 5
 # A job cluster that exits by itself (e.g. while the database was down) is started again, at most
 # this often.
 RESTART_INTERVAL_SECONDS = 5
+
+
+# serve's numeric options: (option, environment variable giving its default, default, minimum, maximum).
+NUMBERS = [
+    ("port", "PORT", serve_state.DEFAULT_PORT, serve_state.PORT_MIN, serve_state.PORT_MAX),
+    ("workers", "WEB_WORKERS", 2, 1, 128),
+    ("threads", "WEB_THREADS", 4, 1, 1024),
+]
+
+
+def _number(value: int | None, option: str, variable: str, default: int, minimum: int, maximum: int) -> int:
+    """The option's value, else its variable's, else the default; a CommandError naming whichever is out
+    of range (a port of 99999 reached gunicorn, 0 workers started a server that never answered)."""
+    if value is None:
+        try:
+            return env_int(variable, default, minimum=minimum, maximum=maximum)
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
+    if not minimum <= value <= maximum:
+        raise CommandError(f"--{option} must be between {minimum} and {maximum}, got {value}")
+    return value
 
 
 def _die_with_parent() -> None:
@@ -42,12 +65,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--workers", type=int, default=int(os.environ.get("WEB_WORKERS", "2")))
-        parser.add_argument("--threads", type=int, default=int(os.environ.get("WEB_THREADS", "4")))
+        for option, variable, default, minimum, maximum in NUMBERS:
+            parser.add_argument(
+                f"--{option}",
+                type=int,
+                help=f"{minimum}-{maximum} (default: {variable} from the environment, else {default})",
+            )
         parser.add_argument("--no-cluster", action="store_true", help="do not start the django-q2 cluster")
 
     def handle(self, *args, **options):
+        # Checked here, before anything starts, not in add_arguments: `help serve` must work whatever
+        # the environment holds.
+        for option, variable, default, minimum, maximum in NUMBERS:
+            options[option] = _number(options[option], option, variable, default, minimum, maximum)
         data_dir: Path = settings.MEMORY_DATA_DIR
         message = serve_state.already_running_message(data_dir, options["host"], options["port"])
         if message:
