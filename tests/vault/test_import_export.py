@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -348,6 +349,23 @@ def test_export_then_import_into_an_empty_project_gives_the_same_memory(
     assert entries(target) == entries(project) and not any(
         k.startswith("entries created") for k in again.counts
     )
+
+
+@pytest.mark.parametrize("where", ["a-file", "under-a-file", "proc"])
+def test_export_to_a_path_that_cannot_be_a_folder_is_a_command_error_naming_it(tmp_path, agent_a, where):
+    """An existing file, a path under a file or under /proc gave FileExistsError, NotADirectoryError or
+    FileNotFoundError tracebacks; nothing is written."""
+    services.entry_create(agent=agent_a, category="decisions", content="Use SSE")
+    (tmp_path / "afile").write_text("kept")
+    path = {
+        "a-file": tmp_path / "afile",
+        "under-a-file": tmp_path / "afile" / "out",
+        "proc": Path("/proc/memory-export"),
+    }[where]
+    with pytest.raises(CommandError, match=re.escape(str(path))):
+        call_command("export_memory_dir", str(path), "--project", agent_a.project.slug, stdout=io.StringIO())
+    assert (tmp_path / "afile").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
 def test_the_export_endpoint_returns_a_zip_of_the_same_layout(api, agent_a, token_a, entry_a):

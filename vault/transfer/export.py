@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memoryproject.errors import InvalidInput
 from vault import selectors, services
 from vault.models import Agent, Category, Project, VaultEntry
 
@@ -167,24 +168,32 @@ def export_memory_dir(
     *, path: Path, project: Project, agents: Iterable[Agent] | None = None, progress=None
 ) -> ExportSummary:
     """Write the export under `path` (created if missing). Existing files at the same paths are replaced;
-    nothing else in the folder is touched."""
+    nothing else in the folder is touched. InvalidInput naming the path when it cannot be written: the
+    whole export is read, and the folder created, before the first file is written."""
     agents = list(agents if agents is not None else project.agents.order_by("slug"))
     summary = ExportSummary(
         path=path,
         agents=[agent.slug for agent in agents],
         entries=VaultEntry.objects.filter(agent__in=agents).count(),
     )
-    path.mkdir(parents=True, exist_ok=True)
-    root = path.resolve()
-    for relative, text in export_files(project=project, agents=agents):
-        target = (path / relative).resolve()
-        if not target.is_relative_to(root):  # paths are checked on write; never trust them on export
-            raise ValueError(f"refusing to write outside the export folder: {relative}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8", newline="")  # "\n" stays "\n" on every platform
-        summary.files += 1
-        if progress:
-            progress(f"wrote {relative}")
+    files = list(export_files(project=project, agents=agents))
+    if path.exists() and not path.is_dir():
+        raise InvalidInput(f"Cannot export to {path}: it exists and is not a folder.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        root = path.resolve()
+        for relative, text in files:
+            target = (path / relative).resolve()
+            if not target.is_relative_to(root):  # paths are checked on write; never trust them on export
+                raise ValueError(f"refusing to write outside the export folder: {relative}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8", newline="")  # "\n" stays "\n" on every platform
+            summary.files += 1
+            if progress:
+                progress(f"wrote {relative}")
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        raise InvalidInput(f"Cannot export to {path}: {exc.strerror or exc}{where}.") from exc
     return summary
 
 

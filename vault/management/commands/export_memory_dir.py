@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memoryproject.errors import DomainError
 from vault.models import Project
 from vault.transfer import export
 
@@ -32,9 +33,12 @@ class Command(BaseCommand):
             missing = set(options["agent"]) - set(agents.values_list("slug", flat=True))
             if missing:
                 raise CommandError(f"No such agent in {project.slug}: {', '.join(sorted(missing))}")
-        summary = export.export_memory_dir(
-            path=Path(options["path"]), project=project, agents=agents, progress=self.stdout.write
-        )
+        try:
+            summary = export.export_memory_dir(
+                path=Path(options["path"]), project=project, agents=agents, progress=self.stdout.write
+            )
+        except DomainError as exc:
+            raise CommandError(exc.detail) from None
         self.stdout.write(
             f"Exported {len(summary.agents)} agent(s), {summary.entries} entries in {summary.files} files to "
             f"{summary.path}."
