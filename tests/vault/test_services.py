@@ -140,6 +140,15 @@ def test_admin_tokens_cannot_be_bound_to_an_agent(agent_a):
         services.token_create(project=agent_a.project, agent=agent_a, scope="admin")
 
 
+def test_a_token_name_longer_than_its_column_is_refused_before_anything_is_written(project):
+    """It reached the database, whose DataError ("value too long for type character varying(200)") every
+    caller showed as a traceback or a 500."""
+    with pytest.raises(InvalidInput, match="at most 200 characters"):
+        services.token_create(project=project, name="n" * 201)
+    assert not project.tokens.exists()
+    assert services.token_create(project=project, name="n" * 200)[0].name == "n" * 200
+
+
 def test_a_deleted_entry_is_restored_under_its_own_id_from_its_last_or_a_chosen_version(agent_a):
     entry = services.entry_create(agent=agent_a, category="decisions", content="v1 #db", importance=0.7)
     services.entry_update(entry_id=entry.pk, changes=services.EntryChanges(content="v2"), changed_by="x")

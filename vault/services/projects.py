@@ -117,6 +117,12 @@ def token_create(
         raise InvalidInput("The agent belongs to another project.")
     if agent is not None and scope == TokenScope.ADMIN:
         raise InvalidInput("Admin tokens are project-wide: create them without an agent.")
+    name_max = ApiToken._meta.get_field("name").max_length
+    if len(name) > name_max:
+        raise InvalidInput(
+            f"A token's name is at most {name_max} characters; this one has {len(name)}.",
+            errors=[{"loc": ["name"], "msg": f"at most {name_max} characters"}],
+        )
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         project=project,

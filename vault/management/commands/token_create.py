@@ -1,4 +1,5 @@
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from memoryproject.errors import DomainError
 from vault import services
@@ -21,22 +22,26 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            project = Project.objects.filter(slug=options["project"]).first()
-            if project is None:
-                if not options["create_project"]:
-                    raise CommandError(
-                        f"Project {options['project']!r} does not exist (add --create-project to create it)."
-                    )
-                project = services.project_create(slug=options["project"])
-            agent = (
-                services.agent_ensure(project=project, slug=options["agent"]) if options["agent"] else None
-            )
-            token, secret = services.token_create(
-                project=project, agent=agent, scope=options["scope"], name=options["name"]
-            )
+            with transaction.atomic():  # a refused token leaves no project or agent made for it
+                project, agent, token, secret = self._create(options)
         except DomainError as exc:
             raise CommandError(exc.detail) from None
         bound = f", agent {agent.slug}" if agent else ", all agents"
         self.stderr.write(f"Token {token.prefix}… for project {project.slug}{bound}, scope {token.scope}.")
         self.stderr.write("Copy it now: it cannot be shown again.")
         self.stdout.write(secret)
+
+    @staticmethod
+    def _create(options):
+        project = Project.objects.filter(slug=options["project"]).first()
+        if project is None:
+            if not options["create_project"]:
+                raise CommandError(
+                    f"Project {options['project']!r} does not exist (add --create-project to create it)."
+                )
+            project = services.project_create(slug=options["project"])
+        agent = services.agent_ensure(project=project, slug=options["agent"]) if options["agent"] else None
+        token, secret = services.token_create(
+            project=project, agent=agent, scope=options["scope"], name=options["name"]
+        )
+        return project, agent, token, secret
