@@ -65,6 +65,21 @@ def test_it_fails_loudly_naming_the_variable(monkeypatch, reader, value, message
         reader()
 
 
+def _setup_error(variables: dict[str, str]) -> str:
+    """The last line Django's start-up prints with these variables set; it must fail."""
+    env = {**os.environ, **variables, "DJANGO_SETTINGS_MODULE": "memoryproject.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    return result.stderr.strip().splitlines()[-1]
+
+
 @pytest.mark.parametrize(
     ("variable", "value"),
     [
@@ -84,18 +99,8 @@ def test_it_fails_loudly_naming_the_variable(monkeypatch, reader, value, message
     ],
 )
 def test_the_server_refuses_to_start_with_a_bad_value(variable, value):
-    env = {**os.environ, variable: value, "DJANGO_SETTINGS_MODULE": "memoryproject.settings"}
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode != 0
     # The error is the variable's own, not another's that mentions it.
-    last_line = result.stderr.strip().splitlines()[-1]
+    last_line = _setup_error({variable: value})
     assert last_line.startswith(f"django.core.exceptions.ImproperlyConfigured: {variable} ")
 
 
@@ -118,17 +123,6 @@ def test_a_data_folder_that_cannot_be_used_stops_start_up_naming_it(tmp_path, wh
         "key-is-a-folder": tmp_path / "data",
     }[where]
     (tmp_path / "data" / "secret_key").mkdir(parents=True)
-    env = {**os.environ, "MEMORY_DATA_DIR": str(data_dir), "SECRET_KEY": secret_key}
-    env["DJANGO_SETTINGS_MODULE"] = "memoryproject.settings"
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode != 0
-    last_line = result.stderr.strip().splitlines()[-1]
+    last_line = _setup_error({"MEMORY_DATA_DIR": str(data_dir), "SECRET_KEY": secret_key})
     assert last_line.startswith("django.core.exceptions.ImproperlyConfigured: MEMORY_DATA_DIR ")
     assert str(data_dir) in last_line
