@@ -109,17 +109,23 @@ def _card(request, entry, *, status=200, note="", focus=CARD_EDIT_BUTTON):
     )
 
 
-def _deleted_detail(request, entry_id):
-    """A deleted entry's page: its history, each version restorable."""
-    entry = selectors.entry_deleted_get_for_user(request.user, entry_id)
+def _history(entry, *, live: bool):
+    """The entry's versions, each with its diff against what replaced it (the live entry's text for
+    the newest, when the entry is not deleted)."""
     versions = list(selectors.entry_history(entry))
-    history = version_diffs(
-        None,
+    return version_diffs(
+        entry if live else None,
         versions,
         total=len(versions),
         describe=lambda v: f" ({v.get_action_display().lower()})",
         fields=("category", "importance", "tags", "status"),
     )
+
+
+def _deleted_detail(request, entry_id):
+    """A deleted entry's page: its history, each version restorable."""
+    entry = selectors.entry_deleted_get_for_user(request.user, entry_id)
+    history = _history(entry, live=False)
     context = {"entry": entry, "project": entry.project, "agent": entry.agent, "history": history}
     return render(request, "vault/entry_deleted.html", context)
 
@@ -130,14 +136,7 @@ def entry_detail(request, entry_id):
         entry = selectors.entry_get_for_user(request.user, entry_id)
     except NotFound:
         return _deleted_detail(request, entry_id)
-    versions = list(selectors.entry_history(entry))
-    history = version_diffs(
-        entry,
-        versions,
-        total=len(versions),
-        describe=lambda v: f" ({v.get_action_display().lower()})",
-        fields=("category", "importance", "tags", "status"),
-    )
+    history = _history(entry, live=True)
     return render(
         request,
         "vault/entry_detail.html",
