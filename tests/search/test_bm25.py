@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from search.models import ScopeLength
 from search.selectors import SearchFilters, SearchScope, search_run
 from sessions_app.models import Message, Session
 
@@ -275,3 +276,110 @@ def test_a_small_scopes_mean_length_is_read_again_when_its_count_changes(agent_a
     total, avglen = _mean_length(agent_a)
     assert total == 200 and avglen == pytest.approx(_true_mean_length(agent_a)) and avglen > first[1]
     assert len(reads) == 2
+
+
+def _stored_means():
+    return {(s.table_name, s.agent_id): (s.rows, s.avglen) for s in ScopeLength.objects.all()}
+
+
+@pytest.fixture
+def large_scope(agent_a, monkeypatch):
+    """agent_a with 300 messages, a scope of CACHE_MIN_ROWS rows or more (made 100 here), and the
+    number of times the sample behind the mean length is read."""
+    from search import bm25
+
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    monkeypatch.setattr(bm25, "CACHE_MIN_ROWS", 100)
+    reads = []
+    read = bm25._mean_length
+    monkeypatch.setattr(bm25, "_mean_length", lambda *args: reads.append(args) or read(*args))
+    now = timezone.now()
+    bulk_messages(agent_a, [SHORT] * 150, start=now - timedelta(days=1))
+    bulk_messages(agent_a, [LONG.format(i) for i in range(150)], start=now)
+    return reads
+
+
+def test_a_large_scopes_mean_length_is_kept_for_other_processes(agent_a, large_scope, monkeypatch):
+    """The mean length of a large scope is stored with the count it was measured at: a process that
+    has not searched the scope yet (the process cache emptied here) reads it with the count instead
+    of reading the sample again."""
+    from search import bm25
+
+    total, avglen = _mean_length(agent_a)
+    assert total == 300 and len(large_scope) == 1
+    assert _stored_means() == {("sessions_app_message", agent_a.pk): (300, pytest.approx(avglen))}
+    monkeypatch.setattr(bm25, "_scope_cache", {})  # another process
+    assert _mean_length(agent_a) == (300, pytest.approx(avglen))
+    assert len(large_scope) == 1
+    # rows added, but within LENGTH_DRIFT (a tenth) of the count the mean was measured at: kept
+    bulk_messages(agent_a, [LONG.format(i) for i in range(30)], start=timezone.now())
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    assert _mean_length(agent_a) == (330, pytest.approx(avglen))
+    assert len(large_scope) == 1
+
+
+def test_a_stored_mean_length_is_measured_again_when_the_scope_has_moved(agent_a, large_scope, monkeypatch):
+    """Past a tenth more (or fewer) rows, or a day after it was measured, the mean is read again
+    and stored over the old one."""
+    from search import bm25
+
+    _, first = _mean_length(agent_a)
+    bulk_messages(agent_a, [LONG.format(i) + " and more words" for i in range(31)], start=timezone.now())
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    total, avglen = _mean_length(agent_a)
+    assert total == 331 and len(large_scope) == 2 and avglen > first
+    assert avglen == pytest.approx(_true_mean_length(agent_a))
+    assert _stored_means() == {("sessions_app_message", agent_a.pk): (331, pytest.approx(avglen))}
+    # a day old: read again though the count has not moved
+    ScopeLength.objects.update(measured_at=timezone.now() - timedelta(seconds=bm25.LENGTH_STALE_SECONDS + 60))
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    assert _mean_length(agent_a) == (331, pytest.approx(avglen))
+    assert len(large_scope) == 3
+    assert ScopeLength.objects.get().measured_at > timezone.now() - timedelta(minutes=1)
+
+
+def test_only_an_agents_or_a_projects_mean_length_is_stored(agent_a, agent_b, large_scope, monkeypatch):
+    """A project's scope is stored under the project; a search over several agents (their rows
+    together) is not stored at all: no row could stand for it."""
+    from search import bm25
+    from search.ranking import _fetch
+
+    bulk_messages(agent_b, [SHORT] * 120, start=timezone.now())
+    both = {"project": agent_a.project_id, "agents": [agent_a.pk, agent_b.pk]}
+    assert bm25._scope_size("sessions_app_message", ["agent_id = ANY(%(agents)s)"], both, _fetch)[0] == 420
+    assert not ScopeLength.objects.exists()
+    project = {"project": agent_a.project_id, "agents": None}
+    total, avglen = bm25._scope_size("sessions_app_message", ["project_id = %(project)s"], project, _fetch)
+    assert total == 420
+    stored = ScopeLength.objects.get()
+    assert (stored.agent_id, stored.project_id, stored.rows) == (None, agent_a.project_id, 420)
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    reads = len(large_scope)
+    assert bm25._scope_size("sessions_app_message", ["project_id = %(project)s"], project, _fetch) == (
+        420,
+        pytest.approx(avglen),
+    )
+    assert len(large_scope) == reads
+
+
+def test_a_mean_length_that_cannot_be_stored_leaves_the_callers_transaction_usable(agent_a, caplog):
+    """Storing runs in a savepoint: a statement that fails (a table name longer than its column
+    here) is logged, and the search's transaction goes on."""
+    from django.db import transaction
+
+    from search import bm25
+    from search.ranking import _fetch
+    from vault.models import Agent
+
+    with transaction.atomic():
+        bm25._length_store("x" * 65, agent_a.project_id, agent_a.pk, 500, 12.5, _fetch)
+        assert Agent.objects.filter(pk=agent_a.pk).exists()  # the transaction still answers
+    assert "Could not keep the mean length" in caplog.text
+    assert not ScopeLength.objects.exists()
+
+
+def test_deleting_an_agent_deletes_its_stored_mean_length(agent_a, large_scope):
+    _mean_length(agent_a)
+    assert ScopeLength.objects.filter(agent=agent_a).exists()
+    agent_a.delete()
+    assert not ScopeLength.objects.exists()
