@@ -319,7 +319,7 @@ class VersionAction(models.TextChoices):
 
 
 class EntryVersion(models.Model):
-    """The state of an entry before an edit or a delete.
+    """The state of an entry before an edit or a delete, or as a restore brought it back.
 
     The link to the entry has no database constraint so that versions outlive a deleted entry:
     deleting memory must leave a trail of what was there.
@@ -337,6 +337,10 @@ class EntryVersion(models.Model):
     importance = models.FloatField()
     changed_by = models.CharField(max_length=200, blank=True)
     changed_at = models.DateTimeField(auto_now_add=True)
+    # On a 'delete' version: what else restoring the entry brings back (when and by whom it was first
+    # written, its provenance, its use, the entry it superseded). Empty on other versions, and on
+    # deletions made before 2026-11-26.
+    restore_state = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-changed_at", "-id"]

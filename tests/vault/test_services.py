@@ -1,7 +1,9 @@
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from vault import services
@@ -160,18 +162,79 @@ def test_a_deleted_entry_is_restored_under_its_own_id_from_its_last_or_a_chosen_
         0.7,
         agent_a.pk,
     )
-    assert restored.created_by == "dave" and restored.source == "ui"
+    assert (restored.created_by, restored.source, restored.created_at) == ("", "api", entry.created_at)
     with pytest.raises(Conflict):  # it is live again
         services.entry_restore_deleted(entry_id=entry.pk, changed_by="dave")
     services.entry_delete(entry_id=entry.pk, deleted_by="carol")
     first = EntryVersion.objects.filter(entry_id=entry.pk).earliest("pk")
     again = services.entry_restore(entry_id=entry.pk, version_id=first.pk, changed_by="erin")
     assert (again.pk, again.content, again.tags) == (entry.pk, "v1 #db", ["db"])
-    assert [v.action for v in EntryVersion.objects.filter(entry_id=entry.pk).order_by("id")] == [
-        "edit",
-        "delete",
-        "delete",
+    history = EntryVersion.objects.filter(entry_id=entry.pk).order_by("id")
+    assert [(v.action, v.changed_by) for v in history] == [
+        ("edit", "x"),
+        ("delete", "carol"),
+        ("restore", "dave"),
+        ("delete", "carol"),
+        ("restore", "erin"),
     ]
+
+
+def test_a_restored_entry_comes_back_as_it_was_not_as_a_new_one(agent_a):
+    """It was written again as of now, by the curator, through the UI, with no provenance or use:
+    recency ranked it as a new entry, and where it came from was lost."""
+    old = services.entry_create(agent=agent_a, category="decisions", content="Use Redis for the cache")
+    written = timezone.now() - timedelta(days=40)
+    entry = services.entry_create(
+        agent=agent_a,
+        category="decisions",
+        content="Use Memcached for the cache",
+        source="extraction",
+        created_by="sleep",
+        created_at=written,
+        legacy_id="decisions.md#3",
+        source_session_id=4242,
+        source_message_ids=[7, 8],
+        confidence=0.8,
+        supersedes_id=old.pk,
+    )
+    used = timezone.now() - timedelta(days=2)
+    VaultEntry.objects.filter(pk=entry.pk).update(access_count=5, last_accessed_at=used)
+    services.entry_delete(entry_id=entry.pk, deleted_by="carol")
+    restored = services.entry_restore_deleted(entry_id=entry.pk, changed_by="dave")
+    restored.refresh_from_db()
+    assert (restored.created_at, restored.created_by, restored.source) == (written, "sleep", "extraction")
+    assert (restored.source_session_id, restored.source_message_ids) == (4242, [7, 8])
+    assert (restored.confidence, restored.access_count, restored.last_accessed_at) == (0.8, 5, used)
+    assert (restored.legacy_id, restored.supersedes_id) == ("decisions.md#3", old.pk)
+    assert restored.updated_at > written
+
+
+def test_a_restore_drops_the_links_that_no_longer_hold(agent_a):
+    """Its legacy id taken by an entry imported since, or the entry it superseded now superseded by
+    another (or live again): the entry comes back without them, rather than not at all."""
+    old = services.entry_create(agent=agent_a, category="decisions", content="Deploy on Fridays")
+    entry = services.entry_create(
+        agent=agent_a,
+        category="decisions",
+        content="Never deploy on Fridays",
+        legacy_id="decisions.md#1",
+        supersedes_id=old.pk,
+    )
+    services.entry_delete(entry_id=entry.pk, deleted_by="carol")
+    services.entry_create(agent=agent_a, category="decisions", content="Deploy any day", supersedes_id=old.pk)
+    services.entry_create(agent=agent_a, category="decisions", content="imported", legacy_id="decisions.md#1")
+    restored = services.entry_restore_deleted(entry_id=entry.pk, changed_by="dave")
+    assert (restored.legacy_id, restored.supersedes_id) == ("", None)
+
+
+def test_an_entry_deleted_before_deletions_kept_its_state_is_restored_as_written_now(agent_a):
+    entry = services.entry_create(agent=agent_a, category="lessons", content="Pin the Python version")
+    services.entry_delete(entry_id=entry.pk, deleted_by="carol")
+    EntryVersion.objects.filter(entry_id=entry.pk).update(restore_state={})
+    before = timezone.now()
+    restored = services.entry_restore_deleted(entry_id=entry.pk, changed_by="dave")
+    assert (restored.created_by, restored.source) == ("dave", "ui")
+    assert restored.created_at >= before
 
 
 def test_restoring_a_deleted_entry_needs_its_deletion_in_the_history(agent_a, entry_b):

@@ -379,7 +379,9 @@ def _new_entry_relations_known(entry: VaultEntry, review_items: list[ReviewItem]
     entry._state.fields_cache["superseded_by"] = None
 
 
-def _version_save(entry: VaultEntry, *, action: str, changed_by: str) -> EntryVersion:
+def _version_save(
+    entry: VaultEntry, *, action: str, changed_by: str, restore_state: dict | None = None
+) -> EntryVersion:
     return EntryVersion.objects.create(
         entry_id=entry.pk,
         agent_id=entry.agent_id,
@@ -390,6 +392,7 @@ def _version_save(entry: VaultEntry, *, action: str, changed_by: str) -> EntryVe
         status=entry.status,
         importance=entry.importance,
         changed_by=changed_by[:200],
+        restore_state=restore_state or {},
     )
 
 
@@ -618,23 +621,79 @@ def entry_restore(*, entry_id: int, version_id: int, changed_by: str) -> VaultEn
     )
 
 
+def _restore_state(entry: VaultEntry) -> dict:
+    """What a deleted entry's restore brings back besides what every version keeps (content, tags,
+    category, importance, status): JSON, times in ISO 8601."""
+    return {
+        "created_at": entry.created_at.isoformat(),
+        "created_by": entry.created_by,
+        "source": entry.source,
+        "legacy_id": entry.legacy_id,
+        "source_session_id": entry.source_session_id,
+        "source_message_ids": list(entry.source_message_ids),
+        "confidence": entry.confidence,
+        "access_count": entry.access_count,
+        "last_accessed_at": entry.last_accessed_at.isoformat() if entry.last_accessed_at else None,
+        "supersedes_id": entry.supersedes_id,
+    }
+
+
 def entry_delete(*, entry_id: int, deleted_by: str) -> EntryVersion:
-    """Delete an entry; its last state is kept as a 'delete' version."""
+    """Delete an entry; its last state is kept as a 'delete' version, with what a restore needs to
+    bring it back as it was (`_restore_state`)."""
     with transaction.atomic():
         entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
-        version = _version_save(entry, action=VersionAction.DELETE, changed_by=deleted_by)
+        version = _version_save(
+            entry, action=VersionAction.DELETE, changed_by=deleted_by, restore_state=_restore_state(entry)
+        )
         entry.delete()
     return version
+
+
+def _restored_fields(entry_id: int, agent_id: int, state: dict) -> dict:
+    """The fields of a restored entry taken from its deletion's restore_state, those that still hold:
+    a legacy id another entry of the agent has taken since is dropped, and so is the link to a
+    superseded entry that is gone, live again or has another successor now."""
+    if not state:
+        return {}
+    fields = {
+        "created_at": datetime.fromisoformat(state["created_at"]),
+        "created_by": state.get("created_by", ""),
+        "source": state.get("source", EntrySource.UI),
+        "source_session_id": state.get("source_session_id"),
+        "source_message_ids": list(state.get("source_message_ids") or []),
+        "confidence": state.get("confidence"),
+        "access_count": int(state.get("access_count") or 0),
+        "last_accessed_at": (
+            datetime.fromisoformat(state["last_accessed_at"]) if state.get("last_accessed_at") else None
+        ),
+    }
+    legacy_id = state.get("legacy_id") or ""
+    if legacy_id and not VaultEntry.objects.filter(agent_id=agent_id, legacy_id=legacy_id).exists():
+        fields["legacy_id"] = legacy_id
+    supersedes_id = state.get("supersedes_id")
+    if (
+        supersedes_id
+        and VaultEntry.objects.filter(
+            pk=supersedes_id, agent_id=agent_id, status=EntryStatus.SUPERSEDED
+        ).exists()
+        and not VaultEntry.objects.filter(supersedes_id=supersedes_id).exclude(pk=entry_id).exists()
+    ):
+        fields["supersedes_id"] = supersedes_id
+    return fields
 
 
 def entry_restore_deleted(*, entry_id: int, version_id: int | None = None, changed_by: str) -> VaultEntry:
     """Bring a deleted entry back under its own id, with the content, tags, category and importance
     of one of its versions (by default the last state, kept when it was deleted) and the status it
-    had when deleted. Its history stays as it was, the 'delete' version included.
+    had when deleted.
 
-    What versions do not keep is not brought back: the entry counts as written now by `changed_by`
-    through the curator UI, with no provenance, access count or supersede links. Conflict when the
-    entry is live (again); NotFound when it was never deleted (or its history was purged)."""
+    The rest comes back as it was when deleted (`_restore_state`): when and by whom it was written and
+    through what, its provenance, access count and the entry it superseded (where that link still
+    holds), so a restored entry ranks as it did instead of as a new one. The restore is recorded as a
+    'restore' version by `changed_by`. An entry deleted before deletions kept that state counts as
+    written now by `changed_by` through the curator UI. Conflict when the entry is live (again);
+    NotFound when it was never deleted (or its history was purged)."""
     with transaction.atomic():
         # Locks the entry's history, so two restores of the same entry wait for each other.
         versions = list(
@@ -650,7 +709,13 @@ def entry_restore_deleted(*, entry_id: int, version_id: int | None = None, chang
             raise InvalidInput(f"Version {version_id} does not belong to entry {entry_id}.")
         words = trust.word_set(version.content)
         now = timezone.now()
-        return VaultEntry.objects.create(
+        fields = {
+            "source": EntrySource.UI,
+            "created_by": changed_by[:200],
+            "created_at": now,
+            **_restored_fields(entry_id, version.agent_id, deletion.restore_state),
+        }
+        entry = VaultEntry.objects.create(
             pk=entry_id,
             project_id=Agent.objects.values_list("project_id", flat=True).get(pk=version.agent_id),
             agent_id=version.agent_id,
@@ -661,11 +726,11 @@ def entry_restore_deleted(*, entry_id: int, version_id: int | None = None, chang
             tags=list(version.tags),
             importance=version.importance,
             status=deletion.status,
-            source=EntrySource.UI,
-            created_by=changed_by[:200],
-            created_at=now,
             updated_at=now,
+            **fields,
         )
+        _version_save(entry, action=VersionAction.RESTORE, changed_by=changed_by)
+        return entry
 
 
 # --- Curator pages ------------------------------------------------------------------------------
