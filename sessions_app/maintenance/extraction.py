@@ -15,7 +15,7 @@ from sessions_app.maintenance.trimming import session_digest
 from sessions_app.models import Message, Role, Session
 from sessions_app.scan import DURABLE_CATEGORIES, scan_message
 from vault import services
-from vault.maintenance.consolidation import file_content, file_replace_if_unchanged
+from vault.maintenance.consolidation import file_content, file_replace_if_unchanged, llm_text_storable
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, EntrySource, SessionMark
 from vault.text import text_clip
@@ -73,7 +73,7 @@ def _extraction_contract(reply: dict) -> dict:
             value = ""
         if not isinstance(value, str):
             raise LLMError(f"'{field}' must be a string, got {type(value).__name__}")
-        checked[field] = value.strip()
+        checked[field] = llm_text_storable(field, value.strip())
     return checked
 
 

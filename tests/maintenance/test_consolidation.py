@@ -75,6 +75,21 @@ def test_a_malformed_llm_consolidation_falls_back(agent_a, notes, fake_llm):
     assert "## Recurring facts" in memory(agent_a).content
 
 
+@pytest.mark.parametrize(
+    "content, why",
+    [("# MEMORY.md\n- a\u0000b\n", "NUL"), ("# MEMORY.md\n" + "x" * 70000, "bytes; the limit")],
+    ids=["nul", "too-large"],
+)
+def test_an_llm_memory_that_cannot_be_stored_falls_back(agent_a, notes, fake_llm, content, why):
+    """A reply whose memory_content a file cannot hold (NUL, over MEMORY_MAX_ENTRY_BYTES) failed the
+    whole run with the file's 422/413 instead of falling back like any other unusable answer."""
+    fake_llm.reply_json({"should_update": True, "reason": "x", "memory_content": content})
+    result = consolidation_run(agent=agent_a)
+    assert result["used"] == "heuristic" and "memory_content" in result["llm_error"]
+    assert why in result["llm_error"]
+    assert result["updated"] is True and "## Recurring facts" in memory(agent_a).content
+
+
 def test_api_consolidates_for_a_project_admin(api, admin_token, token_a, read_token_a, outsider_token, agent_a,
                                               agent_b, notes):  # fmt: skip
     assert api.post("/agents/agent-a/consolidate", token=token_a).status_code == 403

@@ -113,6 +113,18 @@ def test_a_malformed_llm_reply_falls_back_to_heuristics_and_logs(agent_a, fake_l
     assert VaultEntry.objects.filter(category="decisions").count() == 1
 
 
+def test_an_llm_update_that_cannot_be_stored_falls_back_to_heuristics(agent_a, fake_llm):
+    """A reply whose memory_update a file cannot hold (NUL) failed the task with the file's 422: the
+    conversation was never extracted, by the model or by the heuristics."""
+    fake_llm.reply_json({"should_update": True, "reason": "x", "daily_entry": "- fine",
+                         "memory_update": "# Memory\n- a\u0000b\n", "profile_update": ""})  # fmt: skip
+    result = run(agent_a, session_make(agent_a, CONVERSATION))
+    assert result["status"] == "done" and result["path"] == "heuristic"
+    assert "memory_update" in result["llm_error"] and "NUL" in result["llm_error"]
+    assert "- fine" not in daily(agent_a)
+    assert VaultEntry.objects.filter(category="decisions").count() == 1
+
+
 def test_cooldown_per_agent(agent_a):
     session = session_make(agent_a, CONVERSATION)
     assert run(agent_a, session)["status"] == "done"

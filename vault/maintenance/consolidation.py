@@ -9,11 +9,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from memoryproject.errors import Conflict
+from memoryproject.errors import Conflict, DomainError
 from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
 from vault import selectors, services
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, Project, WorkspaceFile
+from vault.text import text_check
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +122,16 @@ def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str
     return result + "\n"
 
 
+def llm_text_storable(field: str, text: str) -> str:
+    """`text` of the model's answer, checked as a file write would check it. A model can answer a NUL
+    or more than MEMORY_MAX_ENTRY_BYTES; that is an unusable answer (LLMError, so the caller falls back
+    to its heuristics), not a failure of the run found only when the file is written."""
+    try:
+        return text_check(text, field=field, allow_empty=True)
+    except DomainError as exc:
+        raise LLMError(f"'{field}' cannot be stored: {exc.detail}") from None
+
+
 def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
     if not isinstance(reply.get("should_update"), bool):
         raise LLMError(f"'should_update' must be true or false, got {reply.get('should_update')!r}")
@@ -129,7 +140,8 @@ def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
         raise LLMError("'memory_content' must be a string")
     if reply["should_update"] and not content.strip():
         raise LLMError("'should_update' is true but 'memory_content' is empty")
-    return reply["should_update"], str(reply.get("reason") or ""), content.strip() + "\n"
+    content = llm_text_storable("memory_content", content.strip() + "\n")
+    return reply["should_update"], str(reply.get("reason") or ""), content
 
 
 def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
