@@ -37,7 +37,7 @@ from vault import selectors as vault_selectors
 from vault.models import Agent, Category, EntryStatus, VaultEntry
 from vault.selectors import workspace_prompt_build
 from vault.services import entries_mark_accessed
-from vault.text import text_clip, token_estimate
+from vault.text import FENCE_RE, text_clip, token_estimate
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -207,6 +207,32 @@ def _recovery(agent: Agent) -> list[_Item]:
     ]
 
 
+def _fence_open(text: str) -> str:
+    """The marker of the code fence left open at the end of `text` (a cut inside a ``` block), or ""."""
+    fence = ""
+    for line in text.split("\n"):
+        marker = FENCE_RE.match(line)
+        if marker:
+            fence = "" if fence == marker.group(1) else (fence or marker.group(1))
+    return fence
+
+
+def _cut(text: str, keep: int) -> str | None:
+    """`text` cut to at most `keep` characters plus the TRUNCATED mark, or None when under 20 would be
+    left. A cut inside a code fence closes it, within the same length: left open, it would turn the
+    rest of the block (the instructions) into code."""
+    for room in (keep, keep - 4):
+        if room < 20:
+            return None
+        cut = text[:room].rstrip()
+        fence = _fence_open(cut)
+        if not fence:
+            return cut + TRUNCATED
+        if room < keep:
+            return f"{cut}{TRUNCATED}\n{fence}"
+    return None
+
+
 def _shorten(section: _Section, chars_to_cut: int) -> None:
     """Cut whole items from the end, then the last item's text, by at least chars_to_cut."""
     while section.items and chars_to_cut > 0:
@@ -217,12 +243,12 @@ def _shorten(section: _Section, chars_to_cut: int) -> None:
             section.dropped += 1
             section.truncated = True
             continue
-        keep = len(last.text) - chars_to_cut - len(TRUNCATED)
-        if keep < 20:
+        cut = _cut(last.text, len(last.text) - chars_to_cut - len(TRUNCATED))
+        if cut is None:
             section.items.pop()
             section.dropped += 1
         else:
-            last.text = last.text[:keep].rstrip() + TRUNCATED
+            last.text = cut
         section.truncated = True
         return
 

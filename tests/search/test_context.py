@@ -194,6 +194,26 @@ def test_workspace_prompt_build_orders_and_skips(agent_a):
     assert workspace_prompt_build(agent_a) == "--- Z.md ---\nzed\n\n--- A.md ---\nay\n\n--- B.md ---\nbee"
 
 
+@pytest.mark.parametrize("budget", [200, 300, 450, 600])
+def test_a_text_cut_inside_a_code_fence_closes_the_fence(agent_a, budget):
+    """The workspace and project texts were cut anywhere: cut inside a ``` block, they left it open, and
+    everything after it (the instructions) reached the model as code."""
+    from search.services import context_build
+
+    agent_a.files.update(enabled=False)
+    agent_a.project.context = "The ledger:\n~~~sql\n" + "SELECT 1;\n" * 300 + "~~~\nend"
+    agent_a.project.save()
+    services.file_write(agent=agent_a, path="AGENTS.md", content="Run it:\n```python\n" + "print(1)\n" * 300
+                        + "```\nafter", changed_by="t", enabled=True, sort_order=1)  # fmt: skip
+    body = context_build(agent=agent_a, command="ledger", budget_tokens=budget)
+    text = body["text"]
+    assert token_estimate(text) <= budget
+    for fence in ("```", "~~~"):
+        lines = [line for line in text.splitlines() if line.startswith(fence)]
+        assert len(lines) % 2 == 0, (fence, text)
+    assert "\n---\n## MEMORY: When asked" in text
+
+
 def test_a_failing_relevance_query_reports_both_ranked_sections(api, token_a, memory, monkeypatch):
     from search import services as search_services
 
