@@ -191,12 +191,25 @@ def retention_run_all(
 
 
 def run_report_lines(run: CompactionRun) -> list[str]:
-    """A run as text for a terminal: its non-zero counts, then one line per change with its reason."""
+    """A run as text for a terminal: its non-zero counts, one line per change with its reason, then its
+    notes (what failed and why: the counts alone say only how many)."""
     counts = ", ".join(f"{key}={value}" for key, value in run.counts.items() if value)
     prefix = "[dry run] " if run.dry_run else ""
     lines = [f"{prefix}{run.project.slug}: {counts or 'nothing to do'} ({run.duration_ms} ms)"]
     lines += [f"  {c['step']} {c['action']} {c['target']}: {c['reason']}" for c in run.changes]
+    lines += [f"  note: {note}" for note in run.notes]
     return lines
+
+
+def runs_failure(runs: list[CompactionRun]) -> str | None:
+    """What failed in these runs, in one line, or None when nothing did. A command ends with it as its
+    error, so that a run with failed steps exits non-zero (the steps around them are still done)."""
+    failed = [
+        f"{run.counts['errors']} error{'s' if run.counts['errors'] > 1 else ''} in project {run.project.slug}"
+        for run in runs
+        if run.counts.get("errors")
+    ]
+    return "; ".join(failed) + " (see the notes above)" if failed else None
 
 
 # --- Forgetting ---------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
@@ -339,6 +339,25 @@ def test_compact_command_supports_dry_run(agent_a, capsys):
     assert "messages_archived=6" in capsys.readouterr().out
     assert CompactionRun.objects.filter(project=agent_a.project, trigger="command").count() == 1
     assert Session.objects.count() == 1
+
+
+def test_the_compact_command_says_what_failed_and_exits_non_zero(agent_a, monkeypatch, capsys):
+    """A failed step printed "errors=1" without saying what failed, and the command exited 0."""
+
+    def compaction_step_broken(run, project, now):
+        raise RuntimeError("lock timeout")
+
+    monkeypatch.setattr(
+        maintenance, "COMPACTION_STEPS", (compaction_step_broken, *maintenance.COMPACTION_STEPS)
+    )
+    long_session(agent_a)
+    with pytest.raises(CommandError, match="1 error in project acme"):
+        call_command("compact")
+    out = capsys.readouterr().out
+    assert "step compaction_step_broken: failed and stopped (RuntimeError: lock timeout)" in out
+    assert "messages_archived=6" in out  # the other steps ran
+    with pytest.raises(CommandError, match="1 error in project acme"):
+        call_command("compact", "--dry-run")
 
 
 def test_entries_never_cited_for_long_are_proposed_for_archiving_not_archived(

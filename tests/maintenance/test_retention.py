@@ -2,7 +2,7 @@ from datetime import timedelta
 
 import pytest
 import time_machine
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db.models import F
 from django.utils import timezone
 
@@ -223,6 +223,30 @@ def test_a_failing_retention_step_is_noted_and_the_other_steps_and_projects_go_o
     ]
     assert run.duration_ms is not None
     assert VaultEntry.objects.get(pk=acme["expired_now"].pk).status == "active"
+    assert_purged_and_kept(globex)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_retention_command_says_what_failed_and_exits_non_zero(
+    agent_a, outsider_agent, monkeypatch, capsys
+):
+    """A failed purge printed "errors=1" without saying what failed, and the command exited 0, so a
+    cron wrapper or an operator's script saw a clean run."""
+    acme, globex = purge_due(agent_a, "acme"), purge_due(outsider_agent, "globex")
+    broken = acme["purged"].pk
+    erase = retention.entry_erase
+
+    def entry_erase(entry, **kwargs):
+        if entry.pk == broken:
+            raise RuntimeError("disk full")
+        erase(entry, **kwargs)
+
+    monkeypatch.setattr(retention, "entry_erase", entry_erase)
+    with pytest.raises(CommandError, match="1 error in project acme"):
+        call_command("retention")
+    out = capsys.readouterr().out
+    assert f"entry {broken}: failed and skipped (RuntimeError: disk full)" in out
+    assert "globex: " in out  # the projects after it were still done
     assert_purged_and_kept(globex)
 
 

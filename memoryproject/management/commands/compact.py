@@ -26,3 +26,6 @@ class Command(BaseCommand):
         for run in runs:
             for line in maintenance.run_report_lines(run):
                 self.stdout.write(line)
+        failure = maintenance.runs_failure(runs)
+        if failure:
+            raise CommandError(failure)
