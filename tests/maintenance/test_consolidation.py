@@ -5,7 +5,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from vault import services
-from vault.maintenance.consolidation import consolidation_run
+from vault.maintenance.consolidation import consolidation_run, consolidation_run_all
 from vault.models import WorkspaceFile, WorkspaceFileVersion
 
 pytestmark = pytest.mark.django_db
@@ -117,3 +117,29 @@ def test_the_consolidate_command_keeps_to_the_project_it_names(agent_a, outsider
         call_command("consolidate", "--project", "nope")
     call_command("consolidate")
     assert "acme deploys" in memory(agent_a).content
+
+
+def test_one_agent_that_cannot_be_consolidated_does_not_stop_the_others(agent_a, agent_b, capsys):
+    """A MEMORY.md the merge takes over MEMORY_MAX_ENTRY_BYTES raised out of the nightly run: the agents
+    after it were not consolidated, and the command ended in a traceback."""
+    big = "# MEMORY.md\n" + "".join(f"- fact number {i} of a long memory\n" for i in range(2000))
+    big = big[: big.rfind("\n", 0, 65400) + 1]  # just under MEMORY_MAX_ENTRY_BYTES
+    services.file_write(agent=agent_a, path="MEMORY.md", content=big, changed_by="t")
+    for agent in (agent_a, agent_b):
+        for days_ago in (0, 2):
+            note(
+                agent,
+                days_ago,
+                "\n## 10:00\n- Deploys happen on Fridays, not on Mondays\n" + "x" * 200 + "\n",
+            )
+    results = consolidation_run_all()
+    assert [(r["agent"], r["updated"]) for r in results] == [("agent-a", False), ("agent-b", True)]
+    assert "TooLarge" in results[0]["error"] and memory(agent_a).content == big
+    assert "Deploys happen on Fridays" in memory(agent_b).content
+    with pytest.raises(CommandError, match="1 agent could not be consolidated: agent-a"):
+        call_command("consolidate")
+    out = capsys.readouterr().out
+    assert "agent-a: MEMORY.md not consolidated (TooLarge: content is " in out
+    assert "agent-b: MEMORY.md unchanged" in out
+    with pytest.raises(CommandError, match="agent-a: MEMORY.md not consolidated .content is 6"):
+        call_command("consolidate", "--project", "acme", "--agent", "agent-a")

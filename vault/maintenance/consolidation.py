@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict, DomainError
 from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
+from memoryproject.resilience import failure_detail
 from vault import selectors, services
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, Project, WorkspaceFile
@@ -206,7 +207,8 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
 
 def consolidation_run_all(*, now: datetime | None = None, project: Project | None = None) -> list[dict]:
     """Consolidate every agent (of `project`, else of every project) that has daily notes in the
-    window (what the daily schedule runs)."""
+    window (what the daily schedule runs). An agent whose run fails gets a result with `error`; the
+    agents after it are still consolidated."""
     now = now or timezone.now()
     results = []
     agents = Agent.objects.filter(files__path__startswith="memory/")
@@ -219,4 +221,10 @@ def consolidation_run_all(*, now: datetime | None = None, project: Project | Non
             results.append(consolidation_run(agent=agent, now=now))
         except Conflict as exc:
             results.append({"agent": agent.slug, "updated": False, "reason": exc.detail})
+        except Exception as exc:  # noqa: BLE001 - one agent's failure must not cost the others their run
+            # A MEMORY.md the merge takes over MEMORY_MAX_ENTRY_BYTES fails every night until a curator
+            # shortens it; the agents after it are consolidated all the same, and the failure is reported.
+            logger.exception("consolidation of %s failed", agent)
+            detail = failure_detail(exc)
+            results.append({"agent": agent.slug, "updated": False, "reason": detail, "error": detail})
     return results

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from memoryproject.errors import DomainError
 from vault.maintenance.consolidation import consolidation_run, consolidation_run_all
 from vault.models import Agent, Project
 
@@ -21,7 +22,10 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"No agent {options['agent']!r} in project {options['project'] or 'default'!r}."
                 )
-            results = [consolidation_run(agent=agent)]
+            try:
+                results = [consolidation_run(agent=agent)]
+            except DomainError as exc:  # busy (another job), or a MEMORY.md it cannot write
+                raise CommandError(f"{agent.slug}: MEMORY.md not consolidated ({exc.detail})") from None
         elif options["project"]:
             project = Project.objects.filter(slug=options["project"]).first()
             if project is None:
@@ -30,7 +34,14 @@ class Command(BaseCommand):
         else:
             results = consolidation_run_all()
         for result in results:
-            state = "updated" if result["updated"] else "unchanged"
+            state = (
+                "not consolidated" if "error" in result else ("updated" if result["updated"] else "unchanged")
+            )
             self.stdout.write(f"{result['agent']}: MEMORY.md {state} ({result['reason']})")
         if not results:
             self.stdout.write("No agent has daily notes in the window.")
+        failed = [result["agent"] for result in results if "error" in result]
+        if failed:
+            raise CommandError(
+                f"{len(failed)} agent{'s' if len(failed) > 1 else ''} could not be consolidated: {', '.join(failed)}"
+            )
