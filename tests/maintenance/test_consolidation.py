@@ -75,6 +75,18 @@ def test_a_malformed_llm_consolidation_falls_back(agent_a, notes, fake_llm):
     assert "## Recurring facts" in memory(agent_a).content
 
 
+def test_the_consolidate_command_says_when_the_llm_answer_was_not_used(agent_a, notes, fake_llm, capsys):
+    """With the LLM down the command printed the deterministic merge's line alone: nothing said that the
+    configured LLM had failed."""
+    fake_llm.reply("Sorry, I cannot help with that.")
+    call_command("consolidate", "--project", "acme", "--agent", "agent-a")
+    out = capsys.readouterr().out
+    assert out.startswith("agent-a: MEMORY.md updated (merged 3 daily note(s)")
+    assert (
+        "  the LLM's answer was not used, so the deterministic merge ran: the LLM reply is not a JSON" in out
+    )
+
+
 @pytest.mark.parametrize(
     "content, why",
     [("# MEMORY.md\n- a\u0000b\n", "NUL"), ("# MEMORY.md\n" + "x" * 70000, "bytes; the limit")],

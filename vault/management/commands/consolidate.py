@@ -38,6 +38,10 @@ class Command(BaseCommand):
                 "not consolidated" if "error" in result else ("updated" if result["updated"] else "unchanged")
             )
             self.stdout.write(f"{result['agent']}: MEMORY.md {state} ({result['reason']})")
+            if "llm_error" in result:  # a configured LLM that fails must not pass unnoticed
+                self.stdout.write(
+                    f"  the LLM's answer was not used, so the deterministic merge ran: {result['llm_error']}"
+                )
         if not results:
             self.stdout.write("No agent has daily notes in the window.")
         failed = [result["agent"] for result in results if "error" in result]
