@@ -37,7 +37,7 @@ from vault import selectors as vault_selectors
 from vault.models import Agent, Category, EntryStatus, VaultEntry
 from vault.selectors import workspace_prompt_build
 from vault.services import entries_mark_accessed
-from vault.text import FENCE_RE, text_clip, token_estimate
+from vault.text import FENCE_RE, text_bytes, text_clip, text_prefix_bytes, token_estimate
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -218,13 +218,13 @@ def _fence_open(text: str) -> str:
 
 
 def _cut(text: str, keep: int) -> str | None:
-    """`text` cut to at most `keep` characters plus the TRUNCATED mark, or None when under 20 would be
-    left. A cut inside a code fence closes it, within the same length: left open, it would turn the
-    rest of the block (the instructions) into code."""
+    """`text` cut to at most `keep` bytes plus the TRUNCATED mark, or None when under 20 would be left.
+    A cut inside a code fence closes it, within the same length: left open, it would turn the rest of
+    the block (the instructions) into code."""
     for room in (keep, keep - 4):
         if room < 20:
             return None
-        cut = text[:room].rstrip()
+        cut = text_prefix_bytes(text, room).rstrip()
         fence = _fence_open(cut)
         if not fence:
             return cut + TRUNCATED
@@ -233,17 +233,19 @@ def _cut(text: str, keep: int) -> str | None:
     return None
 
 
-def _shorten(section: _Section, chars_to_cut: int) -> None:
-    """Cut whole items from the end, then the last item's text, by at least chars_to_cut."""
-    while section.items and chars_to_cut > 0:
+def _shorten(section: _Section, bytes_to_cut: int) -> None:
+    """Cut whole items from the end, then the last item's text, by at least bytes_to_cut (of UTF-8, what
+    token_estimate counts)."""
+    while section.items and bytes_to_cut > 0:
         last = section.items[-1]
-        if len(section.items) > 1 and len(last.text) + 1 <= chars_to_cut + len(TRUNCATED):
-            chars_to_cut -= len(last.text) + 1 + len(section.bullet)
+        size = text_bytes(last.text)
+        if len(section.items) > 1 and size + 1 <= bytes_to_cut + text_bytes(TRUNCATED):
+            bytes_to_cut -= size + 1 + len(section.bullet)
             section.items.pop()
             section.dropped += 1
             section.truncated = True
             continue
-        cut = _cut(last.text, len(last.text) - chars_to_cut - len(TRUNCATED))
+        cut = _cut(last.text, size - bytes_to_cut - text_bytes(TRUNCATED))
         if cut is None:
             section.items.pop()
             section.dropped += 1
@@ -288,9 +290,9 @@ def _fit_to_budget(sections: dict[str, _Section], budget: int) -> str:
     for name in ("workspace", "recovery", "tasks", "project", "instructions"):
         section = sections[name]
         while section.items and token_estimate(text) > budget:
-            _shorten(section, len(text) - budget * 4)
+            _shorten(section, text_bytes(text) - budget * 4)
             text = _render(sections)
-    return text if token_estimate(text) <= budget else text[: budget * 4]
+    return text if token_estimate(text) <= budget else text_prefix_bytes(text, budget * 4)
 
 
 def _cited_and_summary(sections: dict[str, _Section]) -> tuple[list[int], dict]:

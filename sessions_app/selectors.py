@@ -20,7 +20,7 @@ from vault import selectors as vault_selectors
 from vault.models import Agent
 from vault.principal import Principal
 from vault.selectors import MAX_ID, agent_get_for_principal, daily_note_path
-from vault.text import token_estimate
+from vault.text import text_bytes, text_prefix_bytes, token_estimate
 
 from .compaction import SUMMARY_PREFIX, SUMMARY_STATE_KEY, message_tokens
 from .models import Branch, Checkpoint, Message, Session, SessionStateEntry, SessionStatus
@@ -279,8 +279,8 @@ def lost_context_signals(text: str, history: list[Message]) -> list[str]:
 
 def session_tokens_upper_bound(session: Session) -> int:
     """At least the tokens of the session's active conversation, from one aggregate over its stored
-    messages (every branch counts, a character is at most a byte, each estimate rounds up by at most
-    one token per part): when this is under a threshold, the conversation is too."""
+    messages (every branch counts, the estimate counts UTF-8 bytes as octet_length does, each estimate
+    rounds up by at most one token per part): when this is under a threshold, the conversation is too."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text)), 0), COUNT(*) "
@@ -338,15 +338,16 @@ def buffer_markdown(session: Session, entries) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fit(lines: list[str], max_chars: int) -> list[str]:
-    """The newest lines (the list is oldest first) whose joined length fits max_chars."""
+def _fit(lines: list[str], max_bytes: int) -> list[str]:
+    """The newest lines (the list is oldest first) whose joined UTF-8 size (what token_estimate counts)
+    fits max_bytes."""
     kept: list[str] = []
     used = 0
     for line in reversed(lines):
-        if len(line) > max_chars // 2:
-            line = line[: max_chars // 2 - 3] + "..."
-        cost = len(line) + 1
-        if used + cost > max_chars:
+        if text_bytes(line) > max_bytes // 2:
+            line = text_prefix_bytes(line, max_bytes // 2 - 3) + "..."
+        cost = text_bytes(line) + 1
+        if used + cost > max_bytes:
             break
         kept.append(line)
         used += cost
@@ -363,7 +364,7 @@ def recovery_build(
     note the rest; what a section leaves unused goes to the next."""
 
     budget = budget_tokens or settings.MEMORY_RECOVERY_TOKENS
-    max_chars = budget * 4
+    max_bytes = budget * 4
     warnings: list[dict] = []
 
     def read(source, work):
@@ -393,20 +394,20 @@ def recovery_build(
         ("daily_note", f"## Today's daily note ({path})", 1.0, daily_lines),
     ]
     text = RECOVERY_PREFIX
-    left = max_chars - len(text)
+    left = max_bytes - text_bytes(text)
     sections = {}
     carry = 0
     for index, (source, title, share, work) in enumerate(sources):
         lines = read(source, work)
-        allowance = int((max_chars - len(RECOVERY_PREFIX)) * share) + carry if index < 2 else left
-        allowance = min(allowance, left) - len(title) - 2
+        allowance = int((max_bytes - text_bytes(RECOVERY_PREFIX)) * share) + carry if index < 2 else left
+        allowance = min(allowance, left) - text_bytes(title) - 2
         kept = _fit(lines, allowance) if lines and allowance > 0 else []
         sections[source] = len(kept)
         if kept:
             block = "\n\n" + title + "\n" + "\n".join(kept)
             text += block
-            left -= len(block)
-            carry = max(0, allowance - len(block) + len(title) + 2)
+            left -= text_bytes(block)
+            carry = max(0, allowance - text_bytes(block) + text_bytes(title) + 2)
         else:
             carry = max(0, allowance)
     empty = not any(sections.values())

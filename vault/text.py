@@ -95,8 +95,25 @@ NOT_BLANK_PATTERN = rf"^[{WHITESPACE_CLASS}]*[^\x00{WHITESPACE_CLASS}][^\x00]*$"
 
 
 def token_estimate(text: str) -> int:
-    """The usual estimate: ceil(chars / 4). The one place to plug in a real tokenizer."""
-    return -(-len(text) // 4)
+    """ceil(UTF-8 bytes / 4): the usual four characters a token for English, and for other scripts a
+    count that grows with what tokenizers spend on them (a CJK character, 3 bytes, is about a token; at
+    four characters a token a budget held three or four times its size of CJK text). The one place to
+    plug in a real tokenizer."""
+    if text.isascii():
+        return -(-len(text) // 4)
+    return -(-len(text.encode("utf-8", errors="surrogatepass")) // 4)
+
+
+def text_bytes(text: str) -> int:
+    """The UTF-8 size of `text`, the unit token_estimate counts in."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", errors="surrogatepass"))
+
+
+def text_prefix_bytes(text: str, max_bytes: int) -> str:
+    """The longest start of `text` that is at most `max_bytes` of UTF-8, never half a character."""
+    if text_bytes(text) <= max_bytes:
+        return text
+    return text.encode("utf-8", errors="surrogatepass")[: max(max_bytes, 0)].decode("utf-8", errors="ignore")
 
 
 # Markdown task list items: "- [ ] do it", "* [x] done", "1. [ ] first". Fenced code is skipped.

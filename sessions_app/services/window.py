@@ -24,7 +24,7 @@ from sessions_app.compaction import (
 )
 from sessions_app.models import Message, Role, Session, WorkingBufferEntry
 from sessions_app.services.common import DEFAULT_SUMMARISER, _session_lock
-from vault.text import ASCII_CUT, text_clip
+from vault.text import ASCII_CUT, text_clip, text_prefix_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +79,9 @@ def _summary_insert(session: Session, plan, summarise: Summariser, *, emergency:
     except Exception:
         logger.exception("summariser failed; using the heuristic summary")
         summary_body = heuristic_summary(plan.summarise)
-    max_chars = settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4
-    summary_body = (summary_body or "").strip()[:max_chars] or heuristic_summary(plan.summarise)
+    summary_body = (summary_body or "").strip() or heuristic_summary(plan.summarise)
+    # Cut in token_estimate's unit, UTF-8 bytes, so that a CJK summary keeps to its tokens too.
+    summary_body = text_prefix_bytes(summary_body, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4)
     archived_ids = [m.pk for m in plan.summarise]
     Message.objects.filter(pk__in=archived_ids).update(archived=True)
     summary = Message.objects.create(

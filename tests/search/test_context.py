@@ -214,6 +214,27 @@ def test_a_text_cut_inside_a_code_fence_closes_the_fence(agent_a, budget):
     assert "\n---\n## MEMORY: When asked" in text
 
 
+@pytest.mark.parametrize("budget", [120, 300, 800, 2000])
+def test_a_budget_holds_cjk_and_emoji_memory_by_its_bytes(agent_a, make_entry, budget):
+    """Tokens were counted at four characters each, so a context of CJK memory held four characters a
+    token, three times what a tokenizer would count; the cut must not split a character either."""
+    from search.services import context_build
+
+    agent_a.project.context = "支付平台。" * 400
+    agent_a.project.save()
+    services.file_write(agent=agent_a, path="AGENTS.md", content="你是账本代理。🙂" * 500, changed_by="t",
+                        enabled=True, sort_order=1)  # fmt: skip
+    make_entry(agent_a, "上次我们把账本迁移到了数据库。" * 40, category="handoffs")
+    for i in range(4):
+        make_entry(agent_a, f"我们决定账本使用数据库 {i} " + "细节" * 150)
+        make_entry(agent_a, f"我们学到账本数据库教训 {i} " + "细节" * 150, category="lessons")
+        make_entry(agent_a, f"- [ ] 写账本报告 {i} 🚀" + "细节" * 100, category="tasks")
+    body = context_build(agent=agent_a, command="账本数据库", budget_tokens=budget)
+    assert len(body["text"].encode("utf-8")) <= budget * 4
+    assert body["token_estimate"] == token_estimate(body["text"]) <= budget
+    assert "\ufffd" not in body["text"]
+
+
 def test_a_failing_relevance_query_reports_both_ranked_sections(api, token_a, memory, monkeypatch):
     from search import services as search_services
 

@@ -12,6 +12,7 @@ from sessions_app.compaction import (
     tool_result_truncate,
 )
 from sessions_app.models import Message
+from vault.text import token_estimate
 
 
 @dataclass
@@ -191,6 +192,19 @@ def test_a_failing_summariser_falls_back_to_the_heuristic(agent_a):
 
     result = services.session_compact(session=session, force=True, summariser=broken)
     assert result.compacted and "earlier messages" in result.summary.text
+
+
+@pytest.mark.django_db
+def test_a_cjk_summary_is_kept_to_the_summary_tokens(agent_a, settings):
+    """The summary was cut to MEMORY_COMPACT_SUMMARY_TOKENS x 4 characters: a CJK summary kept three
+    times its tokens."""
+    session = _session(agent_a)
+    result = services.session_compact(
+        session=session, force=True, summariser=lambda m: "他们讨论了问题🙂" * 500
+    )
+    body = result.summary.text.removeprefix(f"{SUMMARY_PREFIX}\n")
+    assert token_estimate(body) <= settings.MEMORY_COMPACT_SUMMARY_TOKENS
+    assert body.startswith("他们讨论了问题") and "\ufffd" not in body
 
 
 @pytest.mark.django_db

@@ -148,6 +148,22 @@ def test_it_keeps_the_recovery_block_within_its_budget(api, token_a, agent_a):
     )
 
 
+def test_it_keeps_a_cjk_recovery_block_within_its_budget(api, token_a, agent_a):
+    """The block was fitted by characters, four a token: CJK text filled it to three times its budget."""
+    _post(api, token_a, [{"role": "user", "text": "数" * 8000}], max_input_tokens=1000)
+    for i in range(30):
+        _post(
+            api,
+            token_a,
+            [{"role": "user", "text": f"我喜欢方案 {i} " * 20}, {"role": "assistant", "text": "好的 " * 200}],
+        )
+    sid = _sid(api, token_a)
+    for budget in (60, 200, 1000):
+        body = api.get(f"/agents/agent-a/sessions/{sid}/recovery", token=token_a, max_tokens=budget).json()
+        assert 0 < body["token_estimate"] <= budget
+        assert len(body["text"].encode("utf-8")) <= budget * 4 and "\ufffd" not in body["text"]
+
+
 # --- resilience -----------------------------------------------------------------------------------------
 
 

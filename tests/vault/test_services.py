@@ -43,6 +43,15 @@ def test_token_estimate_is_ceil_chars_over_four():
     assert [token_estimate("x" * n) for n in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
 
 
+def test_token_estimate_counts_multi_byte_text_by_its_utf8_bytes():
+    """At four characters a token, 8,000 CJK characters (8,000 tokens or more in every common
+    tokenizer) passed for 2,000 tokens: a context "within" its budget was four times over it."""
+    assert token_estimate("数据库决定") == 4  # 15 bytes: 3/4 of a token a character
+    assert token_estimate("😀😀") == 2  # 4 bytes each
+    assert token_estimate("decisão") == 2  # 8 bytes: accented Latin text barely moves
+    assert token_estimate("ab数据") == 2
+
+
 def test_it_respects_a_configured_size_limit(agent_a, settings):
     settings.MEMORY_MAX_ENTRY_BYTES = 300
     services.entry_create(agent=agent_a, category="lessons", content="x" * 300)
