@@ -14,7 +14,7 @@ from sessions_app.selectors import checkpoint_get_valid
 from tests.conftest import ApiClient
 from tests.maintenance.conftest import session_make
 from vault import services
-from vault.models import CompactionRun, EntryMerge, EntryVersion, SessionMark, VaultEntry
+from vault.models import CompactionRun, EntryMerge, EntryVersion, ReviewPolicy, SessionMark, VaultEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -155,6 +155,28 @@ def test_step_c_merges_older_entries_into_one_summary(agent_a, agent_b):
     assert VaultEntry.objects.filter(agent=agent_a, category="lessons", status="active").count() == 30
     assert VaultEntry.objects.count() == 34 + 30 + 12 + 1
     assert EntryVersion.objects.filter(entry_id=long_one.pk, status="active").count() == 1
+
+
+def test_step_c_summary_of_live_entries_is_live_whatever_the_review_policy(agent_a):
+    """The summary was screened as new content: a policy holding extracted decisions, or a merged
+    decision that conflicts with a kept one (both live, a curator approved them), held it as pending
+    while the entries it replaces were archived, so they left the context and search."""
+    ReviewPolicy.objects.create(project=agent_a.project, category="decisions", hold_extracted=True)
+    made = entries_make(agent_a, 32)
+    old = services.entry_create(agent=agent_a, category="decisions", content="We will use Redis for the cache",
+                                created_at=made[0].created_at - timedelta(days=1))  # fmt: skip
+    fresh = services.entry_create(
+        agent=agent_a, category="decisions", content="We will use Memcached for the cache"
+    )
+    assert fresh.status == "pending"
+    VaultEntry.objects.filter(pk=fresh.pk).update(status="active")  # a curator approved it
+    run = maintenance.compaction_run(project=agent_a.project, dry_run=False)
+    assert run.counts["entries_merged"] == 14
+    summary = VaultEntry.objects.get(source="compaction")
+    assert summary.status == "active" and not summary.review_items.exists()
+    assert "Redis" in summary.content and "decisions entry 12" in summary.content
+    assert set(VaultEntry.objects.filter(status="archived")) == {old, *made[:13]}
+    assert VaultEntry.objects.filter(agent=agent_a, category="decisions", status="active").count() == 21
 
 
 SAVED = datetime(2026, 3, 16, 16, 51, 11, tzinfo=UTC)

@@ -64,6 +64,7 @@ def _category_cap(run: CompactionRun, agent_id: int, category: str, now: datetim
             importance=max(entry.importance for entry in chunk),
             source=EntrySource.COMPACTION,
             created_by=ACTOR,
+            review=False,  # the merged entries are live: their summary must be too
         )
         for entry in chunk:
             services.entry_update(

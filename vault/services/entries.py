@@ -283,13 +283,16 @@ def entry_create(
     confidence: float | None = None,
     supersedes_id: int | None = None,
     dedupe: bool = True,
+    review: bool = True,
 ) -> VaultEntry:
     """Store one memory entry. Tags are the explicit ones plus the content's #hashtags.
 
     Instead of storing a second copy of something the agent already remembers, the existing entry
     is bumped (access count and recency) and returned with `duplicate_of` set. Borderline duplicates,
     likely conflicts, instruction-like content from agents, and entries the project's review policy
-    holds are stored as `pending` with a ReviewItem saying why.
+    holds are stored as `pending` with a ReviewItem saying why. `review=False` is for text made only
+    of live entries (a compaction summary): screening it again would hold back, as pending, what a
+    curator or the screening already let in, while the entries it stands for are archived.
     """
     _category_check(category)
     redaction_on, has_policy = _project_write_flags(agent.project_id)
@@ -314,10 +317,14 @@ def entry_create(
             if supersedes_id is not None:
                 _duplicate_supersede(duplicate, supersedes_id, changed_by=created_by)
             return duplicate
-        reasons = _review_reasons(
-            agent=agent, category=category, content=content, source=source, has_policy=has_policy
+        reasons = (
+            _review_reasons(
+                agent=agent, category=category, content=content, source=source, has_policy=has_policy
+            )
+            if review
+            else []
         )
-        if borderline:
+        if borderline and review:
             reasons.append(borderline)
         if supersedes_id is not None:
             # The writer says this entry replaces that one: an update, not a conflict or a near-duplicate.
