@@ -98,13 +98,23 @@ _MESSAGE_FIELDS = (
 )  # fmt: skip
 
 
-def session_archive(*, session: Session, reason: str = "", by: str = "") -> "SessionArchive":  # noqa: F821
+def session_archive(
+    *, session: Session, reason: str = "", by: str = "", quiet_before: datetime | None = None
+) -> SessionArchive | None:
     """Move a session's messages to cold storage: one SessionArchive row holding every message row as
     zlib-compressed JSON (ids, parents, client ids, timestamps, tool calls, state), the branch heads and
-    the write-ahead-scan links, plus the plain text for search. The Message rows leave the hot table."""
+    the write-ahead-scan links, plus the plain text for search. The Message rows leave the hot table.
+
+    With `quiet_before` (the lifecycle, which chose the session as quiet since then) a session that is
+    archived already or had activity since is left as it is and None returned: looked at again under
+    its lock, because a message may have come in since it was chosen."""
 
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session.pk)
+        if quiet_before is not None and (
+            session.status == SessionStatus.ARCHIVED or session.last_activity_at >= quiet_before
+        ):
+            return None
         if session.status == SessionStatus.ARCHIVED:
             raise Conflict("The session is already archived.")
         messages = list(
@@ -197,12 +207,26 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
     return session
 
 
-def session_delete(*, session: Session, reason: str, by: str = "") -> None:
+def session_delete(
+    *, session: Session, reason: str, by: str = "", quiet_before: datetime | None = None
+) -> bool:
     """Delete a session for good (retention), audited with vault's DeletionAudit (hash and size of its
-    messages, never their content) and a final SessionTransition that outlives it."""
+    messages, never their content) and a final SessionTransition that outlives it.
+
+    With `quiet_before` (the lifecycle) only a session still archived and quiet since then is deleted,
+    looked at again under its lock: a message that came in since it was chosen restored it, and must not
+    be deleted with it. Returns whether the session was deleted."""
 
     with transaction.atomic():
-        session = Session.objects.select_for_update(of=("self",)).select_related("agent").get(pk=session.pk)
+        locked = Session.objects.select_for_update(of=("self",)).select_related("agent")
+        if quiet_before is None:
+            session = locked.get(pk=session.pk)
+        else:
+            session = locked.filter(
+                pk=session.pk, status=SessionStatus.ARCHIVED, last_activity_at__lt=quiet_before
+            ).first()
+            if session is None:  # restored by a message, or deleted by another run
+                return False
         archive = SessionArchive.objects.filter(session=session).first()
         if archive is not None:
             text, count = archive.text, archive.message_count
@@ -231,6 +255,7 @@ def session_delete(*, session: Session, reason: str, by: str = "") -> None:
         transition_record(session=session, to_status=DELETED, reason=reason, by=by)
         Message.objects.filter(session=session).update(parent=None)
         session.delete()
+    return True
 
 
 def lifecycle_run(*, now: datetime | None = None) -> dict:
@@ -269,10 +294,12 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
         Session.objects.exclude(status=SessionStatus.ARCHIVED).filter(last_activity_at__lt=archive_cutoff)
     ):
         try:
-            session_archive(
-                session=session, reason=f"no activity for {settings.MEMORY_SESSION_ARCHIVE_DAYS} days"
-            )
-            counts["archived"] += 1
+            if session_archive(
+                session=session,
+                reason=f"no activity for {settings.MEMORY_SESSION_ARCHIVE_DAYS} days",
+                quiet_before=archive_cutoff,
+            ):
+                counts["archived"] += 1
         except Exception:
             logger.exception("lifecycle: archiving session %s failed", session.pk)
             counts["errors"] += 1
@@ -283,8 +310,12 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
             Session.objects.filter(status=SessionStatus.ARCHIVED, last_activity_at__lt=delete_cutoff)
         ):
             try:
-                session_delete(session=session, reason=f"retention: no activity for {days} days")
-                counts["deleted"] += 1
+                if session_delete(
+                    session=session,
+                    reason=f"retention: no activity for {days} days",
+                    quiet_before=delete_cutoff,
+                ):
+                    counts["deleted"] += 1
             except Exception:
                 logger.exception("lifecycle: deleting session %s failed", session.pk)
                 counts["errors"] += 1

@@ -327,6 +327,37 @@ def test_it_moves_sessions_through_the_lifecycle(agent_a, settings, django_captu
     assert steps == [("active", "idle"), ("idle", "archived"), ("archived", "deleted")]
 
 
+@pytest.mark.parametrize("step", ["archive", "delete"])
+def test_the_lifecycle_leaves_a_session_that_a_message_woke_while_it_ran(
+    agent_a, settings, monkeypatch, step
+):
+    """The run chose the sessions quiet for long enough, then archived or deleted each without looking
+    again: a message that came in meanwhile (restoring an archived session) was archived with it, or
+    deleted for good with the whole session."""
+    settings.MEMORY_SESSION_RETENTION_DAYS = 90
+    with time_machine.travel(T0, tick=False):
+        session = _conversation(agent_a)
+    if step == "delete":
+        services.session_archive(session=session)
+    when = T0 + timedelta(days=91 if step == "delete" else 31)
+    name = f"session_{step}"
+    original = getattr(services.lifecycle, name)
+
+    def woken_first(*, session, **kwargs):
+        services.messages_append(
+            agent=agent_a, session_key="s1", messages=[{"role": "user", "text": "still here"}]
+        )
+        return original(session=session, **kwargs)
+
+    monkeypatch.setattr(services.lifecycle, name, woken_first)
+    with time_machine.travel(when, tick=False):
+        counts = services.lifecycle_run()
+    assert counts["archived"] == counts["deleted"] == counts["errors"] == 0
+    session.refresh_from_db()
+    assert session.status == "active"
+    assert Message.objects.filter(session=session, text="still here").exists()
+
+
 def test_it_restores_an_archived_session_with_identical_messages(api, token_a, agent_a):
     session = _conversation(agent_a)
     services.branch_create(
