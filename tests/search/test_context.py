@@ -235,6 +235,22 @@ def test_a_budget_holds_cjk_and_emoji_memory_by_its_bytes(agent_a, make_entry, b
     assert "\ufffd" not in body["text"]
 
 
+def test_open_tasks_are_the_ones_the_vault_page_shows_as_open(agent_a, make_entry):
+    """The context read open tasks by its own pattern, "- [ ]" or "* [ ]" anywhere: numbered and "+"
+    tasks, which the vault page ticks, were never injected, and an example inside a code block was."""
+    from search.services import context_build
+
+    entry = make_entry(agent_a, "1. [ ] migrate the ledger\n2) [x] done\n+ [ ] rotate the keys\n"
+                       "```md\n- [ ] an example, not a task\n```\n* [ ] ship it", category="tasks")  # fmt: skip
+    text = context_build(agent=agent_a, command="ledger", budget_tokens=2000)["text"]
+    tasks = text.split("Open Tasks:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert tasks == [
+        f"- [ ] migrate the ledger (#{entry.pk})",
+        f"- [ ] rotate the keys (#{entry.pk})",
+        f"- [ ] ship it (#{entry.pk})",
+    ]
+
+
 def test_a_failing_relevance_query_reports_both_ranked_sections(api, token_a, memory, monkeypatch):
     from search import services as search_services
 
