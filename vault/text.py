@@ -121,6 +121,19 @@ TASK_LINE_RE = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)\[( |x|X)\](\s)")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
 
 
+def lines_with_code(content: str) -> list[tuple[str, bool]]:
+    """Each line of markdown `content` and whether it is code: a fence line or a line inside a fenced
+    block."""
+    found = []
+    fence = None
+    for line in content.splitlines():
+        marker = FENCE_RE.match(line)
+        if marker:
+            fence = None if fence == marker.group(1) else (fence or marker.group(1))
+        found.append((line, bool(marker) or fence is not None))
+    return found
+
+
 def task_lines(content: str) -> list[tuple[int, bool]]:
     """(line number, done) for each markdown task item outside fenced code, in order."""
     found = []

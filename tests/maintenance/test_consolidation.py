@@ -56,6 +56,21 @@ def test_deterministic_merge_keeps_recurring_facts_and_drops_duplicates(agent_a,
     assert WorkspaceFileVersion.objects.filter(file=memory(agent_a)).count() == 2
 
 
+def test_the_deterministic_merge_drops_duplicate_facts_only(agent_a, notes):
+    """Every repeated line of MEMORY.md was dropped as a duplicate fact: a code block's closing fence
+    (the rest of the file became code), repeated lines of code, a second table's separator row, a
+    second horizontal rule. Each night's consolidation broke a little more of the file."""
+    kept = (
+        "# MEMORY.md\n- Uses Python\n\n```python\nx = 1\nx = 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "---\n\n| c | d |\n|---|---|\n| 3 | 4 |\n\n---\n\n```sh\nmake\n```\n"
+    )
+    services.file_write(agent=agent_a, path="MEMORY.md", content=kept + "- uses python\n", changed_by="t")
+    consolidation_run(agent=agent_a)
+    assert memory(agent_a).content == (
+        kept + "\n## Recurring facts\n- The user prefers short answers\n- Deploys happen on Fridays\n"
+    )
+
+
 def test_llm_consolidation_replaces_memory(agent_a, notes, fake_llm):
     fake_llm.reply_json(
         {"should_update": True, "reason": "patterns", "memory_content": "# MEMORY.md\n- Python\n"}

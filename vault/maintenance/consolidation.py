@@ -15,7 +15,7 @@ from memoryproject.resilience import failure_detail
 from vault import selectors, services
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, Project, WorkspaceFile
-from vault.text import text_check
+from vault.text import lines_with_code, text_check
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,17 @@ _DAILY_PATH_RE = re.compile(r"^memory/(\d{4}-\d{2}-\d{2})\.md$")
 _FACT_PREFIX_RE = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
 _FACT_TIME_RE = re.compile(r"^(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*[-–·:]?\s*)")
 RECURRING_HEADING = "## Recurring facts"
+_FACT_WORD_RE = re.compile(r"\w")
+
+
+def _fact_lines(content: str) -> list[tuple[str, bool]]:
+    """Each line of a note or MEMORY.md and whether it can be a fact: prose or a list item, not a
+    heading, code (a fence or inside one), a table row or a rule. Those repeat by nature (a block's
+    closing fence, a second table's separator): dropped as duplicates they broke the file."""
+    return [
+        (line, not code and bool(_FACT_WORD_RE.search(line)) and not line.lstrip().startswith(("#", "|")))
+        for line, code in lines_with_code(content)
+    ]
 
 
 def _fact_key(line: str) -> str:
@@ -82,16 +93,16 @@ def daily_notes_recent(agent: Agent, now: datetime, days: int) -> list[tuple[str
 
 
 def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str:
-    """MEMORY.md without duplicate lines, plus the facts seen on at least two different days.
+    """MEMORY.md without duplicate facts, plus the facts seen on at least two different days.
 
-    A fact is a non-heading line of a daily note, without bullets and times; facts are compared
-    case- and space-insensitively. Facts already in MEMORY.md are not added again, so running it twice
-    changes nothing.
+    A fact is a line of prose or a list item (_fact_lines), without bullets and times; facts are
+    compared case- and space-insensitively, and every other line of MEMORY.md is kept as it is. Facts
+    already in MEMORY.md are not added again, so running it twice changes nothing.
     """
     kept, seen = [], set()
-    for line in memory.splitlines():
+    for line, fact in _fact_lines(memory):
         key = _fact_key(_fact_clean(line))
-        if line.strip() and not line.lstrip().startswith("#") and key:
+        if fact and key:
             if key in seen:
                 continue
             seen.add(key)
@@ -99,8 +110,8 @@ def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str
     days_by_fact: dict[str, set[str]] = {}
     text_by_fact: dict[str, str] = {}
     for path, content in reversed(notes):  # newest first: the latest wording of a fact wins
-        for line in content.splitlines():
-            if not line.strip() or line.lstrip().startswith("#"):
+        for line, is_fact in _fact_lines(content):
+            if not is_fact:
                 continue
             fact = _fact_clean(line)
             key = _fact_key(fact)
