@@ -9,8 +9,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
-from django.db.models.functions import Length
+from django.db.models import Func, IntegerField, Sum
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
@@ -106,12 +105,18 @@ RETENTION_COUNTERS = (
 )
 
 
+class OctetLength(Func):
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+
 def agent_stored_bytes(agent: Agent) -> int:
-    """Active stored text of an agent: active entries and non-archived messages (UTF-8 characters)."""
+    """Active stored text of an agent: active entries and non-archived messages, in UTF-8 bytes (what
+    MEMORY_AGENT_MAX_BYTES limits; counted in characters, CJK text held three times the limit)."""
     entries = VaultEntry.objects.filter(agent=agent, status=EntryStatus.ACTIVE).aggregate(
-        n=Sum(Length("content"))
+        n=Sum(OctetLength("content"))
     )["n"]
-    messages = Message.objects.filter(agent=agent, archived=False).aggregate(n=Sum(Length("text")))["n"]
+    messages = Message.objects.filter(agent=agent, archived=False).aggregate(n=Sum(OctetLength("text")))["n"]
     return (entries or 0) + (messages or 0)
 
 
@@ -149,9 +154,9 @@ def _agent_shrink(run: CompactionRun, agent: Agent, now: datetime) -> None:
         "size",
         "archive-least-relevant",
         agent.slug,
-        f"{before} characters of active memory is over MEMORY_AGENT_MAX_BYTES="
+        f"{before} bytes of active memory is over MEMORY_AGENT_MAX_BYTES="
         f"{settings.MEMORY_AGENT_MAX_BYTES}: kept the {keep} most relevant of {len(items)} items, "
-        f"archived the rest ({after} characters active now)",
+        f"archived the rest ({after} bytes active now)",
         archived_entry_ids=entry_ids,
         archived_message_ids=message_ids,
         bytes_before=before,

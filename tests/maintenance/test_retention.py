@@ -91,6 +91,19 @@ def test_size_limit_archives_the_least_relevant_items(agent_a, settings):
     assert change["details"]["bytes_before"] == 2000 and change["details"]["bytes_after"] == 1600
 
 
+def test_size_limit_counts_bytes_not_characters(agent_a, settings):
+    """MEMORY_AGENT_MAX_BYTES was compared with characters: an agent writing CJK (3 bytes a character)
+    or emoji (4) could hold three or four times the limit."""
+    settings.MEMORY_AGENT_MAX_BYTES = 1500
+    for i in range(10):
+        services.entry_create(agent=agent_a, category="lessons", content=f"{i} " + "数" * 98)
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False)
+    assert run.counts["entries_archived_for_size"] == 2
+    change = next(c for c in run.changes if c["step"] == "size")
+    assert change["details"]["bytes_before"] == 10 * (2 + 98 * 3)
+    assert "bytes of active memory is over MEMORY_AGENT_MAX_BYTES=1500" in change["reason"]
+
+
 def purge_due(agent, tag: str) -> dict:
     """Old memory of `agent` that a first retention run archived and marked, its marks then moved past
     the grace period, as a real database holds it a month later: what the next run must purge, and
