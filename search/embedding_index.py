@@ -80,6 +80,7 @@ class RefreshOutcome:
     removed: int = 0  # embeddings of deleted or no longer embedded items
     pending: int = 0  # items still waiting when the run stopped
     seconds: float = 0.0
+    skipped: str = ""  # why the run did nothing (another process refreshing), for whoever reports it
 
 
 def pgvector_installed() -> bool:
@@ -401,6 +402,9 @@ def embeddings_refresh(
         cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
         if not cursor.fetchone()[0]:
             logger.info("embeddings refresh skipped: another process is refreshing")
+            outcome.skipped = (
+                "another process is embedding now (the background job or another embed_backfill)"
+            )
             return outcome
     try:
         outcome.removed = embeddings_orphans_remove()

@@ -234,6 +234,33 @@ def test_the_backfill_command_counts_with_dry_run_then_embeds(agent_a, make_entr
     assert Embedding.objects.count() == 2
 
 
+def test_the_backfill_command_says_so_when_another_process_is_embedding(monkeypatch):
+    """While the background job held the refresh lock, the command did nothing and printed "Embedded 0
+    item(s) ... 0 still pending.", as if everything were embedded, and exited 0."""
+    from types import SimpleNamespace
+
+    from django.core.management import CommandError
+    from django.db import connections
+
+    from search import embedding_index
+    from search.management.commands import embed_backfill
+
+    status = {"backend": "local", "enabled": True, "model": "m", "pending": 0}
+    monkeypatch.setattr(embed_backfill, "semantic_status", lambda **kwargs: status)
+    monkeypatch.setattr(embedding_index, "embedder_get", lambda: SimpleNamespace(model_id="m", dimensions=3))
+    monkeypatch.setattr(embedding_index, "vector_storage_ensure", lambda: True)
+    other = connections.create_connection("default")  # the background job's connection
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [embedding_index.ADVISORY_LOCK_KEY])
+        out = StringIO()
+        with pytest.raises(CommandError, match="another process is embedding now"):
+            call_command("embed_backfill", stdout=out)
+        assert "still pending" not in out.getvalue()
+    finally:
+        other.close()
+
+
 def test_the_refresh_job_is_scheduled_and_runs(agent_a, make_entry):
     call_command("setup_schedules", stdout=StringIO())
     schedule = Schedule.objects.get(name="search: embed new and edited items")

@@ -1,7 +1,7 @@
 import time
 from collections import deque
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from search.embedding_index import embeddings_refresh, vector_storage_ensure
 from search.semantic import semantic_status
@@ -42,6 +42,8 @@ class Command(BaseCommand):
             )
             return
         self.stdout.write("")
+        if outcome.skipped:  # nothing was done: "0 still pending" would say everything is embedded
+            raise CommandError(f"Nothing was embedded: {outcome.skipped}. Run it again when that one ends.")
         self.stdout.write(
             f"Embedded {outcome.embedded} item(s) ({outcome.chunks} chunks embedded, {outcome.reused} unchanged"
             f" chunks kept) with {status['model']} in "
