@@ -44,6 +44,29 @@ class EntryForm(forms.Form):
         return [tag for tag in self.cleaned_data["tags"].replace(",", " ").split() if tag]
 
 
+class EntryEditForm(EntryForm):
+    """The entry form of the edit page, carrying the entry's `updated_at` as it was when the form was
+    opened, so that a save cannot silently replace an edit made since (entry_curator_update)."""
+
+    seen_updated_at = forms.DateTimeField(required=False, widget=forms.HiddenInput)
+
+    @classmethod
+    def for_entry(cls, entry, **kwargs):
+        form = super().for_entry(entry, **kwargs)
+        form.initial["seen_updated_at"] = entry.updated_at.isoformat()
+        return form
+
+    @classmethod
+    def over_newer(cls, data, entry):
+        """The submitted form again, now based on `entry` as it is: what the curator wrote is kept, and
+        saving it again replaces the newer edit knowingly."""
+        data = data.copy()
+        data["seen_updated_at"] = entry.updated_at.isoformat()
+        form = cls(data)
+        form.is_valid()
+        return form
+
+
 class EntryFilterForm(forms.Form):
     category = forms.ChoiceField(choices=Category.choices, required=False)
     tag = forms.CharField(required=False, max_length=64)

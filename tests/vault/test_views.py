@@ -345,6 +345,36 @@ def test_it_edits_without_javascript_and_redirects_to_the_entry(client_a, entry_
     assert (entry_a.category, entry_a.status) == ("lessons", "archived")
 
 
+def _hidden_inputs(html: str) -> dict:
+    """The hidden inputs of a page's form, as a browser sends them back (the CSRF token aside)."""
+    found = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html))
+    found.pop("csrfmiddlewaretoken", None)
+    return found
+
+
+def test_a_stale_edit_form_does_not_overwrite_an_agents_newer_edit(client_a, entry_a, api, token_a):
+    """A curator opens the edit form, an agent then changes the entry through the API, and the curator
+    saves: the agent's text was silently replaced (kept only in the history). The save is refused with
+    the newer text shown, and a second save, made knowing it, goes through."""
+    url = reverse("vault-entry-edit", args=[entry_a.pk])
+    seen = _hidden_inputs(client_a.get(url, **HTMX).content.decode())
+    agents = api.patch(
+        f"/entries/{entry_a.pk}", {"content": "We moved to PostgreSQL 17 #database"}, token=token_a
+    )
+    assert agents.status_code == 200
+    data = {"category": "decisions", "content": "We use PostgreSQL", "tags": "", "importance": "0.5"}
+    response = client_a.post(url, {**data, "status": "active", **seen}, **HTMX)
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "changed since" in page and "We moved to PostgreSQL 17" in page and "We use PostgreSQL" in page
+    entry_a.refresh_from_db()
+    assert entry_a.content == "We moved to PostgreSQL 17 #database"
+    again = client_a.post(url, {**data, "status": "active", **_hidden_inputs(page)}, **HTMX)
+    assert again.status_code == 200
+    entry_a.refresh_from_db()
+    assert entry_a.content == "We use PostgreSQL"
+
+
 def test_it_returns_the_form_with_errors_on_a_bad_edit(client_a, entry_a, settings):
     settings.MEMORY_MAX_ENTRY_BYTES = 256
     data = {

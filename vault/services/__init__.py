@@ -42,6 +42,7 @@ from vault.services.projects import (
     token_revoke,
 )
 from vault.services.review import (
+    STALE_FORM_LOC,
     entries_mark_accessed,
     entry_curator_update,
     entry_supersede,
@@ -60,6 +61,7 @@ __all__ = [
     "TooLarge",
     "DEFAULT_PROJECT_SLUG",
     "TOKEN_PREFIX",
+    "STALE_FORM_LOC",
     "EntryChanges",
     "agent_ensure",
     "daily_note_append",

@@ -1,6 +1,7 @@
 """Writes of trust: supersede chains, the review queue, review policies, access counts."""
 
 from dataclasses import replace
+from datetime import datetime
 
 from django.db import transaction
 from django.db.models import F
@@ -63,18 +64,35 @@ def review_approve(
     return entry
 
 
-def entry_curator_update(*, entry_id: int, changes: EntryChanges, changed_by: str) -> VaultEntry:
+STALE_FORM_LOC = "seen_updated_at"
+
+
+def entry_curator_update(
+    *, entry_id: int, changes: EntryChanges, changed_by: str, seen_updated_at: datetime | None = None
+) -> VaultEntry:
     """A curator's edit of an entry (its edit page, the admin): entry_update, except that setting a
     pending entry active or rejected is the review's decision, not a bare change of status. Set
     active, it is approved (the supersede its writer asked for takes effect and its review items are
     resolved, as review_approve does); set rejected, it is rejected; the edit's other changes are
     applied first, in the same transaction. An edit that set the status alone left its review items
-    open and the entry it was to supersede live beside it."""
+    open and the entry it was to supersede live beside it.
+
+    A form sends every field back, so a form opened before an agent's (or another curator's) edit
+    replaced that edit with the text it showed, silently. With `seen_updated_at`, the entry's
+    `updated_at` when the form was opened, an entry changed since is refused (Conflict, loc
+    STALE_FORM_LOC); checked under the row lock, so no edit can slip in between."""
     decided = changes.status in (EntryStatus.ACTIVE, EntryStatus.REJECTED)
     with transaction.atomic():
         entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:
             raise NotFound(f"Entry {entry_id} not found.")
+        if seen_updated_at is not None and entry.updated_at != seen_updated_at:
+            raise Conflict(
+                f"Entry {entry_id} was changed since this form was opened (at "
+                f"{timezone.localtime(entry.updated_at):%Y-%m-%d %H:%M:%S}); saving would overwrite that "
+                "change. Its current text is shown; save again to replace it with yours.",
+                [{"loc": [STALE_FORM_LOC], "msg": "changed since the form was opened"}],
+            )
         if entry.status != EntryStatus.PENDING or not decided:
             return entry_update(entry_id=entry_id, changes=changes, changed_by=changed_by)
         entry_update(entry_id=entry_id, changes=replace(changes, status=None), changed_by=changed_by)

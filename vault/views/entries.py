@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from memoryproject.errors import DomainError, NotFound
 from vault import selectors, services
 from vault.forms import (
+    EntryEditForm,
     EntryFilterForm,
     EntryForm,
     TaskToggleForm,
@@ -165,8 +166,9 @@ def entry_card(request, entry_id):
 def entry_edit(request, entry_id):
     entry = selectors.entry_get_for_user(request.user, entry_id)
     status = 200
+    newer = None
     if request.method == "POST":
-        form = EntryForm(request.POST)
+        form = EntryEditForm(request.POST)
         if form.is_valid():
             try:
                 entry = services.entry_curator_update(
@@ -179,9 +181,15 @@ def entry_edit(request, entry_id):
                         status=form.cleaned_data["status"],
                     ),
                     changed_by=actor(request),
+                    seen_updated_at=form.cleaned_data["seen_updated_at"],
                 )
             except DomainError as exc:
-                form_errors(form, exc)
+                if exc.errors and exc.errors[0].get("loc") == [services.STALE_FORM_LOC]:
+                    entry = newer = selectors.entry_get_for_user(request.user, entry_id)
+                    form = EntryEditForm.over_newer(request.POST, entry)
+                    form.add_error(None, exc.detail)
+                else:
+                    form_errors(form, exc)
             else:
                 if is_htmx(request):
                     return _card(request, entry, note="Saved; the previous text is in the history.")
@@ -189,8 +197,8 @@ def entry_edit(request, entry_id):
                 return redirect("vault-entry-detail", entry.pk)
         status = UNPROCESSABLE
     else:
-        form = EntryForm.for_entry(entry)
-    context = {"entry": entry, "form": form, "project": entry.project, "agent": entry.agent}
+        form = EntryEditForm.for_entry(entry)
+    context = {"entry": entry, "form": form, "project": entry.project, "agent": entry.agent, "newer": newer}
     template = "vault/agent.html#entry-edit" if is_htmx(request) else "vault/entry_edit.html"
     return render(request, template, context, status=status)
 
