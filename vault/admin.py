@@ -153,14 +153,35 @@ class EntryVersionInline(admin.TabularInline):
 
 
 class VaultEntryForm(forms.ModelForm):
-    """Runs the services' checks so a curator sees a form error instead of a server error."""
+    """Runs the services' checks so a curator sees a form error instead of a server error.
+
+    It carries the entry's `updated_at` as it was when the form was opened (`seen_updated_at`): a
+    change form opened before an agent's edit and saved after it replaced that edit with the text it
+    had shown. Such a save is a form error showing the current text, and the form is then based on it,
+    so that saving again replaces it knowingly."""
+
+    seen_updated_at = forms.DateTimeField(required=False, widget=forms.HiddenInput)
 
     class Meta:
         model = VaultEntry
         fields = ["agent", "category", "content", "tags", "status", "importance"]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial["seen_updated_at"] = self.instance.updated_at.isoformat()
+
     def clean(self):
         cleaned = super().clean()
+        seen = cleaned.get("seen_updated_at")
+        if seen is not None and self.instance.pk is not None and self.instance.updated_at != seen:
+            self.data = self.data.copy()
+            self.data["seen_updated_at"] = self.instance.updated_at.isoformat()
+            raise forms.ValidationError(
+                f"Entry {self.instance.pk} was changed since this form was opened; saving would overwrite "
+                f"that change. Its current text: {Truncator(self.instance.content).chars(1000)!r}. Save "
+                "again to replace it with yours."
+            )
         try:
             if "content" in cleaned:
                 text_check(cleaned["content"])
@@ -240,6 +261,7 @@ class VaultEntryAdmin(admin.ModelAdmin):
         "tags",
         "status",
         "importance",
+        "seen_updated_at",
         *readonly_fields,
     ]
     inlines = [EntryVersionInline]
@@ -283,6 +305,7 @@ class VaultEntryAdmin(admin.ModelAdmin):
                     status=obj.status,
                 ),
                 changed_by=_actor(request),
+                seen_updated_at=form.cleaned_data.get("seen_updated_at"),
             )
         else:
             created = services.entry_create(

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from django.contrib.admin.models import ADDITION, LogEntry
 from django.contrib.auth import get_user_model
@@ -74,6 +76,41 @@ def test_an_admin_edit_is_versioned_like_an_api_edit(curator_client, entry_a):
     version = EntryVersion.objects.get(entry_id=entry_a.pk)
     assert version.content == "We decided to use PostgreSQL #database"
     assert version.changed_by == "user:curator"
+
+
+def test_a_stale_admin_change_form_does_not_overwrite_a_newer_edit(curator_client, entry_a):
+    """The admin's change form, opened before an agent's edit and saved after it, replaced the agent's
+    text with the one it had shown; it is now a form error, and the agent's text stays."""
+    from vault import services
+
+    url = f"/admin/vault/vaultentry/{entry_a.pk}/change/"
+    page = curator_client.get(url).content.decode()
+    seen = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    seen.pop("csrfmiddlewaretoken", None)
+    services.entry_update(
+        entry_id=entry_a.pk,
+        changes=services.EntryChanges(content="We moved to PostgreSQL 17"),
+        changed_by="x",
+    )
+    data = {
+        "category": "decisions",
+        "content": "We decided to use CockroachDB",
+        "tags": "",
+        "status": "active",
+        "importance": "0.5",
+        "versions-TOTAL_FORMS": "0",
+        "versions-INITIAL_FORMS": "0",
+    }
+    response = curator_client.post(url, {**seen, **data})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "changed since" in page and "We moved to PostgreSQL 17" in page
+    entry_a.refresh_from_db()
+    assert entry_a.content == "We moved to PostgreSQL 17"
+    seen = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    assert curator_client.post(url, {**seen, **data}).status_code == 302  # saved again, knowingly
+    entry_a.refresh_from_db()
+    assert entry_a.content == "We decided to use CockroachDB"
 
 
 def test_the_entry_page_shows_its_versions(curator_client, entry_a):
