@@ -125,6 +125,22 @@ class ReviewBulkForm(forms.Form):
 class FileForm(forms.Form):
     path = forms.CharField(max_length=255, widget=forms.HiddenInput)
     content = BrowserTextField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 18}))
+    # The file's updated_at when the form was opened: a save does not replace a change made since
+    # (file_write).
+    seen_updated_at = forms.DateTimeField(required=False, widget=forms.HiddenInput)
+
+    @classmethod
+    def for_file(cls, file, data=None):
+        """The form of `file` as it is; with `data`, the submitted form based on it, so that saving
+        again replaces a newer change knowingly."""
+        seen = file.updated_at.isoformat()
+        if data is None:
+            return cls(initial={"path": file.path, "content": file.content, "seen_updated_at": seen})
+        data = data.copy()
+        data["seen_updated_at"] = seen
+        form = cls(data)
+        form.is_valid()
+        return form
 
 
 class FileSettingsForm(forms.Form):

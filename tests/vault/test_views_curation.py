@@ -1,6 +1,8 @@
 """Curator pages: search over every kind, review queue, sessions, files, maintenance,
 policies, provenance. Every page with the three personas."""
 
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -355,6 +357,29 @@ def test_it_edits_a_file_with_history_and_previews_markdown(client_a, agent_a):
         **HTMX,
     ).content.decode()
     assert "<strong>bold</strong>" in preview and "<script>" not in preview
+
+
+def test_a_stale_file_form_does_not_overwrite_what_the_agent_appended_since(client_a, agent_a):
+    """A curator opens today's daily note, the agent's next exchange is appended to it, and the curator
+    saves: the appended exchange vanished from the note (appends are not versioned, so it was only in
+    the version this save made). The save is refused with the current text shown; saving again, knowingly,
+    replaces it."""
+    path = "memory/2026-03-01.md"
+    services.file_write(agent=agent_a, path=path, content="# Daily Notes\n\n- first\n", changed_by="t")
+    url = reverse("vault-file", args=["acme", "agent-a"]) + f"?path={path}"
+    page = client_a.get(url).content.decode()
+    seen = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    seen.pop("csrfmiddlewaretoken", None)
+    services.file_append(agent=agent_a, path=path, text="- appended by the agent\n", changed_by="agent")
+    mine = {"path": path, "content": "# Daily Notes\n\n- first, corrected\n"}
+    response = client_a.post(url, {**seen, **mine})
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "changed since" in page and "appended by the agent" in page and "first, corrected" in page
+    assert "appended by the agent" in WorkspaceFile.objects.get(agent=agent_a, path=path).content
+    seen = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    assert client_a.post(url, {**seen, **mine}).status_code == 302
+    assert WorkspaceFile.objects.get(agent=agent_a, path=path).content == mine["content"]
 
 
 @pytest.mark.parametrize(

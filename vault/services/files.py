@@ -71,13 +71,26 @@ def file_write(
     enabled: bool | None = None,
     sort_order: int | None = None,
     markdown_only: bool = True,
+    seen_updated_at: datetime | None = None,
 ) -> tuple[WorkspaceFile, bool]:
-    """Create or overwrite a workspace file; the previous content is versioned. Returns (file, created)."""
+    """Create or overwrite a workspace file; the previous content is versioned. Returns (file, created).
+
+    With `seen_updated_at`, the file's `updated_at` when the writer read it (the files page's form), a
+    file changed or deleted since is refused (Conflict, loc "seen_updated_at"), checked under the row
+    lock: an agent appends to its notes all day, and a form opened before an append and saved after it
+    replaced the appended text with what the form had shown."""
     file_path_check(path, markdown_only=markdown_only)
     content = redact_for_project(content, agent.project_id)
     text_check(content, allow_empty=True)
     with transaction.atomic():
         file, created = _file_lock_or_create(agent, path)
+        if seen_updated_at is not None and (created or file.updated_at != seen_updated_at):
+            what = "deleted" if created else f"changed (at {timezone.localtime(file.updated_at):%H:%M:%S})"
+            raise Conflict(
+                f"{path} was {what} since this form was opened; saving would overwrite that change. "
+                "Its current text is shown; save again to replace it with yours.",
+                [{"loc": ["seen_updated_at"], "msg": "changed since the form was opened"}],
+            )
         if (
             not created
             and file.content == content

@@ -34,7 +34,7 @@ def _file_context(agent, file, form=None):
         "project": agent.project,
         "files": selectors.files_list(agent=agent),
         "file": file,
-        "form": form or (FileForm(initial={"path": file.path, "content": file.content}) if file else None),
+        "form": form or (FileForm.for_file(file) if file else None),
         "preview": mark_safe(markdown_html(file.content)) if file else "",  # noqa: S308 - sanitised by nh3
         "history": history,
     }
@@ -48,18 +48,28 @@ def files(request, project, agent):
     path = request.GET.get("path") or request.POST.get("path") or ""
     file = selectors.file_get(agent=agent, path=path) if path else None
     if request.method == "POST":
+        newer = None
         form = FileForm(request.POST)
         if form.is_valid():
             try:
                 services.file_write(
-                    agent=agent, path=path, content=form.cleaned_data["content"], changed_by=actor(request)
+                    agent=agent,
+                    path=path,
+                    content=form.cleaned_data["content"],
+                    changed_by=actor(request),
+                    seen_updated_at=form.cleaned_data["seen_updated_at"],
                 )
             except DomainError as exc:
+                if exc.errors and exc.errors[0].get("loc") == ["seen_updated_at"]:
+                    file = selectors.file_get(agent=agent, path=path)
+                    form = FileForm.for_file(file, request.POST)
+                    newer = file
                 form.add_error(None, exc.detail)
             else:
                 messages.success(request, f"{path} saved; the previous text is in the history.")
                 return redirect(file_page_url(agent.project.slug, agent.slug, path))
-        return render(request, "vault/files.html", _file_context(agent, file, form), status=UNPROCESSABLE)
+        context = {**_file_context(agent, file, form), "newer": newer}
+        return render(request, "vault/files.html", context, status=UNPROCESSABLE)
     return render(request, "vault/files.html", _file_context(agent, file))
 
 
