@@ -79,6 +79,8 @@ class EntryFilterForm(forms.Form):
 
 class TaskToggleForm(forms.Form):
     line = forms.IntegerField(min_value=0, max_value=1_000_000)
+    # The task's text as the page showed it (none from an older page: the line number alone is checked).
+    task = forms.CharField(required=False, strip=False, empty_value=None)
     done = forms.TypedChoiceField(choices=[("1", "done"), ("0", "not done")], coerce=lambda v: v == "1")
 
 

@@ -15,7 +15,7 @@ import nh3
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from vault.text import task_lines
+from vault.text import task_lines, task_text
 
 ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6",
@@ -60,6 +60,7 @@ def markdown_with_tasks(text: str, *, toggle_url: str | None, csrf_token: str | 
     found = TASK_HTML_RE.findall(html)
     tickable = toggle_url is not None and csrf_token is not None and len(found) == len(tasks)
     boxes = iter(tasks)
+    source_lines = text.split("\n")
 
     def replace(match: re.Match) -> str:
         done = match.group(2) != " "
@@ -74,12 +75,14 @@ def markdown_with_tasks(text: str, *, toggle_url: str | None, csrf_token: str | 
             'hx-target="closest .entry" hx-swap="outerHTML">'
             '<input type="hidden" name="csrfmiddlewaretoken" value="{csrf}">'
             '<input type="hidden" name="line" value="{line}">'
+            '<input type="hidden" name="task" value="{task}">'
             '<input type="hidden" name="done" value="{want}">'
             '<button type="submit" class="task-box" role="checkbox" aria-checked="{checked}" '
             'title="{label}" aria-label="{label}">{mark}</button></form> ',
             url=toggle_url,
             csrf=csrf_token,
             line=line,
+            task=task_text(source_lines[line]),
             want="0" if done else "1",
             checked="true" if done else "false",
             label=label,

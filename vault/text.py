@@ -150,14 +150,30 @@ def task_lines(content: str) -> list[tuple[int, bool]]:
     return found
 
 
-def task_line_set(content: str, line: int, done: bool) -> str:
-    """The content with the task on `line` set to done/not done; InvalidInput if it is no task line."""
+def task_text(content_line: str) -> str:
+    """What a task line says, without its bullet and box, its whitespace runs as single spaces: how a
+    page names the task it ticks (a browser sends a line break back as CRLF, whatever was stored)."""
+    match = TASK_LINE_RE.match(content_line)
+    return " ".join(content_line[match.end() :].split()) if match else ""
+
+
+def task_line_set(content: str, line: int, done: bool, task: str | None = None) -> str:
+    """The content with the task on `line` set to done/not done; InvalidInput if it is no task line,
+    or, with `task` (the task's text as the page showed it), when the line now holds another task: a
+    line added above it since the page was loaded moved the task, and its line number alone ticked
+    the one now there."""
+    lines = content.split("\n")
     if line not in dict(task_lines(content)):
         raise InvalidInput(
             f"Line {line + 1} is not a task any more; reload the entry and try again.",
             [{"loc": ["line"], "msg": "not a task line"}],
         )
-    lines = content.split("\n")
+    if task is not None and task_text(lines[line]) != " ".join(task.split()):
+        raise InvalidInput(
+            f"Line {line + 1} is now another task than the one ticked (the entry changed since the page "
+            "was loaded); reload the entry and try again.",
+            [{"loc": ["line"], "msg": "another task"}],
+        )
     lines[line] = TASK_LINE_RE.sub(
         lambda m: f"{m.group(1)}[{'x' if done else ' '}]{m.group(3)}", lines[line], count=1
     )

@@ -19,6 +19,15 @@ def test_it_sets_a_task_line_and_refuses_other_lines():
         task_line_set("text\n- [ ] a", 0, True)
 
 
+def test_a_task_is_ticked_only_while_its_line_holds_the_task_the_page_named():
+    content = "- [ ] ship it\r\n- [x] write  notes\r"
+    assert task_line_set(content, 0, True, "ship it\r\n") == "- [x] ship it\r\n- [x] write  notes\r"
+    assert task_line_set(content, 1, False, "write notes") == "- [ ] ship it\r\n- [ ] write  notes\r"
+    with pytest.raises(InvalidInput, match="another task"):
+        task_line_set(content, 0, True, "write notes")
+    assert 'name="task" value="ship it"' in markdown_with_tasks(content, toggle_url="/t/", csrf_token="c")
+
+
 def test_it_makes_task_boxes_tickable_only_when_they_match_the_source():
     html = markdown_with_tasks("- [ ] a\n- [x] b", toggle_url="/t/", csrf_token="c")
     assert html.count("<form") == 2 and 'name="line" value="1"' in html

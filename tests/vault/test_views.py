@@ -419,6 +419,26 @@ def test_it_ticks_and_unticks_a_task(client_a, task_entry):
     assert EntryVersion.objects.filter(entry_id=task_entry.pk).count() == 2
 
 
+def test_a_stale_page_does_not_tick_another_task_than_the_one_clicked(client_a, task_entry):
+    """The page shows "write notes" on line 2; an agent then adds a task above it, and the curator ticks
+    "write notes": the line number alone ticked the agent's new task instead, and left "write notes"
+    open. The tick is refused with a note to reload, and nothing changes."""
+    html = client_a.get(reverse("vault-entry-detail", args=[task_entry.pk])).content.decode()
+    toggle = re.search(r'<form class="task-toggle".*?</form>', html, re.S).group(0)
+    clicked = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', toggle))
+    clicked.pop("csrfmiddlewaretoken", None)
+    assert clicked["line"] == "2"
+    newer = "# Release\n\n- [ ] ship the fix\n- [ ] write notes\n- [x] tag build\n"
+    services.entry_update(
+        entry_id=task_entry.pk, changes=services.EntryChanges(content=newer), changed_by="a"
+    )
+    response = client_a.post(reverse("vault-entry-task-toggle", args=[task_entry.pk]), clicked, **HTMX)
+    assert response.status_code == 422
+    assert "reload" in response.content.decode()
+    task_entry.refresh_from_db()
+    assert task_entry.content == newer
+
+
 def test_it_refuses_to_tick_a_line_that_is_no_task(client_a, task_entry):
     response = client_a.post(
         reverse("vault-entry-task-toggle", args=[task_entry.pk]), {"line": 0, "done": "1"}, **HTMX

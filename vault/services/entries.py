@@ -743,14 +743,16 @@ def entry_restore_deleted(*, entry_id: int, version_id: int | None = None, chang
 # --- Curator pages ------------------------------------------------------------------------------
 
 
-def entry_task_toggle(*, entry_id: int, line: int, done: bool, changed_by: str) -> VaultEntry:
+def entry_task_toggle(
+    *, entry_id: int, line: int, done: bool, changed_by: str, task: str | None = None
+) -> VaultEntry:
     """Tick or untick the markdown task (`- [ ]` / `- [x]`) on line `line` (0-based) of an entry.
 
-    `done` is the state wanted. The line must still be a task line, so a stale page cannot tick the
-    wrong line after an edit; ticking what is already in that state changes nothing. Versioned
-    through entry_update.
+    `done` is the state wanted. The line must still be a task line, and with `task` (its text as the
+    page showed it) still that task, so a stale page cannot tick the wrong line after an edit;
+    ticking what is already in that state changes nothing. Versioned through entry_update.
     """
     with transaction.atomic():
         entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
-        content = task_line_set(entry.content, line, done)
+        content = task_line_set(entry.content, line, done, task)
         return entry_update(entry_id=entry_id, changes=EntryChanges(content=content), changed_by=changed_by)

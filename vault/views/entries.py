@@ -238,6 +238,7 @@ def entry_task_toggle(request, entry_id):
                 line=form.cleaned_data["line"],
                 done=form.cleaned_data["done"],
                 changed_by=actor(request),
+                task=form.cleaned_data["task"],
             )
         except DomainError as exc:
             note, status = exc.detail, UNPROCESSABLE
