@@ -1,8 +1,11 @@
+import threading
+import time
 from datetime import timedelta
 
 import pytest
 import time_machine
 from django.core.management import CommandError, call_command
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -49,6 +52,53 @@ def test_expired_entries_are_archived_then_purged_after_the_grace_period(agent_a
     assert audit.versions_deleted == 2 and audit.content_chars == len("Old lesson about caches")
     assert VaultEntry.objects.get(pk=restored.pk).status == "active"
     assert not RetentionMark.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_entry_edited_after_the_run_listed_it_is_not_archived(agent_a):
+    """Retention lists the expired entries of a category, then archives them one by one (and purges
+    them after the grace period). An entry an agent edited in between was archived all the same, its
+    fresh text marked to be deleted for good."""
+    start = timezone.now()
+    with time_machine.travel(start - timedelta(days=200)):
+        lesson = services.entry_create(agent=agent_a, category="lessons", content="Old lesson about caches")
+    errors = []
+
+    def agent_edit():
+        try:
+            with transaction.atomic():
+                VaultEntry.objects.select_for_update().get(pk=lesson.pk)
+                ready.set()
+                for _ in range(200):  # until the run waits for the row
+                    with connection.cursor() as cursor:
+                        cursor.execute(
+                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                            "AND datname = current_database()"
+                        )
+                        if cursor.fetchone()[0]:
+                            break
+                    time.sleep(0.05)
+                services.entry_update(
+                    entry_id=lesson.pk,
+                    changes=services.EntryChanges(content="Cache keys need the schema version"),
+                    changed_by="agent",
+                    review=True,
+                )
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    ready = threading.Event()
+    thread = threading.Thread(target=agent_edit)
+    thread.start()
+    ready.wait(10)
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=start)
+    thread.join()
+    assert errors == []
+    lesson.refresh_from_db()
+    assert (lesson.status, lesson.content) == ("active", "Cache keys need the schema version")
+    assert run.counts["entries_expired"] == 0 and not RetentionMark.objects.exists()
 
 
 def test_expired_messages_are_archived_then_purged(agent_a):

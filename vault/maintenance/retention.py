@@ -5,6 +5,7 @@ import hashlib
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models.functions import Greatest
 
 from vault import services
@@ -111,19 +112,23 @@ def retention_step_expire_entries(run: CompactionRun, project: Project, now: dat
             .order_by("pk")
             .values_list("pk", "status")
         )
-        for entry_id, status in list(expired):
-            if status == EntryStatus.ACTIVE:
-                services.entry_update(
-                    entry_id=entry_id,
-                    changes=services.EntryChanges(status=EntryStatus.ARCHIVED),
-                    changed_by=f"{ACTOR}: retention",
+        for entry_id, _ in list(expired):
+            with transaction.atomic():
+                status = _expired_entry_lock(entry_id, cutoff)
+                if status is None:
+                    continue
+                if status == EntryStatus.ACTIVE:
+                    services.entry_update(
+                        entry_id=entry_id,
+                        changes=services.EntryChanges(status=EntryStatus.ARCHIVED),
+                        changed_by=f"{ACTOR}: retention",
+                    )
+                    done = "archived"
+                else:
+                    done = "already archived"
+                RetentionMark.objects.create(
+                    project=project, kind=RetentionMark.Kind.ENTRY, object_id=entry_id, marked_at=now
                 )
-                done = "archived"
-            else:
-                done = "already archived"
-            RetentionMark.objects.create(
-                project=project, kind=RetentionMark.Kind.ENTRY, object_id=entry_id, marked_at=now
-            )
             run_count(run, "entries_expired")
             run_change(
                 run,
@@ -133,6 +138,23 @@ def retention_step_expire_entries(run: CompactionRun, project: Project, now: dat
                 f"{category} older than {days} days: {done}, purged after "
                 f"{settings.MEMORY_PURGE_GRACE_DAYS} days unless restored",
             )
+
+
+def _expired_entry_lock(entry_id: int, cutoff: datetime) -> str | None:
+    """Lock the entry and return its status if it is still expired (active or archived, not updated nor
+    used since `cutoff`); else None.
+
+    The step lists a category's expired entries first and archives them one by one: an entry edited
+    (or used) in between was archived all the same and marked for the purge, its fresh text with it.
+    Checked under the row lock, which every edit takes."""
+    return (
+        VaultEntry.objects.select_for_update(of=("self",))
+        .filter(pk=entry_id, status__in=[EntryStatus.ACTIVE, EntryStatus.ARCHIVED])
+        .annotate(last_used=Greatest("updated_at", "last_accessed_at", "created_at"))
+        .filter(last_used__lt=cutoff)
+        .values_list("status", flat=True)
+        .first()
+    )
 
 
 def retention_marks_due(project: Project, now: datetime, kind: str):
