@@ -1,6 +1,9 @@
 """Forms of the curator pages. They parse input only; the services check and store it."""
 
+from datetime import datetime
+
 from django import forms
+from django.utils.dateparse import parse_datetime
 
 from vault.models import REJECT_REASON_MAX_CHARS, Category, EntrySource, EntryStatus, TokenScope
 
@@ -112,6 +115,8 @@ class ReviewActionForm(forms.Form):
     supersede_conflicting = forms.BooleanField(required=False)
     reason = forms.CharField(required=False, max_length=REJECT_REASON_MAX_CHARS)
     into = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    # The entry's updated_at as the queue showed it: no decision on a text changed since (_pending_get).
+    seen_updated_at = forms.DateTimeField(required=False)
 
 
 class ReviewBulkForm(forms.Form):
@@ -122,6 +127,14 @@ class ReviewBulkForm(forms.Form):
         super().__init__(*args, **kwargs)
         raw = self.data.getlist("ids") if hasattr(self.data, "getlist") else []
         self.fields["ids"].choices = [(v, v) for v in raw if str(v).isdigit() and len(str(v)) < 19]
+
+    def seen_updated_at(self, entry_id: int) -> datetime | None:
+        """The entry's updated_at as the queue showed it (its `seen-<id>` field), or None."""
+        value = self.data.get(f"seen-{entry_id}") or ""
+        try:
+            return parse_datetime(value)
+        except ValueError:
+            return None
 
 
 class FileForm(forms.Form):

@@ -2,6 +2,7 @@
 policies, provenance. Every page with the three personas."""
 
 import re
+from html import unescape
 
 import pytest
 from django.contrib.auth.models import User
@@ -284,6 +285,37 @@ def test_bulk_approves_only_pending_entries_of_this_project(client_a, entry_a, p
     assert VaultEntry.objects.get(pk=pending[0].pk).status == EntryStatus.REJECTED
     assert VaultEntry.objects.get(pk=pending[2].pk).status == EntryStatus.PENDING
     assert VaultEntry.objects.get(pk=entry_a.pk).status == EntryStatus.ACTIVE
+
+
+def test_a_decision_on_a_stale_queue_page_does_not_take_an_agents_newer_text(client_a, api, token_a, pending):
+    """The queue shows what a held entry says; its agent then rewrites it (an agent may edit its held
+    entry, which stays held). Approving from the page loaded before wrote the old text back over the
+    agent's (the edit box always sends it), and a bulk approval made the new text active unseen. Both
+    are refused now, and the entry stays held with the agent's text for a second look."""
+    html = client_a.get(reverse("vault-review", args=["acme"])).content.decode()
+    url = reverse("vault-review-act", args=["acme", pending[0].pk])
+    form = re.search(rf'<form class="review-form"[^>]*action="{url}".*?</form>', html, re.S).group(0)
+    single = dict(re.findall(r'<input type="hidden" name="([\w-]+)" value="([^"]*)"', form))
+    single["content"] = unescape(re.search(r"<textarea[^>]*>(.*?)</textarea>", form, re.S).group(1))
+    bulk = dict(
+        re.findall(r'<input type="hidden" name="([\w-]+)" value="([^"]*)"[^>]*form="bulk-form"', html)
+    )
+    for entry in pending[:2]:
+        edit = api.patch(
+            f"/entries/{entry.pk}", {"content": f"Rewritten lesson {entry.pk} about queues"}, token=token_a
+        )
+        assert edit.status_code == 200 and edit.json()["status"] == "pending"
+    approved = client_a.post(url, {**single, "action": "approve"}, **HTMX)
+    assert approved.status_code == 422 and "changed since" in approved.content.decode()
+    bulk_approved = client_a.post(
+        reverse("vault-review-bulk", args=["acme"]),
+        {**bulk, "action": "approve", "ids": [pending[1].pk]},
+        follow=True,
+    )
+    assert "changed since" in bulk_approved.content.decode()
+    for entry in pending[:2]:
+        entry.refresh_from_db()
+        assert (entry.status, entry.content) == ("pending", f"Rewritten lesson {entry.pk} about queues")
 
 
 def test_the_dashboard_shows_pending_counts_and_the_last_compaction(client_a, pending, run):

@@ -22,6 +22,10 @@ from vault.services.entries import EntryChanges, _category_check, entry_supersed
 
 # --- Supersede and review (trust) ----------------------------------------------------------------
 
+# The field a page's form carries its entry's `updated_at` in, and the `loc` of the Conflict raised when
+# the entry changed since the page was loaded.
+STALE_FORM_LOC = "seen_updated_at"
+
 
 def _review_resolve(entry: VaultEntry, *, resolution: str, by: str) -> None:
     ReviewItem.objects.filter(entry=entry, resolved_at__isnull=True).update(
@@ -29,22 +33,38 @@ def _review_resolve(entry: VaultEntry, *, resolution: str, by: str) -> None:
     )
 
 
-def _pending_get(entry_id: int) -> VaultEntry:
+def _pending_get(entry_id: int, seen_updated_at: datetime | None = None) -> VaultEntry:
+    """The pending entry, locked. With `seen_updated_at` (its `updated_at` as the queue page showed it)
+    an entry changed since is refused: its agent may rewrite a held entry, and a decision taken on the
+    text shown is no decision on the new one (approving wrote the shown text back over it, a bulk
+    approval made it active unseen)."""
     entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
     if entry is None:
         raise NotFound(f"Entry {entry_id} not found.")
     if entry.status != EntryStatus.PENDING:
         raise Conflict(f"Entry {entry_id} is {entry.status}, not pending review.")
+    if seen_updated_at is not None and entry.updated_at != seen_updated_at:
+        raise Conflict(
+            f"Entry {entry_id} was changed since the queue was loaded; it still waits: reload the queue "
+            "and review its current text.",
+            [{"loc": [STALE_FORM_LOC], "msg": "changed since the queue was loaded"}],
+        )
     return entry
 
 
 def review_approve(
-    *, entry_id: int, by: str, content: str | None = None, supersede_conflicting: bool = False
+    *,
+    entry_id: int,
+    by: str,
+    content: str | None = None,
+    supersede_conflicting: bool = False,
+    seen_updated_at: datetime | None = None,
 ) -> VaultEntry:
     """Approve a pending entry, optionally editing it first (edit-and-approve). With
-    supersede_conflicting, the entries it conflicts with become superseded by it."""
+    supersede_conflicting, the entries it conflicts with become superseded by it. `seen_updated_at`:
+    as in _pending_get."""
     with transaction.atomic():
-        entry = _pending_get(entry_id)
+        entry = _pending_get(entry_id, seen_updated_at)
         if content is not None:
             entry_update(entry_id=entry.pk, changes=EntryChanges(content=content), changed_by=by)
             entry.refresh_from_db()
@@ -62,9 +82,6 @@ def review_approve(
         _review_resolve(entry, resolution="approved", by=by)
     entry.refresh_from_db()
     return entry
-
-
-STALE_FORM_LOC = "seen_updated_at"
 
 
 def entry_curator_update(
@@ -101,16 +118,19 @@ def entry_curator_update(
         return review_reject(entry_id=entry_id, by=changed_by, reason="set rejected in its edit form")
 
 
-def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:
+def review_reject(
+    *, entry_id: int, by: str, reason: str = "", seen_updated_at: datetime | None = None
+) -> VaultEntry:
     """Reject a pending entry: it stays stored (audit), never active, never injected. The reason is
-    kept whole in its review items' resolution ("rejected: <reason>")."""
+    kept whole in its review items' resolution ("rejected: <reason>"). `seen_updated_at`: as in
+    _pending_get."""
     if len(reason) > REJECT_REASON_MAX_CHARS:
         raise InvalidInput(
             f"The reason is {len(reason)} characters long; at most {REJECT_REASON_MAX_CHARS} are kept.",
             [{"loc": ["reason"], "msg": "too long"}],
         )
     with transaction.atomic():
-        entry = _pending_get(entry_id)
+        entry = _pending_get(entry_id, seen_updated_at)
         entry.status = EntryStatus.REJECTED
         entry.supersedes_id = None  # a refused replacement leaves the old entry as it was
         entry.updated_at = timezone.now()
@@ -119,18 +139,21 @@ def review_reject(*, entry_id: int, by: str, reason: str = "") -> VaultEntry:
     return entry
 
 
-def review_merge(*, entry_id: int, into_id: int, by: str) -> VaultEntry:
+def review_merge(
+    *, entry_id: int, into_id: int, by: str, seen_updated_at: datetime | None = None
+) -> VaultEntry:
     """Fold a pending entry into an active entry of the same agent (its text appended unless already
     there, tags united). Returns the target.
 
     The pending entry becomes superseded by the target and joins the target's supersede chain just
     below it (the target supersedes it; what the target superseded before is now superseded by it),
     so its `superseded_by` and its chain lead to where its text went. A supersede link is one per
-    entry, which is why it is put in between rather than beside."""
+    entry, which is why it is put in between rather than beside. `seen_updated_at`: as in
+    _pending_get."""
     if entry_id == into_id:
         raise InvalidInput("An entry cannot be merged into itself.")
     with transaction.atomic():
-        entry = _pending_get(entry_id)
+        entry = _pending_get(entry_id, seen_updated_at)
         target = (
             VaultEntry.objects.select_for_update()
             .select_related("agent")

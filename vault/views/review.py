@@ -71,16 +71,21 @@ def review_act(request, project, entry_id):
                 by=by,
                 content=data["content"] if data["content"].strip() else None,
                 supersede_conflicting=data["supersede_conflicting"],
+                seen_updated_at=data["seen_updated_at"],
             )
             note = f"Entry #{entry.pk} approved."
         elif data["action"] == "reject":
-            services.review_reject(entry_id=entry.pk, by=by, reason=data["reason"])
+            services.review_reject(
+                entry_id=entry.pk, by=by, reason=data["reason"], seen_updated_at=data["seen_updated_at"]
+            )
             note = f"Entry #{entry.pk} rejected (kept for the audit)."
         else:
             if not data["into"]:
                 return _review_done(request, project, "Give the id of the entry to merge into.", error=True)
             target = selectors.entry_get_for_user(request.user, data["into"])
-            services.review_merge(entry_id=entry.pk, into_id=target.pk, by=by)
+            services.review_merge(
+                entry_id=entry.pk, into_id=target.pk, by=by, seen_updated_at=data["seen_updated_at"]
+            )
             note = f"Entry #{entry.pk} merged into #{target.pk}."
     except DomainError as exc:
         return _review_done(request, project, exc.detail, error=True)
@@ -101,11 +106,12 @@ def review_bulk(request, project):
         if entry_id not in pending:
             failed.append(f"#{entry_id}: not pending in this project")
             continue
+        seen = form.seen_updated_at(entry_id)
         try:
             if form.cleaned_data["action"] == "approve":
-                services.review_approve(entry_id=entry_id, by=actor(request))
+                services.review_approve(entry_id=entry_id, by=actor(request), seen_updated_at=seen)
             else:
-                services.review_reject(entry_id=entry_id, by=actor(request))
+                services.review_reject(entry_id=entry_id, by=actor(request), seen_updated_at=seen)
             done += 1
         except DomainError as exc:
             failed.append(f"#{entry_id}: {exc.detail}")
