@@ -45,7 +45,32 @@ class SlugCheckedForm(forms.ModelForm):
 
 
 class ProjectForm(SlugCheckedForm):
+    """Carries the context's `context_changed_at` as it was when the form was opened: a save that
+    changes the context (or sends back a text changed since, as a form opened before the orchestrator's
+    PUT does) is a form error showing the current text, and the form is then based on it, so that
+    saving again replaces it knowingly."""
+
     slug_field_name = "project"
+    seen_changed_at = forms.DateTimeField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial["seen_changed_at"] = self.instance.context_changed_at.isoformat()
+
+    def clean(self):
+        cleaned = super().clean()
+        seen = cleaned.get("seen_changed_at")
+        current = self.instance.context_changed_at if self.instance.pk is not None else None
+        if "context" in self.changed_data and seen is not None and current != seen:
+            self.data = self.data.copy()
+            self.data["seen_changed_at"] = current.isoformat()
+            raise forms.ValidationError(
+                "The context was changed since this form was opened; saving would overwrite that "
+                f"change. Its current text: {Truncator(self.instance.context).chars(1000)!r}. Save again "
+                "to replace it with yours."
+            )
+        return cleaned
 
 
 class AgentInline(admin.TabularInline):
@@ -70,7 +95,12 @@ class ProjectAdmin(admin.ModelAdmin):
             context = obj.context
             obj.context = form.initial.get("context", "")
             super().save_model(request, obj, form, change)
-            services.project_context_set(project=obj, content=context, changed_by=_actor(request))
+            services.project_context_set(
+                project=obj,
+                content=context,
+                changed_by=_actor(request),
+                seen_changed_at=form.cleaned_data.get("seen_changed_at"),
+            )
             obj.refresh_from_db()
         else:
             super().save_model(request, obj, form, change)

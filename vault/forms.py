@@ -95,6 +95,22 @@ class ProjectContextForm(forms.Form):
         label="Markdown",
         help_text="Markdown injected into every agent's prompt. The previous text is kept as a version.",
     )
+    # The context's context_changed_at when the form was opened: a save does not replace a change made
+    # since (project_context_set).
+    seen_changed_at = forms.DateTimeField(required=False, widget=forms.HiddenInput)
+
+    @classmethod
+    def for_project(cls, project, data=None):
+        """The form of the project's context as it is; with `data`, the submitted form based on it, so
+        that saving again replaces a newer context knowingly."""
+        seen = project.context_changed_at.isoformat()
+        if data is None:
+            return cls(initial={"content": project.context, "seen_changed_at": seen})
+        data = data.copy()
+        data["seen_changed_at"] = seen
+        form = cls(data)
+        form.is_valid()
+        return form
 
 
 class TokenCreateForm(forms.Form):

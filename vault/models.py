@@ -196,6 +196,12 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    @property
+    def context_changed_at(self):
+        """When the context last changed (the project's creation, if never since): what a form editing
+        it carries, so that its save cannot replace a change made since (project_context_set)."""
+        return self.context_updated_at or self.created_at
+
 
 class Agent(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agents")

@@ -113,6 +113,30 @@ def test_a_stale_admin_change_form_does_not_overwrite_a_newer_edit(curator_clien
     assert entry_a.content == "We decided to use CockroachDB"
 
 
+def test_a_stale_admin_project_form_does_not_put_back_an_older_context(curator_client, project):
+    """The project's change form, opened before the orchestrator set the context and saved after it
+    (to rename the project, say), put the context it had shown back, silently."""
+    from vault import services
+
+    url = f"/admin/vault/project/{project.pk}/change/"
+    page = curator_client.get(url).content.decode()
+    seen = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    services.project_context_set(project=project, content="# Acme\nPayments, now in EU", changed_by="x")
+    data = {
+        "slug": project.slug,
+        "name": "Acme renamed",
+        "context": project.context,
+        "redaction_enabled": "on",
+        "agents-TOTAL_FORMS": "0",
+        "agents-INITIAL_FORMS": "0",
+    }
+    response = curator_client.post(url, {**seen, **data})
+    assert response.status_code == 200
+    assert "changed since" in response.content.decode()
+    project.refresh_from_db()
+    assert (project.name, project.context) == ("Acme", "# Acme\nPayments, now in EU")
+
+
 def test_the_entry_page_shows_its_versions(curator_client, entry_a):
     from vault import services
 

@@ -556,6 +556,36 @@ def test_it_edits_the_project_context_with_a_version(client_a, project):
     assert project.context_versions.get().content == "# Acme\nPayments platform."
 
 
+def test_a_stale_project_context_form_does_not_overwrite_a_newer_context(client_a, project, api, admin_token):
+    """The project's context was set by the project's orchestrator (PUT /project/context) while a curator
+    had its settings page open, never set before (written when the project was created): saving the page
+    put back the text it had shown, silently. Refused now with the current text shown; saving again,
+    knowingly, replaces it."""
+    page = client_a.get(reverse("vault-project-settings", args=["acme"])).content.decode()
+    form = re.search(r'<form method="post" action="[^"]*/context/?".*?</form>', page, re.S).group(0)
+    seen = _hidden_inputs(form)
+    assert (
+        api.put("/project/context", {"content": "# Acme\nPayments, now in EU"}, token=admin_token).status_code
+        == 200
+    )
+    url = reverse("vault-project-context", args=["acme"])
+    response = client_a.post(url, {**seen, "content": "# Acme\nPayments platform, edited"})
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "changed since" in page and "Payments, now in EU" in page and "Payments platform, edited" in page
+    project.refresh_from_db()
+    assert project.context == "# Acme\nPayments, now in EU"
+    form = re.search(r'<form method="post" action="[^"]*/context/?".*?</form>', page, re.S).group(0)
+    assert (
+        client_a.post(
+            url, {**_hidden_inputs(form), "content": "# Acme\nPayments platform, edited"}
+        ).status_code
+        == 302
+    )
+    project.refresh_from_db()
+    assert project.context == "# Acme\nPayments platform, edited"
+
+
 def test_it_stores_the_project_context_with_the_browsers_line_endings_made_newlines(client_a, project):
     url = reverse("vault-project-context", args=["acme"])
     assert client_a.post(url, {"content": "# Acme\r\nPayments platform."}).status_code == 302

@@ -1,6 +1,7 @@
 """Writes of tenancy: projects (their context and redaction switch), agents, API tokens."""
 
 import secrets
+from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
@@ -56,11 +57,25 @@ def project_ensure_default() -> tuple[Project, bool]:
     )
 
 
-def project_context_set(*, project: Project, content: str, changed_by: str) -> Project:
-    """Replace the project context (_project.md), keeping the previous text as a version."""
+def project_context_set(
+    *, project: Project, content: str, changed_by: str, seen_changed_at: datetime | None = None
+) -> Project:
+    """Replace the project context (_project.md), keeping the previous text as a version.
+
+    With `seen_changed_at`, the context's `context_changed_at` when the writer read it (the settings
+    page's and the admin's forms), a context changed since is refused (Conflict, loc
+    "seen_changed_at"), checked under the row lock: a form opened before the orchestrator's PUT and
+    saved after it put back the text it had shown."""
     text_check(content, field="content", allow_empty=True)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
+        if seen_changed_at is not None and locked.context_changed_at != seen_changed_at:
+            raise Conflict(
+                f"The context of project {locked.slug!r} was changed since this form was opened (at "
+                f"{timezone.localtime(locked.context_changed_at):%Y-%m-%d %H:%M:%S}); saving would "
+                "overwrite that change. Its current text is shown; save again to replace it with yours.",
+                [{"loc": ["seen_changed_at"], "msg": "changed since the form was opened"}],
+            )
         if locked.context != content:
             ProjectContextVersion.objects.create(
                 project=locked, content=locked.context, changed_by=changed_by

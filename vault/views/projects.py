@@ -16,13 +16,16 @@ from vault.models import Category
 from vault.views.access import UNPROCESSABLE, actor, curator_required, form_errors, is_htmx
 
 
-def _settings_page(request, project, *, context_form=None, token_form=None, new_secret=None, status=200):
+def _settings_page(
+    request, project, *, context_form=None, token_form=None, new_secret=None, newer=None, status=200
+):
     return render(
         request,
         "vault/project_settings.html",
         {
             "project": project,
-            "context_form": context_form or ProjectContextForm(initial={"content": project.context}),
+            "context_form": context_form or ProjectContextForm.for_project(project),
+            "newer_context": newer,
             "context_versions": selectors.project_context_history(project),
             "token_form": token_form or TokenCreateForm(project=project),
             "tokens": selectors.token_list_for_project(project),
@@ -43,17 +46,26 @@ def project_settings(request, project):
 def project_context_update(request, project):
     project = selectors.project_get_for_user(request.user, project)
     form = ProjectContextForm(request.POST)
+    newer = None
     if form.is_valid():
         try:
             services.project_context_set(
-                project=project, content=form.cleaned_data["content"], changed_by=actor(request)
+                project=project,
+                content=form.cleaned_data["content"],
+                changed_by=actor(request),
+                seen_changed_at=form.cleaned_data["seen_changed_at"],
             )
         except DomainError as exc:
-            form_errors(form, exc)
+            if exc.errors and exc.errors[0].get("loc") == ["seen_changed_at"]:
+                project = newer = selectors.project_get_for_user(request.user, project.slug)
+                form = ProjectContextForm.for_project(project, request.POST)
+                form.add_error(None, exc.detail)
+            else:
+                form_errors(form, exc)
         else:
             messages.success(request, "Project context saved; the previous text is kept as a version.")
             return redirect("vault-project-settings", project.slug)
-    return _settings_page(request, project, context_form=form, status=UNPROCESSABLE)
+    return _settings_page(request, project, context_form=form, newer=newer, status=UNPROCESSABLE)
 
 
 @curator_required
