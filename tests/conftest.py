@@ -2,6 +2,7 @@
 admin token of another project), plus a project admin token and a small JSON API client."""
 
 import json
+import time
 
 # numpy is imported here, before any test, not first by the embedding model in a query-embed thread
 # while a test runs: pytest.approx looks numpy up in sys.modules and failed on the half-imported module
@@ -186,3 +187,21 @@ def client_nc(non_curator):
 
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def until_another_connection_waits_for_a_lock(seconds: float = 10) -> None:
+    """Return once some connection to the test database waits for a lock (a row another transaction
+    holds), or after `seconds`: how a race test knows the other side has reached the lock."""
+    from django.db import connection
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            # pg_stat_activity is read once per transaction unless its snapshot is cleared.
+            cursor.execute(
+                "SELECT pg_stat_clear_snapshot(), count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[1]:
+                return
+        time.sleep(0.02)

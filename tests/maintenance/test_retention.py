@@ -1,5 +1,4 @@
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -12,6 +11,7 @@ from django.utils import timezone
 from memoryproject import maintenance
 from memoryproject.tasks import retention_scheduled
 from sessions_app.models import Message
+from tests.conftest import until_another_connection_waits_for_a_lock
 from tests.maintenance.conftest import session_make
 from vault import services
 from vault.maintenance import retention
@@ -69,15 +69,7 @@ def test_an_entry_edited_after_the_run_listed_it_is_not_archived(agent_a):
             with transaction.atomic():
                 VaultEntry.objects.select_for_update().get(pk=lesson.pk)
                 ready.set()
-                for _ in range(200):  # until the run waits for the row
-                    with connection.cursor() as cursor:
-                        cursor.execute(
-                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                            "AND datname = current_database()"
-                        )
-                        if cursor.fetchone()[0]:
-                            break
-                    time.sleep(0.05)
+                until_another_connection_waits_for_a_lock()
                 services.entry_update(
                     entry_id=lesson.pk,
                     changes=services.EntryChanges(content="Cache keys need the schema version"),
