@@ -74,6 +74,10 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
     with transaction.atomic():
         _advisory_lock(_LOCK_SESSION_CREATE, agent.pk)
         session = _session_find(agent, external_id)
+        if session is not None:
+            # Its row too, read again once locked: a session being archived (or deleted) was reopened
+            # after the archive, active with its messages in cold storage, which restore then refused.
+            session = Session.objects.select_for_update(of=("self",)).filter(pk=session.pk).first()
         if session is None:
             return _session_create(agent, external_id=external_id, model_id=model_id or "")
         if session.status == SessionStatus.ARCHIVED:

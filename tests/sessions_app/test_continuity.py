@@ -1,13 +1,16 @@
 """Session continuity: working buffer, compaction recovery, lifecycle (idle/archive/delete, restore), statistics,
 silent resilience, redaction, the LLM compaction summariser. Tenancy with the three personas."""
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connection, transaction
 
 from sessions_app import selectors, services
 from sessions_app.models import Message, Session, SessionArchive, SessionStateEntry, SessionTransition
+from tests.conftest import until_another_connection_waits_for_a_lock
 from vault.models import DeletionAudit, VaultEntry
 
 pytestmark = pytest.mark.django_db
@@ -356,6 +359,39 @@ def test_the_lifecycle_leaves_a_session_that_a_message_woke_while_it_ran(
     session.refresh_from_db()
     assert session.status == "active"
     assert Message.objects.filter(session=session, text="still here").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_to_a_closed_session_being_archived_restores_it_rather_than_reopen_it_empty(agent_a):
+    """A message to a closed chat reopens it; the session's row was not locked for that, so a message
+    arriving while the session was being archived reopened it after the archive: an active session
+    whose messages had gone to cold storage, which restore then refused ("not archived"), and the
+    message started a conversation of its own. It now waits for the archive and restores it."""
+    session = _conversation(agent_a)
+    services.session_close(agent=agent_a, session=session)
+    errors = []
+
+    def writer():
+        try:
+            services.messages_append(
+                agent=agent_a, session_key="s1", messages=[{"role": "user", "text": "back"}]
+            )
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        services.session_archive(session=session)
+        thread = threading.Thread(target=writer)
+        thread.start()
+        until_another_connection_waits_for_a_lock()
+    thread.join()
+    assert errors == []
+    session.refresh_from_db()
+    assert session.status == "active" and not SessionArchive.objects.filter(session=session).exists()
+    conversation = [m.text for m in selectors.session_conversation(session)]
+    assert conversation == ["Let's go with PostgreSQL for the orders", "OK", "done", "back"]
 
 
 def test_it_restores_an_archived_session_with_identical_messages(api, token_a, agent_a):
