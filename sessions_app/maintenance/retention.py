@@ -4,6 +4,7 @@ purged for good (with an audit row) after the grace period."""
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import connection, transaction
 
 from sessions_app.models import Message
 from vault.maintenance.retention import deletion_audit_record, retention_marks_due
@@ -29,6 +30,24 @@ def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: 
     message.delete()
 
 
+def _messages_mark(project: Project, ids: list[int], now: datetime) -> list[int]:
+    """Mark the listed messages for the purge and archive them: those this run marked, in order. Two
+    runs at once (the schedule and the command) list the same messages; the second's marks conflicted
+    with the first's and failed its step. Now it marks and archives only what is still unmarked."""
+    if not ids:
+        return []
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {RetentionMark._meta.db_table} (project_id, kind, object_id, marked_at)"
+            " SELECT %s, %s, id, %s FROM unnest(%s::bigint[]) AS id ORDER BY id"
+            " ON CONFLICT DO NOTHING RETURNING object_id",
+            [project.pk, RetentionMark.Kind.MESSAGE, now, ids],
+        )
+        marked = sorted(row[0] for row in cursor.fetchall())
+        Message.objects.filter(pk__in=marked).update(archived=True)
+    return marked
+
+
 def retention_step_expire_messages(run: CompactionRun, project: Project, now: datetime) -> None:
     """Archive the messages older than their retention (MEMORY_RETENTION_DAYS["messages"])."""
     if not settings.MEMORY_RETENTION_ENABLED:
@@ -42,16 +61,9 @@ def retention_step_expire_messages(run: CompactionRun, project: Project, now: da
         .exclude(pk__in=RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE).values("object_id"))
         .order_by("pk")
     )
-    ids = list(expired.values_list("pk", flat=True))
+    ids = _messages_mark(project, list(expired.values_list("pk", flat=True)), now)
     if not ids:
         return
-    Message.objects.filter(pk__in=ids).update(archived=True)
-    RetentionMark.objects.bulk_create(
-        [
-            RetentionMark(project=project, kind=RetentionMark.Kind.MESSAGE, object_id=pk, marked_at=now)
-            for pk in ids
-        ]
-    )
     run_count(run, "messages_expired", len(ids))
     run_change(
         run,

@@ -93,6 +93,58 @@ def test_an_entry_edited_after_the_run_listed_it_is_not_archived(agent_a):
     assert run.counts["entries_expired"] == 0 and not RetentionMark.objects.exists()
 
 
+def test_an_archived_entry_another_run_marked_meanwhile_is_marked_once(agent_a, monkeypatch):
+    """Two retention runs at once (the schedule and the command) both listed an archived, expired
+    entry; the second to lock it created its mark again, and the unique constraint failed its whole
+    expire step."""
+    start = timezone.now()
+    with time_machine.travel(start - timedelta(days=200)):
+        lesson = services.entry_create(agent=agent_a, category="lessons", content="Old lesson about caches")
+        services.entry_update(
+            entry_id=lesson.pk, changes=services.EntryChanges(status="archived"), changed_by="curator"
+        )
+    lock = retention._expired_entry_lock
+
+    def the_other_run_first(entry_id, cutoff):
+        # what the other run did between this run's listing and its lock
+        RetentionMark.objects.get_or_create(
+            project=agent_a.project,
+            kind=RetentionMark.Kind.ENTRY,
+            object_id=entry_id,
+            defaults={"marked_at": start},
+        )
+        return lock(entry_id, cutoff)
+
+    monkeypatch.setattr(retention, "_expired_entry_lock", the_other_run_first)
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=start)
+    assert run.counts.get("errors", 0) == 0 and not run.notes
+    assert run.counts.get("entries_expired", 0) == 0
+    assert RetentionMark.objects.filter(object_id=lesson.pk).count() == 1
+
+
+def test_messages_another_run_marked_meanwhile_are_marked_once(agent_a, monkeypatch):
+    """Two runs at once listed the same expired messages; the second's marks conflicted with the
+    first's and failed its step. It now marks (and counts) only those still unmarked."""
+    from sessions_app.maintenance import retention as message_retention
+
+    session_make(agent_a, ["old question here", "old answer"], start=timezone.now() - timedelta(days=100))
+    now = timezone.now()
+    mark = message_retention._messages_mark
+
+    def the_other_run_first(project, ids, when):
+        RetentionMark.objects.create(
+            project=project, kind=RetentionMark.Kind.MESSAGE, object_id=ids[0], marked_at=when
+        )
+        return mark(project, ids, when)
+
+    monkeypatch.setattr(message_retention, "_messages_mark", the_other_run_first)
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now)
+    assert run.counts.get("errors", 0) == 0 and not run.notes
+    assert run.counts["messages_expired"] == 1
+    assert RetentionMark.objects.filter(kind="message").count() == 2
+    assert Message.objects.filter(archived=True).count() == 1  # the other run archives its own
+
+
 def test_expired_messages_are_archived_then_purged(agent_a):
     session = session_make(
         agent_a, ["old question here", "old answer"], start=timezone.now() - timedelta(days=100)

@@ -115,7 +115,14 @@ def retention_step_expire_entries(run: CompactionRun, project: Project, now: dat
         for entry_id, _ in list(expired):
             with transaction.atomic():
                 status = _expired_entry_lock(entry_id, cutoff)
-                if status is None:
+                # Another run (the schedule and the command at once) may have marked it while this
+                # one waited for the lock: read now, after the lock, this statement sees its mark.
+                if (
+                    status is None
+                    or RetentionMark.objects.filter(
+                        kind=RetentionMark.Kind.ENTRY, object_id=entry_id
+                    ).exists()
+                ):
                     continue
                 if status == EntryStatus.ACTIVE:
                     services.entry_update(
