@@ -669,3 +669,29 @@ def test_search_matches_word_prefixes_and_survives_odd_input(client_a, entry_a):
     for odd in ['"unclosed', "a & | ! (", ":*", "-", "'"]:
         response = client_a.get(reverse("search"), {"q": odd})
         assert response.status_code in (200, 422), odd  # a query with no words is explained, never a 500
+
+
+@pytest.mark.parametrize("action", ["delete", "tick"])
+def test_an_entry_deleted_by_another_request_meanwhile_is_a_404_not_a_500(
+    client_a, task_entry, monkeypatch, action
+):
+    """The page checked the entry, then another request (an agent's DELETE, another curator) deleted it
+    before the service locked it: the service's .get() raised DoesNotExist, a 500."""
+    from vault.views import entries as entry_views
+
+    found = entry_views.selectors.entry_get_for_user
+
+    def deleted_right_after(user, entry_id):
+        entry = found(user, entry_id)
+        services.entry_delete(entry_id=entry_id, deleted_by="agent")
+        return entry
+
+    monkeypatch.setattr(entry_views.selectors, "entry_get_for_user", deleted_right_after)
+    if action == "delete":
+        response = client_a.post(reverse("vault-entry-delete", args=[task_entry.pk]), **HTMX)
+    else:
+        response = client_a.post(
+            reverse("vault-entry-task-toggle", args=[task_entry.pk]), {"line": 2, "done": "1"}, **HTMX
+        )
+    assert response.status_code == 404
+    assert not VaultEntry.objects.filter(pk=task_entry.pk).exists()

@@ -649,7 +649,10 @@ def entry_delete(*, entry_id: int, deleted_by: str) -> EntryVersion:
     """Delete an entry; its last state is kept as a 'delete' version, with what a restore needs to
     bring it back as it was (`_restore_state`)."""
     with transaction.atomic():
-        entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
+        # A request that deleted it first (the page was loaded before) is a 404, not a 500.
+        entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:
+            raise NotFound(f"Entry {entry_id} not found.")
         version = _version_save(
             entry, action=VersionAction.DELETE, changed_by=deleted_by, restore_state=_restore_state(entry)
         )
@@ -753,6 +756,8 @@ def entry_task_toggle(
     ticking what is already in that state changes nothing. Versioned through entry_update.
     """
     with transaction.atomic():
-        entry = VaultEntry.objects.select_for_update().get(pk=entry_id)
+        entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
+        if entry is None:
+            raise NotFound(f"Entry {entry_id} not found.")
         content = task_line_set(entry.content, line, done, task)
         return entry_update(entry_id=entry_id, changes=EntryChanges(content=content), changed_by=changed_by)

@@ -240,6 +240,8 @@ def entry_task_toggle(request, entry_id):
                 changed_by=actor(request),
                 task=form.cleaned_data["task"],
             )
+        except NotFound:
+            raise  # deleted meanwhile: the page's 404
         except DomainError as exc:
             note, status = exc.detail, UNPROCESSABLE
     else:
