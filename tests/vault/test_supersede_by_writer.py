@@ -141,3 +141,62 @@ def test_a_curator_who_sets_a_held_superseding_entry_active_or_rejected_in_its_e
     else:
         assert old_status == EntryStatus.ACTIVE
         assert "Redis" in text and "Memcached" not in text
+
+
+def status(entry) -> str:
+    return VaultEntry.objects.get(pk=entry["id"] if isinstance(entry, dict) else entry.pk).status
+
+
+def test_deleting_the_newest_entry_of_a_chain_brings_back_the_one_it_replaced(api, token_a, agent_a):
+    """The replaced decision stayed superseded by nothing: hidden from search and context, the agent
+    left with no session-cache decision at all. Restoring the deleted one puts the chain back."""
+    old = write(api, token_a, OLD)
+    new = write(api, token_a, NEW, supersedes=old["id"])
+    assert api.delete(f"/entries/{new['id']}", token=token_a).status_code == 204
+    assert status(old) == EntryStatus.ACTIVE
+    assert "Redis for the session cache" in context_text(api, token_a)
+
+    restored = services.entry_restore_deleted(entry_id=new["id"], changed_by="user:cora")
+    assert (restored.status, restored.supersedes_id, status(old)) == ("active", old["id"], "superseded")
+    text = context_text(api, token_a)
+    assert "Memcached" in text and "Redis" not in text
+
+
+def test_deleting_an_entry_inside_a_chain_joins_its_neighbours(agent_a):
+    """Redis <- Memcached <- Valkey, Memcached deleted: Valkey now supersedes Redis, which stays
+    superseded; restored, Memcached is back between them."""
+    a = services.entry_create(agent=agent_a, category="decisions", content=OLD)
+    b = services.entry_create(agent=agent_a, category="decisions", content=NEW, supersedes_id=a.pk)
+    c = services.entry_create(
+        agent=agent_a,
+        category="decisions",
+        content="We decided on Valkey for the session cache",
+        supersedes_id=b.pk,
+    )
+    services.entry_delete(entry_id=b.pk, deleted_by="user:cora")
+    c.refresh_from_db()
+    assert (c.supersedes_id, status(a), status(c)) == (a.pk, "superseded", "active")
+    services.entry_restore_deleted(entry_id=b.pk, changed_by="user:cora")
+    chain = dict(VaultEntry.objects.filter(pk__in=[a.pk, b.pk, c.pk]).values_list("pk", "supersedes_id"))
+    assert chain == {a.pk: None, b.pk: a.pk, c.pk: b.pk}
+    assert [status(e) for e in (a, b, c)] == ["superseded", "superseded", "active"]
+
+
+def test_a_deleted_entrys_predecessor_is_live_while_its_next_successor_waits_for_review(agent_a, project):
+    """Redis <- Memcached (active) <- Valkey (held for review), Memcached deleted: Redis is live
+    again until Valkey is approved, as any entry waiting to be replaced is."""
+    a = services.entry_create(agent=agent_a, category="decisions", content=OLD)
+    b = services.entry_create(agent=agent_a, category="decisions", content=NEW, supersedes_id=a.pk)
+    services.review_policy_set(project=project, hold_agent_writes=True, hold_extracted=False)
+    c = services.entry_create(
+        agent=agent_a,
+        category="decisions",
+        content="We decided on Valkey for the session cache",
+        supersedes_id=b.pk,
+    )
+    assert (status(c), status(b)) == ("pending", "active")
+    services.entry_delete(entry_id=b.pk, deleted_by="user:cora")
+    c.refresh_from_db()
+    assert (c.supersedes_id, status(a)) == (a.pk, "active")
+    services.review_approve(entry_id=c.pk, by="user:cora")
+    assert (status(a), status(c)) == ("superseded", "active")

@@ -645,25 +645,59 @@ def _restore_state(entry: VaultEntry) -> dict:
     }
 
 
+# A successor whose supersede took effect: its predecessor is `superseded`. While it waits for review
+# (or was rejected) the predecessor stays live (entry_supersede).
+EFFECTIVE_SUPERSEDER = (EntryStatus.ACTIVE, EntryStatus.ARCHIVED, EntryStatus.SUPERSEDED)
+
+
+def _status_set(entry: VaultEntry, status: str, *, changed_by: str) -> None:
+    _version_save(entry, action=VersionAction.EDIT, changed_by=changed_by)
+    entry.status = status
+    entry.updated_at = timezone.now()
+    entry.save(update_fields=["status", "updated_at"])
+
+
 def entry_delete(*, entry_id: int, deleted_by: str) -> EntryVersion:
     """Delete an entry; its last state is kept as a 'delete' version, with what a restore needs to
-    bring it back as it was (`_restore_state`)."""
+    bring it back as it was (`_restore_state`).
+
+    An entry in a supersede chain leaves the chain whole: the entry that superseded it now supersedes
+    the one it had superseded, and an entry it had superseded that nothing live supersedes any more is
+    active again. Deleting the newest of "use Redis" <- "use Memcached" left "use Redis" superseded by
+    nothing: hidden from search and context, the agent with no decision at all."""
     with transaction.atomic():
         # A request that deleted it first (the page was loaded before) is a 404, not a 500.
         entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:
             raise NotFound(f"Entry {entry_id} not found.")
-        version = _version_save(
-            entry, action=VersionAction.DELETE, changed_by=deleted_by, restore_state=_restore_state(entry)
+        neighbours = list(
+            VaultEntry.objects.select_for_update()
+            .filter(Q(pk=entry.supersedes_id) | Q(supersedes_id=entry.pk))
+            .order_by("pk")
         )
-        entry.delete()
+        predecessor = next((e for e in neighbours if e.pk == entry.supersedes_id), None)
+        successor = next((e for e in neighbours if e.supersedes_id == entry.pk), None)
+        state = _restore_state(entry)
+        state["successor_id"] = successor.pk if successor else None
+        version = _version_save(
+            entry, action=VersionAction.DELETE, changed_by=deleted_by, restore_state=state
+        )
+        entry.delete()  # the successor's link is cleared (SET_NULL)
+        if predecessor is not None:
+            if successor is not None:
+                VaultEntry.objects.filter(pk=successor.pk).update(supersedes_id=predecessor.pk)
+            still_superseded = successor is not None and successor.status in EFFECTIVE_SUPERSEDER
+            if predecessor.status == EntryStatus.SUPERSEDED and not still_superseded:
+                _status_set(predecessor, EntryStatus.ACTIVE, changed_by=deleted_by)
+                version.restore_state["reactivated_id"] = predecessor.pk
+                version.save(update_fields=["restore_state"])
     return version
 
 
 def _restored_fields(entry_id: int, agent_id: int, state: dict) -> dict:
     """The fields of a restored entry taken from its deletion's restore_state, those that still hold:
-    a legacy id another entry of the agent has taken since is dropped, and so is the link to a
-    superseded entry that is gone, live again or has another successor now."""
+    a legacy id another entry of the agent has taken since is dropped. Its place in a supersede chain
+    is put back by `_chain_restore`."""
     if not state:
         return {}
     fields = {
@@ -681,16 +715,47 @@ def _restored_fields(entry_id: int, agent_id: int, state: dict) -> dict:
     legacy_id = state.get("legacy_id") or ""
     if legacy_id and not VaultEntry.objects.filter(agent_id=agent_id, legacy_id=legacy_id).exists():
         fields["legacy_id"] = legacy_id
-    supersedes_id = state.get("supersedes_id")
-    if (
-        supersedes_id
-        and VaultEntry.objects.filter(
-            pk=supersedes_id, agent_id=agent_id, status=EntryStatus.SUPERSEDED
-        ).exists()
-        and not VaultEntry.objects.filter(supersedes_id=supersedes_id).exclude(pk=entry_id).exists()
-    ):
-        fields["supersedes_id"] = supersedes_id
     return fields
+
+
+def _chain_restore(entry: VaultEntry, state: dict, *, changed_by: str) -> None:
+    """Put a restored entry back in the supersede chain its deletion closed (entry_delete): after the
+    entry it superseded, unless another entry supersedes that one now, and before the entry that
+    superseded it, if that one still supersedes what the deletion left it (its predecessor, or
+    nothing); and the entry it superseded `superseded` again when the deletion had made it active
+    and the restored entry is live. A link that no longer holds (an entry gone, or of another agent)
+    is left out."""
+    predecessor_id, successor_id = state.get("supersedes_id"), state.get("successor_id")
+    ids = [i for i in (predecessor_id, successor_id) if i]
+    if not ids:
+        return
+    locked = {e.pk: e for e in VaultEntry.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
+    predecessor, successor = locked.get(predecessor_id), locked.get(successor_id)
+    if successor is not None and (
+        successor.agent_id != entry.agent_id or successor.supersedes_id not in (None, predecessor_id)
+    ):
+        successor = None
+    if predecessor is not None and (
+        predecessor.agent_id != entry.agent_id
+        or VaultEntry.objects.filter(supersedes_id=predecessor.pk)
+        .exclude(pk=successor.pk if successor else None)
+        .exists()
+    ):
+        predecessor = None
+    if successor is not None:
+        VaultEntry.objects.filter(pk=successor.pk).update(supersedes_id=None)
+    if predecessor is not None:
+        VaultEntry.objects.filter(pk=entry.pk).update(supersedes_id=predecessor.pk)
+        entry.supersedes_id = predecessor.pk
+    if successor is not None:
+        VaultEntry.objects.filter(pk=successor.pk).update(supersedes_id=entry.pk)
+    if (
+        predecessor is not None
+        and state.get("reactivated_id") == predecessor.pk
+        and predecessor.status == EntryStatus.ACTIVE
+        and entry.status in EFFECTIVE_SUPERSEDER
+    ):
+        _status_set(predecessor, EntryStatus.SUPERSEDED, changed_by=changed_by)
 
 
 def entry_restore_deleted(*, entry_id: int, version_id: int | None = None, changed_by: str) -> VaultEntry:
@@ -699,8 +764,8 @@ def entry_restore_deleted(*, entry_id: int, version_id: int | None = None, chang
     had when deleted.
 
     The rest comes back as it was when deleted (`_restore_state`): when and by whom it was written and
-    through what, its provenance, access count and the entry it superseded (where that link still
-    holds), so a restored entry ranks as it did instead of as a new one. The restore is recorded as a
+    through what, its provenance and access count, so a restored entry ranks as it did instead of as
+    a new one, and its place in a supersede chain where that still holds (`_chain_restore`). The restore is recorded as a
     'restore' version by `changed_by`. An entry deleted before deletions kept that state counts as
     written now by `changed_by` through the curator UI. Conflict when the entry is live (again);
     NotFound when it was never deleted (or its history was purged)."""
@@ -739,6 +804,7 @@ def entry_restore_deleted(*, entry_id: int, version_id: int | None = None, chang
             updated_at=now,
             **fields,
         )
+        _chain_restore(entry, deletion.restore_state, changed_by=changed_by)
         _version_save(entry, action=VersionAction.RESTORE, changed_by=changed_by)
         return entry
 
