@@ -112,8 +112,9 @@ def assert_still_pending(page, pk, count="4"):
     """The item is left as it was: not done, every control usable, the header count unchanged."""
     item = page.locator(f"#review-{pk}")
     expect(item).not_to_have_class(re.compile(r"\bdone\b"))
-    # Select box, content, approve, reject, "Merge into #", merge, and the hidden CSRF token.
-    expect(item.locator("button:enabled, input:enabled, textarea:enabled")).to_have_count(7)
+    # Select box, content, approve, reject, "Merge into #", merge, the hidden CSRF token, and the two
+    # hidden copies of when the entry was last changed (its own form's and the bulk form's).
+    expect(item.locator("button:enabled, input:enabled, textarea:enabled")).to_have_count(9)
     expect(page.locator("#review-count")).to_have_text(count)
     assert status(pk) == EntryStatus.PENDING
 
