@@ -11,7 +11,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from memoryproject.database_unavailable import CONNECTION_ERRORS, unavailable_response
-from memoryproject.errors import DomainError, PermissionDenied
+from memoryproject.errors import DomainError, PermissionDenied, PreconditionFailed
 from memoryproject.maintenance_api import router as maintenance_router
 from memoryproject.openapi import DocumentedNinjaAPI
 from memoryproject.security import RateLimited, api_rate_check
@@ -66,6 +66,15 @@ def _error(request, status: int, detail: str, errors: list | None = None):
 @api.exception_handler(DomainError)
 def on_domain_error(request, exc: DomainError):
     return _error(request, exc.status_code, exc.detail, exc.errors)
+
+
+@api.exception_handler(PreconditionFailed)
+def on_precondition_failed(request, exc: PreconditionFailed):
+    # What the row is now, in the body and as the ETag header, for the client to read it again.
+    body = {"detail": exc.detail, "current": {"updated_at": exc.updated_at, "etag": exc.etag}}
+    response = api.create_response(request, body, status=412)
+    response["ETag"] = exc.etag
+    return response
 
 
 @api.exception_handler(RateLimited)

@@ -32,3 +32,16 @@ class Conflict(DomainError):
 
 class TooLarge(DomainError):
     status_code = 413
+
+
+class PreconditionFailed(DomainError):
+    """A write made on a state the row is no longer in (If-Match, expected_updated_at): nothing was
+    changed. Carries what the row is now, for the caller to read it again: its `updated_at` (None for
+    a project context never changed) and its ETag."""
+
+    status_code = 412
+
+    def __init__(self, detail: str, *, updated_at, etag: str):
+        super().__init__(detail)
+        self.updated_at = updated_at
+        self.etag = etag

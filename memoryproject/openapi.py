@@ -20,7 +20,50 @@ ERROR_SCHEMA = {
     "required": ["detail"],
 }
 
+PRECONDITION_FAILED_SCHEMA = {
+    "title": "PreconditionFailedOut",
+    "type": "object",
+    "properties": {
+        "detail": {"type": "string", "description": "What went wrong, for a person to read"},
+        "current": {
+            "type": "object",
+            "description": "The state the resource is in now",
+            "properties": {
+                "updated_at": {"type": ["string", "null"], "format": "date-time"},
+                "etag": {"type": "string", "description": "Its ETag, as the ETag header gives it"},
+            },
+            "required": ["updated_at", "etag"],
+        },
+    },
+    "required": ["detail", "current"],
+}
+
 _REF = {"$ref": "#/components/schemas/ErrorOut"}
+_ETAG_HEADER = {
+    "ETag": {
+        "description": "The current state's entity tag (opaque, strong): send it back in If-Match to "
+        "write only if nothing changed since",
+        "schema": {"type": "string"},
+    }
+}
+
+
+def etag_responses(*statuses: int, if_match: bool = False) -> dict:
+    """openapi_extra for an operation answering an ETag header on `statuses`, and, `if_match`, honouring
+    If-Match: 412 when the resource changed since the tag was read."""
+    responses = {status: {"headers": _ETAG_HEADER} for status in statuses}
+    if if_match:
+        responses[412] = {
+            "description": "If-Match names no ETag of the current state: nothing was changed; the body "
+            "and the ETag header say what is current",
+            "headers": _ETAG_HEADER,
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/PreconditionFailedOut"}}
+            },
+        }
+    return {"responses": responses}
+
+
 _RETRY_AFTER = {
     "Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}
 }
@@ -34,7 +77,7 @@ ERRORS = {
     409: ("Conflicts with the current state (already exists, already superseded, not pending)", True, None),
     413: ("Request body over MEMORY_MAX_REQUEST_BYTES, or a text over its size limit", False, None),
     414: ("URL over the web server's request-line limit (answered by gunicorn, as HTML)", False, None),
-    422: ("Invalid input: the field errors say which", False, None),
+    422: ("Invalid input (a field, a malformed If-Match header): the field errors say which", False, None),
     429: ("Over the token's rate limit (MEMORY_API_RATE_LIMIT)", False, _RETRY_AFTER),
     503: ("The database is unavailable; retry later", False, _RETRY_AFTER),
 }
@@ -67,7 +110,9 @@ class DocumentedNinjaAPI(NinjaAPI):
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
-        schema.setdefault("components", {}).setdefault("schemas", {})["ErrorOut"] = ERROR_SCHEMA
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components["ErrorOut"] = ERROR_SCHEMA
+        components["PreconditionFailedOut"] = PRECONDITION_FAILED_SCHEMA
         for operations in schema["paths"].values():
             for method, operation in operations.items():
                 for parameter in operation.get("parameters", []):

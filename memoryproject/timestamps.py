@@ -2,6 +2,8 @@
 
 from datetime import UTC, datetime
 
+from django.core.serializers.json import DjangoJSONEncoder
+
 
 def utc(value: datetime | None) -> datetime | None:
     """An aware datetime as the same instant in UTC; a naive one, or None, unchanged.
@@ -11,3 +13,8 @@ def utc(value: datetime | None) -> datetime | None:
     if value is None or value.utcoffset() is None:
         return value
     return value.astimezone(UTC)
+
+
+def shown(value: datetime) -> str:
+    """An instant as the API's JSON and the MCP tools show it: UTC, to the millisecond, Z."""
+    return DjangoJSONEncoder().default(value.astimezone(UTC))

@@ -23,15 +23,24 @@ class ApiClient:
         self.client = Client()
         self.token = token
 
-    def _headers(self, token):
+    def _headers(self, token, headers=None):
         token = token if token is not None else self.token
-        return {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+        extra = {f"HTTP_{name.upper().replace('-', '_')}": value for name, value in (headers or {}).items()}
+        return ({"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}) | extra
 
     def request(
-        self, method: str, path: str, data=None, *, token=None, raw: str | bytes | None = None, **query
+        self,
+        method: str,
+        path: str,
+        data=None,
+        *,
+        token=None,
+        raw: str | bytes | None = None,
+        headers: dict | None = None,
+        **query,
     ):
         url = "/api/v1" + path
-        headers = self._headers(token)
+        headers = self._headers(token, headers)
         if method == "get":
             return self.client.get(url, data=query or None, **headers)
         body = raw if raw is not None else (json.dumps(data) if data is not None else "")
@@ -47,14 +56,14 @@ class ApiClient:
     def post(self, path, data=None, *, token=None, raw=None, **query):
         return self.request("post", path, data, token=token, raw=raw, **query)
 
-    def put(self, path, data=None, *, token=None, raw=None):
-        return self.request("put", path, data, token=token, raw=raw)
+    def put(self, path, data=None, *, token=None, raw=None, headers=None):
+        return self.request("put", path, data, token=token, raw=raw, headers=headers)
 
-    def patch(self, path, data=None, *, token=None, raw=None):
-        return self.request("patch", path, data, token=token, raw=raw)
+    def patch(self, path, data=None, *, token=None, raw=None, headers=None):
+        return self.request("patch", path, data, token=token, raw=raw, headers=headers)
 
-    def delete(self, path, *, token=None):
-        return self.request("delete", path, token=token)
+    def delete(self, path, *, token=None, headers=None):
+        return self.request("delete", path, token=token, headers=headers)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from vault import selectors, trust
+from vault.etags import Expected, entry_precondition_check
 from vault.models import (
     Agent,
     Category,
@@ -473,6 +474,7 @@ def entry_update(
     changed_by: str,
     review: bool = False,
     supersedes_id: int | None = None,
+    expected: Expected | None = None,
 ) -> VaultEntry:
     """Apply changes to an entry, keeping its previous state as a version.
 
@@ -486,6 +488,9 @@ def entry_update(
 
     The row is locked for the duration so that two concurrent edits are applied one after the other
     and both leave a version; nothing is lost. An update that changes nothing stores no version.
+    With `expected` (If-Match, expected_updated_at), an entry no longer in the state the writer read
+    is left as it is (PreconditionFailed), checked under that lock: of two writers that read the same
+    state, only the first to get the lock writes (compare-and-set).
     """
     if changes.category is not None:
         _category_check(changes.category)
@@ -501,6 +506,7 @@ def entry_update(
         entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:  # deleted (forget, retention, another request) since the caller looked it up
             raise NotFound(f"Entry {entry_id} not found.")
+        entry_precondition_check(entry, expected)
         if review:
             _agent_status_change_check(entry, changes.status)
         new = {
@@ -657,19 +663,23 @@ def _status_set(entry: VaultEntry, status: str, *, changed_by: str) -> None:
     entry.save(update_fields=["status", "updated_at"])
 
 
-def entry_delete(*, entry_id: int, deleted_by: str) -> EntryVersion:
+def entry_delete(*, entry_id: int, deleted_by: str, expected: Expected | None = None) -> EntryVersion:
     """Delete an entry; its last state is kept as a 'delete' version, with what a restore needs to
     bring it back as it was (`_restore_state`).
 
     An entry in a supersede chain leaves the chain whole: the entry that superseded it now supersedes
     the one it had superseded, and an entry it had superseded that nothing live supersedes any more is
     active again. Deleting the newest of "use Redis" <- "use Memcached" left "use Redis" superseded by
-    nothing: hidden from search and context, the agent with no decision at all."""
+    nothing: hidden from search and context, the agent with no decision at all.
+
+    With `expected` (If-Match), an entry changed since the writer read it is not deleted
+    (PreconditionFailed), checked under the row lock."""
     with transaction.atomic():
         # A request that deleted it first (the page was loaded before) is a 404, not a 500.
         entry = VaultEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:
             raise NotFound(f"Entry {entry_id} not found.")
+        entry_precondition_check(entry, expected)
         neighbours = list(
             VaultEntry.objects.select_for_update()
             .filter(Q(pk=entry.supersedes_id) | Q(supersedes_id=entry.pk))

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput
+from vault.etags import Expected, project_context_precondition_check
 from vault.models import (
     Agent,
     ApiToken,
@@ -58,14 +59,20 @@ def project_ensure_default() -> tuple[Project, bool]:
 
 
 def project_context_set(
-    *, project: Project, content: str, changed_by: str, seen_changed_at: datetime | None = None
+    *,
+    project: Project,
+    content: str,
+    changed_by: str,
+    seen_changed_at: datetime | None = None,
+    expected: Expected | None = None,
 ) -> Project:
     """Replace the project context (_project.md), keeping the previous text as a version.
 
     With `seen_changed_at`, the context's `context_changed_at` when the writer read it (the settings
     page's and the admin's forms), a context changed since is refused (Conflict, loc
     "seen_changed_at"), checked under the row lock: a form opened before the orchestrator's PUT and
-    saved after it put back the text it had shown."""
+    saved after it put back the text it had shown. With `expected` (the API's If-Match), the same
+    under the same lock, refused as PreconditionFailed (412) rather than as a form's Conflict."""
     text_check(content, field="content", allow_empty=True)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
@@ -76,6 +83,7 @@ def project_context_set(
                 "overwrite that change. Its current text is shown; save again to replace it with yours.",
                 [{"loc": ["seen_changed_at"], "msg": "changed since the form was opened"}],
             )
+        project_context_precondition_check(locked, expected)
         if locked.context != content:
             ProjectContextVersion.objects.create(
                 project=locked, content=locked.context, changed_by=changed_by
