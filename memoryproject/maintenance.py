@@ -25,6 +25,7 @@ from sessions_app.maintenance.trimming import (
 )
 from sessions_app.models import Message
 from vault import services
+from vault.etags import Expected, entry_precondition_check
 from vault.maintenance.compaction import (
     compaction_step_cap_categories,
     compaction_step_propose_archive,
@@ -252,10 +253,15 @@ def _forget_criteria(*, by_id: bool, agent, category, tags, since, until, source
 
 
 @transaction.atomic
-def _forget_erase(entries, messages, *, criteria: dict, deleted_by: str, now: datetime):
-    """Erase the selected entries and messages, each with its audit row; returns their ids."""
+def _forget_erase(
+    entries, messages, *, criteria: dict, deleted_by: str, now: datetime, expected: Expected | None = None
+):
+    """Erase the selected entries and messages, each with its audit row; returns their ids. With
+    `expected`, an entry changed since the caller read it is refused (PreconditionFailed), checked
+    under its lock, and nothing is erased."""
     entry_ids, message_ids = [], []
     for entry in entries.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
+        entry_precondition_check(entry, expected)
         entry_ids.append(entry.pk)
         entry_erase(
             entry, reason=DeletionAudit.Reason.FORGET, criteria=criteria, deleted_by=deleted_by, now=now
@@ -283,16 +289,25 @@ def forget(
     source: str | None = None,
     kinds: list[str] | None = None,
     now: datetime | None = None,
+    expected: Expected | None = None,
 ) -> dict:
     """Delete entries and/or messages by id or by criteria, for good, with one audit row each.
 
     `agent_ids` limits what may be touched (an agent token's own agent); None means the whole project.
-    Ids that do not exist or may not be seen are reported in `not_found` and touch nothing.
+    Ids that do not exist or may not be seen are reported in `not_found` and touch nothing. `expected`
+    (MCP memory_forget's expected_updated_at) is a condition on one entry named by id: it is forgotten
+    only if it has not changed since it was read.
     """
     now = now or timezone.now()
     kinds = kinds or ["entries"]
     since, until = utc(since), utc(until)
     by_id = bool(ids) or bool(message_ids)
+    if expected is not None and (len(ids or []) != 1 or message_ids):
+        raise InvalidInput(
+            "expected_updated_at is the state of one entry: name exactly one entry in `ids` (and no "
+            "messages) with it.",
+            [{"loc": ["expected_updated_at"], "msg": "needs exactly one entry id"}],
+        )
     criteria = _forget_criteria(
         by_id=by_id,
         agent=agent,
@@ -332,7 +347,7 @@ def forget(
             messages = messages.none()
         audit_criteria = {**criteria, "kinds": kinds}
     deleted_entry_ids, deleted_message_ids = _forget_erase(
-        entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now
+        entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
     )
     if by_id:
         missing = (set(ids or []) - set(deleted_entry_ids)) | (

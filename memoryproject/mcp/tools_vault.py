@@ -11,6 +11,7 @@ from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDE
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
 from memoryproject.openapi import AGENT_PATH_SCHEMA
 from vault import selectors, services
+from vault.etags import updated_at_expected
 from vault.maintenance_schemas import FORGET_MAX_IDS, FORGET_MAX_TAGS, ForgetIn, ForgetOut
 from vault.models import EntryStatus, TokenScope
 from vault.schemas import EntryIn, EntryOut, EntryPatch
@@ -70,8 +71,16 @@ def memory_update(
     content: EntryText | None = None,
     tags: Tags = None,
     importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+    expected_updated_at: Annotated[
+        datetime | None,
+        Field(
+            description="The entry's `updated_at` as you read it (ISO 8601, as the tools return it): the "
+            "update is made only if the entry has not changed since, else an error says what is current"
+        ),
+    ] = None,
 ) -> dict:
     caller = current_caller()
+    expected = updated_at_expected(expected_updated_at)
     fields = {
         k: v for k, v in {"content": content, "tags": tags, "importance": importance}.items() if v is not None
     }
@@ -83,6 +92,7 @@ def memory_update(
         changes=services.EntryChanges(**payload.dict(exclude_unset=True)),
         changed_by=caller.principal.label,
         review=True,
+        expected=expected,
     )
     return dump(EntryOut, entry)
 
@@ -121,9 +131,18 @@ def memory_forget(
     since: datetime | None = None,
     until: datetime | None = None,
     agent: AgentArg = None,
+    expected_updated_at: Annotated[
+        datetime | None,
+        Field(
+            description="With one id in `ids`: the entry's `updated_at` as you read it (ISO 8601, as the "
+            "tools return it); it is forgotten only if it has not changed since, else an error says what "
+            "is current"
+        ),
+    ] = None,
 ) -> dict:
     caller = current_caller()
     principal = caller.principal
+    expected = updated_at_expected(expected_updated_at)
     payload = ForgetIn(ids=ids, category=category, tags=tags, since=since, until=until, agent=agent)
     # As POST /forget: an agent token forgets its own memory; a project-wide token needs admin scope.
     principal.require(TokenScope.WRITE if principal.is_agent_bound else TokenScope.ADMIN)
@@ -142,6 +161,7 @@ def memory_forget(
         until=payload.until,
         source=None,
         kinds=payload.kinds,
+        expected=expected,
     )
     return dump(ForgetOut, result)
 
@@ -162,7 +182,9 @@ def register(server) -> None:
         annotations=DESTRUCTIVE_IDEMPOTENT,
         description=(
             "Correct an existing memory entry by id (content, tags or importance) when it is outdated or "
-            "wrong; the previous text is kept as a version. Returns the updated entry. Needs a write token."
+            "wrong; the previous text is kept as a version. Pass the `updated_at` you read as "
+            "`expected_updated_at` so that an edit made meanwhile (by another agent) is not overwritten. "
+            "Returns the updated entry. Needs a write token."
         ),
     )
     server.add_tool(

@@ -184,3 +184,68 @@ def test_a_refused_start_session_prompt_is_an_invalid_params_error_with_the_rest
     assert (other_project.code, other_project.data) == (INVALID_PARAMS, {"status": 404})
     assert other_project.message == "Agent 'dev' not found."
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+def test_memory_update_with_expected_updated_at_refuses_an_entry_changed_since(mcp_live_url, dev, dev_token):
+    """The tool's compare-and-set: `updated_at` as memory_get returned it lets the update through; once
+    another writer changed the entry, the same value is refused with what is current, and nothing changes."""
+    import json
+
+    entry = services.entry_create(
+        agent=dev, category="decisions", content="Deploy on Fridays", created_by="t"
+    )
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            read = json.loads(text(await session.call_tool("memory_get", {"id": entry.pk})))
+            seen = read["updated_at"]
+            ok = await session.call_tool(
+                "memory_update",
+                {"id": entry.pk, "content": "Deploy on Thursdays", "expected_updated_at": seen},
+            )
+            assert not ok.is_error, text(ok)
+            updated = json.loads(text(ok))["updated_at"]
+            stale = await session.call_tool(
+                "memory_update", {"id": entry.pk, "content": "Deploy on Mondays", "expected_updated_at": seen}
+            )
+            naive = await session.call_tool(
+                "memory_update",
+                {"id": entry.pk, "content": "x", "expected_updated_at": "2026-01-01T10:00:00"},
+            )
+            return updated, stale, naive
+
+    updated, stale, naive = run(body)
+    assert stale.is_error
+    assert f"Entry {entry.pk} has changed since it was read" in text(stale) and updated in text(stale)
+    assert naive.is_error and "no UTC offset" in text(naive)
+    entry.refresh_from_db()
+    assert entry.content == "Deploy on Thursdays"
+    assert entry.versions.count() == 1
+
+
+def test_memory_forget_with_expected_updated_at_keeps_an_entry_changed_since(mcp_live_url, dev, dev_token):
+    import json
+
+    entry = services.entry_create(
+        agent=dev, category="lessons", content="Pin the SDK version", created_by="t"
+    )
+    other = services.entry_create(agent=dev, category="lessons", content="Cache the wheels", created_by="t")
+
+    async def call(name, arguments):
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return await session.call_tool(name, arguments)
+
+    seen = json.loads(text(run(call, "memory_get", {"id": entry.pk})))["updated_at"]
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="Pin the SDK to 2.x"), changed_by="b"
+    )
+    stale = run(call, "memory_forget", {"ids": [entry.pk], "expected_updated_at": seen})
+    assert stale.is_error and f"Entry {entry.pk} has changed since it was read" in text(stale)
+    two = run(call, "memory_forget", {"ids": [entry.pk, other.pk], "expected_updated_at": seen})
+    assert two.is_error and "exactly one entry" in text(two)
+    assert VaultEntry.objects.filter(pk=entry.pk).exists() and VaultEntry.objects.filter(pk=other.pk).exists()
+    current = json.loads(text(run(call, "memory_get", {"id": entry.pk})))["updated_at"]
+    done = run(call, "memory_forget", {"ids": [entry.pk], "expected_updated_at": current})
+    assert not done.is_error and json.loads(text(done))["entries"] == 1
+    assert not VaultEntry.objects.filter(pk=entry.pk).exists()
+    assert VaultEntry.objects.filter(pk=other.pk).exists()
