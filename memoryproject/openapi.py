@@ -6,6 +6,8 @@ decorators."""
 
 from ninja import NinjaAPI
 
+from vault.etags import IF_MATCH_PATTERN
+
 ERROR_SCHEMA = {
     "title": "ErrorOut",
     "type": "object",
@@ -105,8 +107,9 @@ AGENT_PATH_SCHEMA = {
 
 
 class DocumentedNinjaAPI(NinjaAPI):
-    """NinjaAPI whose OpenAPI document lists the error responses of every operation, and the rule of
-    the agent slug in every path that names one."""
+    """NinjaAPI whose OpenAPI document lists the error responses of every operation, the rule of
+    the agent slug in every path that names one, and the syntax of every If-Match header (vault.etags
+    checks it, to refuse a malformed one with its own message)."""
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
@@ -118,6 +121,8 @@ class DocumentedNinjaAPI(NinjaAPI):
                 for parameter in operation.get("parameters", []):
                     if parameter.get("in") == "path" and parameter.get("name") == "agent":
                         parameter["schema"] = dict(AGENT_PATH_SCHEMA)
+                    if parameter.get("in") == "header" and parameter.get("name") == "If-Match":
+                        parameter["schema"] = {"type": "string", "pattern": IF_MATCH_PATTERN}
                 responses = operation.setdefault("responses", {})
                 authenticated = bool(operation.get("security"))
                 for status, (description, write_only, headers) in ERRORS.items():

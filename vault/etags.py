@@ -21,7 +21,11 @@ _MICROSECOND = timedelta(microseconds=1)
 # RFC 9110: If-Match = "*" / #entity-tag; entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE. A comma may be
 # inside the quotes, so the list is read tag by tag rather than split on commas.
 _ENTITY_TAG = r'(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"'
-_TAG_LIST = re.compile(rf"[ \t,]*{_ENTITY_TAG}(?:[ \t]*,[ \t,]*{_ENTITY_TAG})*[ \t,]*")
+_TAG_LIST = rf"[ \t,]*{_ENTITY_TAG}(?:[ \t]*,[ \t,]*{_ENTITY_TAG})*[ \t,]*"
+# What an If-Match header may be, also stated in the OpenAPI document (without a look-ahead, so that
+# every JSON Schema validator and test-data generator can use it).
+IF_MATCH_PATTERN = rf"^(?:[ \t]*\*[ \t]*|{_TAG_LIST})$"
+_IF_MATCH = re.compile(IF_MATCH_PATTERN)
 _TAG = re.compile(_ENTITY_TAG)
 
 
@@ -65,9 +69,9 @@ def if_match_expected(value: str | None) -> Expected | None:
     an entry that does not exist is a 404 as without the header). Weak tags never match (If-Match
     compares strongly). A value that is not a list of quoted tags is refused (422), never ignored:
     a client that meant a condition must not have its write go ahead unconditionally."""
-    if value is None or value.strip(" \t") == "*":
+    if value is None:
         return None
-    if not _TAG_LIST.fullmatch(value):
+    if not _IF_MATCH.fullmatch(value):
         raise InvalidInput(
             f"Malformed If-Match header {value[:100]!r}: send `*` or one or more quoted ETags "
             'separated by commas, as the ETag header gave them (e.g. If-Match: "e42-1764168558731000").',
@@ -79,6 +83,8 @@ def if_match_expected(value: str | None) -> Expected | None:
                 }
             ],
         )
+    if value.strip(" \t") == "*":
+        return None
     return Expected(etags=frozenset(tag for tag in _TAG.findall(value) if not tag.startswith("W/")))
 
 

@@ -87,7 +87,10 @@ def test_it_accepts_a_star_and_any_one_of_several_etags(api, token_a, entry_a):
     assert VaultEntry.objects.get(pk=entry_a.pk).importance == 0.8
 
 
-@pytest.mark.parametrize("header", ["", "e42-1", '"unterminated', "*, *", '"a" "b"', '"in"side"'])
+MALFORMED_IF_MATCH = ["", "e42-1", '"unterminated', "*, *", '"a" "b"', '"in"side"', '"a b"']
+
+
+@pytest.mark.parametrize("header", MALFORMED_IF_MATCH)
 def test_it_refuses_a_malformed_if_match_with_422(api, token_a, entry_a, header):
     before = VaultEntry.objects.get(pk=entry_a.pk).content
     for method, data in (("patch", {"content": "Mine"}), ("delete", None)):
@@ -161,6 +164,24 @@ def test_the_openapi_document_declares_if_match_and_the_412(api):
     assert "ETag" in paths["/api/v1/entries/{entry_id}"]["get"]["responses"]["200"]["headers"]
     assert "ETag" in paths["/api/v1/agents/{agent}/entries"]["post"]["responses"]["201"]["headers"]
     assert "412" not in paths["/api/v1/entries/{entry_id}"]["get"]["responses"]
+
+
+def test_the_if_match_pattern_of_the_document_is_the_rule_the_server_applies(api):
+    """So that a client generating headers from the schema (schemathesis) sends what the server reads."""
+    import re
+
+    from memoryproject.errors import InvalidInput
+
+    operation = api.client.get("/api/v1/openapi.json").json()["paths"]["/api/v1/entries/{entry_id}"]["patch"]
+    [header] = [p for p in operation["parameters"] if p["in"] == "header"]
+    pattern = re.compile(header["schema"]["pattern"])
+    for value in ["*", " * ", '"e1-2"', 'W/"x"', '"a", "b,c" ,W/"d"', '""']:
+        assert pattern.match(value), value
+        if_match_expected(value)
+    for value in MALFORMED_IF_MATCH:
+        assert not pattern.match(value), value
+        with pytest.raises(InvalidInput):
+            if_match_expected(value)
 
 
 @pytest.mark.django_db(transaction=True)
