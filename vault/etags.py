@@ -1,8 +1,10 @@
 """ETags of entries and of the project context, and the preconditions a writer sends back with them.
 
 An ETag is opaque to clients. It is derived from the row's id and the instant it last changed
-(`updated_at`, to the microsecond), so it changes with every edit and is the same for every read of
-one state; counters a read bumps (access_count, last_accessed_at) are not part of it.
+(`updated_at`, to the microsecond), so it changes with every write that sets `updated_at` (an edit of
+content, category, tags, importance or status, a supersede that makes it superseded) and is the same
+for every read of one state; counters a read bumps (access_count, last_accessed_at) are not part of it,
+nor is the `supersedes` link an edit adds alone (entry_supersede leaves the newer entry's updated_at).
 
 A precondition (`Expected`) is checked by the service that writes, under the row's lock: the write
 goes ahead only when the row is still in a state the writer read, else PreconditionFailed (412).
@@ -51,7 +53,8 @@ def _milliseconds(instant: datetime) -> datetime:
 class Expected:
     """What a writer expects the row to be: one of `etags` (an If-Match header's; none of them may
     match, then the write is refused whatever the state), or `updated_at` as the API's JSON and the
-    MCP tools show it, to the millisecond."""
+    MCP tools show it, to the millisecond (two writes within one millisecond are not told apart that
+    way; an ETag tells them apart)."""
 
     etags: frozenset[str] = frozenset()
     updated_at: datetime | None = None
