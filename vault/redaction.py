@@ -43,7 +43,11 @@ BUILTIN_PATTERNS: dict[str, tuple[str, ...]] = {
         r"[\"']?(?P<secret>[^\s\"',;]+)",
     ),
     "bearer": (r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{16,})",),
-    "private_key": (r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----",),
+    # A key's body holds no other BEGIN line: without that stop, every header of a run of them ("-----BEGIN
+    # A PRIVATE KEY-----" repeated, no END) was searched to the end of the text, time growing with its square.
+    "private_key": (
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:(?!-----BEGIN ).)*?-----END [A-Z ]*PRIVATE KEY-----",
+    ),
 }
 
 

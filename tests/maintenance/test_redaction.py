@@ -58,6 +58,15 @@ def test_it_still_redacts_long_keys_and_addresses(text):
     assert redact(text).split() == [text.split()[0], "[REDACTED]", "end"]
 
 
+def test_it_redacts_a_run_of_private_key_headers_in_linear_time(settings):
+    settings.MEMORY_REDACTION_PATTERNS = ["private_key"]
+    started = time.perf_counter()
+    redact("-----BEGIN A PRIVATE KEY-----" * 4_000 + "x")
+    assert time.perf_counter() - started < 1
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----"
+    assert redact(f"{key}\n{key} end") == "[REDACTED]\n[REDACTED] end"
+
+
 def test_the_settings_list_of_pattern_names_matches_the_module():
     from memoryproject import settings as project_settings
 
