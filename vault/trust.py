@@ -354,9 +354,12 @@ _INSTRUCTION_PATTERNS = [
         "jailbreak phrase",
     ),
     (
+        # A "# System:" heading is matched within its line ([^\S\n]: white space but the line break): with
+        # \s the pattern ran from each line start across every blank line after it, time growing with the
+        # square of their number (30 s for an entry of 64 KB of line breaks).
         re.compile(
-            r"<\|(?:im_start|im_end|system|endoftext)\|>|\[/?(?:INST|SYS)\]|<</?SYS>>|^\s*#{1,3}\s*(?:system|"
-            r"instructions?)\s*:?\s*$",
+            r"<\|(?:im_start|im_end|system|endoftext)\|>|\[/?(?:INST|SYS)\]|<</?SYS>>|^[^\S\n]*#{1,3}[^\S\n]*"
+            r"(?:system|instructions?)[^\S\n]*:?[^\S\n]*$",
             re.I | re.M,
         ),
         "chat-template or system markers",
