@@ -232,7 +232,9 @@ _TRIGGERS: tuple[_Trigger, ...] = (
 # Sentence boundaries: end punctuation followed by whitespace, or a line break. Requiring whitespace after the
 # punctuation keeps URLs, decimals (3.14) and dotted dates (15.06.2025) in one piece.
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?\u2026])\s+|[\r\n]+")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# The local part at most 64 characters, as an address allows: unbounded, a long run without its "@domain"
+# was searched to its end from each of its characters, time growing with the square of its length.
+_EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+")
 
 
 # What _fold maps: every non-ASCII character and the backtick (an apostrophe look-alike).

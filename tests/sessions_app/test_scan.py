@@ -1,5 +1,7 @@
 """The write-ahead scan must catch durable facts in EN/PT/UZ and stay quiet on ordinary chat."""
 
+import time
+
 import pytest
 
 from sessions_app.scan import CATEGORIES, DURABLE_CATEGORIES, ScanMatch, normalise_fact, scan_message
@@ -163,6 +165,15 @@ def test_it_does_not_count_email_addresses_or_bare_years_as_values():
     assert categories_of("Write to 5511987654321@example.com or admin@www.example.com") == []
     assert categories_of("In 2024 we shipped the first version") == []
     assert categories_of("The event was on 2024-03-01") == ["specific_value"]
+
+
+def test_it_scans_a_long_word_before_an_at_sign_in_linear_time():
+    """Every user message is scanned as it is appended (up to 512 KiB each): a run of letters before an
+    "@" that starts no address was read to its end from each of its letters."""
+    started = time.perf_counter()
+    assert categories_of("see http://x.io " + "a" * 40_000 + "@x") == ["specific_value"]
+    assert time.perf_counter() - started < 1
+    assert categories_of("Write to " + "a1" * 32 + "@example.com") == []
 
 
 def test_it_declares_the_durable_categories():
