@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import markdown
 import nh3
-from django.utils.html import escape, format_html
+from django.utils.html import escape, format_html, linebreaks
 from django.utils.safestring import SafeString, mark_safe
 
 from vault.text import task_lines, task_text
@@ -37,8 +37,15 @@ def _markdown() -> markdown.Markdown:
 
 
 def markdown_html(text: str) -> str:
-    """Sanitised HTML for markdown text (a plain str: callers mark it safe after adding their own)."""
-    html = _markdown().convert(text)
+    """Sanitised HTML for markdown text (a plain str: callers mark it safe after adding their own).
+
+    Python-Markdown parses nested blocks recursively, so a few KB of nesting ("+ + + …", a list in a
+    list…) raise RecursionError, which made every page showing the text a 500; such a text is shown
+    as escaped plain text instead."""
+    try:
+        html = _markdown().convert(text)
+    except RecursionError:
+        return linebreaks(text, autoescape=True)
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,

@@ -257,6 +257,22 @@ def test_the_vault_renders_markdown_without_any_html_from_content(client_a, agen
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
+def test_an_entry_nested_too_deep_for_the_markdown_parser_still_shows(client_a, agent_a, api, token_a):
+    """One small write ("+ " repeated: a list in a list in a list...) made every page showing the
+    entry a 500 (RecursionError in the parser): its agent's page, its own page, the review queue."""
+    response = api.post(
+        "/agents/agent-a/entries", {"category": "lessons", "content": "+ " * 1000 + "end"}, token=token_a
+    )
+    entry_id = response.json()["id"]
+    for url in [
+        reverse("vault-agent", args=["acme", "agent-a"]),
+        reverse("vault-entry-detail", args=[entry_id]),
+    ]:
+        response = client_a.get(url)
+        assert response.status_code == 200
+        assert "+ + + end" in response.content.decode()
+
+
 def test_the_vault_is_404_for_an_unknown_agent(client_a, project):
     assert client_a.get(reverse("vault-agent", args=["acme", "nobody"])).status_code == 404
 
