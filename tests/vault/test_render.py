@@ -1,4 +1,5 @@
 import re
+import time
 
 import pytest
 
@@ -77,3 +78,37 @@ def test_the_chart_scales_bars_to_the_busiest_day():
     assert [bar.height for bar in chart.bars] == [0.0, 50.0, 100.0]
     assert chart.total == 15 and chart.top == 10
     assert bar_chart([("d1", 0)]).bars[0].height == 0.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 20_000,  # about a minute before
+        ("[" + "a" * 31) * 2_000,
+        "[a](" * 8_000 + ")",
+        "[a][" * 8_000,
+        "![" * 10_000,
+        "[^" * 10_000,
+        "[" * 3_000 + "x" + "]" * 3_000,
+    ],
+    ids=["open", "open-words", "open-targets", "reference-opens", "images", "footnotes", "nested"],
+)
+def test_brackets_left_open_render_in_bounded_time_as_plain_text(text):
+    """Anyone with a write token stored them; Python-Markdown's link patterns read the rest of the text
+    from each open bracket, and every curator page showing the entry hung for seconds to minutes."""
+    from vault.render import markdown_html
+
+    started = time.perf_counter()
+    html = markdown_html(text + " <b>tail</b>")
+    assert time.perf_counter() - started < 1
+    assert "&lt;b&gt;tail&lt;/b&gt;" in html and "<b>" not in html
+    assert "[" in html
+
+
+def test_links_people_write_still_render_as_links():
+    from vault.render import markdown_html
+
+    links = "\n".join(f"- [link {i}](https://example.com/{i}) and [ref {i}][r{i}]" for i in range(300))
+    refs = "\n".join(f"[r{i}]: https://example.com/r{i}" for i in range(300))
+    html = markdown_html(f"{links}\n\n{refs}\n\nA stray [ bracket, and [another.")
+    assert html.count("<a ") == 600
