@@ -711,3 +711,25 @@ def test_an_entry_deleted_by_another_request_meanwhile_is_a_404_not_a_500(
         )
     assert response.status_code == 404
     assert not VaultEntry.objects.filter(pk=task_entry.pk).exists()
+
+
+def test_an_anonymous_htmx_request_logs_in_back_to_the_page_with_its_query(entry_a):
+    """The login's next= was the partial htmx asked for, unencoded: after the first "&" the query
+    string was lost, and the curator landed on a fragment instead of the page."""
+    from urllib.parse import parse_qs, urlsplit
+
+    page = "/search/?q=postgres&kind=entries&agent=agent-a"
+    response = Client().get(
+        reverse("vault-entry-card", args=[entry_a.pk]), HTTP_HX_CURRENT_URL=f"http://testserver{page}", **HTMX
+    )
+    target = urlsplit(response["HX-Redirect"])
+    assert target.path == reverse("login")
+    assert parse_qs(target.query)["next"] == [page]
+    elsewhere = Client().get(
+        reverse("vault-entry-card", args=[entry_a.pk]),
+        HTTP_HX_CURRENT_URL="http://evil.example/x?a=1&b=2",
+        **HTMX,
+    )
+    assert parse_qs(urlsplit(elsewhere["HX-Redirect"]).query)["next"] == [
+        reverse("vault-entry-card", args=[entry_a.pk])
+    ]

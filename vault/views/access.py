@@ -2,12 +2,11 @@
 label, and placing a service's error on a form."""
 
 from functools import wraps
+from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
-from django.urls import reverse
 
 from memoryproject.errors import DomainError, NotFound
 from vault import selectors
@@ -17,6 +16,15 @@ UNPROCESSABLE = 422
 
 def is_htmx(request) -> bool:
     return request.headers.get("HX-Request") == "true"
+
+
+def _htmx_page(request) -> str:
+    """The path and query of the page an htmx request came from (HX-Current-URL, on this host), else
+    the request's own."""
+    current = urlsplit(request.headers.get("HX-Current-URL", ""))
+    if current.path.startswith("/") and current.netloc in ("", request.get_host()):
+        return current.path + (f"?{current.query}" if current.query else "")
+    return request.get_full_path()
 
 
 def actor(request) -> str:
@@ -30,8 +38,10 @@ def curator_required(view):
     def wrapper(request, *args, **kwargs):
         if not request.user.is_authenticated:
             if is_htmx(request):
+                # Back to the page the curator was on (not the partial htmx asked for), its query string
+                # kept: unencoded, "?next=/search/?q=a&kind=b" lost everything after its first "&".
                 response = HttpResponse(status=204)
-                response["HX-Redirect"] = f"{reverse(settings.LOGIN_URL)}?next={request.get_full_path()}"
+                response["HX-Redirect"] = redirect_to_login(_htmx_page(request)).url
                 return response
             return redirect_to_login(request.get_full_path())
         if not selectors.user_is_curator(request.user):
