@@ -200,3 +200,21 @@ def test_a_deleted_entrys_predecessor_is_live_while_its_next_successor_waits_for
     assert (c.supersedes_id, status(a)) == (a.pk, "active")
     services.review_approve(entry_id=c.pk, by="user:cora")
     assert (status(a), status(c)) == ("superseded", "active")
+
+
+def test_forgetting_the_newest_entry_of_a_chain_brings_back_the_one_it_replaced(
+    api, token_a, admin_token, agent_a
+):
+    """Erased for good (forget, or the retention purge), the newest entry left the one it had
+    replaced superseded by nothing, as a delete did."""
+    old = write(api, token_a, OLD)
+    middle = write(api, token_a, NEW, supersedes=old["id"])
+    newest = write(api, token_a, "We decided on Valkey for the session cache", supersedes=middle["id"])
+    response = api.post("/forget", {"ids": [middle["id"]]}, token=admin_token)
+    assert response.status_code == 200 and response.json()["entries"] == 1
+    assert VaultEntry.objects.get(pk=newest["id"]).supersedes_id == old["id"]
+    assert status(old) == EntryStatus.SUPERSEDED
+    response = api.post("/forget", {"ids": [newest["id"]]}, token=admin_token)
+    assert response.status_code == 200
+    assert status(old) == EntryStatus.ACTIVE
+    assert "Redis for the session cache" in context_text(api, token_a)

@@ -19,6 +19,7 @@ from vault.models import (
     RetentionMark,
     VaultEntry,
 )
+from vault.services.entries import chain_join, chain_neighbours_lock
 
 
 def content_sha(text: str) -> str:
@@ -61,7 +62,9 @@ def deletion_audit_record(
 
 
 def entry_erase(entry: VaultEntry, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
-    """Delete an entry for good, with its versions (so the content is really gone) and an audit row."""
+    """Delete an entry for good, with its versions (so the content is really gone) and an audit row.
+    Its supersede chain is joined over it, as a delete joins it (services.chain_join)."""
+    predecessor, successor = chain_neighbours_lock(entry)
     versions = EntryVersion.objects.filter(entry_id=entry.pk)
     deletion_audit_record(
         project_id=entry.project_id,
@@ -80,6 +83,7 @@ def entry_erase(entry: VaultEntry, *, reason: str, criteria: dict, deleted_by: s
     versions.delete()
     RetentionMark.objects.filter(kind=RetentionMark.Kind.ENTRY, object_id=entry.pk).delete()
     entry.delete()
+    chain_join(predecessor, successor, changed_by=deleted_by)
 
 
 def relevance(*, category: str, created_at: datetime, importance: float, access_count: int, now) -> float:

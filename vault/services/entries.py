@@ -680,28 +680,49 @@ def entry_delete(*, entry_id: int, deleted_by: str, expected: Expected | None = 
         if entry is None:
             raise NotFound(f"Entry {entry_id} not found.")
         entry_precondition_check(entry, expected)
-        neighbours = list(
-            VaultEntry.objects.select_for_update()
-            .filter(Q(pk=entry.supersedes_id) | Q(supersedes_id=entry.pk))
-            .order_by("pk")
-        )
-        predecessor = next((e for e in neighbours if e.pk == entry.supersedes_id), None)
-        successor = next((e for e in neighbours if e.supersedes_id == entry.pk), None)
+        predecessor, successor = chain_neighbours_lock(entry)
         state = _restore_state(entry)
         state["successor_id"] = successor.pk if successor else None
         version = _version_save(
             entry, action=VersionAction.DELETE, changed_by=deleted_by, restore_state=state
         )
         entry.delete()  # the successor's link is cleared (SET_NULL)
-        if predecessor is not None:
-            if successor is not None:
-                VaultEntry.objects.filter(pk=successor.pk).update(supersedes_id=predecessor.pk)
-            still_superseded = successor is not None and successor.status in EFFECTIVE_SUPERSEDER
-            if predecessor.status == EntryStatus.SUPERSEDED and not still_superseded:
-                _status_set(predecessor, EntryStatus.ACTIVE, changed_by=deleted_by)
-                version.restore_state["reactivated_id"] = predecessor.pk
-                version.save(update_fields=["restore_state"])
+        reactivated = chain_join(predecessor, successor, changed_by=deleted_by)
+        if reactivated is not None:
+            version.restore_state["reactivated_id"] = reactivated
+            version.save(update_fields=["restore_state"])
     return version
+
+
+def chain_neighbours_lock(entry: VaultEntry) -> tuple[VaultEntry | None, VaultEntry | None]:
+    """The entries before and after `entry` in its supersede chain (the one it supersedes, the one
+    that supersedes it), locked, for chain_join once `entry` is deleted."""
+    neighbours = list(
+        VaultEntry.objects.select_for_update()
+        .filter(Q(pk=entry.supersedes_id) | Q(supersedes_id=entry.pk))
+        .order_by("pk")
+    )
+    predecessor = next((e for e in neighbours if e.pk == entry.supersedes_id), None)
+    successor = next((e for e in neighbours if e.supersedes_id == entry.pk), None)
+    return predecessor, successor
+
+
+def chain_join(
+    predecessor: VaultEntry | None, successor: VaultEntry | None, *, changed_by: str
+) -> int | None:
+    """Close the gap an entry deleted (or erased) from a supersede chain left: its successor now
+    supersedes its predecessor, and a predecessor nothing live supersedes any more is active again
+    (versioned; its id is returned). Else a decision replaced by an entry since deleted stayed
+    `superseded` by nothing: out of search and context for good."""
+    if predecessor is None:
+        return None
+    if successor is not None:
+        VaultEntry.objects.filter(pk=successor.pk).update(supersedes_id=predecessor.pk)
+    still_superseded = successor is not None and successor.status in EFFECTIVE_SUPERSEDER
+    if predecessor.status == EntryStatus.SUPERSEDED and not still_superseded:
+        _status_set(predecessor, EntryStatus.ACTIVE, changed_by=changed_by)
+        return predecessor.pk
+    return None
 
 
 def _restored_fields(entry_id: int, agent_id: int, state: dict) -> dict:
