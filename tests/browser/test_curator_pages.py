@@ -134,3 +134,38 @@ def test_it_switches_tabs_and_searches(logged_in, entry_a, entry_b, agent_a):
     page.get_by_role("search").first.get_by_role("button", name="Search").click()
     expect(page.locator(".results mark").first).to_have_text("PostgreSQL")
     expect(page.locator(".results")).not_to_contain_text("Cache keys")  # agent B's lesson is not matched
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_stale_inline_edit_shows_the_agents_newer_text_and_saves_only_when_asked_again(
+    logged_in, entry_a, width
+):
+    """The edit form opened, then the agent rewrote the entry: saving by keyboard brings the form back
+    with a note and the agent's text instead of overwriting it, on a phone and a laptop; saving again
+    replaces it knowingly."""
+    from vault import services
+
+    page = logged_in
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/projects/acme/agents/agent-a/")
+    card = page.locator(f"#entry-{entry_a.pk}")
+    card.get_by_role("link", name="Edit").click()
+    content = card.locator("textarea[name=content]")
+    expect(content).to_be_visible()
+    services.entry_update(
+        entry_id=entry_a.pk,
+        changes=services.EntryChanges(content="We moved to PostgreSQL 18"),
+        changed_by="agent",
+    )
+    content.fill("We decided to use PostgreSQL 16")
+    card.get_by_role("button", name="Save").focus()
+    page.keyboard.press("Enter")
+    expect(card).to_contain_text("was changed since this form was opened")
+    expect(card.locator("pre")).to_have_text("We moved to PostgreSQL 18")
+    expect(card.locator("textarea[name=content]")).to_have_value("We decided to use PostgreSQL 16")
+    assert VaultEntry.objects.get(pk=entry_a.pk).content == "We moved to PostgreSQL 18"
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    card.get_by_role("button", name="Save").focus()
+    page.keyboard.press("Enter")
+    expect(card.get_by_role("status")).to_contain_text("Saved")
+    assert VaultEntry.objects.get(pk=entry_a.pk).content == "We decided to use PostgreSQL 16"
