@@ -1,10 +1,13 @@
 """ETags of entries and of the project context, and the preconditions a writer sends back with them.
 
 An ETag is opaque to clients. It is derived from the row's id and the instant it last changed
-(`updated_at`, to the microsecond), so it changes with every write that sets `updated_at` (an edit of
-content, category, tags, importance or status, a supersede that makes it superseded) and is the same
-for every read of one state; counters a read bumps (access_count, last_accessed_at) are not part of it,
-nor is the `supersedes` link an edit adds alone (entry_supersede leaves the newer entry's updated_at).
+(`updated_at`, to the microsecond), so it is the same for every read of one state and changes with
+every change of what the entry shows, as each such write sets `updated_at`: an edit of content,
+category, tags, importance or status, and a change of its supersede links alone (`supersedes` and
+`superseded_by`: a supersede, held for review or not, the chain joined over an entry deleted, forgotten
+or purged, a deleted entry restored into its chain, a rejection or merge in review;
+services.entries_links_changed) or of its status by the chain (superseded, reactivated). Counters a
+read bumps (access_count, last_accessed_at) are not part of it.
 
 A precondition (`Expected`) is checked by the service that writes, under the row's lock: the write
 goes ahead only when the row is still in a state the writer read, else PreconditionFailed (412).

@@ -223,6 +223,49 @@ def test_memory_update_with_expected_updated_at_refuses_an_entry_changed_since(m
     assert entry.versions.count() == 1
 
 
+def test_memory_update_with_expected_updated_at_refuses_an_entry_whose_supersede_link_changed(
+    mcp_live_url, dev, dev_token
+):
+    """Redis <- Memcached <- Valkey: Memcached deleted, Valkey supersedes Redis; `updated_at` as
+    memory_get showed it before is refused, as for an edit; as it is now it goes through."""
+    import json
+
+    a = services.entry_create(
+        agent=dev, category="decisions", content="Use Redis for the cache", created_by="t"
+    )
+    b = services.entry_create(
+        agent=dev,
+        category="decisions",
+        content="Use Memcached for the cache",
+        supersedes_id=a.pk,
+        created_by="t",
+    )
+    c = services.entry_create(
+        agent=dev,
+        category="decisions",
+        content="Use Valkey for the cache",
+        supersedes_id=b.pk,
+        created_by="t",
+    )
+
+    async def call(name, arguments):
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return await session.call_tool(name, arguments)
+
+    seen = json.loads(text(run(call, "memory_get", {"id": c.pk})))["updated_at"]
+    services.entry_delete(entry_id=b.pk, deleted_by="user:cora")
+    now = json.loads(text(run(call, "memory_get", {"id": c.pk})))
+    assert now["supersedes"] == a.pk and now["updated_at"] != seen
+    stale = run(call, "memory_update", {"id": c.pk, "importance": 0.9, "expected_updated_at": seen})
+    assert stale.is_error and f"Entry {c.pk} has changed since it was read" in text(stale)
+    c.refresh_from_db()
+    assert c.importance == 0.5
+    done = run(
+        call, "memory_update", {"id": c.pk, "importance": 0.9, "expected_updated_at": now["updated_at"]}
+    )
+    assert not done.is_error, text(done)
+
+
 def test_memory_forget_with_expected_updated_at_keeps_an_entry_changed_since(mcp_live_url, dev, dev_token):
     import json
 

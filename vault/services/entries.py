@@ -354,7 +354,8 @@ def entry_create(
             for kind, other, detail in reasons
         ]
         if supersedes_id is not None:
-            entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=created_by)
+            # Linked in the transaction that wrote it: its first state, no second updated_at.
+            entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=created_by, new_written=True)
             entry.refresh_from_db()
         else:
             _new_entry_relations_known(entry, items)
@@ -555,9 +556,23 @@ def entry_update(
     return entry
 
 
-def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
+def entries_links_changed(*entry_ids: int | None) -> None:
+    """Entries whose `supersedes` or `superseded_by` just changed (their rows locked or written by the
+    caller) get a new `updated_at`, so their ETag changes: a link is part of what an entry shows, and a
+    writer that read it before must not write over a change it never saw. No version is stored: a
+    version keeps the fields an edit changes (content, category, tags, importance, status), which a
+    link change leaves as they were (a status change that goes with it is versioned where it is made,
+    and a deletion's version keeps the links for its restore)."""
+    ids = {pk for pk in entry_ids if pk is not None}
+    if ids:
+        VaultEntry.objects.filter(pk__in=ids).update(updated_at=timezone.now())
+
+
+def entry_supersede(*, new_id: int, old_id: int, changed_by: str, new_written: bool = False) -> VaultEntry:
     """Make `new` replace `old`, an entry of the same agent: old becomes `superseded` (versioned),
-    both stay linked and readable.
+    both stay linked and readable. A new link changes both entries' `updated_at` (new's `supersedes`,
+    old's `superseded_by`; entries_links_changed), except new's when it was written in this very
+    transaction (`new_written`: entry_create), whose first state has the link.
 
     While `new` waits for review only the link is recorded and `old` stays live, so the knowledge is
     never hidden by an entry nobody has accepted yet; review_approve completes the supersede."""
@@ -602,15 +617,18 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str) -> VaultEntry:
                     f"Entry {new_id} already precedes entry {old_id}; that would make a cycle."
                 )
             cursor = VaultEntry.objects.only("pk", "supersedes_id").get(pk=cursor.supersedes_id)
-        new.supersedes_id = old_id
-        new.save(update_fields=["supersedes"])
-        if new.status == EntryStatus.PENDING:
-            return new
-        if old.status != EntryStatus.SUPERSEDED:
-            _version_save(old, action=VersionAction.EDIT, changed_by=changed_by)
-            old.status = EntryStatus.SUPERSEDED
-            old.updated_at = timezone.now()
-            old.save(update_fields=["status", "updated_at"])
+        linked = new.supersedes_id != old_id
+        if linked:
+            new.supersedes_id = old_id
+            fields = ["supersedes"]
+            if not new_written:
+                new.updated_at = timezone.now()
+                fields.append("updated_at")
+            new.save(update_fields=fields)
+        if new.status != EntryStatus.PENDING and old.status != EntryStatus.SUPERSEDED:
+            _status_set(old, EntryStatus.SUPERSEDED, changed_by=changed_by)
+        elif linked:
+            entries_links_changed(old.pk)
     return new
 
 
@@ -686,7 +704,7 @@ def entry_delete(*, entry_id: int, deleted_by: str, expected: Expected | None = 
         version = _version_save(
             entry, action=VersionAction.DELETE, changed_by=deleted_by, restore_state=state
         )
-        entry.delete()  # the successor's link is cleared (SET_NULL)
+        entry.delete()  # the successor's link is cleared (SET_NULL); chain_join sets it
         reactivated = chain_join(predecessor, successor, changed_by=deleted_by)
         if reactivated is not None:
             version.restore_state["reactivated_id"] = reactivated
@@ -713,11 +731,18 @@ def chain_join(
     """Close the gap an entry deleted (or erased) from a supersede chain left: its successor now
     supersedes its predecessor, and a predecessor nothing live supersedes any more is active again
     (versioned; its id is returned). Else a decision replaced by an entry since deleted stayed
-    `superseded` by nothing: out of search and context for good."""
+    `superseded` by nothing: out of search and context for good. Both neighbours show a new link
+    (the successor's `supersedes`, the predecessor's `superseded_by`, each maybe none now), so both
+    get a new `updated_at` (entries_links_changed)."""
+    if successor is not None:
+        VaultEntry.objects.filter(pk=successor.pk).update(
+            supersedes_id=predecessor.pk if predecessor is not None else None
+        )
+    entries_links_changed(
+        successor.pk if successor is not None else None, predecessor.pk if predecessor is not None else None
+    )
     if predecessor is None:
         return None
-    if successor is not None:
-        VaultEntry.objects.filter(pk=successor.pk).update(supersedes_id=predecessor.pk)
     still_superseded = successor is not None and successor.status in EFFECTIVE_SUPERSEDER
     if predecessor.status == EntryStatus.SUPERSEDED and not still_superseded:
         _status_set(predecessor, EntryStatus.ACTIVE, changed_by=changed_by)
@@ -780,6 +805,12 @@ def _chain_restore(entry: VaultEntry, state: dict, *, changed_by: str) -> None:
         entry.supersedes_id = predecessor.pk
     if successor is not None:
         VaultEntry.objects.filter(pk=successor.pk).update(supersedes_id=entry.pk)
+    # The successor supersedes the restored entry instead of what it superseded (which loses its
+    # `superseded_by`), and the predecessor is superseded by the restored entry.
+    entries_links_changed(
+        *([successor.pk, successor.supersedes_id] if successor is not None else []),
+        predecessor.pk if predecessor is not None else None,
+    )
     if (
         predecessor is not None
         and state.get("reactivated_id") == predecessor.pk

@@ -18,7 +18,13 @@ from vault.models import (
     ReviewPolicy,
     VaultEntry,
 )
-from vault.services.entries import EntryChanges, _category_check, entry_supersede, entry_update
+from vault.services.entries import (
+    EntryChanges,
+    _category_check,
+    entries_links_changed,
+    entry_supersede,
+    entry_update,
+)
 
 # --- Supersede and review (trust) ----------------------------------------------------------------
 
@@ -131,10 +137,12 @@ def review_reject(
         )
     with transaction.atomic():
         entry = _pending_get(entry_id, seen_updated_at)
+        replaced_id = entry.supersedes_id
         entry.status = EntryStatus.REJECTED
         entry.supersedes_id = None  # a refused replacement leaves the old entry as it was
         entry.updated_at = timezone.now()
         entry.save(update_fields=["status", "supersedes", "updated_at"])
+        entries_links_changed(replaced_id)  # superseded by nothing now
         _review_resolve(entry, resolution=f"rejected: {reason}" if reason else "rejected", by=by)
     return entry
 
@@ -181,6 +189,9 @@ def review_merge(
         VaultEntry.objects.filter(pk=target.pk).update(supersedes_id=entry.pk)
         if predecessor_id not in (None, entry.pk):
             VaultEntry.objects.filter(pk=entry.pk).update(supersedes_id=predecessor_id)
+        # The target supersedes the merged entry now (its text may be unchanged), and the target's
+        # former predecessor is superseded by the merged entry.
+        entries_links_changed(target.pk, predecessor_id)
         _review_resolve(entry, resolution=f"merged into {target.pk}", by=by)
     target.refresh_from_db()
     return target
