@@ -175,8 +175,28 @@ class FileForm(forms.Form):
 
 
 class FileSettingsForm(forms.Form):
+    """The settings of one file in the files table, carrying them as the page showed them, so that a
+    save writes only what the curator changed and refuses what someone else changed since
+    (file_settings_set)."""
+
     enabled = forms.BooleanField(required=False)
     sort_order = forms.IntegerField(min_value=-1_000_000, max_value=1_000_000)
+    seen_enabled = forms.NullBooleanField(required=False, widget=forms.HiddenInput)
+    seen_sort_order = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    @classmethod
+    def over_newer(cls, data, file) -> dict:
+        """The settings to show after a refused save: the curator's value of each setting the form
+        changed, the current value of the others, now seen as they are; saving that again applies the
+        curator's change knowingly and leaves the rest as it is now."""
+        form = cls(data)
+        form.is_valid()
+        values = {}
+        for field in ("enabled", "sort_order"):
+            submitted, seen = form.cleaned_data.get(field), form.cleaned_data.get(f"seen_{field}")
+            changed = submitted is not None and seen is not None and submitted != seen
+            values[field] = submitted if changed else getattr(file, field)
+        return values
 
 
 class ReviewPolicyForm(forms.Form):

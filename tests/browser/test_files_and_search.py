@@ -29,6 +29,40 @@ def test_saving_a_file_unchanged_keeps_its_newlines_and_writes_no_version(logged
     assert edit.status_code == 200, edit.content
 
 
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_stale_settings_form_keeps_the_agents_change_and_saves_only_when_asked_again(
+    logged_in, agent_a, width
+):
+    """The files page opened, then the agent takes MEMORY.md out of the prompt and moves it: the
+    curator's order, saved by keyboard from the row as it was, is refused with a note and the current
+    settings (out of the prompt) around the curator's order, on a phone and a laptop; saving again
+    applies the order and leaves the file out of the prompt."""
+    file, _ = services.file_write(
+        agent=agent_a, path="MEMORY.md", content="# Memory", changed_by="t", enabled=True
+    )
+    page = logged_in
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/projects/acme/agents/agent-a/files/")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name="MEMORY.md", exact=True))
+    order = row.get_by_label("Sort order of MEMORY.md")
+    expect(row.get_by_label("enabled")).to_be_checked()
+    services.file_settings_set(agent=agent_a, path="MEMORY.md", enabled=False, sort_order=9)
+    order.fill("5")
+    order.press("Enter")
+    expect(row.get_by_role("alert")).to_contain_text("changed since this page was opened")
+    expect(row.get_by_role("alert")).to_contain_text("not in the prompt, order 9")
+    expect(order).to_have_value("5")
+    expect(row.get_by_label("enabled")).not_to_be_checked()
+    file.refresh_from_db()
+    assert (file.enabled, file.sort_order) == (False, 9)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    row.get_by_role("button", name="Save").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".messages")).to_contain_text("MEMORY.md: settings saved")
+    file.refresh_from_db()
+    assert (file.enabled, file.sort_order) == (False, 5)
+
+
 def test_a_message_found_on_another_branch_opens_on_that_branch(logged_in, agent_a):
     session = session_services.messages_append(
         agent=agent_a,

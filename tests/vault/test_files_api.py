@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memoryproject.errors import InvalidInput
+from memoryproject.errors import Conflict, InvalidInput
 from tests.conftest import ApiClient
 from vault import services
 from vault.models import Agent, WorkspaceFile
@@ -208,6 +208,26 @@ def test_it_changes_enabled_and_sort_order(api, agent_a, token_a):
     assert paths[-1] == "MEMORY.md"
     bad = api.patch("/agents/agent-a/files/MEMORY.md", {"sort_order": 10**9}, token=token_a)
     assert bad.status_code == 422
+
+
+def test_settings_as_a_form_saw_them_write_only_what_it_changed(agent_a):
+    """file_settings_set with the settings a form showed: what the form left as seen is not written
+    back over a change made since; the same change made by both is no conflict; a setting both changed
+    differently is refused, nothing written; a save that changes nothing leaves the file's date."""
+    seen = {"seen_enabled": True, "seen_sort_order": 3}
+    services.file_settings_set(agent=agent_a, path="MEMORY.md", enabled=False)
+    file = services.file_settings_set(agent=agent_a, path="MEMORY.md", enabled=True, sort_order=5, **seen)
+    assert (file.enabled, file.sort_order) == (False, 5)
+    file = services.file_settings_set(agent=agent_a, path="MEMORY.md", enabled=False, sort_order=3, **seen)
+    assert (file.enabled, file.sort_order) == (False, 5)
+    with pytest.raises(Conflict) as refused:
+        services.file_settings_set(agent=agent_a, path="MEMORY.md", enabled=True, sort_order=7, **seen)
+    assert refused.value.errors == [{"loc": ["seen_sort_order"], "msg": "changed since the form was opened"}]
+    assert "now: not in the prompt, order 5" in refused.value.detail
+    file = WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md")
+    assert (file.enabled, file.sort_order) == (False, 5)
+    same = services.file_settings_set(agent=agent_a, path="MEMORY.md", enabled=False, sort_order=5)
+    assert same.updated_at == file.updated_at
 
 
 @pytest.mark.django_db(transaction=True)

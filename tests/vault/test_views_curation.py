@@ -446,6 +446,61 @@ def test_it_toggles_enabled_and_sort_order(client_a, agent_a):
     assert client_a.post(url, {"path": "nope.md", "sort_order": "1"}).status_code == 404
 
 
+def _settings_form(page: str, path: str) -> dict:
+    """What the files table's settings form of `path` sends, as a browser would (an unticked checkbox
+    sends nothing)."""
+    forms = re.findall(r'<form method="post" action="[^"]*/files/settings/".*?</form>', page, re.S)
+    form = next(f for f in forms if f'name="path" value="{path}"' in f)
+    data = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form))
+    data.pop("csrfmiddlewaretoken", None)
+    data["sort_order"] = re.search(r'name="sort_order" value="([^"]*)"', form).group(1)
+    if re.search(r'name="enabled" value="1" checked', form):
+        data["enabled"] = "1"
+    return data
+
+
+def test_a_stale_settings_form_keeps_the_other_setting_changed_since(client_a, agent_a, api, token_a):
+    """The files page opened, then the agent takes MEMORY.md out of the prompt; the curator moves it to
+    order 5 with the form as it was (still ticked): it stays out of the prompt, at order 5. The form
+    wrote every setting it showed, putting it back in."""
+    services.file_write(agent=agent_a, path="MEMORY.md", content="# Memory", changed_by="t", enabled=True)
+    form = _settings_form(
+        client_a.get(reverse("vault-file", args=["acme", "agent-a"])).content.decode(), "MEMORY.md"
+    )
+    assert form["enabled"] == "1"
+    assert api.patch("/agents/agent-a/files/MEMORY.md", {"enabled": False}, token=token_a).status_code == 200
+    response = client_a.post(
+        reverse("vault-file-settings", args=["acme", "agent-a"]), {**form, "sort_order": "5"}
+    )
+    assert response.status_code == 302
+    file = WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md")
+    assert (file.enabled, file.sort_order) == (False, 5)
+
+
+def test_a_stale_settings_form_does_not_overwrite_the_same_setting_changed_since(
+    client_a, agent_a, api, token_a
+):
+    """Both the agent and the stale form change the sort order: the save is refused with the current
+    order and a note, the curator's order kept in the form; saving that again applies it knowingly."""
+    services.file_write(agent=agent_a, path="MEMORY.md", content="# Memory", changed_by="t", enabled=True)
+    url = reverse("vault-file-settings", args=["acme", "agent-a"])
+    form = _settings_form(
+        client_a.get(reverse("vault-file", args=["acme", "agent-a"])).content.decode(), "MEMORY.md"
+    )
+    assert api.patch("/agents/agent-a/files/MEMORY.md", {"sort_order": 4}, token=token_a).status_code == 200
+    response = client_a.post(url, {**form, "sort_order": "5"})
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "changed since" in page and "order 4" in page
+    file = WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md")
+    assert (file.enabled, file.sort_order) == (True, 4)
+    again = _settings_form(page, "MEMORY.md")
+    assert (again["sort_order"], again.get("enabled")) == ("5", "1")
+    assert client_a.post(url, again).status_code == 302
+    file.refresh_from_db()
+    assert (file.enabled, file.sort_order) == (True, 5)
+
+
 # --- maintenance and policies ------------------------------------------------------------------------
 
 

@@ -394,9 +394,23 @@ def file_delete(*, agent: Agent, path: str, deleted_by: str) -> WorkspaceFile:
 
 
 def file_settings_set(
-    *, agent: Agent, path: str, enabled: bool | None = None, sort_order: int | None = None
+    *,
+    agent: Agent,
+    path: str,
+    enabled: bool | None = None,
+    sort_order: int | None = None,
+    seen_enabled: bool | None = None,
+    seen_sort_order: int | None = None,
 ) -> WorkspaceFile:
-    """Change whether a file is injected into the system prompt, and where (sort order)."""
+    """Change whether a file is injected into the system prompt, and where (sort order). A setting
+    left None is left as it is; a write that changes nothing writes nothing.
+
+    A form sends every setting back, so a form opened before an agent's (or another curator's) change
+    of one setting wrote the value it had shown back over it. With `seen_enabled` / `seen_sort_order`,
+    each setting as the form showed it, a setting the form did not change (sent as seen) is left as it
+    is now, and one it changed that someone else changed since is refused (Conflict, loc the seen_
+    field; nothing is written), checked under the row lock. Settings only: an append to the file's
+    text is no reason to refuse a change of them."""
     if sort_order is not None and not -1_000_000 <= sort_order <= 1_000_000:
         raise InvalidInput(
             "sort_order must be between -1000000 and 1000000",
@@ -404,11 +418,33 @@ def file_settings_set(
         )
     with transaction.atomic():
         file = _file_locked(agent, path)
-        if enabled is not None:
-            file.enabled = enabled
-        if sort_order is not None:
-            file.sort_order = sort_order
-        file.save(update_fields=["enabled", "sort_order", "updated_at"])
+        wanted, changed_since = {}, []
+        for field, value, seen in (
+            ("enabled", enabled, seen_enabled),
+            ("sort_order", sort_order, seen_sort_order),
+        ):
+            current = getattr(file, field)
+            if value is None or value == current or (seen is not None and value == seen):
+                continue
+            if seen is not None and current != seen:
+                changed_since.append(field)
+            wanted[field] = value
+        if changed_since:
+            now = f"{'in the prompt' if file.enabled else 'not in the prompt'}, order {file.sort_order}"
+            raise Conflict(
+                f"The settings of {path} were changed since this page was opened (now: {now}); saving "
+                "would overwrite that change, so nothing was saved. Its current settings are shown with "
+                "your change; save again to apply it.",
+                [
+                    {"loc": [f"seen_{field}"], "msg": "changed since the form was opened"}
+                    for field in changed_since
+                ],
+            )
+        if not wanted:
+            return file
+        for field, value in wanted.items():
+            setattr(file, field, value)
+        file.save(update_fields=[*wanted, "updated_at"])
     return file
 
 

@@ -82,12 +82,16 @@ def file_preview(request, project, agent):
     return render(request, "vault/files.html#preview", {"preview": preview})
 
 
+SETTINGS_STALE_LOCS = (["seen_enabled"], ["seen_sort_order"])
+
+
 @curator_required
 @require_POST
 def file_settings(request, project, agent):
     agent = selectors.agent_get_for_user(request.user, project, agent)
     path = request.POST.get("path", "")
     selectors.file_get(agent=agent, path=path)
+    back_to_file = request.POST.get("back") == "file"
     form = FileSettingsForm(request.POST)
     if form.is_valid():
         try:
@@ -96,13 +100,22 @@ def file_settings(request, project, agent):
                 path=path,
                 enabled=form.cleaned_data["enabled"],
                 sort_order=form.cleaned_data["sort_order"],
+                seen_enabled=form.cleaned_data["seen_enabled"],
+                seen_sort_order=form.cleaned_data["seen_sort_order"],
             )
         except DomainError as exc:
+            if exc.errors and exc.errors[0].get("loc") in SETTINGS_STALE_LOCS:
+                # As the other forms do: the page again, the file's settings as they are now and the
+                # curator's change in its form, with a note; nothing was saved.
+                file = selectors.file_get(agent=agent, path=path)
+                stale = {"path": path, "note": exc.detail, **FileSettingsForm.over_newer(request.POST, file)}
+                context = {**_file_context(agent, file if back_to_file else None), "stale_settings": stale}
+                return render(request, "vault/files.html", context, status=UNPROCESSABLE)
             messages.error(request, exc.detail)
         else:
             messages.success(request, f"{path}: settings saved.")
     else:
         messages.error(request, "Sort order must be a whole number.")
-    if request.POST.get("back") == "file":
+    if back_to_file:
         return redirect(file_page_url(agent.project.slug, agent.slug, path))
     return redirect("vault-file", agent.project.slug, agent.slug)
