@@ -3,8 +3,10 @@
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
@@ -125,8 +127,32 @@ class AgentAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
 
 
+class ApiTokenForm(forms.ModelForm):
+    """Runs the services' token rules on a new token, so that one they refuse (an agent-bound admin
+    token, an agent of another project) is a form error, not a save that made nothing."""
+
+    class Meta:
+        model = ApiToken
+        fields = ["project", "agent", "scope", "name"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is None and cleaned.get("project") is not None and cleaned.get("scope"):
+            try:
+                services.token_check(
+                    project=cleaned["project"],
+                    agent=cleaned.get("agent"),
+                    scope=cleaned["scope"],
+                    name=cleaned.get("name") or "",
+                )
+            except DomainError as exc:
+                raise forms.ValidationError(exc.detail) from None
+        return cleaned
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
+    form = ApiTokenForm
     list_display = ["prefix", "name", "project", "agent", "scope", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["project", "scope"]
     search_fields = ["name", "prefix"]
@@ -147,20 +173,32 @@ class ApiTokenAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        try:
-            token, secret = services.token_create(
-                project=obj.project, agent=obj.agent, scope=obj.scope, name=obj.name
-            )
-        except DomainError as exc:
-            self.message_user(request, exc.detail, messages.ERROR)
-            return
+        token, secret = services.token_create(
+            project=obj.project, agent=obj.agent, scope=obj.scope, name=obj.name
+        )
         obj.pk = token.pk
         obj.refresh_from_db()
-        self.message_user(
-            request,
-            format_html("New token (shown once, copy it now): <code>{}</code>", secret),
-            messages.WARNING,
-        )
+        # For response_add, on this request's object only. It was shown with a message, which Django's
+        # message storage keeps in a signed (not encrypted) cookie or the session: the secret sat in
+        # the browser's cookie jar and went back in the next request's Cookie header.
+        obj.new_secret = secret
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """The new token's secret, shown once on the response to the POST itself (not redirected with,
+        never cached), with links on to the token, the list and a new token."""
+        secret = getattr(obj, "new_secret", None)
+        if secret is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Token {obj.prefix}… created",
+            "token": obj,
+            "secret": secret,
+        }
+        response = TemplateResponse(request, "admin/vault/apitoken/created.html", context)
+        add_never_cache_headers(response)
+        return response
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset):

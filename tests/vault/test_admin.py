@@ -215,13 +215,54 @@ def test_adding_a_duplicate_entry_in_the_admin_says_so_and_claims_nothing_was_ad
     assert not LogEntry.objects.filter(action_flag=ADDITION).exists()
 
 
-def test_creating_a_token_in_the_admin_shows_the_secret_once(curator_client, project):
+def _secret_in(html: str) -> str:
+    return re.search(r"mem_[A-Za-z0-9_-]{20,}", html).group(0)
+
+
+def test_creating_a_token_in_the_admin_shows_the_secret_on_the_response_only(
+    curator_client, project, agent_a
+):
+    """The secret was shown with a message: Django's message storage kept it in a signed (not
+    encrypted) cookie, so it sat in the browser's cookie jar and crossed proxies in the next request's
+    Cookie header. It is shown on the response to the POST itself, never cached, never stored nor
+    redirected with, with links on; the token works."""
+    from tests.conftest import ApiClient
+    from vault.models import ApiToken
+    from vault.selectors import token_authenticate
+
+    response = curator_client.post(
+        "/admin/vault/apitoken/add/",
+        {"project": project.pk, "agent": agent_a.pk, "scope": "write", "name": "ci"},
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    secret = _secret_in(html)
+    token = ApiToken.objects.get(name="ci")
+    assert secret.startswith(token.prefix) and "shown once" in html
+    assert "no-store" in response["Cache-Control"]
+    assert "messages" not in response.cookies
+    assert not [name for name, morsel in response.cookies.items() if secret in morsel.value]
+    assert f'href="/admin/vault/apitoken/{token.pk}/change/"' in html
+    assert 'href="/admin/vault/apitoken/"' in html and 'href="/admin/vault/apitoken/add/"' in html
+    after = curator_client.get(f"/admin/vault/apitoken/{token.pk}/change/")
+    assert after.status_code == 200 and secret not in after.content.decode()
+    assert not [name for name, morsel in curator_client.cookies.items() if secret in morsel.value]
+    assert secret not in str(dict(curator_client.session.items()))
+    assert token_authenticate(secret).agent_id == agent_a.pk
+    assert ApiClient(secret).get("/agents").status_code == 200
+
+
+def test_a_token_the_services_refuse_is_a_form_error_in_the_admin(curator_client, project, agent_a):
+    """An agent-bound admin token is refused as the curator page and the command refuse it: the add
+    form again with the reason, nothing created, nothing logged as added."""
+    from django.contrib.admin.models import ADDITION, LogEntry
+
     from vault.models import ApiToken
 
     response = curator_client.post(
-        "/admin/vault/apitoken/add/", {"project": project.pk, "scope": "read", "name": "ci"}, follow=True
+        "/admin/vault/apitoken/add/", {"project": project.pk, "agent": agent_a.pk, "scope": "admin"}
     )
     assert response.status_code == 200
-    token = ApiToken.objects.get(name="ci")
-    assert b"shown once" in response.content
-    assert token.prefix.encode() in response.content
+    assert "Admin tokens are project-wide" in response.content.decode()
+    assert not ApiToken.objects.exists()
+    assert not LogEntry.objects.filter(action_flag=ADDITION).exists()

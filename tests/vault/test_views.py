@@ -626,6 +626,8 @@ def test_it_creates_a_token_and_shows_the_secret_once(client_a, project, agent_a
     )
     assert response.status_code == 201
     secret = re.search(r'value="(mem_[^"]+)"', response.content.decode()).group(1)
+    assert "no-store" in response["Cache-Control"]
+    assert not [name for name, morsel in response.cookies.items() if secret in morsel.value]
     token = project.tokens.get(name="laptop")
     assert token.agent == agent_a and token.scope == "write"
     assert secret not in client_a.get(reverse("vault-project-settings", args=["acme"])).content.decode()

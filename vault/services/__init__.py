@@ -38,6 +38,7 @@ from vault.services.projects import (
     project_ensure_default,
     project_redaction_set,
     slug_check,
+    token_check,
     token_create,
     token_revoke,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "review_policy_set",
     "review_reject",
     "slug_check",
+    "token_check",
     "token_create",
     "token_hash",
     "token_revoke",

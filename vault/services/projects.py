@@ -134,6 +134,22 @@ def token_create(
     *, project: Project, agent: Agent | None = None, scope: str = TokenScope.WRITE, name: str = ""
 ) -> tuple[ApiToken, str]:
     """Create a token and return it with its secret, which is never stored and cannot be shown again."""
+    token_check(project=project, agent=agent, scope=scope, name=name)
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        project=project,
+        agent=agent,
+        scope=scope,
+        name=name,
+        prefix=secret[: len(TOKEN_PREFIX) + 6],
+        token_hash=token_hash(secret),
+    )
+    return token, secret
+
+
+def token_check(*, project: Project, agent: Agent | None = None, scope: str, name: str = "") -> None:
+    """The rules a new token must pass (token_create applies them; a form checks them first, so that a
+    refusal is a form error rather than a half-made save)."""
     if scope not in TokenScope.values:
         raise InvalidInput(f"Unknown scope {scope!r}; use one of: {', '.join(TokenScope.values)}.")
     if agent is not None and agent.project_id != project.pk:
@@ -146,16 +162,6 @@ def token_create(
             f"A token's name is at most {name_max} characters; this one has {len(name)}.",
             errors=[{"loc": ["name"], "msg": f"at most {name_max} characters"}],
         )
-    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        project=project,
-        agent=agent,
-        scope=scope,
-        name=name,
-        prefix=secret[: len(TOKEN_PREFIX) + 6],
-        token_hash=token_hash(secret),
-    )
-    return token, secret
 
 
 def token_revoke(*, token: ApiToken) -> ApiToken:

@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memoryproject.errors import DomainError
@@ -84,8 +85,13 @@ def token_create(request, project):
         except DomainError as exc:
             form_errors(form, exc)
         else:
-            # The secret is shown on this response only: it is not stored and not redirected with.
-            return _settings_page(request, project, new_secret={"token": token, "secret": secret}, status=201)
+            # The secret is shown on this response only: it is not stored, not redirected with, and not
+            # kept by a browser's or a proxy's cache.
+            response = _settings_page(
+                request, project, new_secret={"token": token, "secret": secret}, status=201
+            )
+            add_never_cache_headers(response)
+            return response
     return _settings_page(request, project, token_form=form, status=UNPROCESSABLE)
 
 
