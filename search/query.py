@@ -30,11 +30,11 @@ from django.db import connection
 from memoryproject.errors import InvalidInput
 from search.abbreviations import cut_variants, other_forms
 from search.models import FOLD_FROM, FOLD_TO
+from search.typos import MAX_NEIGHBOURS, typo_neighbours
 from vault.search_text import search_text, split_identifiers
 
 MAX_QUERY_CHARS = 1000
 MAX_WORDS = 32
-MAX_NEIGHBOURS = 8
 TYPO_MIN_LENGTH = 5
 PREFIX_MIN_LENGTH = 4
 MAX_COMPLETIONS = 10
@@ -151,31 +151,6 @@ def _groups(parts: list[Item | str]) -> tuple[list[list[Item]], list[Item]]:
     return groups, excluded
 
 
-def edit_distance_one(a: str, b: str) -> bool:
-    """True when a and b differ by exactly one insertion, deletion, substitution or transposition."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        if len(diff) == 1:
-            return True
-        return (
-            len(diff) == 2
-            and diff[1] == diff[0] + 1
-            and a[diff[0]] == b[diff[1]]
-            and a[diff[1]] == b[diff[0]]
-        )
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    i = 0
-    while i < len(short) and short[i] == long[i]:
-        i += 1
-    return short[i:] == long[i + 1 :]
-
-
-def deletion_keys(word: str) -> set[str]:
-    return {word} | {word[:i] + word[i + 1 :] for i in range(len(word))}
-
-
 def _analyse(
     texts: list[str], prefixes: set[str]
 ) -> dict[str, tuple[str, str, bool, list[tuple[str, str, str]], list[tuple[str, str, str]]]]:
@@ -241,33 +216,6 @@ def _analyse(
 def folded(expression: str) -> str:
     """SQL of `expression` without its accents: the expression of the vocabulary's folded index."""
     return f"translate({expression}, '{FOLD_FROM}', '{FOLD_TO}')"
-
-
-def _neighbours(words: list[str]) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]]]:
-    """Vocabulary words within one edit of each word, with their stems."""
-    keys = sorted({key for word in words for key in deletion_keys(word)})
-    if not keys:
-        return {}, {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT d.word, phraseto_tsquery('english', d.word)::text,
-                   phraseto_tsquery('portuguese', d.word)::text
-            FROM (SELECT DISTINCT word FROM search_vocabularydeletion WHERE key = ANY(%s)) d
-            """,
-            [keys],
-        )
-        rows = cursor.fetchall()
-    stems = {row[0]: (row[1], row[2]) for row in rows}
-    found: dict[str, list[str]] = {}
-    for word in words:
-        near = sorted(
-            (candidate for candidate in stems if edit_distance_one(word, candidate)),
-            key=lambda c: (c[0] != word[0], c),
-        )
-        if near:
-            found[word] = near[:MAX_NEIGHBOURS]
-    return found, stems
 
 
 def _alternatives(*tsqueries: str) -> str:
@@ -554,7 +502,7 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
             and not analysed[item.text][2]
         }
     )
-    neighbours, neighbour_stems = _neighbours(typo_words)
+    neighbours, neighbour_stems = typo_neighbours(typo_words)
 
     def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
         prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
@@ -608,29 +556,3 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     compiled = _compiled(terms, exclusions, excluded_items, neighbours)
     compiled.relaxed = relaxed
     return compiled
-
-
-_SNIPPET_BEFORE = 30
-SNIPPET_CHARS = 120
-
-
-def snippet_build(text: str, patterns: list[str], *, mark: tuple[str, str] = ("**", "**")) -> str:
-    """About 120 characters around the first match of a query word, matches marked."""
-    flat = " ".join(text.split())
-    regex = None
-    if patterns:
-        alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
-        regex = re.compile(rf"(?<!\w)(?:{alternation})\w*", re.IGNORECASE)
-    first = regex.search(flat) if regex else None
-    start = max(0, first.start() - _SNIPPET_BEFORE) if first else 0
-    if start > 0:
-        space = flat.find(" ", start, first.start())
-        start = space + 1 if space != -1 else start
-    end = min(len(flat), start + SNIPPET_CHARS)
-    if end < len(flat):
-        space = flat.rfind(" ", start + SNIPPET_CHARS // 2, end)
-        end = space if space != -1 else end
-    window = flat[start:end]
-    if regex:
-        window = regex.sub(lambda m: f"{mark[0]}{m.group(0)}{mark[1]}", window)
-    return ("…" if start > 0 else "") + window + ("…" if end < len(flat) else "")

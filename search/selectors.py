@@ -32,7 +32,7 @@ from django.conf import settings
 from memoryproject.errors import InvalidInput
 from search import conversation, fusion
 from search.bm25 import TermStats
-from search.query import CompiledQuery, query_compile, query_size_check, snippet_build
+from search.query import CompiledQuery, query_compile, query_size_check
 from search.ranking import (
     KINDS,
     EpochWindows,
@@ -51,6 +51,7 @@ from search.ranking import (
     _text_score_sql,
     entry_where,
 )
+from search.snippets import snippet_build
 from sessions_app.selectors import archived_messages_matching
 from vault.models import (
     Agent,

@@ -4,8 +4,10 @@ import pytest
 import time_machine
 from django.utils import timezone
 
-from search.query import edit_distance_one, query_compile, snippet_build
+from search.query import query_compile
 from search.selectors import SearchFilters, SearchScope, entries_best_by_category, search_run
+from search.snippets import snippet_build
+from search.typos import edit_distance_one
 from vault import services
 
 pytestmark = pytest.mark.django_db
