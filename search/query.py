@@ -400,6 +400,152 @@ def text_query(text: str) -> str:
     return " ".join(kept)
 
 
+@dataclass
+class _Forms:
+    """What a query's words are also searched as, and each text's analysis (_analyse)."""
+
+    splits: dict[str, list[str]]  # a word's cuts, as stored text would be parsed
+    expanded_words: dict[str, list[str]]  # the abbreviations its cuts stand for, written out
+    number_forms: dict[str, list[str]]
+    abbreviated: dict[str, list[str]]
+    analysed: dict = field(default_factory=dict)
+    joined_forms: dict[int, list[str]] = field(default_factory=dict)
+    neighbours: dict[str, list[str]] = field(default_factory=dict)
+    neighbour_stems: dict[str, tuple[str, str]] = field(default_factory=dict)
+    last_word: Item | None = None
+
+    def is_stopword(self, item: Item) -> bool:
+        en, pt = self.analysed[search_text(item.text)][:2]
+        return not item.phrase and (not en or not pt)
+
+
+def _forms_of(items: list[Item]) -> _Forms:
+    """Each word or phrase is parsed as stored text is (vault/search_text.py): "queue_runner.py" is the
+    phrase queue <-> runner <-> py. Words that can be prefix-matched or corrected are letters only,
+    which that leaves as they are. A word or phrase holding an identifier also matches the phrase of
+    its parts: "getUserById" finds get_user_by_id, "500ms" finds "500 ms" (vault/search_text.py).
+    A cut holding an abbreviation is also searched written out ("py3.11" as "python 3.11"). A number's
+    other ways of being written and an abbreviation's word ("k8s", "kubernetes":
+    search/abbreviations.py) find each other."""
+    cuts_of = {item.text: _parts_of(item.text) for item in items}
+    return _Forms(
+        splits={
+            text: [
+                search_text(cut)
+                for cut in dict.fromkeys([*cuts, *(v for c in cuts for v in cut_variants(c))])
+            ]
+            for text, cuts in cuts_of.items()
+        },
+        expanded_words={
+            text: [long for cut in cuts for word in cut.split(" ") for long in other_forms(word) if word]
+            for text, cuts in cuts_of.items()
+        },
+        number_forms={
+            item.text: _number_forms(item.text)
+            for item in items
+            if not item.phrase and _NUMBER_RE.fullmatch(item.text)
+        },
+        abbreviated={item.text: other_forms(item.text) for item in items if not item.phrase},
+    )
+
+
+def _joins(groups: list[list[Item]]) -> list[tuple[Item, Item, str]]:
+    """Two words typed apart that may be stored as one ("ip v6" for IPv6, "data base", "web socket"):
+    each also matches the word they make together, so a row holding it counts as holding both."""
+    return [
+        (a[0], b[0], a[0].text + b[0].text)
+        for a, b in zip(groups, groups[1:], strict=False)
+        if len(a) == 1
+        and len(b) == 1
+        and not a[0].phrase
+        and not b[0].phrase
+        and _JOINABLE_RE.match(a[0].text)
+        and _JOINABLE_RE.match(b[0].text)
+        and len(a[0].text) + len(b[0].text) <= JOINED_MAX_LENGTH
+    ][:JOINS_MAX]
+
+
+def _joined_forms(forms: _Forms, joins: list[tuple[Item, Item, str]]) -> dict[int, list[str]]:
+    """The joined words each item is also searched as: not with a stopword ("a live demo" is not about
+    being alive), and only a word some stored text holds: a joined form no row has would only lengthen
+    every term's ranking (1-2 ms at p50 for the largest agent of 1,000,000 entries,
+    docs/benchmarks.md). The vocabulary says so for words it can hold (search/sql.py: 4-32 characters,
+    no digit); the rest ("ipv6", "http2") are kept."""
+    joined_forms: dict[int, list[str]] = {}
+    for first, second, joined in joins:
+        if forms.is_stopword(first) or forms.is_stopword(second) or not forms.analysed[joined][0]:
+            continue
+        if _vocabulary_can_hold(joined) and not forms.analysed[joined][2]:
+            continue
+        for item in (first, second):
+            joined_forms.setdefault(id(item), []).append(joined)
+    return joined_forms
+
+
+def _typo_words(meaningful: list[list[Item]], analysed: dict) -> list[str]:
+    """The words to find neighbours within one edit for: five letters or more, in no stored text."""
+    return sorted(
+        {
+            item.text.lower()
+            for group in meaningful
+            for item in group
+            if not item.phrase
+            and len(item.text) >= TYPO_MIN_LENGTH
+            and _ALPHA_RE.match(item.text)
+            and not analysed[item.text][2]
+        }
+    )
+
+
+def _item_tsquery(forms: _Forms, item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
+    """An item's tsquery and the patterns that highlight it."""
+    prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is forms.last_word)
+    cuts = [forms.analysed[cut] for cut in forms.splits[item.text]]
+    # A number's other ways of being written, the words it makes with a neighbour, what it
+    # abbreviates or is abbreviated as: searched, and highlighted as written ("$1,200", "IPv6").
+    written = [
+        *forms.number_forms.get(item.text, ()),
+        *forms.joined_forms.get(id(item), ()),
+        *forms.abbreviated.get(item.text, ()),
+    ]
+    tsquery, patterns = _item_query(
+        item,
+        forms.analysed[search_text(item.text)],
+        forms.neighbours,
+        forms.neighbour_stems,
+        prefix=prefix,
+        splits=cuts,
+        forms=[forms.analysed[search_text(text)] for text in written],
+    )
+    if not item.phrase:
+        patterns += [re.escape(text) for text in written]
+        patterns += [re.escape(word) for word in forms.expanded_words.get(item.text, ())]
+    return tsquery, patterns
+
+
+def _terms(forms: _Forms, meaningful: list[list[Item]]) -> list[Term]:
+    terms: list[Term] = []
+    for group in meaningful:
+        parts = [_item_tsquery(forms, item) for item in group]
+        tsquery = _alternatives(*(p[0] for p in parts))
+        if not tsquery:
+            continue
+        terms.append(
+            Term(
+                label=" OR ".join(item.text for item in group),
+                tsquery=tsquery,
+                required=all(item.phrase for item in group),
+                patterns=[p for part in parts for p in part[1]],
+            )
+        )
+    if not terms:
+        raise InvalidInput(
+            "q has no searchable words (only exclusions, punctuation or stopwords)",
+            [{"loc": ["q"], "msg": "nothing to search for"}],
+        )
+    return terms
+
+
 def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     """Compile a search string into tsqueries; InvalidInput when nothing searchable is left.
 
@@ -421,138 +567,31 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
         for item in group
         if not item.phrase and len(item.text) >= 3 and _ALPHA_RE.match(item.text)
     }
-    # Each word or phrase is parsed as stored text is (vault/search_text.py): "queue_runner.py" is the
-    # phrase queue <-> runner <-> py. Words that can be prefix-matched or corrected are letters only,
-    # which that leaves as they are. A word or phrase holding an identifier also matches the phrase of
-    # its parts: "getUserById" finds get_user_by_id, "500ms" finds "500 ms" (vault/search_text.py).
-    # A cut holding an abbreviation is also searched written out ("py3.11" as "python 3.11").
-    cuts_of = {item.text: _parts_of(item.text) for item in items}
-    splits = {
-        text: [
-            search_text(cut) for cut in dict.fromkeys([*cuts, *(v for c in cuts for v in cut_variants(c))])
-        ]
-        for text, cuts in cuts_of.items()
-    }
-    expanded_words = {
-        text: [long for cut in cuts for word in cut.split(" ") for long in other_forms(word) if word]
-        for text, cuts in cuts_of.items()
-    }
-    cut_texts = {cut for cuts in splits.values() for cut in cuts}
-    number_forms = {
-        item.text: _number_forms(item.text)
-        for item in items
-        if not item.phrase and _NUMBER_RE.fullmatch(item.text)
-    }
-    # An abbreviation and the word it stands for find each other ("k8s", "kubernetes": search/abbreviations.py).
-    abbreviated = {item.text: other_forms(item.text) for item in items if not item.phrase}
+    forms = _forms_of(items)
+    joins = _joins(groups)
     form_texts = {
-        search_text(form) for forms in [*number_forms.values(), *abbreviated.values()] for form in forms
+        search_text(form)
+        for forms_of_one in [*forms.number_forms.values(), *forms.abbreviated.values()]
+        for form in forms_of_one
     }
-    # Two words typed apart that are stored as one ("ip v6" for IPv6, "data base", "web socket"): each
-    # also matches the word they make together, so a row holding it counts as holding both.
-    joins = [
-        (a[0], b[0], a[0].text + b[0].text)
-        for a, b in zip(groups, groups[1:], strict=False)
-        if len(a) == 1
-        and len(b) == 1
-        and not a[0].phrase
-        and not b[0].phrase
-        and _JOINABLE_RE.match(a[0].text)
-        and _JOINABLE_RE.match(b[0].text)
-        and len(a[0].text) + len(b[0].text) <= JOINED_MAX_LENGTH
-    ][:JOINS_MAX]
     texts = (
         {search_text(item.text) for item in items}
-        | cut_texts
+        | {cut for cuts in forms.splits.values() for cut in cuts}
         | form_texts
         | {joined for _, _, joined in joins}
     )
-    analysed = _analyse(sorted(texts), prefixes)
-
-    def is_stopword(item: Item) -> bool:
-        en, pt = analysed[search_text(item.text)][:2]
-        return not item.phrase and (not en or not pt)
-
-    meaningful = [g for g in groups if not (len(g) == 1 and is_stopword(g[0]))]
-    if not meaningful:
-        meaningful = groups
-    # Not with a stopword ("a live demo" is not about being alive), and only a word some stored text
-    # holds: a joined form no row has would only lengthen every term's ranking (1-2 ms at p50 for the
-    # largest agent of 1,000,000 entries, docs/benchmarks.md). The vocabulary says so for words it
-    # can hold (search/sql.py: 4-32 characters, no digit); the rest ("ipv6", "http2") are kept.
-    joined_forms: dict[int, list[str]] = {}
-    for first, second, joined in joins:
-        if is_stopword(first) or is_stopword(second) or not analysed[joined][0]:
-            continue
-        if _vocabulary_can_hold(joined) and not analysed[joined][2]:
-            continue
-        for item in (first, second):
-            joined_forms.setdefault(id(item), []).append(joined)
-
+    forms.analysed = _analyse(sorted(texts), prefixes)
+    meaningful = [g for g in groups if not (len(g) == 1 and forms.is_stopword(g[0]))] or groups
+    forms.joined_forms = _joined_forms(forms, joins)
     words_last = [item for group in meaningful for item in group if not item.phrase]
-    last_word = words_last[-1] if words_last else None
-    typo_words = sorted(
-        {
-            item.text.lower()
-            for group in meaningful
-            for item in group
-            if not item.phrase
-            and len(item.text) >= TYPO_MIN_LENGTH
-            and _ALPHA_RE.match(item.text)
-            and not analysed[item.text][2]
-        }
-    )
-    neighbours, neighbour_stems = typo_neighbours(typo_words)
-
-    def item_query(item: Item, *, allow_prefix: bool = True) -> tuple[str, list[str]]:
-        prefix = allow_prefix and (len(item.text) >= PREFIX_MIN_LENGTH or item is last_word)
-        cuts = [analysed[cut] for cut in splits[item.text]]
-        # A number's other ways of being written, the words it makes with a neighbour, what it
-        # abbreviates or is abbreviated as: searched, and highlighted as written ("$1,200", "IPv6").
-        written = [
-            *number_forms.get(item.text, ()),
-            *joined_forms.get(id(item), ()),
-            *abbreviated.get(item.text, ()),
-        ]
-        tsquery, patterns = _item_query(
-            item,
-            analysed[search_text(item.text)],
-            neighbours,
-            neighbour_stems,
-            prefix=prefix,
-            splits=cuts,
-            forms=[analysed[search_text(text)] for text in written],
-        )
-        if not item.phrase:
-            patterns += [re.escape(text) for text in written]
-            patterns += [re.escape(word) for word in expanded_words.get(item.text, ())]
-        return tsquery, patterns
-
-    terms: list[Term] = []
-    for group in meaningful:
-        parts = [item_query(item) for item in group]
-        tsquery = _alternatives(*(p[0] for p in parts))
-        if not tsquery:
-            continue
-        terms.append(
-            Term(
-                label=" OR ".join(item.text for item in group),
-                tsquery=tsquery,
-                required=all(item.phrase for item in group),
-                patterns=[p for part in parts for p in part[1]],
-            )
-        )
-    if not terms:
-        raise InvalidInput(
-            "q has no searchable words (only exclusions, punctuation or stopwords)",
-            [{"loc": ["q"], "msg": "nothing to search for"}],
-        )
+    forms.last_word = words_last[-1] if words_last else None
+    forms.neighbours, forms.neighbour_stems = typo_neighbours(_typo_words(meaningful, forms.analysed))
+    terms = _terms(forms, meaningful)
     exclusions = []
     for item in excluded_items:
-        tsquery, _ = item_query(item, allow_prefix=False)
+        tsquery, _ = _item_tsquery(forms, item, allow_prefix=False)
         if tsquery:
             exclusions.append("!" + tsquery)
-
-    compiled = _compiled(terms, exclusions, excluded_items, neighbours)
+    compiled = _compiled(terms, exclusions, excluded_items, forms.neighbours)
     compiled.relaxed = relaxed
     return compiled
