@@ -29,6 +29,10 @@ class LLMError(Exception):
     """The LLM could not give a usable answer."""
 
 
+class LLMAnswerCut(LLMError):
+    """The model stopped at max_tokens (finish_reason "length"): its answer is incomplete."""
+
+
 def llm_configured() -> bool:
     return bool(settings.LLM_BASE_URL and settings.LLM_MODEL)
 
@@ -58,6 +62,11 @@ def _post(url: str, body: bytes, headers: dict) -> dict:
 
 def llm_chat(messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2) -> str:
     """Send a chat and return the assistant's text. Retries timeouts, connection errors, 429 and 5xx."""
+    return _reply_text(_completion(messages, max_tokens=max_tokens, temperature=temperature))
+
+
+def _completion(messages: list[dict], *, max_tokens: int | None, temperature: float) -> dict:
+    """The chat-completions reply to `messages`, after the retries llm_chat describes."""
     if not llm_configured():
         raise LLMError("no LLM is configured (set LLM_BASE_URL and LLM_MODEL)")
     payload = {
@@ -93,7 +102,7 @@ def llm_chat(messages: list[dict], *, max_tokens: int | None = None, temperature
         except (ConnectionError, http.client.HTTPException) as exc:
             last_problem = f"connection failed: {exc!r}"
         else:
-            return _reply_text(reply)
+            return reply
         logger.warning("LLM call attempt %d/%d failed: %s", attempt + 1, attempts, last_problem)
     raise LLMError(f"the LLM call failed after {attempts} attempt(s): {last_problem}")
 
@@ -126,8 +135,19 @@ def json_from_text(text: str) -> dict:
 
 
 def llm_json(messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2) -> dict:
-    """Chat, then parse the reply as a JSON object (markdown fences accepted)."""
-    return json_from_text(llm_chat(messages, max_tokens=max_tokens, temperature=temperature))
+    """Chat, then parse the reply as a JSON object (markdown fences accepted). An answer the model
+    stopped at max_tokens is LLMAnswerCut even when some JSON object can be read out of it: what it
+    was still to write is missing, so none of it is trusted."""
+    reply = _completion(messages, max_tokens=max_tokens, temperature=temperature)
+    text = _reply_text(reply)
+    try:
+        finish_reason = reply["choices"][0].get("finish_reason")
+    except (AttributeError, TypeError):
+        finish_reason = None
+    if finish_reason == "length":
+        budget = max_tokens or settings.LLM_MAX_TOKENS
+        raise LLMAnswerCut(f"the LLM's answer was cut at max_tokens ({budget}), so it is incomplete")
+    return json_from_text(text)
 
 
 def prompt_messages(name: str, **values: str) -> list[dict]:

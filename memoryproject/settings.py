@@ -370,6 +370,10 @@ LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60, minimum=0.1)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2, minimum=0, maximum=10)
 LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 1.0, minimum=0)
 LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 1000, minimum=16)
+# Consolidation and extraction ask the model for whole files back (MEMORY.md, PROFILE.md): such a call's
+# max_tokens is sized from those files (plus LLM_MAX_TOKENS for what is new), at most this. 16,384 is the
+# output limit of many hosted models and holds a MEMORY.md of MEMORY_MAX_ENTRY_BYTES (64 KB).
+LLM_REWRITE_MAX_TOKENS = env_int("LLM_REWRITE_MAX_TOKENS", 16384, minimum=16)
 MEMORY_PROMPTS_DIR = BASE_DIR / "prompts"
 # Post-conversation extraction.
 MEMORY_EXTRACTION_ENABLED = env_bool("MEMORY_EXTRACTION_ENABLED", True)

@@ -8,15 +8,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 
-def completion(content: str) -> dict:
+def completion(content: str, finish_reason: str = "stop") -> dict:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "model": "test-model",
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
         ],
     }
+
+
+# A reply given as a callable is cut as a model cuts its answer at the request's max_tokens: at this many
+# bytes a token (the project's token_estimate), finish_reason "length".
+BYTES_PER_TOKEN = 4
 
 
 class FakeLLM:
@@ -38,6 +43,8 @@ class FakeLLM:
                 )
                 fake.received.set()
                 status, text, delay = fake.replies.pop(0) if len(fake.replies) > 1 else fake.replies[0]
+                if callable(text):
+                    text = text(fake.requests[-1]["json"])
                 if delay:
                     time.sleep(delay)
                 data = text.encode()
@@ -66,6 +73,21 @@ class FakeLLM:
     def reply_json(self, value: dict, *, fenced: bool = False, delay: float = 0.0) -> "FakeLLM":
         text = json.dumps(value)
         return self.reply(f"Here it is:\n```json\n{text}\n```" if fenced else text, delay=delay)
+
+    def reply_json_within_budget(self, value: dict) -> "FakeLLM":
+        """Answer `value` as a model limited to the request's max_tokens would: whole when it fits,
+        else cut at the budget with finish_reason "length"."""
+        answer = json.dumps(value, ensure_ascii=False)
+
+        def reply(request: dict) -> str:
+            budget = request["max_tokens"] * BYTES_PER_TOKEN
+            data = answer.encode()
+            if len(data) <= budget:
+                return json.dumps(completion(answer))
+            return json.dumps(completion(data[:budget].decode(errors="ignore"), finish_reason="length"))
+
+        self.replies.append((200, reply, 0.0))
+        return self
 
     def reply_raw(self, body: str, *, status: int = 200, delay: float = 0.0) -> "FakeLLM":
         self.replies.append((status, body, delay))

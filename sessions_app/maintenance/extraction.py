@@ -10,12 +10,17 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
+from memoryproject.llm import LLMError, llm_configured, prompt_messages
 from sessions_app.maintenance.trimming import session_digest
 from sessions_app.models import Message, Role, Session
 from sessions_app.scan import DURABLE_CATEGORIES, scan_message
 from vault import services
-from vault.maintenance.consolidation import file_content, file_replace_if_unchanged, llm_text_storable
+from vault.maintenance.consolidation import (
+    file_content,
+    file_replace_if_unchanged,
+    llm_json_rewrite,
+    llm_text_storable,
+)
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, EntrySource, SessionMark
 from vault.text import text_clip
@@ -86,7 +91,7 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
     daily_path = services.daily_note_path(day)
     services.daily_notes_flush(agent=agent)  # the note as the model reads it holds every logged exchange
     profile, memory = file_content(agent, "PROFILE.md"), file_content(agent, "MEMORY.md")
-    reply = llm_json(
+    reply = llm_json_rewrite(
         prompt_messages(
             "extraction",
             date=f"{day:%Y-%m-%d}",
@@ -96,7 +101,8 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
             daily_path=daily_path,
             daily=file_content(agent, daily_path) or "(empty)",
             transcript=_transcript(messages),
-        )
+        ),
+        files={"MEMORY.md": memory or "", "PROFILE.md": profile or ""},
     )
     contract = _extraction_contract(reply)
     result = {"path": "llm", "should_update": contract["should_update"], "reason": contract["reason"]}

@@ -7,6 +7,7 @@ from django.utils import timezone
 from vault import services
 from vault.maintenance.consolidation import consolidation_run, consolidation_run_all
 from vault.models import WorkspaceFile, WorkspaceFileVersion
+from vault.text import token_estimate
 
 pytestmark = pytest.mark.django_db
 
@@ -170,3 +171,62 @@ def test_one_agent_that_cannot_be_consolidated_does_not_stop_the_others(agent_a,
     assert "agent-b: MEMORY.md unchanged" in out
     with pytest.raises(CommandError, match="agent-a: MEMORY.md not consolidated .content is 6"):
         call_command("consolidate", "--project", "acme", "--agent", "agent-a")
+
+
+def facts_memory(size: int) -> str:
+    """A MEMORY.md of about `size` bytes of distinct facts."""
+    lines = ["# MEMORY.md", "", "## Facts"]
+    n = 0
+    while sum(len(line) + 1 for line in lines) < size:
+        lines.append(f"- Fact {n}: the service {n} runs on host h{n}.example.com behind the gateway")
+        n += 1
+    return "\n".join(lines) + "\n"
+
+
+def test_a_20_kb_memory_md_is_consolidated_by_the_llm(agent_a, notes, fake_llm, settings):
+    """The model was asked for the whole new MEMORY.md with LLM_MAX_TOKENS (1,000 tokens, about 4 KB):
+    for a MEMORY.md over that its answer was cut, never valid JSON, and the deterministic merge ran
+    every night. The call now asks for a budget sized from MEMORY.md and the notes' new facts."""
+    current = facts_memory(20 * 1024)
+    services.file_write(agent=agent_a, path="MEMORY.md", content=current, changed_by="t")
+    answer = current + "\n## Habits\n- Deploys happen on Fridays\n- The user prefers short answers\n"
+    fake_llm.reply_json_within_budget(
+        {"should_update": True, "reason": "two habits", "memory_content": answer}
+    )
+    result = consolidation_run(agent=agent_a)
+    assert result["used"] == "llm" and result["updated"] is True, result
+    assert memory(agent_a).content == answer
+    budget = fake_llm.requests[0]["json"]["max_tokens"]
+    assert token_estimate(answer) < budget <= settings.LLM_REWRITE_MAX_TOKENS
+
+
+def test_an_llm_answer_cut_at_the_budget_falls_back_and_keeps_memory(agent_a, notes, fake_llm, settings):
+    """A model that writes more than its budget is cut (finish_reason "length"): the run says so and
+    the deterministic merge runs, which keeps every line of MEMORY.md."""
+    settings.LLM_REWRITE_MAX_TOKENS = 6000
+    current = facts_memory(20 * 1024)
+    services.file_write(agent=agent_a, path="MEMORY.md", content=current, changed_by="t")
+    rambling = "".join(f"- Observation {n} about the week, at length\n" for n in range(400))
+    fake_llm.reply_json_within_budget(
+        {"should_update": True, "reason": "x", "memory_content": current + rambling}
+    )
+    result = consolidation_run(agent=agent_a)
+    assert fake_llm.requests[0]["json"]["max_tokens"] == 6000
+    assert result["used"] == "heuristic" and result["updated"] is True
+    assert "cut at max_tokens (6000)" in result["llm_error"]
+    assert "LLM_REWRITE_MAX_TOKENS" in result["llm_error"]
+    after = memory(agent_a).content
+    assert after.startswith(current.rstrip("\n")) and "- Deploys happen on Fridays" in after
+    assert "Observation" not in after
+
+
+def test_a_memory_md_longer_than_the_budget_cap_is_not_sent(agent_a, notes, fake_llm, settings):
+    """No answer within LLM_REWRITE_MAX_TOKENS can hold a MEMORY.md over it: the call is not made."""
+    settings.LLM_REWRITE_MAX_TOKENS = 2000
+    current = facts_memory(20 * 1024)
+    services.file_write(agent=agent_a, path="MEMORY.md", content=current, changed_by="t")
+    fake_llm.reply_json({"should_update": False, "reason": "x", "memory_content": ""})
+    result = consolidation_run(agent=agent_a)
+    assert fake_llm.requests == []
+    assert result["used"] == "heuristic" and "LLM_REWRITE_MAX_TOKENS (2000)" in result["llm_error"]
+    assert memory(agent_a).content.startswith(current.rstrip("\n"))

@@ -95,6 +95,33 @@ def test_llm_path_updates_daily_note_memory_and_profile(agent_a, fake_llm):
     assert not VaultEntry.objects.exists()
 
 
+def test_the_llm_rewrites_a_20_kb_memory_md_within_its_budget(agent_a, fake_llm, settings):
+    """Extraction asks for the whole new MEMORY.md and PROFILE.md with LLM_MAX_TOKENS (1,000 tokens):
+    with a MEMORY.md over about 4 KB the answer was cut, and the heuristics ran instead. Its budget is
+    now sized from the two files; an answer cut at it still falls back."""
+    current = "# Memory\n" + "".join(f"- Service {n} runs on host h{n}.example.com\n" for n in range(600))
+    assert len(current) > 20 * 1024
+    services.file_write(agent=agent_a, path="MEMORY.md", content=current, changed_by="t")
+    answer = current + "- Ledger on PostgreSQL\n"
+    fake_llm.reply_json_within_budget({"should_update": True, "reason": "ledger", "daily_entry": "- ledger",
+                                       "memory_update": answer, "profile_update": ""})  # fmt: skip
+    result = run(agent_a, session_make(agent_a, CONVERSATION))
+    assert result["path"] == "llm" and "MEMORY.md" in result["written"], result
+    assert WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md").content == answer
+    assert fake_llm.requests[0]["json"]["max_tokens"] <= settings.LLM_REWRITE_MAX_TOKENS
+
+    settings.LLM_REWRITE_MAX_TOKENS = 7000
+    settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 0
+    longer = answer + "".join(f"- Observation {n} of the conversation, at length\n" for n in range(400))
+    fake_llm.replies.clear()
+    fake_llm.reply_json_within_budget({"should_update": True, "reason": "x", "daily_entry": "- more",
+                                       "memory_update": longer, "profile_update": ""})  # fmt: skip
+    result = run(agent_a, session_make(agent_a, CONVERSATION, external_id="chat-2"))
+    assert fake_llm.requests[-1]["json"]["max_tokens"] == 7000
+    assert result["path"] == "heuristic" and "cut at max_tokens (7000)" in result["llm_error"]
+    assert WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md").content == answer
+
+
 def test_llm_saying_no_update_writes_nothing(agent_a, fake_llm):
     fake_llm.reply_json({"should_update": False, "reason": "small talk", "daily_entry": "", "memory_update": "",
                          "profile_update": ""})  # fmt: skip

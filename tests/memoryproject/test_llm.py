@@ -1,6 +1,17 @@
+import json
+
 import pytest
 
-from memoryproject.llm import LLMError, json_from_text, llm_chat, llm_configured, llm_json, prompt_render
+from memoryproject.llm import (
+    LLMAnswerCut,
+    LLMError,
+    json_from_text,
+    llm_chat,
+    llm_configured,
+    llm_json,
+    prompt_render,
+)
+from tests.fake_llm import completion
 
 
 def test_it_sends_an_openai_chat_completion_request(fake_llm):
@@ -100,3 +111,11 @@ def test_every_prompt_template_renders():
 def test_a_missing_template_value_is_an_error():
     with pytest.raises(LLMError, match="needs a value"):
         prompt_render("extraction-user", date="2026-01-01")
+
+
+def test_llm_json_refuses_an_answer_cut_at_max_tokens(fake_llm):
+    """A reply stopped at max_tokens (finish_reason "length") was parsed like any other: JSON found in
+    the part that came back was used, though the rest of the answer was missing."""
+    fake_llm.reply_raw(json.dumps(completion('{"should_update": true, "memory_content": "# M"}', "length")))
+    with pytest.raises(LLMAnswerCut, match=r"cut at max_tokens \(300\)"):
+        llm_json([{"role": "user", "content": "hi"}], max_tokens=300)

@@ -10,12 +10,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, DomainError
-from memoryproject.llm import LLMError, llm_configured, llm_json, prompt_messages
+from memoryproject.llm import LLMAnswerCut, LLMError, llm_configured, llm_json, prompt_messages
 from memoryproject.resilience import failure_detail
 from vault import selectors, services
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, Project, WorkspaceFile
-from vault.text import lines_with_code, text_check
+from vault.text import lines_with_code, text_check, token_estimate
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +144,46 @@ def llm_text_storable(field: str, text: str) -> str:
         raise LLMError(f"'{field}' cannot be stored: {exc.detail}") from None
 
 
+def llm_json_rewrite(messages: list[dict], *, files: dict[str, str], added: str = "") -> dict:
+    """llm_json for an answer that gives whole `files` ({name: current content}) back, rewritten,
+    plus `added` (what the answer is expected to add to them).
+
+    Its max_tokens is what that takes: the files and `added` by token_estimate, a third more (a
+    tokenizer spends more than a token per four bytes on markdown, hostnames and numbers, and JSON
+    escapes every newline), plus LLM_MAX_TOKENS for the rest of the answer; never less than
+    LLM_MAX_TOKENS, never more than LLM_REWRITE_MAX_TOKENS. With files over that cap no answer can hold
+    them, so the model is not asked (LLMError, as for an answer cut at the budget: the caller falls
+    back)."""
+    cap = settings.LLM_REWRITE_MAX_TOKENS
+    size = sum(token_estimate(content) for content in files.values())
+    if size > cap:
+        raise LLMError(
+            f"{' and '.join(files)} take about {size} tokens, more than LLM_REWRITE_MAX_TOKENS ({cap}) "
+            "lets the model write back; the model was not asked"
+        )
+    need = -(-(size + token_estimate(added)) * 4 // 3) + settings.LLM_MAX_TOKENS
+    budget = max(settings.LLM_MAX_TOKENS, min(need, cap))
+    try:
+        return llm_json(messages, max_tokens=budget)
+    except LLMAnswerCut as exc:
+        if budget == cap:
+            raise LLMAnswerCut(f"{exc} (the most LLM_REWRITE_MAX_TOKENS allows)") from None
+        raise
+
+
+def _facts_new(memory: str, notes: list[tuple[str, str]]) -> str:
+    """The notes' facts that MEMORY.md does not hold yet, once each: what consolidation may add."""
+    known = {_fact_key(_fact_clean(line)) for line, fact in _fact_lines(memory) if fact}
+    new: dict[str, str] = {}
+    for _, content in notes:
+        for line, is_fact in _fact_lines(content):
+            fact = _fact_clean(line)
+            key = _fact_key(fact)
+            if is_fact and key and key not in known:
+                new.setdefault(key, f"- {fact}\n")
+    return "".join(new.values())
+
+
 def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
     if not isinstance(reply.get("should_update"), bool):
         raise LLMError(f"'should_update' must be true or false, got {reply.get('should_update')!r}")
@@ -175,7 +215,7 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
         if llm_configured() and notes:
             try:
                 should, reason, content = _consolidation_contract(
-                    llm_json(
+                    llm_json_rewrite(
                         prompt_messages(
                             "consolidation",
                             date=f"{timezone.localtime(now):%Y-%m-%d}",
@@ -183,7 +223,9 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
                             memory=memory or "(empty)",
                             days=str(days),
                             notes="\n\n".join(f"### {p}\n{c}" for p, c in notes),
-                        )
+                        ),
+                        files={"MEMORY.md": memory or ""},
+                        added=_facts_new(memory or "", notes),
                     )
                 )
                 used = "llm"
