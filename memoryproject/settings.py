@@ -268,6 +268,18 @@ MEMORY_DAILY_NOTE_CHARS = env_int("MEMORY_DAILY_NOTE_CHARS", 500, minimum=20)
 # come sooner wait in a queue (vault.QueuedNoteAppend, stored with their messages) and are written by the
 # next append, a read of the note, or the job that runs every minute. 0: every append writes the note.
 MEMORY_DAILY_NOTE_WRITE_SECONDS = env_int("MEMORY_DAILY_NOTE_WRITE_SECONDS", 2, minimum=0, maximum=3600)
+# A day's note that would grow past this many bytes goes on in a continuation note (memory/YYYY-MM-DD-2.md,
+# -3.md, ...): a part stays small enough for a curator to edit it and an import to take it back
+# (MEMORY_MAX_ENTRY_BYTES), and far from PostgreSQL's 1 MB of words a search vector may hold (a note of
+# ids and hashes reached it at 700 KB, and from then on every exchange of the day was left out of it).
+MEMORY_DAILY_NOTE_MAX_BYTES = env_int(
+    "MEMORY_DAILY_NOTE_MAX_BYTES", min(64 * 1024, MEMORY_MAX_ENTRY_BYTES), minimum=256, maximum=256 * 1024
+)
+if MEMORY_DAILY_NOTE_MAX_BYTES > MEMORY_MAX_ENTRY_BYTES:
+    raise ImproperlyConfigured(
+        "MEMORY_DAILY_NOTE_MAX_BYTES must not be larger than MEMORY_MAX_ENTRY_BYTES: a daily note's part "
+        "must stay editable and importable"
+    )
 # Context window management: keep the first messages and the last turns, summarise the rest.
 MEMORY_COMPACT_KEEP_FIRST = env_int("MEMORY_COMPACT_KEEP_FIRST", 2, minimum=0)
 MEMORY_COMPACT_KEEP_TURNS = env_int("MEMORY_COMPACT_KEEP_TURNS", 2, minimum=1)

@@ -375,7 +375,7 @@ def recovery_build(
     path = daily_note_path(today)
 
     def daily_lines():
-        content = vault_selectors.file_content(session.agent_id, path) or ""
+        content = vault_selectors.daily_note_content(session.agent_id, today) or ""  # every part
         return [line for line in content.splitlines() if line.strip()]
 
     sources = [

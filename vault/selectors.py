@@ -1,5 +1,6 @@
 """Reads of long-term memory, with tenancy enforced here: callers pass the Principal asking."""
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
@@ -42,9 +43,38 @@ class OctetLength(Func):
     output_field = IntegerField()
 
 
-def daily_note_path(day) -> str:
-    """Where the agent's daily note of `day` lives: memory/YYYY-MM-DD.md."""
-    return f"memory/{day:%Y-%m-%d}.md"
+def daily_note_path(day, part: int = 1) -> str:
+    """Where the agent's daily note of `day` lives: memory/YYYY-MM-DD.md, and its continuations, parts 2,
+    3, ... (written once a part holds MEMORY_DAILY_NOTE_MAX_BYTES): memory/YYYY-MM-DD-2.md, -3.md, ..."""
+    return f"memory/{day:%Y-%m-%d}.md" if part == 1 else f"memory/{day:%Y-%m-%d}-{part}.md"
+
+
+_DAILY_NOTE_PART_RE = re.compile(r"^memory/(\d{4}-\d{2}-\d{2})(?:-([2-9]|[1-9]\d+))?\.md$")
+
+
+def daily_note_part(path: str) -> tuple[str, int] | None:
+    """(YYYY-MM-DD, part) of a daily note's path (part 1 is memory/YYYY-MM-DD.md), None for any other."""
+    match = _DAILY_NOTE_PART_RE.match(path)
+    return (match.group(1), int(match.group(2) or 1)) if match else None
+
+
+def daily_note_parts(agent_id: int, day) -> list[WorkspaceFile]:
+    """The live parts of the agent's note of `day`, in order (daily_note_path)."""
+    prefix = f"memory/{day:%Y-%m-%d}"
+    parts = [
+        file
+        for file in WorkspaceFile.objects.filter(
+            agent_id=agent_id, path__startswith=prefix, deleted_at__isnull=True
+        )
+        if daily_note_part(file.path)
+    ]
+    return sorted(parts, key=lambda file: daily_note_part(file.path)[1])
+
+
+def daily_note_content(agent_id: int, day) -> str | None:
+    """The whole note of `day`: its parts one after the other, or None when it has none."""
+    parts = daily_note_parts(agent_id, day)
+    return "".join(file.content for file in parts) if parts else None
 
 
 def token_authenticate(secret: str) -> Principal | None:

@@ -14,7 +14,7 @@ from memoryproject.llm import LLMError, llm_configured, prompt_messages
 from sessions_app.maintenance.trimming import session_digest
 from sessions_app.models import Message, Role, Session
 from sessions_app.scan import DURABLE_CATEGORIES, scan_message
-from vault import services
+from vault import selectors, services
 from vault.maintenance.consolidation import (
     file_content,
     file_replace_if_unchanged,
@@ -88,8 +88,10 @@ def _daily_heading(now: datetime, session: Session, how: str) -> str:
 
 def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:
     day = timezone.localtime(now).date()
-    daily_path = services.daily_note_path(day)
     services.daily_notes_flush(agent=agent)  # the note as the model reads it holds every logged exchange
+    # The day's current part (the last): at most MEMORY_DAILY_NOTE_MAX_BYTES however busy the day was.
+    daily_parts = selectors.daily_note_parts(agent.pk, day)
+    daily_path = daily_parts[-1].path if daily_parts else services.daily_note_path(day)
     profile, memory = file_content(agent, "PROFILE.md"), file_content(agent, "MEMORY.md")
     reply = llm_json_rewrite(
         prompt_messages(
@@ -99,7 +101,7 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
             profile=profile or "(empty)",
             memory=memory or "(empty)",
             daily_path=daily_path,
-            daily=file_content(agent, daily_path) or "(empty)",
+            daily=daily_parts[-1].content if daily_parts else "(empty)",
             transcript=_transcript(messages),
         ),
         files={"MEMORY.md": memory or "", "PROFILE.md": profile or ""},
@@ -109,13 +111,13 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
     written = []
     if contract["should_update"]:
         if contract["daily_entry"]:
-            services.daily_note_append(
+            note = services.daily_note_append(
                 agent=agent,
                 when=now,
                 text=_daily_heading(now, session, "extraction") + contract["daily_entry"] + "\n",
                 changed_by=ACTOR,
             )
-            written.append(daily_path)
+            written.append(note.path)
         for path, field, before in (
             ("MEMORY.md", "memory_update", memory),
             ("PROFILE.md", "profile_update", profile),
@@ -149,13 +151,13 @@ def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Mess
     lines += [f"- {fact}" for fact in dict.fromkeys(facts)]
     written = []
     if lines:
-        services.daily_note_append(
+        note = services.daily_note_append(
             agent=agent,
             when=now,
             text=_daily_heading(now, session, "heuristic extraction") + "\n".join(lines) + "\n",
             changed_by=ACTOR,
         )
-        written.append(services.daily_note_path(timezone.localtime(now).date()))
+        written.append(note.path)
     return {
         "path": "heuristic",
         "should_update": bool(lines),

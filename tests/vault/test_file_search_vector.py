@@ -205,7 +205,9 @@ def test_an_append_sends_only_its_text_and_skips_parts_already_there_even_across
     _assert_same_as_full_parse(stored)
 
 
-def test_file_content_is_compressed_with_lz4_where_the_server_has_it_and_stored_plain_elsewhere(agent_a):
+def test_file_content_is_compressed_with_lz4_where_the_server_has_it_and_stored_plain_elsewhere(
+    agent_a, settings
+):
     """Vault migrations 0013 and 0015: a day's note is stored again on every append. A server with lz4
     (CI's PostgreSQL 15) compresses it with lz4, several times faster than pglz; the embedded PostgreSQL
     is built without lz4, and there the note is stored uncompressed (STORAGE EXTERNAL): compressing a
@@ -218,6 +220,7 @@ def test_file_content_is_compressed_with_lz4_where_the_server_has_it_and_stored_
             " WHERE attrelid = 'vault_workspacefile'::regclass AND attname = 'content'"
         )
         assert cursor.fetchone() == (("l", "x") if available else ("", "e"))
+    settings.MEMORY_DAILY_NOTE_MAX_BYTES = 256 * 1024  # the whole note in one part
     parts = [
         "".join(
             f"## [10:{i % 60:02d}]\n**User:** question {i} about caching\n" for i in range(start, start + 500)

@@ -51,7 +51,6 @@ def file_replace_if_unchanged(*, agent: Agent, path: str, expected: str | None, 
 # --- Extraction after a conversation ------------------------------------------------------------
 
 
-_DAILY_PATH_RE = re.compile(r"^memory/(\d{4}-\d{2}-\d{2})\.md$")
 _FACT_PREFIX_RE = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
 _FACT_TIME_RE = re.compile(r"^(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*[-–·:]?\s*)")
 RECURRING_HEADING = "## Recurring facts"
@@ -78,18 +77,19 @@ def _fact_clean(line: str) -> str:
 
 
 def daily_notes_recent(agent: Agent, now: datetime, days: int) -> list[tuple[str, str]]:
-    """(path, content) of the agent's daily notes of the last `days` days, oldest first."""
+    """(path, content) of the agent's daily notes of the last `days` days, every part of a day's note
+    (memory/YYYY-MM-DD.md, then -2.md, -3.md, ...), oldest first."""
     services.daily_notes_flush(agent=agent)
     today = timezone.localtime(now).date()
     first = today - timedelta(days=days - 1)
     notes = []
     for file in WorkspaceFile.objects.filter(
         agent=agent, path__startswith="memory/", deleted_at__isnull=True
-    ).order_by("path"):
-        match = _DAILY_PATH_RE.match(file.path)
-        if match and first.isoformat() <= match.group(1) <= today.isoformat():
-            notes.append((file.path, file.content))
-    return notes
+    ):
+        part = selectors.daily_note_part(file.path)
+        if part and first.isoformat() <= part[0] <= today.isoformat():
+            notes.append((part, file.path, file.content))
+    return [(path, content) for _, path, content in sorted(notes)]
 
 
 def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str:
@@ -110,6 +110,7 @@ def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str
     days_by_fact: dict[str, set[str]] = {}
     text_by_fact: dict[str, str] = {}
     for path, content in reversed(notes):  # newest first: the latest wording of a fact wins
+        day = (selectors.daily_note_part(path) or (path,))[0]  # the parts of a day's note are one day
         for line, is_fact in _fact_lines(content):
             if not is_fact:
                 continue
@@ -117,7 +118,7 @@ def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str
             key = _fact_key(fact)
             if len(key) < 4:
                 continue
-            days_by_fact.setdefault(key, set()).add(path)
+            days_by_fact.setdefault(key, set()).add(day)
             text_by_fact.setdefault(key, fact)
     recurring = [
         (key, sorted(days)) for key, days in days_by_fact.items() if len(days) >= 2 and key not in seen

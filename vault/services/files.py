@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from memoryproject.resilience import guarded
+from vault import selectors
 from vault.models import (
     VECTOR_GIVEN_SETTING,
     WORDS_KNOWN_SETTING,
@@ -28,7 +29,7 @@ from vault.models import (
 )
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
 from vault.selectors import daily_note_path
-from vault.text import text_check
+from vault.text import text_bytes, text_check
 
 # --- Workspace files -----------------------------------------------------------------------------
 
@@ -189,45 +190,90 @@ def file_append_many(
                 parts
             )
             QueuedNoteAppend.objects.filter(pk__in=[pk for pk, _ in queued]).delete()
-        stored = file.content
-        tail = _tail_build(stored, parts)
-        if not tail:
-            return file
-        tail_bytes = len(tail.encode("utf-8"))
-        # Only the appended text goes to the database (the row is locked, so the stored content is the
-        # one read): a day's note is sent and parsed once, not again on every append.
-        changes = {"content": Concat(F("content"), Value(tail), output_field=TextField())}
-        settings_on = [WORDS_KNOWN_SETTING] if words_known else []
-        if not stored or stored[-1] in _WORD_BREAKS:
-            # After a word boundary the stored lexemes stay right: the new vector is the stored one and
-            # the tail's, given here so the trigger need not find the tail in the whole file again
-            # (vault migration 0015). A tail that continues a word is left to the trigger's full parse.
-            changes["search_vector"] = _vector_appended(tail)
-            settings_on.append(VECTOR_GIVEN_SETTING)
-        now = timezone.now()
-        with _settings_on(settings_on):
-            # The size from the stored value's header (octet_length does not read a day's note through),
-            # not by encoding the whole note in Python again.
-            WorkspaceFile.objects.filter(pk=file.pk).update(
-                **changes,
-                size=Func(F("content"), function="octet_length", output_field=IntegerField()) + tail_bytes,
-                updated_at=now,
-            )
-        file.content, file.size, file.updated_at = stored + tail, file.size + tail_bytes, now
+        day = _daily_note_day(path)
+        if day is not None:
+            return _daily_parts_append(agent, day, file, parts, words_known=words_known)
+        tail = _tail_build(file.content, parts)
+        if tail:
+            _file_tail_write(file, tail, words_known=words_known)
     return file
 
 
+def _file_tail_write(file: WorkspaceFile, tail: str, *, words_known: bool) -> None:
+    """Append `tail` to `file`, whose row is locked and whose `content` is the stored one."""
+    stored = file.content
+    tail_bytes = len(tail.encode("utf-8"))
+    # Only the appended text goes to the database (the row is locked, so the stored content is the
+    # one read): a day's note is sent and parsed once, not again on every append.
+    changes = {"content": Concat(F("content"), Value(tail), output_field=TextField())}
+    settings_on = [WORDS_KNOWN_SETTING] if words_known else []
+    if not stored or stored[-1] in _WORD_BREAKS:
+        # After a word boundary the stored lexemes stay right: the new vector is the stored one and
+        # the tail's, given here so the trigger need not find the tail in the whole file again
+        # (vault migration 0015). A tail that continues a word is left to the trigger's full parse.
+        changes["search_vector"] = _vector_appended(tail)
+        settings_on.append(VECTOR_GIVEN_SETTING)
+    now = timezone.now()
+    with _settings_on(settings_on):
+        # The size from the stored value's header (octet_length does not read a day's note through),
+        # not by encoding the whole note in Python again.
+        WorkspaceFile.objects.filter(pk=file.pk).update(
+            **changes,
+            size=Func(F("content"), function="octet_length", output_field=IntegerField()) + tail_bytes,
+            updated_at=now,
+        )
+    file.content, file.size, file.updated_at = stored + tail, file.size + tail_bytes, now
+
+
+def _daily_parts_append(
+    agent: Agent, day, first: WorkspaceFile, parts: list[tuple[str, str]], *, words_known: bool
+) -> WorkspaceFile:
+    """Append `parts` to the note of `day` (its first part `first` locked: the day's writers take turns):
+    to its last part while that stays within MEMORY_DAILY_NOTE_MAX_BYTES, then to new parts after it.
+    A block is never split nor dropped (one over the bound fills a part alone); one whose `unless` text
+    is in any part of the day is left out. Returns the last part written to."""
+    notes = [first] + [note for note in selectors.daily_note_parts(agent.pk, day) if note.pk != first.pk]
+    texts = _tail_texts("".join(note.content for note in notes), parts)
+    if not texts:
+        return first
+    limit = settings.MEMORY_DAILY_NOTE_MAX_BYTES
+    number = max(selectors.daily_note_part(note.path)[1] for note in notes)
+    current = first if number == 1 else _file_live_locked(agent, daily_note_path(day, number)) or first
+    chunk = ""
+    for text in texts:
+        while current.size + text_bytes(chunk + text) > limit and (
+            chunk or current.size > text_bytes(_daily_header(day, number))
+        ):
+            if chunk:
+                _file_tail_write(current, chunk, words_known=words_known)
+            chunk = ""
+            number += 1
+            current, _ = _file_lock_or_create(
+                agent, daily_note_path(day, number), content=_daily_header(day, number)
+            )
+        chunk += text
+    _file_tail_write(current, chunk, words_known=words_known)
+    return current
+
+
 def _tail_build(stored: str, parts: list[tuple[str, str]]) -> str:
-    """The text to append for (text, unless) parts, built on its own (adding each part to the whole file
-    copied all of it once per part). A part is left out when its `unless` text is in the file, in the
-    new text, or across the seam between them."""
+    """The text to append for (text, unless) parts (_tail_texts joined)."""
+    return "".join(_tail_texts(stored, parts))
+
+
+def _tail_texts(stored: str, parts: list[tuple[str, str]]) -> list[str]:
+    """The texts to append for (text, unless) parts, in order, built on their own (adding each part to
+    the whole file copied all of it once per part). A part is left out when its `unless` text is in the
+    file, in the new text, or across the seam between them."""
     in_stored = _containment_check(stored, [unless for _, unless in parts if unless])
-    tail = ""
+    tail, texts = "", []
     for text, unless in parts:
         if unless and (in_stored(unless) or unless in stored[-len(unless) :] + tail):
             continue
         tail += text
-    return tail
+        if text:
+            texts.append(text)
+    return texts
 
 
 # How many `unless` texts make an index of the file worth building (below it, each is looked for in the
@@ -263,6 +309,17 @@ def _containment_check(stored: str, texts: list[str]) -> Callable[[str], bool]:
 
 
 _DAILY_NOTE_PATH_RE = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$")
+
+
+def _daily_note_day(path: str):
+    """The date of a day's note at its first part's path, else None (appends there: _daily_parts_append)."""
+    match = _DAILY_NOTE_PATH_RE.match(path)
+    if match is None:
+        return None
+    try:
+        return datetime(*(int(group) for group in match.groups())).date()
+    except ValueError:  # memory/2026-13-45.md is a file like any other
+        return None
 
 
 def _queued_appends(agent: Agent, path: str) -> list[tuple[int, list]]:
@@ -454,7 +511,8 @@ def file_rename(*, agent: Agent, old_path: str, new_path: str, markdown_only: bo
     with transaction.atomic():
         file = _file_locked(agent, old_path)
         if _queued_appends(agent, old_path):  # the note's queued exchanges are written before it moves
-            file = file_append_many(agent=agent, path=old_path, parts=[], changed_by=DAILY_NOTE_LOGGER)
+            file_append_many(agent=agent, path=old_path, parts=[], changed_by=DAILY_NOTE_LOGGER)
+            file = _file_locked(agent, old_path)
         if WorkspaceFile.objects.filter(agent=agent, path=new_path, deleted_at__isnull=True).exists():
             raise Conflict(f"The destination {new_path} already exists.")
         file.path = new_path
@@ -504,7 +562,7 @@ def daily_notes_append(
     delay = settings.MEMORY_DAILY_NOTE_WRITE_SECONDS
     for day, parts in by_day.items():
         path = daily_note_path(day)
-        if delay and words_known and redacted and _written_since(agent, path, delay):
+        if delay and words_known and redacted and _written_since(agent, day, delay):
             for text, _ in parts:
                 text_check(text, allow_empty=True)
             QueuedNoteAppend.objects.create(agent=agent, path=path, parts=[list(part) for part in parts])
@@ -520,15 +578,21 @@ def daily_notes_append(
         )
 
 
-def _daily_header(day) -> str:
-    return f"# Daily Notes -- {day:%Y-%m-%d}\n"
+def _daily_header(day, part: int = 1) -> str:
+    if part == 1:
+        return f"# Daily Notes -- {day:%Y-%m-%d}\n"
+    return f"# Daily Notes -- {day:%Y-%m-%d} (part {part}, continued from {daily_note_path(day, part - 1)})\n"
 
 
-def _written_since(agent: Agent, path: str, seconds: int) -> bool:
-    """Whether the agent's live file at path was written in the last `seconds` (its row is not read)."""
+def _written_since(agent: Agent, day, seconds: int) -> bool:
+    """Whether a live part of the agent's note of `day` was written in the last `seconds` (the rows are
+    not read)."""
     since = timezone.now() - timedelta(seconds=seconds)
     return WorkspaceFile.objects.filter(
-        agent=agent, path=path, deleted_at__isnull=True, updated_at__gt=since
+        agent=agent,
+        path__regex=rf"^memory/{day:%Y-%m-%d}(-[1-9][0-9]*)?\.md$",
+        deleted_at__isnull=True,
+        updated_at__gt=since,
     ).exists()
 
 
@@ -554,8 +618,7 @@ def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | N
         if owner is None:
             continue
         agents[agent_id] = owner
-        match = _DAILY_NOTE_PATH_RE.match(path)
-        day = datetime(*(int(g) for g in match.groups())).date() if match else None
+        day = _daily_note_day(path)
         done = guarded(
             f"writing the queued exchanges of {path}",
             lambda owner=owner, path=path, day=day: file_append_many(

@@ -23,7 +23,7 @@ MARKER_RE = re.compile(r"^<!--\s*id:(?P<id>\S+?)(?P<attrs>(?:\s+[a-z_]+:\S+?)*)\
 ATTR_RE = re.compile(r"([a-z_]+):(\S+)")
 SECTION_RE = re.compile(r"^##[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 HEADER_TAG_RE = re.compile(r"#([\w][\w.-]*)")
-DAILY_NOTE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+DAILY_NOTE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:-[1-9]\d*)?\.md$")  # a day's note or its part
 MEMORY_VAULT_SKIP_DIRS = {"conversations", "memory", "memories", "sessions", "shared", WORKSPACE_DIR}
 # Workspace files with their (enabled, sort order); other upper-case files are free files.
 WORKSPACE_KNOWN = {path: (True, order) for path, _, order in DEFAULT_WORKSPACE_FILES} | {
