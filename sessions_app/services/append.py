@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryproject.copy_rows import ids_allocate, rows_copy, rows_create
-from memoryproject.errors import NotFound, TooLarge
+from memoryproject.errors import Conflict, NotFound, TooLarge
 from sessions_app import selectors
 from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
 from sessions_app.scan import DURABLE_CATEGORIES, normalise_fact, scan_message
@@ -24,6 +24,7 @@ from sessions_app.services.common import (
     _guarded,
     _head_preserve,
     _session_lock,
+    _session_lock_if_open,
     _status_set,
     message_input_check,
 )
@@ -242,12 +243,16 @@ def messages_append(
             item.text = redact(item.text)
     if session is None and full and selectors.session_key_is_current(session_key):
         session = _session_for_replay(agent, items)
-    if session is None:
+    routed = session is None  # found by its key (or as the current one), not given by the caller
+    if routed:
         session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)
     elif session.agent_id != agent.pk:
         raise NotFound("Session not found.")
     with transaction.atomic():
-        session, branch = _session_lock(session)
+        if routed:
+            session, branch = _session_lock_routed(agent, session, session_key=session_key, model_id=model_id)
+        else:
+            session, branch = _session_lock(session)
         client_ids = [item.client_id for item in items if item.client_id]
         known = set(
             Message.objects.filter(session=session, client_id__in=client_ids).values_list(
@@ -276,6 +281,29 @@ def messages_append(
     return AppendResult(
         session, rows, duplicates, state, parent_id, saved_branch, warnings, recovery, len(logged)
     )
+
+
+ROUTE_ATTEMPTS = 3
+
+
+def _session_lock_routed(agent: Agent, session: Session, *, session_key: str, model_id: str):
+    """Lock the session `session_ensure` found for this key, finding it again if it stopped being open
+    while the append waited for its lock (a close, an archive): a named chat is reopened (restored when
+    archived), and a write to the current session goes to the agent's current open session, a new one
+    if none, as if the message had come a moment later. It never lands in a closed session unseen by
+    that session's handoff and extraction.
+
+    The lock is released (rolled back to a savepoint) before session_ensure runs again: it takes the
+    agent's session lock before a session row, the order every writer takes them in."""
+    for _ in range(ROUTE_ATTEMPTS):
+        savepoint = transaction.savepoint()
+        locked = _session_lock_if_open(session)
+        if locked is not None:
+            transaction.savepoint_commit(savepoint)
+            return locked
+        transaction.savepoint_rollback(savepoint)
+        session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)
+    raise Conflict("The session kept closing while these messages were stored: send them again.")
 
 
 RECOVERY_PATH_DEPTH = 200  # how far back the active messages before a user message are looked for

@@ -153,10 +153,24 @@ def _session_create(agent: Agent, *, external_id: str = "", model_id: str = "") 
     return session
 
 
+OPEN_STATUSES = (SessionStatus.ACTIVE, SessionStatus.IDLE)
+
+
 def _session_lock(session: Session) -> tuple[Session, Branch]:
     """Lock the session row (appends, checkouts and compaction of one session run one at a time) and
     return it with its active branch, creating "main" for sessions made before branches existed."""
+    return _session_with_branch(Session.objects.select_for_update().get(pk=session.pk))
+
+
+def _session_lock_if_open(session: Session) -> tuple[Session, Branch] | None:
+    """As `_session_lock`, but None when the session is no longer open (closed or archived since the
+    caller found it): the caller rolls back to a savepoint taken before, which releases the lock, and
+    finds the session to write to again."""
     session = Session.objects.select_for_update().get(pk=session.pk)
+    return _session_with_branch(session) if session.status in OPEN_STATUSES else None
+
+
+def _session_with_branch(session: Session) -> tuple[Session, Branch]:
     if session.status == SessionStatus.ARCHIVED:
         raise Conflict(
             "The session is archived: restore it first (POST /agents/{agent}/sessions/{id}/restore)."
