@@ -71,9 +71,9 @@ def context_render(messages: Sequence[Message]) -> list[dict]:
     ]
 
 
-def _summary_insert(session: Session, plan, summarise: Summariser, *, emergency: bool):
-    """Archive the planned middle of the conversation and put its summary in the tree in its place,
-    just before the kept recent messages; returns the summary message and the archived ids."""
+def _summary_body(plan, summarise: Summariser) -> str:
+    """The summary of the planned middle of the conversation; the heuristic one when the summariser
+    fails or says nothing. Called with no lock held: an LLM takes seconds to a minute."""
     try:
         summary_body = summarise(plan.summarise)
     except Exception:
@@ -81,7 +81,20 @@ def _summary_insert(session: Session, plan, summarise: Summariser, *, emergency:
         summary_body = heuristic_summary(plan.summarise)
     summary_body = (summary_body or "").strip() or heuristic_summary(plan.summarise)
     # Cut in token_estimate's unit, UTF-8 bytes, so that a CJK summary keeps to its tokens too.
-    summary_body = text_prefix_bytes(summary_body, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4)
+    return text_prefix_bytes(summary_body, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4)
+
+
+def _plan_applies(plan, active: Sequence[Message]) -> bool:
+    """Whether the planned conversation is still how the active one begins: only messages appended
+    since (kept, after the recent ones) are allowed. A compaction of the same messages, a checkout or a
+    diverging save since the plan was made means the summary no longer fits where it would go."""
+    planned = [m.pk for m in (*plan.keep_first, *plan.summarise, *plan.keep_recent)]
+    return [m.pk for m in active[: len(planned)]] == planned
+
+
+def _summary_insert(session: Session, plan, summary_body: str, *, emergency: bool):
+    """Archive the planned middle of the conversation and put its summary in the tree in its place,
+    just before the kept recent messages; returns the summary message and the archived ids."""
     archived_ids = [m.pk for m in plan.summarise]
     Message.objects.filter(pk__in=archived_ids).update(archived=True)
     summary = Message.objects.create(
@@ -97,6 +110,10 @@ def _summary_insert(session: Session, plan, summarise: Summariser, *, emergency:
     )
     Message.objects.filter(pk=plan.keep_recent[0].pk).update(parent_id=summary.pk)
     return summary, archived_ids
+
+
+COMPACT_ATTEMPTS = 2  # plans summarised; a conversation that changed under each is left as it is
+CHANGED_MEANWHILE = "the conversation changed while it was being summarised; nothing was compacted, try again"
 
 
 def session_compact(
@@ -118,15 +135,22 @@ def session_compact(
 
     Nothing is deleted: the replaced messages are marked archived and stay stored and searchable; the
     summary is inserted in the tree just before the kept recent messages.
+
+    The summariser runs with no lock held, so appends to the session do not wait for it. The summary is
+    applied under the session's lock only if the messages it summarised still begin the active
+    conversation as planned (messages appended meanwhile stay after the kept ones); otherwise the
+    compaction looks again (the conversation may be under the threshold by then, compacted by another
+    run), and after COMPACT_ATTEMPTS plans that changed under it, returns `compacted: false` saying so.
     """
     max_input_tokens = max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
     trigger_ratio = settings.MEMORY_COMPACT_TRIGGER_RATIO if trigger_ratio is None else trigger_ratio
     if max_input_tokens < 1 or not 0 < trigger_ratio <= 1:
         raise InvalidInput("max_input_tokens must be positive and trigger_ratio in (0, 1].")
     threshold = int(max_input_tokens * trigger_ratio)
-    with transaction.atomic():
-        session, branch = _session_lock(session)
-        active = selectors.session_conversation(session, active_only=True)
+    for _ in range(COMPACT_ATTEMPTS):
+        with transaction.atomic():
+            session, _branch = _session_lock(session)  # held only while the plan is read
+            active = selectors.session_conversation(session, active_only=True)
         before = selectors.conversation_tokens(active)
         if not (force or emergency or before > threshold):
             return CompactResult(
@@ -134,31 +158,42 @@ def session_compact(
             )
         if emergency:
             plan = compaction_plan(active, keep_first=0, keep_turns=settings.MEMORY_COMPACT_EMERGENCY_TURNS)
-            summarise = heuristic_summary
         else:
             plan = compaction_plan(
                 active,
                 keep_first=settings.MEMORY_COMPACT_KEEP_FIRST if keep_first is None else keep_first,
                 keep_turns=settings.MEMORY_COMPACT_KEEP_TURNS if keep_turns is None else keep_turns,
             )
-            summarise = summariser or summariser_default()
         if not plan.summarise or not plan.keep_recent:
             return CompactResult(
                 False, "nothing to compact", before, before, threshold, context=context_render(active)
             )
-        summary, archived_ids = _summary_insert(session, plan, summarise, emergency=emergency)
-        after_messages = [*plan.keep_first, summary, *plan.keep_recent]
-        after = selectors.conversation_tokens(after_messages)
-    return CompactResult(
-        True,
-        "emergency" if emergency else ("forced" if force and before <= threshold else "over the threshold"),
-        before,
-        after,
-        threshold,
-        summary,
-        archived_ids,
-        context_render(after_messages),
-    )
+        summary_body = _summary_body(
+            plan, heuristic_summary if emergency else summariser or summariser_default()
+        )
+        with transaction.atomic():
+            session, _branch = _session_lock(session)
+            active = selectors.session_conversation(session, active_only=True)
+            if not _plan_applies(plan, active):
+                continue
+            before = selectors.conversation_tokens(active)
+            summary, archived_ids = _summary_insert(session, plan, summary_body, emergency=emergency)
+            kept = len(plan.keep_first) + len(plan.summarise)
+            after_messages = [*plan.keep_first, summary, *active[kept:]]
+            after = selectors.conversation_tokens(after_messages)
+        forced = "forced" if force and before <= threshold else "over the threshold"
+        return CompactResult(
+            True,
+            "emergency" if emergency else forced,
+            before,
+            after,
+            threshold,
+            summary,
+            archived_ids,
+            context_render(after_messages),
+        )
+    before = selectors.conversation_tokens(active)
+    return CompactResult(False, CHANGED_MEANWHILE, before, before, threshold, context=context_render(active))
 
 
 # --- working buffer -----------------------------------------------------------------------------

@@ -220,3 +220,22 @@ def test_long_tool_results_are_truncated_in_the_context_but_stored_whole(agent_a
     context = services.session_compact(session=session, max_input_tokens=100_000).context
     assert "[... 2800 characters truncated ...]" in context[1]["text"]
     assert Message.objects.get(session=session, role="tool").text == "L" * 10_000
+
+
+@pytest.mark.django_db
+def test_a_compaction_whose_conversation_moved_while_it_summarised_gives_up(agent_a):
+    """The summary is written with no lock held; a checkout meanwhile moves the conversation off the
+    planned one, and the summary, which no longer fits, is not applied: one more plan, then it says so."""
+    session = _session(agent_a)
+    texts = iter(["question 5", "question 4"])
+
+    def summariser(messages):
+        head = Message.objects.get(session=session, text__startswith=next(texts))
+        services.message_checkout(session=session, message=head)
+        return "stale"
+
+    result = services.session_compact(session=session, force=True, summariser=summariser)
+    assert result.compacted is False and result.reason.startswith("the conversation changed")
+    assert not Message.objects.filter(session=session, archived=True).exists()
+    assert not Message.objects.filter(session=session, internal=True).exists()
+    assert [m["text"][:10] for m in result.context][-1] == "question 4"

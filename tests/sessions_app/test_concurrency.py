@@ -100,3 +100,98 @@ def test_a_message_to_a_named_chat_being_archived_restores_it(agent_a):
     session.refresh_from_db()
     assert result.session.pk == session.pk and session.status == "active"
     assert [m.client_id for m in selectors.session_conversation(session)] == ["c1", "c2", "c3"]
+
+
+# --- compaction and appends ----------------------------------------------------------------------------
+
+TURNS = 6
+
+
+def _long_session(agent):
+    messages = []
+    for i in range(TURNS):
+        messages += [
+            {"role": "user", "text": f"question {i} about the orders service", "client_id": f"u{i}"},
+            {"role": "assistant", "text": f"answer {i}: we decided to shard by tenant", "client_id": f"a{i}"},
+        ]
+    return services.messages_append(agent=agent, session_key="long", messages=messages).session
+
+
+def test_an_append_does_not_wait_for_the_compaction_summary(agent_a):
+    """The compaction held the session's row lock while the summariser (an LLM: seconds to a minute)
+    ran, so every append to the session waited for the model. The summary is now written with no lock
+    held, and applied afterwards to the messages it summarised, the new message kept after them."""
+    session = _long_session(agent_a)
+    started, release = threading.Event(), threading.Event()
+    summarised = []
+
+    def slow_summariser(messages):
+        summarised.append([m.client_id for m in messages])
+        started.set()
+        release.wait(20)
+        return "the orders service is sharded by tenant"
+
+    compaction, compacted = _in_thread(
+        lambda: services.session_compact(session=session, force=True, summariser=slow_summariser)
+    )
+    try:
+        assert started.wait(10)
+        append, appended = _in_thread(
+            lambda: services.messages_append(
+                agent=agent_a,
+                session_key="long",
+                messages=[{"role": "user", "text": "and the cache?", "client_id": "u6"}],
+            )
+        )
+        append.join(5)
+        assert not append.is_alive(), "the append waited for the summariser"
+        assert "error" not in appended, appended
+    finally:
+        release.set()
+        compaction.join(20)
+        append.join(20)
+    assert "error" not in compacted, compacted
+    result = compacted["result"]
+    assert result.compacted is True
+    middle = ["u1", "a1", "u2", "a2", "u3", "a3"]
+    assert summarised == [middle]
+    assert sorted(
+        Message.objects.filter(pk__in=result.archived_ids).values_list("client_id", flat=True)
+    ) == sorted(middle)
+    active = selectors.session_conversation(session, active_only=True)
+    assert [m.client_id or "summary" for m in active] == ["u0", "a0", "summary", "u4", "a4", "u5", "a5", "u6"]
+    assert active[2].text.endswith("the orders service is sharded by tenant")
+    assert [m["id"] for m in result.context] == [m.pk for m in active]
+    assert Message.objects.filter(session=session).count() == 2 * TURNS + 2  # nothing lost
+
+
+def test_two_compactions_at_once_summarise_the_messages_once(agent_a):
+    """A compaction whose messages another compaction summarised while its summariser ran applies
+    nothing: it looks again, and the conversation is under the threshold now."""
+    session = _long_session(agent_a)
+    window = {"max_input_tokens": 1000, "trigger_ratio": 0.1}  # 100 tokens: over it, under it once compacted
+    other = {}
+
+    def summariser(messages):
+        if not other:  # the first call: another compaction runs to its end meanwhile
+            other["thread"], other["out"] = _in_thread(
+                lambda: services.session_compact(session=session, summariser=lambda m: "second", **window)
+            )
+            other["thread"].join(10)
+            other["waited"] = other["thread"].is_alive()
+        return "first"
+
+    try:
+        result = services.session_compact(session=session, summariser=summariser, **window)
+    finally:
+        other["thread"].join(20)
+    assert other["waited"] is False, "the other compaction waited for this one's summariser"
+    assert other["out"]["result"].compacted is True
+    assert result.compacted is False and result.reason == "under the threshold"
+    assert result.tokens_before < 100
+    summaries = [m for m in Message.objects.filter(session=session) if selectors.is_compaction_summary(m)]
+    assert [s.text.rsplit("\n", 1)[-1] for s in summaries] == ["second"]
+    archived = list(
+        Message.objects.filter(session=session, archived=True).values_list("client_id", flat=True)
+    )
+    assert sorted(archived) == sorted(["u1", "a1", "u2", "a2", "u3", "a3"])
