@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django_q.models import Schedule
 from django_q.tasks import async_task
 
 from memoryproject.llm import LLMError, llm_configured, prompt_messages
@@ -42,7 +43,7 @@ def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) ->
 
     def enqueue():
         async_task(
-            "sessions_app.tasks.extraction_run",
+            EXTRACTION_TASK,
             agent.pk,
             session_id,
             trigger_source,
@@ -52,6 +53,42 @@ def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) ->
 
     transaction.on_commit(enqueue)
     return True
+
+
+EXTRACTION_TASK = "sessions_app.tasks.extraction_run"
+
+
+def _retry_name(session_id: int) -> str:
+    return f"extraction retry: session {session_id}"
+
+
+def extraction_retry_schedule(
+    *, agent_id: int, session_id: int, trigger_source: str, at: datetime
+) -> datetime:
+    """Schedule the session's extraction again for `at` (a one-off django-q2 schedule, run by the
+    cluster's scheduler like the declared ones); returns when it will run.
+
+    One pending retry per session: a pending one is moved to `at` rather than another added. A retry
+    that has fallen due is not pending (it is being turned into a task, and the scheduler deletes it
+    once it has): a new one is added beside it. The caller holds the agent's job lock, so retries of
+    one agent are scheduled one at a time."""
+    now = timezone.now()
+    pending = Schedule.objects.filter(name=_retry_name(session_id), func=EXTRACTION_TASK, next_run__gt=now)
+    pending = pending.exclude(repeats=0).order_by("next_run", "pk").first()
+    if pending is not None:
+        pending.next_run = at
+        pending.args = repr((agent_id, session_id, trigger_source))
+        pending.save(update_fields=["next_run", "args"])
+        return at
+    Schedule.objects.create(
+        name=_retry_name(session_id),
+        func=EXTRACTION_TASK,
+        args=repr((agent_id, session_id, trigger_source)),
+        schedule_type=Schedule.ONCE,
+        repeats=-1,  # deleted by the scheduler once the task is queued
+        next_run=at,
+    )
+    return at
 
 
 def _transcript(messages: list[Message]) -> str:
@@ -170,10 +207,11 @@ def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Mess
 def extraction_perform(
     *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None
 ) -> dict:
-    """The post-conversation extraction: skip rules, cooldown, per-agent lock, LLM or heuristics.
+    """The post-conversation extraction: skip rules, per-agent lock, cooldown, LLM or heuristics.
 
-    Returns {"status": "done"|"skipped", "reason", ...}; django-q2 stores it as the task's result.
-    """
+    Returns {"status": "done"|"skipped"|"deferred", "reason", ...}; django-q2 stores it as the task's
+    result. Within the agent's cooldown a changed conversation is deferred, not dropped: its extraction
+    is scheduled for when the cooldown ends ("deferred_until")."""
     now = now or timezone.now()
 
     def skipped(reason: str) -> dict:
@@ -206,12 +244,25 @@ def extraction_perform(
             return skipped("another extraction or consolidation for this agent is running")
         state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
         state = AgentMaintenance.objects.select_for_update().get(pk=state.pk)
-        cooldown = timedelta(minutes=settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES)
-        if state.last_extraction_at and now - state.last_extraction_at < cooldown:
-            return skipped(f"cooldown: the last extraction for this agent was at {state.last_extraction_at}")
         mark = SessionMark.objects.filter(session=session, purpose=SessionMark.Purpose.EXTRACTION).first()
         if mark is not None and mark.content_hash == digest:
             return skipped("the conversation is unchanged since its last extraction")
+        cooldown = timedelta(minutes=settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES)
+        if state.last_extraction_at and now - state.last_extraction_at < cooldown:
+            # A throttle, not a drop: the session is extracted when the cooldown ends.
+            until = extraction_retry_schedule(
+                agent_id=agent.pk,
+                session_id=session.pk,
+                trigger_source=trigger_source,
+                at=state.last_extraction_at + cooldown,
+            )
+            reason = f"cooldown: the last extraction for this agent was at {state.last_extraction_at}"
+            logger.info("extraction for agent %s session %s deferred: %s", agent_id, session_id, reason)
+            return {
+                "status": "deferred",
+                "reason": f"{reason}; deferred until {until}",
+                "deferred_until": until.isoformat(),
+            }
         state.last_extraction_at = now
         state.save(update_fields=["last_extraction_at"])
         result = None
@@ -229,4 +280,6 @@ def extraction_perform(
             purpose=SessionMark.Purpose.EXTRACTION,
             defaults={"content_hash": digest, "updated_at": now},
         )
+        # A retry deferred by the cooldown has nothing left to do: this run extracted the session.
+        Schedule.objects.filter(name=_retry_name(session.pk), func=EXTRACTION_TASK).delete()
     return {"status": "done", **result}

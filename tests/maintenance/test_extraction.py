@@ -6,6 +6,7 @@ import pytest
 import time_machine
 from django.db import connection
 from django.utils import timezone
+from django_q.models import Schedule
 
 from sessions_app.maintenance.extraction import extraction_enqueue, extraction_perform
 from sessions_app.models import Message
@@ -157,9 +158,11 @@ def test_cooldown_per_agent(agent_a):
     assert run(agent_a, session)["status"] == "done"
     Message.objects.create(project_id=agent_a.project_id, agent=agent_a, session=session, role="user",
                            text="One more thing: we chose Kafka for events.", created_at=timezone.now())  # fmt: skip
-    assert run(agent_a, session)["reason"].startswith("cooldown")
+    assert run(agent_a, session)["reason"].startswith("cooldown")  # deferred
+    assert Schedule.objects.filter(name=f"extraction retry: session {session.pk}").count() == 1
     with time_machine.travel(timezone.now() + timedelta(minutes=6)):
         assert run(agent_a, session)["status"] == "done"
+    assert not Schedule.objects.filter(name__startswith="extraction retry").exists()  # done: nothing to retry
     with time_machine.travel(timezone.now() + timedelta(minutes=12)):
         assert run(agent_a, session)["reason"] == "the conversation is unchanged since its last extraction"
 
@@ -186,7 +189,8 @@ def test_two_concurrent_triggers_run_one_extraction(project, fake_llm):
     assert results["second"]["reason"] == "another extraction or consolidation for this agent is running"
     assert results["first"]["status"] == "done"
     assert len(fake_llm.requests) == 1
-    assert run(agent, session)["reason"].startswith("cooldown")
+    # Within the cooldown, but extracted as it is: nothing to defer.
+    assert run(agent, session)["reason"] == "the conversation is unchanged since its last extraction"
     assert daily(agent).count("- one") == 1
 
 
@@ -201,3 +205,63 @@ def test_enqueue_queues_a_django_q_task_on_commit(agent_a, django_capture_on_com
     assert task["func"] == "sessions_app.tasks.extraction_run"
     assert task["args"] == (agent_a.pk, session.pk, "web")
     assert extraction_enqueue(agent=agent_a, session_id=session.pk, trigger_source="cron") is False
+
+
+def _due_tasks_run(monkeypatch):
+    """What the cluster does when schedules fall due: the scheduler turns each due schedule into a
+    queued task, and a worker runs it (here, in order, on this connection, which the scheduler would
+    close first as a process of its own does)."""
+    from django.utils.module_loading import import_string
+    from django_q.brokers import get_broker
+    from django_q.models import OrmQ
+    from django_q.scheduler import scheduler
+
+    monkeypatch.setattr("django_q.scheduler.close_old_django_connections", lambda: None)
+    scheduler(broker=get_broker())
+    results = []
+    for queued in OrmQ.objects.order_by("id"):
+        task = queued.task
+        results.append(import_string(task["func"])(*task["args"]))
+        queued.delete()
+    return results
+
+
+def test_a_session_closed_within_the_cooldown_is_extracted_when_it_ends(agent_a, settings, monkeypatch):
+    """The cooldown skipped the extraction of a second session closed within it, and nothing asked for
+    it again: its decisions never reached the vault. The cooldown now defers it: one retry per session,
+    scheduled for when the cooldown ends, however often it is triggered meanwhile."""
+    settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 5
+    first = session_make(agent_a, CONVERSATION, external_id="chat-1")
+    second = session_make(
+        agent_a,
+        [
+            "We need to pick a queue for the billing events today.",
+            "We decided to use Kafka for the billing events.",
+            "Good, and retries should back off exponentially please.",
+            "I learned that the consumer must commit offsets after the write.",
+        ],
+        external_id="chat-2",
+    )
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        assert run(agent_a, first)["status"] == "done"
+    with time_machine.travel(start + timedelta(minutes=1), tick=False):
+        result = run(agent_a, second, trigger="close")
+        assert run(agent_a, second, trigger="quiet")["status"] == "deferred"  # triggered again: one retry
+    until = start + timedelta(minutes=5)
+    assert result["status"] == "deferred" and result["deferred_until"] == until.isoformat()
+    assert (
+        result["reason"]
+        == f"cooldown: the last extraction for this agent was at {start}; deferred until {until}"
+    )
+    retry = Schedule.objects.get(func="sessions_app.tasks.extraction_run")
+    assert retry.next_run == until and retry.schedule_type == Schedule.ONCE
+    assert not VaultEntry.objects.filter(content__contains="Kafka").exists()
+    with time_machine.travel(start + timedelta(minutes=4), tick=False):
+        assert _due_tasks_run(monkeypatch) == []  # not due yet
+    with time_machine.travel(start + timedelta(minutes=5, seconds=1), tick=False):
+        [done] = _due_tasks_run(monkeypatch)
+    assert done["status"] == "done"
+    assert VaultEntry.objects.filter(category="decisions", content__contains="Kafka").count() == 1
+    assert "Kafka" in daily(agent_a)
+    assert not Schedule.objects.filter(func="sessions_app.tasks.extraction_run").exists()
