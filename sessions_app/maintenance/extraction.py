@@ -56,6 +56,7 @@ def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) ->
 
 
 EXTRACTION_TASK = "sessions_app.tasks.extraction_run"
+BUSY_RETRY_AFTER = timedelta(minutes=1)  # an extraction that found the agent busy, with no cooldown
 
 
 def _retry_name(session_id: int) -> str:
@@ -70,8 +71,9 @@ def extraction_retry_schedule(
 
     One pending retry per session: a pending one is moved to `at` rather than another added. A retry
     that has fallen due is not pending (it is being turned into a task, and the scheduler deletes it
-    once it has): a new one is added beside it. The caller holds the agent's job lock, so retries of
-    one agent are scheduled one at a time."""
+    once it has): a new one is added beside it. Called under the agent's job lock, or when that was
+    busy without it: two of those at once may add two retries of a session, and the later one finds
+    the conversation extracted already."""
     now = timezone.now()
     pending = Schedule.objects.filter(name=_retry_name(session_id), func=EXTRACTION_TASK, next_run__gt=now)
     pending = pending.exclude(repeats=0).order_by("next_run", "pk").first()
@@ -204,6 +206,21 @@ def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Mess
     }
 
 
+def _extract(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:
+    """By the LLM when one is configured, by the heuristics when there is none or it fails."""
+    result = None
+    if llm_configured():
+        try:
+            with transaction.atomic():
+                result = _extract_with_llm(agent, session, messages, now)
+        except LLMError as exc:
+            logger.warning("LLM extraction failed for %s, falling back to heuristics: %s", agent, exc)
+            result = {"llm_error": str(exc)}
+    if result is None or "llm_error" in result:
+        result = {**(result or {}), **_extract_with_heuristics(agent, session, messages, now)}
+    return result
+
+
 def extraction_perform(
     *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None
 ) -> dict:
@@ -239,42 +256,40 @@ def extraction_perform(
             f"the last user message is under {settings.MEMORY_EXTRACTION_MIN_USER_CHARS} characters"
         )
     digest = session_digest(messages)
+    cooldown = timedelta(minutes=settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES)
+
+    def deferred(reason: str, at: datetime) -> dict:
+        # A throttle, not a drop: the session is extracted when the cooldown ends.
+        until = extraction_retry_schedule(
+            agent_id=agent.pk, session_id=session.pk, trigger_source=trigger_source, at=at
+        )
+        logger.info("extraction for agent %s session %s deferred: %s", agent_id, session_id, reason)
+        return {
+            "status": "deferred",
+            "reason": f"{reason}; deferred until {until}",
+            "deferred_until": until.isoformat(),
+        }
+
     with transaction.atomic():
         if not agent_lock_try(agent.pk):
-            return skipped("another extraction or consolidation for this agent is running")
+            # The job holding the lock may be another session's extraction, whose cooldown starts now.
+            return deferred(
+                "another extraction or consolidation for this agent is running",
+                now + max(cooldown, BUSY_RETRY_AFTER),
+            )
         state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
         state = AgentMaintenance.objects.select_for_update().get(pk=state.pk)
         mark = SessionMark.objects.filter(session=session, purpose=SessionMark.Purpose.EXTRACTION).first()
         if mark is not None and mark.content_hash == digest:
             return skipped("the conversation is unchanged since its last extraction")
-        cooldown = timedelta(minutes=settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES)
         if state.last_extraction_at and now - state.last_extraction_at < cooldown:
-            # A throttle, not a drop: the session is extracted when the cooldown ends.
-            until = extraction_retry_schedule(
-                agent_id=agent.pk,
-                session_id=session.pk,
-                trigger_source=trigger_source,
-                at=state.last_extraction_at + cooldown,
+            return deferred(
+                f"cooldown: the last extraction for this agent was at {state.last_extraction_at}",
+                state.last_extraction_at + cooldown,
             )
-            reason = f"cooldown: the last extraction for this agent was at {state.last_extraction_at}"
-            logger.info("extraction for agent %s session %s deferred: %s", agent_id, session_id, reason)
-            return {
-                "status": "deferred",
-                "reason": f"{reason}; deferred until {until}",
-                "deferred_until": until.isoformat(),
-            }
         state.last_extraction_at = now
         state.save(update_fields=["last_extraction_at"])
-        result = None
-        if llm_configured():
-            try:
-                with transaction.atomic():
-                    result = _extract_with_llm(agent, session, messages, now)
-            except LLMError as exc:
-                logger.warning("LLM extraction failed for %s, falling back to heuristics: %s", agent, exc)
-                result = {"llm_error": str(exc)}
-        if result is None or "llm_error" in result:
-            result = {**(result or {}), **_extract_with_heuristics(agent, session, messages, now)}
+        result = _extract(agent, session, messages, now)
         SessionMark.objects.update_or_create(
             session=session,
             purpose=SessionMark.Purpose.EXTRACTION,

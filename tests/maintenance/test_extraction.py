@@ -1,6 +1,6 @@
 import logging
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 import time_machine
@@ -21,6 +21,13 @@ CONVERSATION = [
     "Nice to meet you. We decided to use PostgreSQL for the ledger tables.",
     "Please remember that my email is sardor@example.com for reports.",
     "Noted. I learned that the ledger needs idempotency keys on every write.",
+]
+
+KAFKA_CONVERSATION = [
+    "We need to pick a queue for the billing events today.",
+    "We decided to use Kafka for the billing events.",
+    "Good, and retries should back off exponentially please.",
+    "I learned that the consumer must commit offsets after the write.",
 ]
 
 
@@ -186,12 +193,54 @@ def test_two_concurrent_triggers_run_one_extraction(project, fake_llm):
     assert fake_llm.received.wait(10)
     results["second"] = run(agent, session)
     thread.join()
-    assert results["second"]["reason"] == "another extraction or consolidation for this agent is running"
+    assert results["second"]["reason"].startswith(
+        "another extraction or consolidation for this agent is running"
+    )
     assert results["first"]["status"] == "done"
+    # The second was deferred, and the first, which extracted the same conversation, removed its retry.
+    assert results["second"]["status"] == "deferred"
+    assert not Schedule.objects.filter(name__startswith="extraction retry").exists()
     assert len(fake_llm.requests) == 1
     # Within the cooldown, but extracted as it is: nothing to defer.
     assert run(agent, session)["reason"] == "the conversation is unchanged since its last extraction"
     assert daily(agent).count("- one") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_whose_extraction_finds_the_agent_busy_is_extracted_later(
+    project, fake_llm, settings, monkeypatch
+):
+    """An extraction that found the agent's job lock taken (another session's extraction waiting for the
+    LLM, a consolidation) was skipped and never ran: a second session closed meanwhile was never
+    extracted. It is deferred by the cooldown, as one that came a moment later would be."""
+    agent = services.agent_ensure(project=project, slug="busy")
+    first = session_make(agent, CONVERSATION, external_id="chat-1")
+    second = session_make(agent, KAFKA_CONVERSATION, external_id="chat-2")
+    fake_llm.reply_json({"should_update": True, "reason": "r", "daily_entry": "- one", "memory_update": "",
+                         "profile_update": ""}, delay=1.5)  # fmt: skip
+    results = {}
+
+    def extract_first():
+        try:
+            results["first"] = run(agent, first)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=extract_first)
+    thread.start()
+    assert fake_llm.received.wait(10)
+    try:
+        deferred = run(agent, second, trigger="close")
+    finally:
+        thread.join()
+    assert results["first"]["status"] == "done"
+    assert deferred["status"] == "deferred"
+    assert deferred["reason"].startswith("another extraction or consolidation for this agent is running")
+    settings.LLM_BASE_URL = ""  # the retry runs on the heuristics
+    with time_machine.travel(datetime.fromisoformat(deferred["deferred_until"]) + timedelta(seconds=1)):
+        [done] = _due_tasks_run(monkeypatch)
+    assert done["status"] == "done" and done["path"] == "heuristic"
+    assert VaultEntry.objects.filter(category="decisions", content__contains="Kafka").count() == 1
 
 
 def test_enqueue_queues_a_django_q_task_on_commit(agent_a, django_capture_on_commit_callbacks):
@@ -232,16 +281,7 @@ def test_a_session_closed_within_the_cooldown_is_extracted_when_it_ends(agent_a,
     scheduled for when the cooldown ends, however often it is triggered meanwhile."""
     settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 5
     first = session_make(agent_a, CONVERSATION, external_id="chat-1")
-    second = session_make(
-        agent_a,
-        [
-            "We need to pick a queue for the billing events today.",
-            "We decided to use Kafka for the billing events.",
-            "Good, and retries should back off exponentially please.",
-            "I learned that the consumer must commit offsets after the write.",
-        ],
-        external_id="chat-2",
-    )
+    second = session_make(agent_a, KAFKA_CONVERSATION, external_id="chat-2")
     start = timezone.now()
     with time_machine.travel(start, tick=False):
         assert run(agent_a, first)["status"] == "done"
