@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.corpus import CATEGORIES, corpus_generate, corpus_queries, corpus_vocabulary
-from search.query import edit_distance_one
+from search.typos import edit_distance_one
 
 QUALITY = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "quality.json"
 WORD = re.compile(r"\w+")
