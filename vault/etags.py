@@ -6,7 +6,7 @@ every change of what the entry shows, as each such write sets `updated_at`: an e
 category, tags, importance or status, and a change of its supersede links alone (`supersedes` and
 `superseded_by`: a supersede, held for review or not, the chain joined over an entry deleted, forgotten
 or purged, a deleted entry restored into its chain, a rejection or merge in review;
-services.entries_links_changed) or of its status by the chain (superseded, reactivated). Counters a
+services.chains.entries_links_changed) or of its status by the chain (superseded, reactivated). Counters a
 read bumps (access_count, last_accessed_at) are not part of it.
 
 A precondition (`Expected`) is checked by the service that writes, under the row's lock: the write

@@ -6,7 +6,7 @@ from django.test.utils import CaptureQueriesContext
 
 from vault import services
 from vault.models import ReviewItem, VaultEntry
-from vault.services import entries as entries_services
+from vault.services import duplicates as duplicates_services
 from vault.trust import claims_conflict, claims_find, poisoning_findings
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +97,7 @@ def test_the_duplicate_check_reads_a_texts_words_once_and_judges_the_same_either
         "The nightly export job writes invoices to the finance bucket every night after midnight",
     ).json()
     if not seen:
-        monkeypatch.setattr(entries_services, "_word_sets", entries_services._WordSets())
+        monkeypatch.setattr(duplicates_services, "_word_sets", duplicates_services._WordSets())
     with CaptureQueriesContext(connection) as queries:
         body = _create(
             api,

@@ -19,7 +19,7 @@ from vault.models import (
     RetentionMark,
     VaultEntry,
 )
-from vault.services.entries import chain_join, chain_neighbours_lock
+from vault.services.chains import chain_join, chain_neighbours_lock
 
 
 def content_sha(text: str) -> str:

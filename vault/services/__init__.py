@@ -9,9 +9,6 @@ from vault.services.entries import (
     EntryChanges,
     entry_create,
     entry_create_for_principal,
-    entry_delete,
-    entry_restore,
-    entry_restore_deleted,
     entry_task_toggle,
     entry_update,
 )
@@ -29,6 +26,7 @@ from vault.services.files import (
     file_settings_set,
     file_write,
 )
+from vault.services.history import entry_delete, entry_restore, entry_restore_deleted
 from vault.services.insights import handoff_store, insights_store
 from vault.services.projects import (
     DEFAULT_PROJECT_SLUG,

@@ -18,13 +18,8 @@ from vault.models import (
     ReviewPolicy,
     VaultEntry,
 )
-from vault.services.entries import (
-    EntryChanges,
-    _category_check,
-    entries_links_changed,
-    entry_supersede,
-    entry_update,
-)
+from vault.services.chains import entries_links_changed, entry_supersede
+from vault.services.entries import EntryChanges, _category_check, entry_update
 
 # --- Supersede and review (trust) ----------------------------------------------------------------
 
