@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection
 
 from search.embedding_index import index_drop, index_ensure
-from vault.models import GIN_PENDING_KB
+from vault.search_vectors import GIN_PENDING_KB
 
 # Tables with a search vector searched per agent, and the short name of their agent indexes.
 TABLES = {"vault_vaultentry": "vaultentry", "sessions_app_message": "message"}

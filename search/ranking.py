@@ -14,14 +14,8 @@ from memoryproject.timestamps import utc
 from search.agent_text_index import agent_clause
 from search.bm25 import TermStats, bm25_score_sql, term_stats
 from search.query import CompiledQuery
-from vault.models import (
-    SCOPE_AGENT_PREFIX,
-    SCOPE_EPOCH_MARK,
-    SCOPE_EPOCH_SHIFT,
-    SCOPE_PROJECT_PREFIX,
-    Category,
-    EntryStatus,
-)
+from vault.models import Category, EntryStatus
+from vault.search_vectors import SCOPE_AGENT_PREFIX, SCOPE_EPOCH_MARK, SCOPE_EPOCH_SHIFT, SCOPE_PROJECT_PREFIX
 
 KINDS = ("entries", "messages", "files")
 LN2 = 0.6931471805599453
@@ -103,7 +97,7 @@ def _term_stats(
 
 
 def scope_tsquery(scope: SearchScope) -> str:
-    """The scope lexemes (vault.models.scope_lexemes) to AND into the match: the GIN index then
+    """The scope lexemes (vault.search_vectors.scope_lexemes) to AND into the match: the GIN index then
     returns only this agent's (or project's) rows instead of every match, filtered afterwards."""
     if scope.agent_ids is None:
         return f"'{SCOPE_PROJECT_PREFIX}{int(scope.project_id)}'"
@@ -184,7 +178,7 @@ def _prune_ratio(filters: SearchFilters) -> float:
 
 @dataclass
 class EpochWindows:
-    """tsquery alternatives of the epoch lexemes (vault.models.scope_epoch_lexeme) covering the entry
+    """tsquery alternatives of the epoch lexemes (vault.search_vectors.scope_epoch_lexeme) covering the entry
     ids just below the scope's newest one: `near` for rows matching any term, `wide` (twice as many
     ids) for rows matching every term. None where the window would reach id 0 anyway, or would need
     more than MAX_WINDOW_LEXEMES lexemes (several agents: their own lexemes then cut the scan)."""

@@ -5,8 +5,8 @@ punctuation: a query word of five or more letters with one edit can only be one 
 word of at least four.
 """
 
-from vault.models import WORDS_KNOWN_SETTING
 from vault.search_text import FUNCTION_SQL as SEARCH_TEXT_FUNCTION_SQL
+from vault.search_vectors import WORDS_KNOWN_SETTING
 
 WORD_FILTER = "length(lexeme) BETWEEN 4 AND 32 AND lexeme !~ '[0-9_./@:''-]'"
 

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
-from vault.models import (
+from vault.search_vectors import (
     GIN_PENDING_KB,
     SearchVectorDeferredManager,
     bilingual_vectors,

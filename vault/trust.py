@@ -198,7 +198,9 @@ def near_duplicate_score(a: frozenset[str], b: frozenset[str]) -> float:
     return similarity(a, b)
 
 
-@functools.lru_cache(maxsize=4096)  # as many as the duplicate check's word sets (vault/services/duplicates.py)
+@functools.lru_cache(
+    maxsize=4096
+)  # as many as the duplicate check's word sets (vault/services/duplicates.py)
 def _numbers(words: frozenset[str]) -> frozenset[str]:
     """The words of a set that hold a digit. Cached: a write compares its words with up to 50 earlier
     entries' sets, mostly the same ones from one write to the next."""

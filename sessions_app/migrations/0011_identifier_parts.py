@@ -10,7 +10,7 @@ import django.contrib.postgres.indexes
 import django.contrib.postgres.search
 from django.db import migrations, models
 
-from vault.models import GIN_PENDING_KB
+from vault.search_vectors import GIN_PENDING_KB
 
 SearchVector = django.contrib.postgres.search.SearchVector
 SearchVectorField = django.contrib.postgres.search.SearchVectorField

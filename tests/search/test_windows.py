@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from search import selectors
 from search.selectors import SearchFilters, SearchScope, search_run
-from vault.models import SCOPE_EPOCH_SHIFT, VaultEntry
+from vault.models import VaultEntry
+from vault.search_vectors import SCOPE_EPOCH_SHIFT
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ import importlib
 
 from django.db import migrations
 
-from vault.models import VECTOR_GIVEN_SETTING
+from vault.search_vectors import VECTOR_GIVEN_SETTING
 
 # 0012's function (the one before this migration, and the way back) with one test first.
 PREVIOUS_FUNCTION = importlib.import_module("vault.migrations.0012_workspacefile_append_by_bytes").FUNCTION

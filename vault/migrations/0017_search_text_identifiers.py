@@ -12,7 +12,7 @@ import django.contrib.postgres.indexes
 import django.contrib.postgres.search
 from django.db import migrations, models
 
-from vault.models import GIN_PENDING_KB, VECTOR_GIVEN_SETTING
+from vault.search_vectors import GIN_PENDING_KB, VECTOR_GIVEN_SETTING
 from vault.search_text import FUNCTION_SQL
 
 # 0015's trigger function, for the way back, and this one: the same with every text parsed through

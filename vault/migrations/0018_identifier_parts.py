@@ -14,7 +14,7 @@ import django.contrib.postgres.indexes
 import django.contrib.postgres.search
 from django.db import migrations, models
 
-from vault.models import GIN_PENDING_KB, VECTOR_GIVEN_SETTING
+from vault.search_vectors import GIN_PENDING_KB, VECTOR_GIVEN_SETTING
 from vault.search_text import PARTS_FUNCTION_SQL
 
 SearchVector = django.contrib.postgres.search.SearchVector

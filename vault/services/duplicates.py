@@ -10,17 +10,9 @@ from vault import trust
 from vault.models import Agent, EntryStatus, ReviewKind, VaultEntry
 
 DUPLICATE_THRESHOLD = 0.9
-
-
 BORDERLINE_THRESHOLD = 0.7
-
-
 NEAR_DUPLICATE_WINDOW = 200
-
-
 NEAR_DUPLICATE_CANDIDATES = 50
-
-
 SKETCH_SCREEN = 0.3
 
 

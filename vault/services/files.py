@@ -16,18 +16,9 @@ from django.utils import timezone
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from memoryproject.resilience import guarded
 from vault import selectors
-from vault.models import (
-    VECTOR_GIVEN_SETTING,
-    WORDS_KNOWN_SETTING,
-    Agent,
-    QueuedNoteAppend,
-    VersionAction,
-    WorkspaceFile,
-    WorkspaceFileVersion,
-    bilingual_vectors,
-    parts_vectors,
-)
+from vault.models import Agent, QueuedNoteAppend, VersionAction, WorkspaceFile, WorkspaceFileVersion
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
+from vault.search_vectors import VECTOR_GIVEN_SETTING, WORDS_KNOWN_SETTING, bilingual_vectors, parts_vectors
 from vault.selectors import daily_note_path
 from vault.text import text_bytes, text_check
 
