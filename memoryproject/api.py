@@ -21,7 +21,7 @@ from search.semantic import semantic_status
 from sessions_app import selectors as sessions_selectors
 from sessions_app.api import router as sessions_router
 from sessions_app.schemas import ProjectStatsOut
-from vault import selectors as vault_selectors
+from vault import stats as vault_stats
 from vault.api import router as vault_router
 from vault.files_api import router as files_router
 from vault.models import TokenScope
@@ -205,7 +205,7 @@ def project_stats(request, days: int = Query(14, ge=1, le=366)):
     return {
         **stats,
         "embeddings": semantic_status(project_id=request.auth.project_id),
-        "daily_note_queue": vault_selectors.daily_note_queue_stats(request.auth.project_id),
+        "daily_note_queue": vault_stats.daily_note_queue_stats(request.auth.project_id),
     }
 
 

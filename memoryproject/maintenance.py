@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Func, IntegerField, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
@@ -48,6 +48,7 @@ from vault.models import (
     RunTrigger,
     VaultEntry,
 )
+from vault.stats import OctetLength
 
 COMPACTION_COUNTERS = (
     "checkpoints_removed",
@@ -104,11 +105,6 @@ RETENTION_COUNTERS = (
     "messages_archived_for_size",
     "errors",
 )
-
-
-class OctetLength(Func):
-    function = "OCTET_LENGTH"
-    output_field = IntegerField()
 
 
 def agent_stored_bytes(agent: Agent) -> int:

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 
 from memoryproject.maintenance import compaction_run
 from sessions_app import selectors as session_selectors
-from vault import selectors
+from vault import selectors, stats
 from vault.models import Category, RunTrigger
 from vault.render import bar_chart
 from vault.views.access import curator_required, is_htmx
@@ -18,7 +18,7 @@ DASHBOARD_GROWTH_DAYS = 14
 @curator_required
 def dashboard(request):
     projects = selectors.projects_for_user(request.user)
-    agents = selectors.dashboard_agents(request.user)
+    agents = stats.dashboard_agents(request.user)
     pending = selectors.review_counts_for_user(request.user)
     last_runs = selectors.last_compaction_runs_for_user(request.user)
     by_project = {
@@ -47,7 +47,7 @@ def dashboard(request):
             "projects": list(by_project.values()),
             "categories": Category.choices,
             "recent": selectors.entries_recent_for_user(request.user, limit=10),
-            "chart": bar_chart(selectors.entries_created_per_day(request.user, days=30)),
+            "chart": bar_chart(stats.entries_created_per_day(request.user, days=30)),
         },
     )
 

@@ -17,6 +17,7 @@ from memoryproject.errors import NotFound
 from memoryproject.resilience import failure_detail, guarded
 from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
 from vault import selectors as vault_selectors
+from vault import stats as vault_stats
 from vault.models import Agent
 from vault.principal import Principal
 from vault.selectors import MAX_ID, agent_get_for_principal, daily_note_path
@@ -568,11 +569,11 @@ def project_stats(project_id: int, *, days: int = 14) -> dict:
     """Exact statistics of a project: agents, entries per category and status, sessions by state,
     storage used (bytes of entries, messages, archives and files) and growth per day over `days` days
     (entries, messages and sessions created, by local date). The vault's part comes from
-    vault.selectors.project_memory_stats."""
+    vault.stats.project_memory_stats."""
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
     since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
-    memory = vault_selectors.project_memory_stats(project_id, since=since)
+    memory = vault_stats.project_memory_stats(project_id, since=since)
     storage = {
         "entries": memory["entries_bytes"],
         "messages": _octets(
