@@ -253,27 +253,9 @@ def note_exchanges_missing(agents: list, bodies: list[dict]) -> int:
     return sum(1 for text in replies if text.split("\n", 1)[0][:200] not in logged)
 
 
-def load_run(
-    *,
-    clients: int,
-    writes: int,
-    batches: int,
-    batch_size: int,
-    port: int,
-    project_slug: str,
-    out,
-    server_pid: int | None = None,
-) -> dict:
-    """Create a fresh project with one agent and token per client, run both phases against a live server,
-    check that every acknowledged write is stored, and return the figures."""
-    Project.objects.filter(slug=project_slug).delete()
-    project = services.project_create(slug=project_slug, name="HTTP write load")
-    tokens = []
-    for i in range(clients):
-        agent = services.agent_ensure(project=project, slug=f"client-{i:02d}")
-        tokens.append((agent, services.token_create(project=project, agent=agent, scope=TokenScope.WRITE)[1]))
-
-    texts = [item["content"] for item in corpus_generate(clients * writes, agents=50, seed=314)]
+def _plans(tokens: list, *, writes: int, batches: int, batch_size: int) -> tuple[list, list]:
+    """Each client's requests: `writes` entries, then `batches` batches of `batch_size` messages."""
+    texts = [item["content"] for item in corpus_generate(len(tokens) * writes, agents=50, seed=314)]
     entry_plans = []
     for i, (agent, token) in enumerate(tokens):
         requests = [
@@ -306,6 +288,30 @@ def load_run(
                 )
             )
         message_plans.append((token, requests))
+    return entry_plans, message_plans
+
+
+def load_run(
+    *,
+    clients: int,
+    writes: int,
+    batches: int,
+    batch_size: int,
+    port: int,
+    project_slug: str,
+    out,
+    server_pid: int | None = None,
+) -> dict:
+    """Create a fresh project with one agent and token per client, run both phases against a live server,
+    check that every acknowledged write is stored, and return the figures."""
+    Project.objects.filter(slug=project_slug).delete()
+    project = services.project_create(slug=project_slug, name="HTTP write load")
+    tokens = []
+    for i in range(clients):
+        agent = services.agent_ensure(project=project, slug=f"client-{i:02d}")
+        tokens.append((agent, services.token_create(project=project, agent=agent, scope=TokenScope.WRITE)[1]))
+
+    entry_plans, message_plans = _plans(tokens, writes=writes, batches=batches, batch_size=batch_size)
 
     entries = run_phase("entries", port, entry_plans, 1, server_pid)
     out(entries.line())

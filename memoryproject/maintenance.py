@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
@@ -270,6 +270,38 @@ def _forget_erase(
     return entry_ids, message_ids
 
 
+def _forget_filtered(
+    entries: QuerySet,
+    messages: QuerySet,
+    *,
+    agent: Agent | None,
+    category: str | None,
+    tags: list[str] | None,
+    since: datetime | None,
+    until: datetime | None,
+    source: str | None,
+    kinds: list[str],
+) -> tuple[QuerySet, QuerySet]:
+    """The entries and messages a forget by criteria deletes."""
+    if agent:
+        entries, messages = entries.filter(agent=agent), messages.filter(agent=agent)
+    if category:
+        entries = entries.filter(category=category)
+    if tags:
+        entries = entries.filter(tags__contains=[tag.lstrip("#").lower() for tag in tags])
+    if source:
+        entries = entries.filter(source=source)
+    if since:
+        entries, messages = entries.filter(created_at__gte=since), messages.filter(created_at__gte=since)
+    if until:
+        entries, messages = entries.filter(created_at__lte=until), messages.filter(created_at__lte=until)
+    if "entries" not in kinds:
+        entries = entries.none()
+    if "messages" not in kinds:
+        messages = messages.none()
+    return entries, messages
+
+
 def forget(
     *,
     project: Project,
@@ -318,42 +350,32 @@ def forget(
     messages = Message.objects.filter(project=project)
     if agent_ids is not None:
         entries, messages = entries.filter(agent_id__in=agent_ids), messages.filter(agent_id__in=agent_ids)
-    not_found: list[int] = []
     if by_id:
         wanted, wanted_messages = set(ids or []), set(message_ids or [])
         entries = entries.filter(pk__in=wanted)
         messages = messages.filter(pk__in=wanted_messages)
         audit_criteria = {"ids": sorted(wanted), "message_ids": sorted(wanted_messages)}
     else:
-        if agent:
-            entries, messages = entries.filter(agent=agent), messages.filter(agent=agent)
-        if category:
-            entries = entries.filter(category=category)
-        if tags:
-            entries = entries.filter(tags__contains=[tag.lstrip("#").lower() for tag in tags])
-        if source:
-            entries = entries.filter(source=source)
-        if since:
-            entries, messages = entries.filter(created_at__gte=since), messages.filter(created_at__gte=since)
-        if until:
-            entries, messages = entries.filter(created_at__lte=until), messages.filter(created_at__lte=until)
-        if "entries" not in kinds:
-            entries = entries.none()
-        if "messages" not in kinds:
-            messages = messages.none()
+        entries, messages = _forget_filtered(
+            entries,
+            messages,
+            agent=agent,
+            category=category,
+            tags=tags,
+            since=since,
+            until=until,
+            source=source,
+            kinds=kinds,
+        )
         audit_criteria = {**criteria, "kinds": kinds}
     deleted_entry_ids, deleted_message_ids = _forget_erase(
         entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
     )
-    if by_id:
-        missing = (set(ids or []) - set(deleted_entry_ids)) | (
-            set(message_ids or []) - set(deleted_message_ids)
-        )
-        not_found = sorted(missing)
+    missing = (set(ids or []) - set(deleted_entry_ids)) | (set(message_ids or []) - set(deleted_message_ids))
     deleted_entries, deleted_messages = len(deleted_entry_ids), len(deleted_message_ids)
     return {
         "count": deleted_entries + deleted_messages,
         "entries": deleted_entries,
         "messages": deleted_messages,
-        "not_found": not_found,
+        "not_found": sorted(missing) if by_id else [],
     }

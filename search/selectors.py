@@ -304,14 +304,8 @@ def _archived_session_messages(
     return rows[: filters.offset + filters.limit]
 
 
-def search_run(
-    *, q: str, scope: SearchScope, filters: SearchFilters, compiled: CompiledQuery | None = None
-) -> SearchOutcome:
-    """Search the kinds asked for within a scope; results best first, each with a snippet.
-
-    `compiled` is `query_compile(q)` when the caller already has it (context injection runs several
-    searches for one command: the stemming and typo-vocabulary lookups are done once)."""
-    started = time.perf_counter()
+def _filters_check(filters: SearchFilters) -> None:
+    """InvalidInput naming the first filter a search cannot use."""
     if filters.status not in (*EntryStatus.values, "all"):
         raise InvalidInput(
             f"Unknown status {filters.status!r}; use {', '.join(EntryStatus.values)} or all.",
@@ -332,6 +326,17 @@ def search_run(
         raise InvalidInput("since must be earlier than until", [{"loc": ["since"], "msg": "after until"}])
     if filters.tags_mode not in ("any", "all"):
         raise InvalidInput("tags_mode must be 'any' or 'all'", [{"loc": ["tags_mode"], "msg": "unknown"}])
+
+
+def search_run(
+    *, q: str, scope: SearchScope, filters: SearchFilters, compiled: CompiledQuery | None = None
+) -> SearchOutcome:
+    """Search the kinds asked for within a scope; results best first, each with a snippet.
+
+    `compiled` is `query_compile(q)` when the caller already has it (context injection runs several
+    searches for one command: the stemming and typo-vocabulary lookups are done once)."""
+    started = time.perf_counter()
+    _filters_check(filters)
     mode = fusion.resolve_mode(filters.mode)
     nothing_in_scope = scope.agent_ids is not None and not scope.agent_ids
     # Categories and tags belong to vault entries only: with either filter, other kinds are skipped.

@@ -144,6 +144,60 @@ def entry_create_for_principal(
     return entry
 
 
+def _new_content_checked(
+    agent: Agent, *, category: str, content: str, source: str, status: str
+) -> tuple[str, bool]:
+    """A new entry's content as it will be stored (redacted when the project asks), checked with its
+    category, source and status; and whether the project has a review policy."""
+    _category_check(category)
+    redaction_on, has_policy = _project_write_flags(agent.project_id)
+    content = redact(content) if redaction_on else content
+    text_check(content)
+    if source not in EntrySource.values:
+        raise InvalidInput(f"Unknown source {source!r}")
+    if status not in EntryStatus.values:
+        raise InvalidInput(f"Unknown status {status!r}; use one of: {', '.join(EntryStatus.values)}.")
+    return content, has_policy
+
+
+def _new_entry_review_reasons(
+    agent: Agent,
+    *,
+    category: str,
+    content: str,
+    source: str,
+    has_policy: bool,
+    borderline: tuple | None,
+    supersedes_id: int | None,
+) -> list[tuple[str, object, str]]:
+    """Why a new entry waits for review (none: it is stored active)."""
+    reasons = _review_reasons(
+        agent=agent, category=category, content=content, source=source, has_policy=has_policy
+    )
+    if borderline:
+        reasons.append(borderline)
+    if supersedes_id is not None:
+        # The writer says this entry replaces that one: an update, not a conflict or a near-duplicate.
+        reasons = [reason for reason in reasons if getattr(reason[1], "pk", None) != supersedes_id]
+    return reasons
+
+
+def _new_entry_relations(
+    entry: VaultEntry, reasons: list, *, supersedes_id: int | None, changed_by: str
+) -> None:
+    """A just-created entry's review items (why it waits for review) and the supersede it asks for."""
+    items = [
+        ReviewItem.objects.create(entry=entry, kind=kind, other_entry=other, detail=detail[:2000])
+        for kind, other, detail in reasons
+    ]
+    if supersedes_id is not None:
+        # Linked in the transaction that wrote it: its first state, no second updated_at.
+        entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=changed_by, new_written=True)
+        entry.refresh_from_db()
+    else:
+        _new_entry_relations_known(entry, items)
+
+
 def entry_create(
     *,
     agent: Agent,
@@ -170,18 +224,12 @@ def entry_create(
     likely conflicts, instruction-like content from agents, and entries the project's review policy
     holds are stored as `pending` with a ReviewItem saying why. `review=False` is for text made only
     of live entries (a compaction summary): screening it again would hold back, as pending, what a
-    curator or the screening already let in, while the entries it stands for are archived.
-    """
-    _category_check(category)
-    redaction_on, has_policy = _project_write_flags(agent.project_id)
-    content = redact(content) if redaction_on else content
-    text_check(content)
+    curator or the screening already let in, while the entries it stands for are archived."""
+    content, has_policy = _new_content_checked(
+        agent, category=category, content=content, source=source, status=status
+    )
     importance = _importance_check(importance)
     confidence = _importance_check(confidence) if confidence is not None else None
-    if source not in EntrySource.values:
-        raise InvalidInput(f"Unknown source {source!r}")
-    if status not in EntryStatus.values:
-        raise InvalidInput(f"Unknown status {status!r}; use one of: {', '.join(EntryStatus.values)}.")
     digest = trust.content_hash(content)
     words = trust.word_set(content)
     _word_sets.put(digest, words)
@@ -196,17 +244,18 @@ def entry_create(
                 _duplicate_supersede(duplicate, supersedes_id, changed_by=created_by)
             return duplicate
         reasons = (
-            _review_reasons(
-                agent=agent, category=category, content=content, source=source, has_policy=has_policy
+            _new_entry_review_reasons(
+                agent,
+                category=category,
+                content=content,
+                source=source,
+                has_policy=has_policy,
+                borderline=borderline,
+                supersedes_id=supersedes_id,
             )
             if review
             else []
         )
-        if borderline and review:
-            reasons.append(borderline)
-        if supersedes_id is not None:
-            # The writer says this entry replaces that one: an update, not a conflict or a near-duplicate.
-            reasons = [reason for reason in reasons if getattr(reason[1], "pk", None) != supersedes_id]
         entry = VaultEntry.objects.create(
             project_id=agent.project_id,
             agent=agent,
@@ -226,16 +275,7 @@ def entry_create(
             source_message_ids=list(source_message_ids or []),
             confidence=confidence,
         )
-        items = [
-            ReviewItem.objects.create(entry=entry, kind=kind, other_entry=other, detail=detail[:2000])
-            for kind, other, detail in reasons
-        ]
-        if supersedes_id is not None:
-            # Linked in the transaction that wrote it: its first state, no second updated_at.
-            entry_supersede(new_id=entry.pk, old_id=supersedes_id, changed_by=created_by, new_written=True)
-            entry.refresh_from_db()
-        else:
-            _new_entry_relations_known(entry, items)
+        _new_entry_relations(entry, reasons, supersedes_id=supersedes_id, changed_by=created_by)
     entry.duplicate_of = None
     return entry
 
@@ -328,6 +368,29 @@ def _edit_review_reasons(
     ]
 
 
+def _edited_fields(entry: VaultEntry, changes: EntryChanges, importance: float | None) -> dict:
+    """The entry's category, content (redacted when the project asks), importance, status and tags once
+    `changes` are applied."""
+    new = {
+        "category": changes.category if changes.category is not None else entry.category,
+        "content": (
+            redact_for_project(changes.content, entry.project_id)
+            if changes.content is not None
+            else entry.content
+        ),
+        "importance": importance if importance is not None else entry.importance,
+        "status": changes.status if changes.status is not None else entry.status,
+    }
+    if changes.tags is not None:
+        new["tags"] = tags_normalise(changes.tags, new["content"])
+    elif changes.content is not None:
+        # Hashtags newly written into the content join the existing tags.
+        new["tags"] = tags_normalise(entry.tags, new["content"])
+    else:
+        new["tags"] = list(entry.tags)
+    return new
+
+
 def entry_update(
     *,
     entry_id: int,
@@ -370,23 +433,7 @@ def entry_update(
         entry_precondition_check(entry, expected)
         if review:
             _agent_status_change_check(entry, changes.status)
-        new = {
-            "category": changes.category if changes.category is not None else entry.category,
-            "content": (
-                redact_for_project(changes.content, entry.project_id)
-                if changes.content is not None
-                else entry.content
-            ),
-            "importance": importance if importance is not None else entry.importance,
-            "status": changes.status if changes.status is not None else entry.status,
-        }
-        if changes.tags is not None:
-            new["tags"] = tags_normalise(changes.tags, new["content"])
-        elif changes.content is not None:
-            # Hashtags newly written into the content join the existing tags.
-            new["tags"] = tags_normalise(entry.tags, new["content"])
-        else:
-            new["tags"] = list(entry.tags)
+        new = _edited_fields(entry, changes, importance)
         if all(getattr(entry, field) == value for field, value in new.items()):
             if supersedes_id is None:
                 return entry
