@@ -7,17 +7,21 @@ http.py), which leaves a Caller (principal and the URL's `?agent=`) in the ASGI 
 caller when it starts and installs it with `stdio_caller_set`.
 """
 
+import asyncio
 import json
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import wraps
+from functools import partial, wraps
 
 from django.db import DataError, close_old_connections
 from django.http import Http404
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
+from memoryproject.env import env_int
 from memoryproject.errors import DomainError, InvalidInput, PermissionDenied
 from vault import selectors as vault_selectors
 from vault import services as vault_services
@@ -56,6 +60,51 @@ async def caller_middleware(ctx, call_next):
         return await call_next(ctx)
     finally:
         _http_caller.reset(reset)
+
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _database_threads() -> ThreadPoolExecutor:
+    """The threads the MCP server's database work runs on: WEB_THREADS of them per process, as many as
+    Django's views get (memoryproject/asgi.py), each keeping its connection from one call to the next
+    (DATABASE_CONN_MAX_AGE). The SDK would run each handler on anyio's pool of up to 40 threads, in a
+    fresh copy of the event loop's context where Django then kept the call's connection: every
+    concurrent call left a connection open, and a burst of clients used up PostgreSQL's
+    max_connections for the whole server."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(
+                max_workers=env_int("WEB_THREADS", 4, minimum=1, maximum=1024), thread_name_prefix="mcp-db"
+            )
+        return _executor
+
+
+def _run_as(caller, fn, args, kwargs):
+    reset = _http_caller.set(caller)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _http_caller.reset(reset)
+
+
+async def in_database_thread(fn, *args, **kwargs):
+    """Run the sync `fn` on one of the database threads, as the calling request's Caller."""
+    loop = asyncio.get_running_loop()
+    call = partial(_run_as, _http_caller.get(), fn, args, kwargs)
+    return await loop.run_in_executor(_database_threads(), call)
+
+
+def on_database_thread(fn):
+    """A sync handler as the async one the SDK awaits: its body runs on the database threads."""
+
+    @wraps(fn)
+    async def run(*args, **kwargs):
+        return await in_database_thread(fn, *args, **kwargs)
+
+    return run
 
 
 def current_caller() -> Caller:
@@ -140,7 +189,7 @@ def tool_adapter(fn):
     """
 
     @wraps(fn)
-    def run(*args, **kwargs):
+    def body(*args, **kwargs):
         close_old_connections()
         try:
             result = fn(*args, **kwargs)
@@ -158,6 +207,7 @@ def tool_adapter(fn):
         finally:
             close_old_connections()
 
-    if run.__annotations__.get("return") is dict:
+    run = on_database_thread(body)
+    if fn.__annotations__.get("return") is dict:
         run.__annotations__ = {**fn.__annotations__, "return": str}
     return run

@@ -7,13 +7,12 @@ scope's state to the tools (memoryproject/mcp/caller.py).
 
 from urllib.parse import parse_qs
 
-import anyio.to_thread
 from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 
-from memoryproject.mcp.caller import Caller
+from memoryproject.mcp.caller import Caller, in_database_thread
 from memoryproject.mcp.server import mcp_server
 from vault.selectors import token_authenticate
 
@@ -39,7 +38,7 @@ class BearerGate:
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and secret.strip():
-            principal = await anyio.to_thread.run_sync(_authenticate, secret.strip())
+            principal = await in_database_thread(_authenticate, secret.strip())
         if principal is None:
             response = JSONResponse(
                 {"detail": "Missing, unknown or revoked bearer token. Send 'Authorization: Bearer <token>'."},

@@ -8,7 +8,13 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
-from memoryproject.mcp.caller import agent_for_read, current_caller, describe_error, error_status
+from memoryproject.mcp.caller import (
+    agent_for_read,
+    current_caller,
+    describe_error,
+    error_status,
+    on_database_thread,
+)
 from memoryproject.mcp.tools_search import context_for
 from vault import selectors, services
 from vault.models import TokenScope
@@ -32,7 +38,7 @@ def _resource_adapter(fn):
         finally:
             close_old_connections()
 
-    return run
+    return on_database_thread(run)
 
 
 def _prompt_adapter(fn):
@@ -57,7 +63,7 @@ def _prompt_adapter(fn):
         finally:
             close_old_connections()
 
-    return run
+    return on_database_thread(run)
 
 
 @_resource_adapter

@@ -2,8 +2,10 @@
 
 import logging
 
+import anyio
 import httpx2
 import pytest
+from django.db import connection
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -292,3 +294,29 @@ def test_memory_forget_with_expected_updated_at_keeps_an_entry_changed_since(mcp
     assert not done.is_error and json.loads(text(done))["entries"] == 1
     assert not VaultEntry.objects.filter(pk=entry.pk).exists()
     assert VaultEntry.objects.filter(pk=other.pk).exists()
+
+
+def test_concurrent_clients_share_a_bounded_set_of_database_connections(mcp_live_url, dev_token):
+    """Every tool call ran on anyio's pool (up to 40 threads a process) in a fresh copy of the event
+    loop's context, where Django kept the call's connection: a burst of concurrent clients left one open
+    connection per concurrent call, and 60 clients used up PostgreSQL's max_connections (100), so the
+    REST API, the job cluster and /mcp itself failed with "too many clients". The MCP server's work now
+    runs on WEB_THREADS threads (4 by default), each keeping its connection, as Django's views do."""
+
+    async def client():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            for _ in range(3):
+                await scenarios.call(session, "memory_list", limit=1)
+
+    async def body():
+        async with anyio.create_task_group() as group:
+            for _ in range(24):
+                group.start_soon(client)
+
+    run(body)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        others = cursor.fetchone()[0]
+    assert others <= 4 + 1, f"{others} connections left open by the server"
