@@ -21,6 +21,8 @@ from django.http import Http404
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
+from memoryproject.database_unavailable import DETAIL as DATABASE_UNAVAILABLE
+from memoryproject.database_unavailable import is_connection_error
 from memoryproject.env import env_int
 from memoryproject.errors import DomainError, InvalidInput, PermissionDenied
 from vault import selectors as vault_selectors
@@ -166,6 +168,9 @@ def describe_error(exc: Exception) -> str | None:
         return "Agent not found."
     if isinstance(exc, DataError):
         return f"A value was rejected by the database: {str(exc).splitlines()[0]}"
+    if is_connection_error(exc):
+        logger.warning("database unavailable for an MCP call: %s", exc)
+        return DATABASE_UNAVAILABLE
     return None
 
 
@@ -177,6 +182,8 @@ def error_status(exc: Exception) -> int:
         return 422
     if isinstance(exc, Http404 | Agent.DoesNotExist):
         return 404
+    if is_connection_error(exc):
+        return 503
     return 400
 
 

@@ -5,6 +5,7 @@ answers 401 as the REST API does; the Caller it resolves (with `?agent=` from th
 scope's state to the tools (memoryproject/mcp/caller.py).
 """
 
+import logging
 from urllib.parse import parse_qs
 
 from django.conf import settings
@@ -12,11 +13,14 @@ from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 
+from memoryproject.database_unavailable import CONNECTION_ERRORS, DETAIL, RETRY_AFTER_SECONDS
 from memoryproject.mcp.caller import Caller, in_database_thread
 from memoryproject.mcp.server import mcp_server
 from vault.selectors import token_authenticate
 
 MCP_PATH = "/mcp"
+
+logger = logging.getLogger(__name__)
 
 
 def _authenticate(secret: str):
@@ -38,7 +42,14 @@ class BearerGate:
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and secret.strip():
-            principal = await in_database_thread(_authenticate, secret.strip())
+            try:
+                principal = await in_database_thread(_authenticate, secret.strip())
+            except CONNECTION_ERRORS as exc:  # as the REST API: retry later, not a server fault
+                logger.warning("database unavailable for %s %s: %s", scope["method"], scope["path"], exc)
+                response = JSONResponse(
+                    {"detail": DETAIL}, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
+                )
+                return await response(scope, receive, send)
         if principal is None:
             response = JSONResponse(
                 {"detail": "Missing, unknown or revoked bearer token. Send 'Authorization: Bearer <token>'."},

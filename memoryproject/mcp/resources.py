@@ -59,7 +59,9 @@ def _prompt_adapter(fn):
             if text is None:
                 logger.exception("MCP prompt %s failed", fn.__name__)
                 raise MCPError(INTERNAL_ERROR, "Internal server error; it has been logged.") from exc
-            raise MCPError(INVALID_PARAMS, text, {"status": error_status(exc)}) from exc
+            status = error_status(exc)
+            code = INTERNAL_ERROR if status >= 500 else INVALID_PARAMS  # 503: the database is unreachable
+            raise MCPError(code, text, {"status": status}) from exc
         finally:
             close_old_connections()
 

@@ -1,11 +1,12 @@
 """The streamable-HTTP transport at /mcp, driven by the SDK's client against a live server."""
 
 import logging
+from unittest import mock
 
 import anyio
 import httpx2
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -320,3 +321,29 @@ def test_concurrent_clients_share_a_bounded_set_of_database_connections(mcp_live
         )
         others = cursor.fetchone()[0]
     assert others <= 4 + 1, f"{others} connections left open by the server"
+
+
+def test_an_unreachable_database_is_a_503_with_retry_after_or_a_tool_error_saying_so(mcp_live_url, dev_token):
+    """As the REST API: while the database cannot be reached the client is told to retry. The bearer
+    check raised out of the ASGI app (a bare 500 "Internal Server Error" and a traceback in the log) and
+    a tool answered "Internal server error; it has been logged"."""
+    refused = OperationalError("connection failed: connection to server on socket failed: Connection refused")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    headers = {"Authorization": f"Bearer {dev_token}", "Accept": "application/json, text/event-stream"}
+    with mock.patch("memoryproject.mcp.http.token_authenticate", side_effect=refused):
+        response = httpx2.post(f"{mcp_live_url}/mcp", json=initialize, headers=headers)
+    assert response.status_code == 503
+    assert int(response.headers["Retry-After"]) > 0
+    assert "database is unavailable" in response.json()["detail"]
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            with mock.patch("vault.services.entry_create_for_principal", side_effect=refused):
+                result = await session.call_tool(
+                    "memory_save", {"category": "lessons", "content": "Retry me"}
+                )
+            assert (await session.call_tool("memory_list", {})).is_error is False  # the session goes on
+            return result
+
+    result = run(body)
+    assert result.is_error and "The database is unavailable; retry in" in text(result)
