@@ -5,6 +5,7 @@ answers 401 as the REST API does; the Caller it resolves (with `?agent=` from th
 scope's state to the tools (memoryproject/mcp/caller.py).
 """
 
+import json
 import logging
 from urllib.parse import parse_qs
 
@@ -31,6 +32,44 @@ def _authenticate(secret: str):
         close_old_connections()
 
 
+def _too_large_detail() -> str:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return f"Request body too large: the limit is {limit} bytes (MEMORY_MAX_REQUEST_BYTES)."
+
+
+_KEPT_HEADERS = (b"allow", b"retry-after", b"www-authenticate")
+
+
+def _json_errors(send):
+    """The ASGI `send` of a request, with the SDK's plain-text refusals (a wrong Content-Type, a body
+    over the limit, a bad Host, an unknown path) turned into `{"detail": ...}` as the REST API answers."""
+    held = {}
+
+    async def json_send(message):
+        if message["type"] == "http.response.start":
+            content_type = dict(message.get("headers") or []).get(b"content-type", b"")
+            if message["status"] >= 400 and not content_type.startswith(b"application/json"):
+                held.update(start=message, body=b"")
+                return None
+            return await send(message)
+        if message["type"] != "http.response.body" or "start" not in held:
+            return await send(message)
+        held["body"] += message.get("body", b"")
+        if message.get("more_body"):
+            return None
+        start = held.pop("start")
+        status = start["status"]
+        text = held["body"].decode("utf-8", "replace").strip()
+        detail = _too_large_detail() if status == 413 else (text or "Request failed.")
+        body = json.dumps({"detail": detail}).encode()
+        headers = [(k, v) for k, v in start.get("headers") or [] if k.lower() in _KEPT_HEADERS]
+        headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        return await send({"type": "http.response.body", "body": body})
+
+    return json_send
+
+
 class BearerGate:
     def __init__(self, app):
         self.app = app
@@ -38,6 +77,7 @@ class BearerGate:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        send = _json_errors(send)
         headers = dict(scope.get("headers") or [])
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
         principal = None
@@ -57,6 +97,9 @@ class BearerGate:
                 headers={"WWW-Authenticate": "Bearer"},
             )
             return await response(scope, receive, send)
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            return await JSONResponse({"detail": _too_large_detail()}, status_code=413)(scope, receive, send)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         agent = (query.get("agent") or [None])[0] or None
         scope.setdefault("state", {})["mcp_caller"] = Caller(principal=principal, default_agent=agent)
@@ -81,6 +124,8 @@ def mcp_http_app():
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
+        # The REST API's limit (MEMORY_MAX_REQUEST_BYTES), for chunked bodies too; the SDK's is 4 MiB.
+        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
         transport_security=_transport_security(),
     )
     return BearerGate(starlette_app)

@@ -347,3 +347,42 @@ def test_an_unreachable_database_is_a_503_with_retry_after_or_a_tool_error_sayin
 
     result = run(body)
     assert result.is_error and "The database is unavailable; retry in" in text(result)
+
+
+def test_a_body_is_refused_past_the_rest_apis_limit_only_and_in_json(mcp_live_url, dev, dev_token, settings):
+    """/mcp took the SDK's own limit, 4 MiB, where the REST API takes MEMORY_MAX_REQUEST_BYTES (10 MiB):
+    a session_log of 5 MB the REST API stores was refused, and the refusal (as the SDK's other
+    refusals: a wrong Content-Type, an unknown path) was plain text, not the JSON the REST API answers."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    headers = {
+        "Authorization": f"Bearer {dev_token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    messages = [{"role": "assistant", "text": "y" * 500_000, "id": f"m{i}"} for i in range(10)]
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return await scenarios.call(session, "session_log", session="big", messages=messages)
+
+    assert run(body)["stored"] == 10
+
+    too_big = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "' + b"x" * limit + b'"}}'
+    response = httpx2.post(f"{mcp_live_url}/mcp", content=too_big, headers=headers)
+    assert response.status_code == 413
+    assert response.json()["detail"] == (
+        f"Request body too large: the limit is {limit} bytes (MEMORY_MAX_REQUEST_BYTES)."
+    )
+    # Without a Content-Length (chunked), the same.
+    response = httpx2.post(
+        f"{mcp_live_url}/mcp", content=iter([too_big[:limit], too_big[limit:]]), headers=headers
+    )
+    assert response.status_code == 413 and "MEMORY_MAX_REQUEST_BYTES" in response.json()["detail"]
+
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    response = httpx2.post(
+        f"{mcp_live_url}/mcp", json=ping, headers={**headers, "Content-Type": "text/plain"}
+    )
+    assert response.status_code == 400 and "Content-Type" in response.json()["detail"]
+    response = httpx2.post(f"{mcp_live_url}/mcp/nowhere", json=ping, headers=headers)
+    assert response.status_code == 404 and response.json()["detail"]
