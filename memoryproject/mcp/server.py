@@ -3,9 +3,11 @@
 from functools import cache
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import ValidationError
 
 from memoryproject.mcp import resources, tools_files, tools_search, tools_sessions, tools_vault
-from memoryproject.mcp.caller import caller_middleware
+from memoryproject.mcp.caller import caller_middleware, describe_error
 
 INSTRUCTIONS = (
     "Long-term and short-term memory for this agent. At the start of a session call memory_context with "
@@ -14,9 +16,26 @@ INSTRUCTIONS = (
 )
 
 
+class MemoryServer(MCPServer):
+    async def call_tool(self, name, arguments, context=None):
+        """A refused call's text is the REST API's `detail`: the SDK would prefix it with "Error
+        executing tool <name>: " and give arguments its schema refuses as pydantic's dump."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(describe_error(cause)) from cause
+            if isinstance(cause, ToolError):
+                raise ToolError(str(cause)) from cause
+            raise
+
+
 @cache
 def mcp_server() -> MCPServer:
-    server = MCPServer(
+    server = MemoryServer(
         "agent-memory",
         title="Agent memory server",
         instructions=INSTRUCTIONS,

@@ -386,3 +386,32 @@ def test_a_body_is_refused_past_the_rest_apis_limit_only_and_in_json(mcp_live_ur
     assert response.status_code == 400 and "Content-Type" in response.json()["detail"]
     response = httpx2.post(f"{mcp_live_url}/mcp/nowhere", json=ping, headers=headers)
     assert response.status_code == 404 and response.json()["detail"]
+
+
+def test_invalid_arguments_are_refused_with_the_rest_apis_wording(mcp_live_url, dev_token):
+    """Arguments the input schema refuses came back as pydantic's dump ("1 validation error for
+    memory_saveArguments ... [type=literal_error, input_value=...] For further information visit
+    https://errors.pydantic.dev/..."), and every refusal began "Error executing tool <name>: "; the text
+    is now the REST API's `detail` for the same input."""
+    rest = ApiClient(dev_token)
+    rest_category = rest.post("/agents/dev/entries", {"category": "gossip", "content": "x"}).json()["detail"]
+    rest_limit = rest.get("/agents/dev/entries?limit=0").json()["detail"]
+    rest_empty = rest.post("/agents/dev/entries", {"category": "lessons", "content": " "}).json()["detail"]
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return (
+                await scenarios.refused(session, "memory_save", category="gossip", content="x"),
+                await scenarios.refused(session, "memory_list", limit=0),
+                await scenarios.refused(session, "memory_save", category="lessons", content=" "),
+                await scenarios.refused(session, "memory_get", id="seven"),
+            )
+
+    category, limit, empty, not_a_number = run(body)
+    assert category == rest_category
+    assert limit == rest_limit
+    assert empty.startswith(rest_empty)  # and the field errors the REST API lists in `errors`
+    assert (
+        not_a_number
+        == "Invalid input: id: Input should be a valid integer, unable to parse string as an integer"
+    )
