@@ -13,7 +13,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial, wraps
 
 from django.db import DataError, close_old_connections
@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 class Caller:
     principal: Principal
     default_agent: str | None = None  # `?agent=` on the URL, or `--agent` of the stdio command
+    # The stdio command's token: checked again on every call, as the REST API checks each request, so
+    # that revoking it takes effect in a running process.
+    secret: str | None = field(default=None, repr=False)
 
 
 _stdio_caller: Caller | None = None
@@ -113,6 +116,11 @@ def current_caller() -> Caller:
     caller = _http_caller.get() or _stdio_caller
     if caller is None or caller is _REFUSED:  # BearerGate refuses such HTTP requests before this
         raise PermissionDenied("Missing, unknown or revoked bearer token.")
+    if caller.secret is not None:
+        principal = vault_selectors.token_authenticate(caller.secret)
+        if principal is None:
+            raise PermissionDenied("The token (--token / MEMORY_TOKEN) is unknown or has been revoked.")
+        caller = replace(caller, principal=principal)
     return caller
 
 

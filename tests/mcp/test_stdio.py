@@ -6,9 +6,12 @@ import subprocess
 import sys
 import threading
 
+import anyio
+
 from tests.mcp import scenarios
 from tests.mcp.conftest import ROOT, run, stdio_env, stdio_session
-from vault.models import VaultEntry, WorkspaceFile
+from vault import services
+from vault.models import ApiToken, VaultEntry, WorkspaceFile
 
 
 def test_every_tool_resource_and_prompt_as_the_named_agent(dev, mcp_project):
@@ -137,3 +140,24 @@ def test_stdout_carries_nothing_but_json_rpc_messages(dev, mcp_project):
         assert message["jsonrpc"] == "2.0"  # ...and a JSON-RPC message
         assert "id" in message or "method" in message
     assert "".join(stderr_chunks).strip(), "the logs went nowhere: expected them on stderr"
+
+
+def test_a_token_revoked_while_the_server_runs_is_refused_from_the_next_call(dev, dev_token):
+    """The token was checked once, when `manage.py mcp` started: revoking it (the curator's settings
+    page, the admin) changed nothing for as long as the process ran, where the REST API and /mcp over
+    HTTP refuse it from the next request."""
+    token = ApiToken.objects.get(agent=dev)
+
+    async def body():
+        async with stdio_session(MEMORY_TOKEN=dev_token) as session:
+            await scenarios.call(session, "memory_list")
+            await anyio.to_thread.run_sync(lambda: services.token_revoke(token=token))
+            listed = await scenarios.refused(session, "memory_list")
+            saved = await scenarios.refused(
+                session, "memory_save", category="lessons", content="after revoke"
+            )
+            return listed, saved
+
+    listed, saved = run(body)
+    assert "revoked" in listed and "revoked" in saved
+    assert not VaultEntry.objects.filter(agent=dev).exists()

@@ -50,7 +50,7 @@ class Command(BaseCommand):
                         f"The token is agent {own!r}'s and can reach no other agent: drop --agent "
                         f"{options['agent']!r}, or use a project token (--agent then names the default agent)."
                     )
-            return Caller(principal=principal, default_agent=options["agent"])
+            return Caller(principal=principal, default_agent=options["agent"], secret=secret)
         if not options["agent"]:
             raise CommandError(
                 "Give --agent AGENT (optionally --project P), or a token: --token / MEMORY_TOKEN."
