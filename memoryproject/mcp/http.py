@@ -70,6 +70,32 @@ def _json_errors(send):
     return json_send
 
 
+async def _body_read(receive) -> bytes | None:
+    """The whole request body (reading stops one chunk past the limit), or None when the client
+    disconnected first: the SDK would read on, meet ClientDisconnect and log it as a server error."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if not message.get("more_body") or len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            return bytes(body)
+
+
+def _replay(body: bytes, receive):
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 class BearerGate:
     def __init__(self, app):
         self.app = app
@@ -100,6 +126,15 @@ class BearerGate:
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             return await JSONResponse({"detail": _too_large_detail()}, status_code=413)(scope, receive, send)
+        if scope["method"] == "POST":
+            body = await _body_read(receive)
+            if body is None:  # the client left before its request was whole: no one to answer
+                return None
+            if len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:  # chunked, without a Content-Length
+                return await JSONResponse({"detail": _too_large_detail()}, status_code=413)(
+                    scope, receive, send
+                )
+            receive = _replay(body, receive)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         agent = (query.get("agent") or [None])[0] or None
         scope.setdefault("state", {})["mcp_caller"] = Caller(principal=principal, default_agent=agent)

@@ -1,6 +1,8 @@
 """The streamable-HTTP transport at /mcp, driven by the SDK's client against a live server."""
 
 import logging
+import socket
+import time
 from unittest import mock
 
 import anyio
@@ -415,3 +417,26 @@ def test_invalid_arguments_are_refused_with_the_rest_apis_wording(mcp_live_url, 
         not_a_number
         == "Invalid input: id: Input should be a valid integer, unable to parse string as an integer"
     )
+
+
+def test_a_client_that_leaves_while_sending_its_request_is_not_logged_as_a_server_error(
+    mcp_live_url, dev_token, caplog
+):
+    """The SDK read the body of a client that had gone (a timeout, a closed laptop) and logged "Error
+    handling POST request" at ERROR with ClientDisconnect's traceback, once for every such client."""
+    host, port = mcp_live_url.removeprefix("http://").split(":")
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {dev_token}\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100000\r\n\r\n"
+    )
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            with socket.create_connection((host, int(port))) as client:
+                client.sendall(
+                    head.encode() + b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "'
+                )
+                time.sleep(0.2)
+        time.sleep(0.5)
+        assert httpx2.get(f"{mcp_live_url}/healthz").status_code == 200
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
