@@ -7,6 +7,7 @@ from django.conf import settings
 from pydantic import Field
 
 from memoryproject import maintenance
+from memoryproject.errors import InvalidInput
 from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
 from memoryproject.openapi import AGENT_PATH_SCHEMA
@@ -131,6 +132,13 @@ def memory_forget(
     since: datetime | None = None,
     until: datetime | None = None,
     agent: AgentArg = None,
+    all_agents: Annotated[
+        bool,
+        Field(
+            description="Project-wide token only: apply the criteria to every agent of the project "
+            "(without it, name the agent)"
+        ),
+    ] = False,
     expected_updated_at: Annotated[
         datetime | None,
         Field(
@@ -147,6 +155,14 @@ def memory_forget(
     # As POST /forget: an agent token forgets its own memory; a project-wide token needs admin scope.
     principal.require(TokenScope.WRITE if principal.is_agent_bound else TokenScope.ADMIN)
     named = payload.agent or (caller.default_agent if not (principal.is_agent_bound or payload.ids) else None)
+    if not (principal.is_agent_bound or payload.ids or named or all_agents):
+        # As every other tool: a project-wide token names the agent. Criteria alone would reach every
+        # agent of the project, which a model asked to forget "my tasks" does not mean.
+        raise InvalidInput(
+            "Name the agent whose memory to forget: pass `agent` (or configure the URL as "
+            "/mcp?agent=NAME), or all_agents=true to forget what matches in every agent of the project.",
+            [{"loc": ["agent"], "msg": "required for a project-wide token, or all_agents=true"}],
+        )
     target = selectors.agent_get_for_principal(principal, named) if named else None
     result = maintenance.forget(
         project=selectors.project_for_principal(principal),
@@ -211,6 +227,7 @@ def register(server) -> None:
             "Delete memory for good: entries by id, or every entry matching criteria (category, tags, "
             "time range). Call it only when the user asks to forget something; an audit row records what "
             "was deleted. Returns how many were deleted and which ids were not found. Needs a write token "
-            "(agent tokens) or an admin token (project-wide)."
+            "(agent tokens) or an admin token (project-wide, which names the agent for criteria, or sets "
+            "all_agents)."
         ),
     )

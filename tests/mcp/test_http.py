@@ -440,3 +440,24 @@ def test_a_client_that_leaves_while_sending_its_request_is_not_logged_as_a_serve
         time.sleep(0.5)
         assert httpx2.get(f"{mcp_live_url}/healthz").status_code == 200
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+def test_memory_forget_by_criteria_with_a_project_token_names_the_agent_or_says_every_agent(
+    mcp_live_url, dev, ops, project_admin_token
+):
+    """Every other tool refuses a project-wide token that names no agent; memory_forget by criteria
+    took it as "every agent of the project": a model forgetting "my tasks" deleted every agent's."""
+    services.entry_create(agent=dev, category="tasks", content="Ship the release", created_by="t")
+    services.entry_create(agent=ops, category="tasks", content="Rotate the keys", created_by="t")
+
+    async def forget(arguments: dict):
+        async with http_session(f"{mcp_live_url}/mcp", project_admin_token) as session:
+            return await session.call_tool("memory_forget", arguments)
+
+    refused = run(forget, {"category": "tasks"})
+    assert refused.is_error and "Name the agent" in text(refused)
+    assert VaultEntry.objects.filter(category="tasks").count() == 2
+    assert not run(forget, {"category": "tasks", "agent": "dev"}).is_error
+    assert list(VaultEntry.objects.filter(category="tasks").values_list("agent__slug", flat=True)) == ["ops"]
+    assert not run(forget, {"category": "tasks", "all_agents": True}).is_error
+    assert not VaultEntry.objects.filter(category="tasks").exists()
