@@ -31,7 +31,11 @@ def workspace_read(path: PathArg, agent: AgentArg = None) -> dict:
 
 
 @tool_adapter
-def workspace_write(path: PathArg, content: EntryText, agent: AgentArg = None) -> dict:
+def workspace_write(
+    path: PathArg,
+    content: Annotated[EntryText, Field(description="The file's whole new content, in markdown")],
+    agent: AgentArg = None,
+) -> dict:
     caller = current_caller()
     target = agent_for_write(caller, agent)
     file, created = services.file_write(
@@ -50,8 +54,8 @@ def workspace_write(path: PathArg, content: EntryText, agent: AgentArg = None) -
 def workspace_edit(
     path: PathArg,
     old_text: Annotated[str, Field(min_length=1, description="Exact text to replace; must occur once")],
-    new_text: EntryText,
-    replace_all: bool = False,
+    new_text: Annotated[EntryText, Field(description="The text to put in its place")],
+    replace_all: Annotated[bool, Field(description="Replace every occurrence of old_text")] = False,
     agent: AgentArg = None,
 ) -> dict:
     caller = current_caller()
@@ -71,16 +75,35 @@ def workspace_edit(
 
 @tool_adapter
 def memory(
-    command: Literal["view", "create", "str_replace", "insert", "delete", "rename"],
-    path: Annotated[str | None, Field(description="A path under /memories")] = None,
-    view_range: list[int] | None = None,
-    file_text: EntryText | None = None,
-    old_str: str | None = None,
-    new_str: str | None = None,
-    insert_line: Annotated[int | None, Field(json_schema_extra={"minimum": 0})] = None,
-    insert_text: str | None = None,
-    old_path: str | None = None,
-    new_path: str | None = None,
+    command: Annotated[
+        Literal["view", "create", "str_replace", "insert", "delete", "rename"],
+        Field(description="What to do; each command takes the arguments said for it below"),
+    ],
+    path: Annotated[
+        str | None,
+        Field(
+            description="view, create, str_replace, insert, delete: a path under /memories, e.g. /memories/notes.md"
+        ),
+    ] = None,
+    view_range: Annotated[
+        list[int] | None,
+        Field(description="view of a file: [first line, last line], 1-based; -1 for the end"),
+    ] = None,
+    file_text: Annotated[EntryText | None, Field(description="create: the new file's content")] = None,
+    old_str: Annotated[
+        str | None, Field(description="str_replace: the exact text to replace, found once")
+    ] = None,
+    new_str: Annotated[str | None, Field(description="str_replace: the text to put in its place")] = None,
+    insert_line: Annotated[
+        int | None,
+        Field(
+            description="insert: the line after which to insert (0: at the top)",
+            json_schema_extra={"minimum": 0},
+        ),
+    ] = None,
+    insert_text: Annotated[str | None, Field(description="insert: the text to insert")] = None,
+    old_path: Annotated[str | None, Field(description="rename: the path under /memories to move")] = None,
+    new_path: Annotated[str | None, Field(description="rename: its new path under /memories")] = None,
     agent: AgentArg = None,
 ) -> str:
     arguments = {

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from memoryproject.mcp.annotations import READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, current_caller, tool_adapter
-from memoryproject.mcp.tools_vault import AgentArg, Category
+from memoryproject.mcp.tools_vault import AgentArg, CategoryFilter
 from search import selectors, services
 from search.query import MAX_QUERY_CHARS
 from search.schemas import ContextIn, ContextOut, SearchOut, search_out
@@ -43,7 +43,7 @@ def memory_context(
         Field(
             ge=50,
             le=settings.MEMORY_CONTEXT_MAX_BUDGET,
-            description="Default MEMORY_TOKEN_BUDGET; at most MEMORY_CONTEXT_MAX_BUDGET",
+            description=f"Most tokens the block may take (default {settings.MEMORY_TOKEN_BUDGET})",
         ),
     ] = None,
     agent: AgentArg = None,
@@ -57,12 +57,26 @@ def memory_search(
     query: Annotated[
         str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description='Words, "phrases", -exclusions, OR')
     ],
-    category: Category | None = None,
-    kinds: list[Kind] | None = None,
-    tags: list[str] | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: Annotated[int | None, Field(ge=1, le=100)] = None,
+    category: CategoryFilter = None,
+    kinds: Annotated[
+        list[Kind] | None,
+        Field(
+            description="What to search: vault entries, conversation messages, workspace files (default all)"
+        ),
+    ] = None,
+    tags: Annotated[list[str] | None, Field(description="Only entries with any of these tags")] = None,
+    since: Annotated[
+        datetime | None, Field(description="Only what was created at or after this instant (ISO 8601)")
+    ] = None,
+    until: Annotated[
+        datetime | None, Field(description="Only what was created before this instant (ISO 8601)")
+    ] = None,
+    limit: Annotated[
+        int | None,
+        Field(
+            ge=1, le=100, description=f"Results to return (default {settings.MEMORY_SEARCH_DEFAULT_LIMIT})"
+        ),
+    ] = None,
     agent: AgentArg = None,
 ) -> dict:
     caller = current_caller()

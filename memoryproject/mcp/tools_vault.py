@@ -25,18 +25,32 @@ AgentArg = Annotated[
     ),
 ]
 Category = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
+CategoryArg = Annotated[Category, Field(description="The kind of memory")]
+CategoryFilter = Annotated[Category | None, Field(description="Only entries of this category")]
+EntryId = Annotated[
+    int, Field(ge=1, le=selectors.MAX_ID, description="The entry's id, as the tools return it")
+]
+Importance = Annotated[
+    float | None, Field(ge=0.0, le=1.0, description="How much it matters, 0 to 1 (0.5 when not given)")
+]
 # The limits the services enforce (vault.text), advertised as the REST API's EntryIn does; the services
 # refuse beyond them with their own messages (413 in REST), so they are not validated here.
 EntryText = Annotated[str, Field(json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES})]
-Tags = Annotated[list[str] | None, Field(json_schema_extra={"maxItems": settings.MEMORY_MAX_TAGS})]
+Tags = Annotated[
+    list[str] | None,
+    Field(
+        description="Tags (letters, digits, '_', '.', '-'); #hashtags in the content become tags too",
+        json_schema_extra={"maxItems": settings.MEMORY_MAX_TAGS},
+    ),
+]
 
 
 @tool_adapter
 def memory_save(
-    category: Category,
+    category: CategoryArg,
     content: Annotated[EntryText, Field(description="The memory, in markdown: one fact, decision or lesson")],
     tags: Tags = None,
-    importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+    importance: Importance = None,
     supersedes: Annotated[
         int | None,
         Field(ge=1, le=selectors.MAX_ID, description="Id of an entry of the same agent this one replaces"),
@@ -68,10 +82,12 @@ def memory_save(
 
 @tool_adapter
 def memory_update(
-    id: Annotated[int, Field(ge=1, le=selectors.MAX_ID)],
-    content: EntryText | None = None,
-    tags: Tags = None,
-    importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+    id: EntryId,
+    content: Annotated[
+        EntryText | None, Field(description="The new content, in place of the old (kept as a version)")
+    ] = None,
+    tags: Annotated[Tags, Field(description="The new tags, in place of the old ones")] = None,
+    importance: Importance = None,
     expected_updated_at: Annotated[
         datetime | None,
         Field(
@@ -99,7 +115,7 @@ def memory_update(
 
 
 @tool_adapter
-def memory_get(id: Annotated[int, Field(ge=1, le=selectors.MAX_ID)]) -> dict:
+def memory_get(id: EntryId) -> dict:
     caller = current_caller()
     caller.principal.require(TokenScope.READ)
     return dump(EntryOut, selectors.entry_get_for_principal(caller.principal, id))
@@ -107,9 +123,9 @@ def memory_get(id: Annotated[int, Field(ge=1, le=selectors.MAX_ID)]) -> dict:
 
 @tool_adapter
 def memory_list(
-    category: Category | None = None,
-    limit: Annotated[int, Field(ge=1, le=500)] = 50,
-    offset: Annotated[int, Field(ge=0, le=10_000_000)] = 0,
+    category: CategoryFilter = None,
+    limit: Annotated[int, Field(ge=1, le=500, description="Entries in this page")] = 50,
+    offset: Annotated[int, Field(ge=0, le=10_000_000, description="Entries to skip, for the next page")] = 0,
     agent: AgentArg = None,
 ) -> dict:
     target = agent_for_read(current_caller(), agent)
@@ -127,10 +143,16 @@ def memory_forget(
     ids: Annotated[
         list[int] | None, Field(max_length=FORGET_MAX_IDS, description="Entry ids to delete")
     ] = None,
-    category: Category | None = None,
-    tags: Annotated[list[str] | None, Field(max_length=FORGET_MAX_TAGS)] = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    category: CategoryFilter = None,
+    tags: Annotated[
+        list[str] | None, Field(max_length=FORGET_MAX_TAGS, description="Only entries with any of these tags")
+    ] = None,
+    since: Annotated[
+        datetime | None, Field(description="Only what was created at or after this instant (ISO 8601)")
+    ] = None,
+    until: Annotated[
+        datetime | None, Field(description="Only what was created at or before this instant (ISO 8601)")
+    ] = None,
     agent: AgentArg = None,
     all_agents: Annotated[
         bool,

@@ -75,3 +75,19 @@ def test_every_tools_advertised_limits_are_the_ones_the_server_enforces():
         assert found == limits, name
     message = tools["session_log"].input_schema["$defs"]["MessageIn"]["properties"]["text"]
     assert advertised(message)["maxLength"] == settings.MEMORY_MAX_MESSAGE_BYTES
+
+
+def test_every_argument_of_every_tool_says_what_it_is_for():
+    """A model chooses and fills a tool from its schema alone: 25 arguments had none (memory_search's
+    kinds, since and until, the memory tool's view_range and insert_line...), and budget_tokens named
+    settings ("Default MEMORY_TOKEN_BUDGET") instead of the numbers."""
+    tools = {tool.name: tool for tool in run(mcp_server().list_tools)}
+    undescribed = {
+        (name, arg)
+        for name, tool in tools.items()
+        for arg, schema in tool.input_schema["properties"].items()
+        if not schema.get("description")
+    }
+    assert not undescribed
+    budget = tools["memory_context"].input_schema["properties"]["budget_tokens"]["description"]
+    assert str(settings.MEMORY_TOKEN_BUDGET) in budget and "MEMORY_" not in budget
