@@ -25,6 +25,7 @@ from memoryproject.database_unavailable import DETAIL as DATABASE_UNAVAILABLE
 from memoryproject.database_unavailable import is_connection_error
 from memoryproject.env import env_int
 from memoryproject.errors import DomainError, InvalidInput, PermissionDenied
+from memoryproject.middleware import NUL_MESSAGE
 from vault import selectors as vault_selectors
 from vault import services as vault_services
 from vault.models import Agent, TokenScope
@@ -124,6 +125,13 @@ def current_caller() -> Caller:
     return caller
 
 
+def nul_refuse(field: str, *values) -> None:
+    """As the REST API's middleware for a path or query parameter: a NUL is a 422 naming the argument,
+    before PostgreSQL (whose text cannot hold it) refuses it with a message that names nothing."""
+    if any(isinstance(value, str) and "\x00" in value for value in values):
+        raise InvalidInput(f"Invalid input: {field}: {NUL_MESSAGE}", [{"loc": [field], "msg": NUL_MESSAGE}])
+
+
 def _own_agent(principal: Principal) -> Agent:
     return vault_selectors.agents_for_principal(principal).get(pk=principal.agent_id)
 
@@ -133,6 +141,7 @@ def agent_for_read(caller: Caller, agent: str | None) -> Agent:
     else the token's own agent. Whatever is named must be visible to the principal."""
     caller.principal.require(TokenScope.READ)
     slug = agent or caller.default_agent
+    nul_refuse("agent", slug)
     if slug:
         return vault_selectors.agent_get_for_principal(caller.principal, slug)
     if caller.principal.is_agent_bound:
@@ -148,6 +157,7 @@ def agent_for_write(caller: Caller, agent: str | None) -> Agent:
     principal = caller.principal
     principal.require(TokenScope.WRITE)
     slug = agent or caller.default_agent
+    nul_refuse("agent", slug)
     if principal.is_agent_bound:
         return vault_selectors.agent_get_for_principal(principal, slug) if slug else _own_agent(principal)
     if not slug:

@@ -13,6 +13,7 @@ from memoryproject.mcp.caller import (
     current_caller,
     describe_error,
     error_status,
+    nul_refuse,
     on_database_thread,
 )
 from memoryproject.mcp.tools_search import context_for
@@ -70,6 +71,7 @@ def _prompt_adapter(fn):
 
 @_resource_adapter
 def workspace_file(path: str) -> str:
+    nul_refuse("path", path)
     target = agent_for_read(current_caller(), None)
     services.daily_notes_flush(agent=target)
     return selectors.file_get(agent=target, path=path).content

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from memoryproject.mcp.annotations import DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
-from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
+from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, EntryText
 from vault import memory_tool as memory_tool_backend
 from vault import selectors, services
@@ -25,6 +25,7 @@ PathArg = Annotated[
 
 @tool_adapter
 def workspace_read(path: PathArg, agent: AgentArg = None) -> dict:
+    nul_refuse("path", path)
     target = agent_for_read(current_caller(), agent)
     services.daily_notes_flush(agent=target)
     return dump(FileOut, selectors.file_get(agent=target, path=path))
@@ -36,6 +37,7 @@ def workspace_write(
     content: Annotated[EntryText, Field(description="The file's whole new content, in markdown")],
     agent: AgentArg = None,
 ) -> dict:
+    nul_refuse("path", path)
     caller = current_caller()
     target = agent_for_write(caller, agent)
     file, created = services.file_write(
@@ -58,6 +60,7 @@ def workspace_edit(
     replace_all: Annotated[bool, Field(description="Replace every occurrence of old_text")] = False,
     agent: AgentArg = None,
 ) -> dict:
+    nul_refuse("path", path)
     caller = current_caller()
     target = agent_for_write(caller, agent)
     file, count = services.file_edit(

@@ -8,7 +8,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from memoryproject.mcp.annotations import READ_ONLY, dump
-from memoryproject.mcp.caller import agent_for_read, current_caller, tool_adapter
+from memoryproject.mcp.caller import agent_for_read, current_caller, nul_refuse, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, CategoryFilter
 from search import selectors, services
 from search.query import MAX_QUERY_CHARS
@@ -81,6 +81,8 @@ def memory_search(
 ) -> dict:
     caller = current_caller()
     caller.principal.require(TokenScope.READ)
+    nul_refuse("agent", agent or caller.default_agent)
+    nul_refuse("tags", *(tags or []))
     filters = selectors.SearchFilters(
         category=category,
         tags=[t.strip().lstrip("#").lower() for t in (tags or []) if t.strip()],

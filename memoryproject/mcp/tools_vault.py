@@ -9,7 +9,7 @@ from pydantic import Field
 from memoryproject import maintenance
 from memoryproject.errors import InvalidInput
 from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
-from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
+from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
 from memoryproject.openapi import AGENT_PATH_SCHEMA
 from vault import selectors, services
 from vault.etags import updated_at_expected
@@ -177,6 +177,7 @@ def memory_forget(
     # As POST /forget: an agent token forgets its own memory; a project-wide token needs admin scope.
     principal.require(TokenScope.WRITE if principal.is_agent_bound else TokenScope.ADMIN)
     named = payload.agent or (caller.default_agent if not (principal.is_agent_bound or payload.ids) else None)
+    nul_refuse("agent", named)
     if not (principal.is_agent_bound or payload.ids or named or all_agents):
         # As every other tool: a project-wide token names the agent. Criteria alone would reach every
         # agent of the project, which a model asked to forget "my tasks" does not mean.

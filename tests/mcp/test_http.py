@@ -461,3 +461,33 @@ def test_memory_forget_by_criteria_with_a_project_token_names_the_agent_or_says_
     assert list(VaultEntry.objects.filter(category="tasks").values_list("agent__slug", flat=True)) == ["ops"]
     assert not run(forget, {"category": "tasks", "all_agents": True}).is_error
     assert not VaultEntry.objects.filter(category="tasks").exists()
+
+
+def test_a_nul_in_an_agent_a_path_or_a_search_tag_is_refused_as_the_rest_api_refuses_it(
+    mcp_live_url, dev, project_admin_token
+):
+    """The REST API refuses a NUL in a path or query parameter naming it (422); the same values given
+    to a tool reached PostgreSQL and came back as "A value was rejected by the database: PostgreSQL
+    text fields cannot contain NUL (0x00) bytes"."""
+    rest = ApiClient(project_admin_token)
+    rest_agent = rest.get("/agents/d%00v/entries").json()["detail"]
+    rest_tag = rest.get("/search?q=x&tag=a%00b").json()["detail"]
+    rest_path = rest.get("/agents/dev/files/MEMORY%00.md").json()["detail"]
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", project_admin_token) as session:
+            listed = await scenarios.refused(session, "memory_list", agent="d\x00v")
+            searched = await scenarios.refused(
+                session, "memory_search", query="x", agent="dev", tags=["a\x00b"]
+            )
+            read = await scenarios.refused(session, "workspace_read", path="MEMORY\x00.md", agent="dev")
+        async with http_session(f"{mcp_live_url}/mcp?agent=d%00v", project_admin_token) as session:
+            from_url = await scenarios.refused(session, "memory_list")
+        return listed, searched, read, from_url
+
+    listed, searched, read, from_url = run(body)
+    assert (
+        listed == from_url == rest_agent == "Invalid input: agent: must not contain NUL (\\u0000) characters"
+    )
+    assert searched == rest_tag.replace("tag:", "tags:")  # the tool's argument is `tags`
+    assert read == rest_path
