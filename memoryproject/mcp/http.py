@@ -123,6 +123,12 @@ class BearerGate:
                 headers={"WWW-Authenticate": "Bearer"},
             )
             return await response(scope, receive, send)
+        if scope["method"] == "GET":
+            # The event stream GET would open carries nothing in a stateless server (it never sends
+            # unasked) and never ends; the protocol's other answer is 405.
+            detail = "This server streams nothing to clients: send JSON-RPC requests with POST."
+            response = JSONResponse({"detail": detail}, status_code=405, headers={"Allow": "POST"})
+            return await response(scope, receive, send)
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             return await JSONResponse({"detail": _too_large_detail()}, status_code=413)(scope, receive, send)

@@ -491,3 +491,14 @@ def test_a_nul_in_an_agent_a_path_or_a_search_tag_is_refused_as_the_rest_api_ref
     )
     assert searched == rest_tag.replace("tag:", "tags:")  # the tool's argument is `tags`
     assert read == rest_path
+
+
+def test_get_is_405_as_the_stateless_server_never_streams_to_the_client(mcp_live_url, dev_token):
+    """GET opened an event stream that never carried anything (a stateless server sends nothing
+    unasked) and never ended: each one held a connection and a server task for as long as the client
+    kept it. The transport's other answer the protocol allows is 405."""
+    headers = {"Authorization": f"Bearer {dev_token}", "Accept": "text/event-stream"}
+    response = httpx2.get(f"{mcp_live_url}/mcp", headers=headers, timeout=10)
+    assert response.status_code == 405
+    assert "POST" in response.headers["Allow"]
+    assert "POST" in response.json()["detail"]
