@@ -502,3 +502,27 @@ def test_get_is_405_as_the_stateless_server_never_streams_to_the_client(mcp_live
     assert response.status_code == 405
     assert "POST" in response.headers["Allow"]
     assert "POST" in response.json()["detail"]
+
+
+def test_text_with_a_lone_surrogate_is_a_tool_error_for_that_call(mcp_live_url, dev_token):
+    """JSON may escape half of a surrogate pair ("\\ud83d", an emoji cut in two; JavaScript's
+    JSON.stringify writes it so). The SDK's parser refused the whole message: HTTP 400, a JSON-RPC parse
+    error with no id, "Parse error: unexpected end of hex escape". The call is now answered under its own
+    id, as a tool error with the REST API's text, and nothing is stored."""
+    headers = {
+        "Authorization": f"Bearer {dev_token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    call = (
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "memory_save", '
+        b'"arguments": {"category": "lessons", "content": "Deploys are fine \\ud83d"}}}'
+    )
+    response = httpx2.post(f"{mcp_live_url}/mcp", content=call, headers=headers)
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["id"] == 7 and answer["result"]["isError"] is True
+    assert answer["result"]["content"][0]["text"] == (
+        "Invalid input: text contains invalid Unicode (lone surrogates)."
+    )
+    assert not VaultEntry.objects.exists()
