@@ -9,15 +9,14 @@ import json
 import logging
 from urllib.parse import parse_qs
 
-import pydantic_core
 from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import INVALID_PARAMS
 from starlette.responses import JSONResponse
 
 from memoryproject.database_unavailable import CONNECTION_ERRORS, DETAIL, RETRY_AFTER_SECONDS
 from memoryproject.mcp.caller import Caller, in_database_thread
+from memoryproject.mcp.protocol import lone_surrogate_answer
 from memoryproject.mcp.server import mcp_server
 from vault.selectors import token_authenticate
 
@@ -98,46 +97,6 @@ def _replay(body: bytes, receive):
     return replay
 
 
-LONE_SURROGATES = "Invalid input: text contains invalid Unicode (lone surrogates)."
-
-
-def _has_lone_surrogate(value) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= char <= "\udfff" for char in value)
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(item) for item in value)
-    return False
-
-
-def _lone_surrogate_answer(body: bytes) -> dict | None:
-    """The answer to a request whose JSON escapes half of a surrogate pair ("\\ud83d", an emoji cut in
-    two, as JavaScript's JSON.stringify writes it), or None for any other body. The SDK's parser refuses
-    such a message whole, as a parse error without the request's id; the REST API answers 422. A tool
-    call is answered as a tool error, anything else as invalid params, under the request's id."""
-    if b"\\u" not in body:
-        return None
-    try:
-        pydantic_core.from_json(body)
-        return None
-    except ValueError:
-        pass
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None  # malformed: the SDK's parse error
-    if not (isinstance(message, dict) and "id" in message and "method" in message):
-        return None
-    if not _has_lone_surrogate(message):
-        return None
-    if message["method"] == "tools/call":
-        result = {"content": [{"type": "text", "text": LONE_SURROGATES}], "isError": True}
-        return {"jsonrpc": "2.0", "id": message["id"], "result": result}
-    error = {"code": INVALID_PARAMS, "message": LONE_SURROGATES, "data": {"status": 422}}
-    return {"jsonrpc": "2.0", "id": message["id"], "error": error}
-
-
 class BearerGate:
     def __init__(self, app):
         self.app = app
@@ -182,7 +141,7 @@ class BearerGate:
                 return await JSONResponse({"detail": _too_large_detail()}, status_code=413)(
                     scope, receive, send
                 )
-            answer = _lone_surrogate_answer(body)
+            answer = lone_surrogate_answer(body)
             if answer is not None:
                 return await JSONResponse(answer)(scope, receive, send)
             receive = _replay(body, receive)

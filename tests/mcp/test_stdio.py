@@ -161,3 +161,54 @@ def test_a_token_revoked_while_the_server_runs_is_refused_from_the_next_call(dev
     listed, saved = run(body)
     assert "revoked" in listed and "revoked" in saved
     assert not VaultEntry.objects.filter(agent=dev).exists()
+
+
+def test_a_call_whose_text_has_a_lone_surrogate_is_answered_not_dropped(dev, mcp_project):
+    """The SDK's stdio reader could not parse a line escaping half of a surrogate pair ("\\ud83d", an
+    emoji cut in two, as JavaScript's JSON.stringify writes it) and dropped it without a word: the client
+    waited for that call's answer forever. It now gets a tool error under the call's id."""
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp", "--agent", "dev", "--project", "acme"],
+        cwd=ROOT,
+        env=stdio_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+
+    def wait_for(id_: int) -> dict:
+        while True:
+            message = json.loads(lines.get(timeout=60))
+            if message.get("id") == id_:
+                return message
+
+    try:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        process.stdin.write(json.dumps(initialize) + "\n")
+        process.stdin.flush()
+        wait_for(1)
+        process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        process.stdin.write(
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_save", '
+            '"arguments": {"category": "lessons", "content": "Deploys are fine \\ud83d"}}}\n'
+        )
+        process.stdin.flush()
+        answer = wait_for(2)
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    assert answer["result"]["isError"] is True
+    assert "lone surrogates" in answer["result"]["content"][0]["text"]
+    assert not VaultEntry.objects.exists()

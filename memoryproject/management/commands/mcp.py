@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memoryproject.errors import DomainError
 from memoryproject.mcp.caller import Caller, stdio_caller_set
 from memoryproject.mcp.server import mcp_server
-from memoryproject.mcp.stdio import stdout_restore
+from memoryproject.mcp.stdio import serve_stdio, stdout_restore
 from vault import selectors, services
 from vault.models import Agent, Project, TokenScope
 from vault.principal import Principal
@@ -33,7 +33,7 @@ class Command(BaseCommand):
         stdio_caller_set(caller)
         server = mcp_server()
         stdout_restore()
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
 
     def _caller(self, options) -> Caller:
         secret = options["token"] or os.environ.get("MEMORY_TOKEN", "")
