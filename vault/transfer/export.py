@@ -100,10 +100,30 @@ def content_unescape(text: str) -> str:
     return _ESCAPED_MARKER_LINE_RE.sub("", text)
 
 
-def entry_marker(entry: VaultEntry) -> str:
-    marker_id = entry.legacy_id or str(entry.pk)
-    marker_id = "".join(c for c in marker_id if not c.isspace() and c not in "<>") or str(entry.pk)
-    attributes = [f"id:{marker_id}", f"format:{ENTRY_FORMAT}"]
+def _marker_id_clean(value: str) -> str:
+    return "".join(c for c in value if not c.isspace() and c not in "<>")
+
+
+def marker_ids(agent: Agent) -> dict[int, str]:
+    """Each entry's id in the export (entry pk -> id), unique within the agent: its legacy id (the id in the
+    system it was imported from) or else its pk. An import takes an id it already holds for the same
+    entry, so two entries of one agent must never share one; but a legacy id from an earlier export is a
+    small number like this server's pks. Legacy ids are given first, in pk order; an id already given
+    gets `-{pk}` added until it is free. The same data gives the same ids on every export."""
+    rows = VaultEntry.objects.filter(agent=agent).values_list("pk", "legacy_id")
+    ids: dict[int, str] = {}
+    used: set[str] = set()
+    for pk, legacy_id in sorted(rows, key=lambda row: (not row[1], row[0])):
+        candidate = _marker_id_clean(legacy_id) or str(pk)
+        while candidate in used:
+            candidate = f"{candidate}-{pk}"
+        used.add(candidate)
+        ids[pk] = candidate
+    return ids
+
+
+def entry_marker(entry: VaultEntry, ids: dict[int, str]) -> str:
+    attributes = [f"id:{ids[entry.pk]}", f"format:{ENTRY_FORMAT}"]
     if entry.status != "active":
         attributes.append(f"status:{entry.status}")
     if entry.importance != DEFAULT_IMPORTANCE:
@@ -111,15 +131,15 @@ def entry_marker(entry: VaultEntry) -> str:
     return f"<!-- {' '.join(attributes)} -->"
 
 
-def entry_render(entry: VaultEntry) -> str:
+def entry_render(entry: VaultEntry, ids: dict[int, str]) -> str:
     header = f"## {date_format(entry.created_at)}"
     if entry.tags:
         header += " · " + " ".join(f"#{tag}" for tag in entry.tags)
-    return f"{entry_marker(entry)}\n{header}\n{content_escape(entry.content)}\n---\n"
+    return f"{entry_marker(entry, ids)}\n{header}\n{content_escape(entry.content)}\n---\n"
 
 
-def category_render(agent: Agent, category: str, entries: Iterable[VaultEntry]) -> str:
-    blocks = [entry_render(entry) for entry in entries]
+def category_render(agent: Agent, category: str, entries: Iterable[VaultEntry], ids: dict[int, str]) -> str:
+    blocks = [entry_render(entry, ids) for entry in entries]
     return f"# {CATEGORY_TITLES[category]} · {agent.slug}\n\n" + "\n".join(blocks)
 
 
@@ -137,12 +157,13 @@ def export_files(*, project: Project, agents: Iterable[Agent]) -> Iterator[tuple
     for agent in agents:
         folder = agent_folder(agent)
         entries = selectors.entry_list(agent=agent, status=None)
+        ids = marker_ids(agent)
         for category in Category.values:
             chosen = entries.filter(category=category)
             if chosen.exists():
                 yield (
                     f"{folder}/{category}.md",
-                    category_render(agent, category, chosen.iterator(chunk_size=2000)),
+                    category_render(agent, category, chosen.iterator(chunk_size=2000), ids),
                 )
         manifest = {}
         services.daily_notes_flush(agent=agent)
