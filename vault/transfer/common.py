@@ -176,6 +176,7 @@ class EntryItem:
     importance: float | None = None
     status: str = EntryStatus.ACTIVE
     verbatim: bool = False  # the content as it is, whitespace at its ends included (our export's entries)
+    supersedes: str | None = None  # the source id of the entry this one supersedes (our export's entries)
 
 
 @dataclass

@@ -23,7 +23,8 @@ the content, as stored, escaped (below)
 ```
 
 followed by a blank line before the next marker. `status:` and `importance:` appear when they differ from
-active and 0.5. The content sits exactly between the header line's newline and the `\n---` that closes the
+active and 0.5 (importance written exactly), `supersedes:` (the id of the entry it replaced) when the entry
+supersedes another, so that the import links its supersede chains again. The content sits exactly between the header line's newline and the `\n---` that closes the
 entry: nothing is stripped or added, so whitespace at either end survives. `format:2` says the content was
 escaped, so that nothing in it can be read as structure:
 
@@ -127,7 +128,9 @@ def entry_marker(entry: VaultEntry, ids: dict[int, str]) -> str:
     if entry.status != "active":
         attributes.append(f"status:{entry.status}")
     if entry.importance != DEFAULT_IMPORTANCE:
-        attributes.append(f"importance:{entry.importance:g}")
+        attributes.append(f"importance:{entry.importance!r}")  # exactly: float() reads it back
+    if entry.supersedes_id in ids:
+        attributes.append(f"supersedes:{ids[entry.supersedes_id]}")
     return f"<!-- {' '.join(attributes)} -->"
 
 

@@ -199,6 +199,7 @@ def vault_category_file_import(importer: Importer, agent: Agent | None, category
                 importance=importance,
                 status=attrs.get("status", EntryStatus.ACTIVE),
                 verbatim=exact is not None,
+                supersedes=attrs.get("supersedes"),
             ),
             where=where,
         )
@@ -408,7 +409,7 @@ def _run(
     try:
         with transaction.atomic():
             body(importer)
-            importer.flush()
+            importer.chains_link()
             if dry_run:
                 raise _DryRunRollback
     except _DryRunRollback:

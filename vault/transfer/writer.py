@@ -56,6 +56,7 @@ class Importer:
         self._agents: dict[str, Agent | None] = {}
         self._seen: dict[int, tuple[set[str], set[tuple]]] = {}
         self._pending: dict[int, list[VaultEntry]] = {}
+        self._links: dict[int, list[tuple[str, str, str]]] = {}  # agent pk -> (successor, predecessor, where)
         self._created_total = 0
 
     def agent_slug(self, source_id: str | None) -> str:
@@ -128,6 +129,10 @@ class Importer:
             return
         ids, keys = self._seen_for(agent)
         legacy_id = legacy_id_fit(item.legacy_id)
+        if item.supersedes:
+            self._links.setdefault(agent.pk, []).append(
+                (legacy_id, legacy_id_fit(item.supersedes), str(where))
+            )
         key = self._key(item.category, content, item.created_at)
         if legacy_id in ids or key in keys:
             self.report.counts["entries already imported (skipped)"] += 1
@@ -177,6 +182,46 @@ class Importer:
             if self._created_total // PROGRESS_EVERY > before // PROGRESS_EVERY:
                 self.report.say(f"  ... {self._created_total} entries stored")
         self._pending = {}
+
+    def chains_link(self) -> None:
+        """Link each imported entry to the entry it supersedes (both by their source ids, in the same
+        agent), as the source had them. A link already there is left; one that would take an entry already
+        superseded by another, or whose predecessor is not here, is reported and not made. An entry that is
+        not stored under its source id (the import matched it to a stored entry by its content) keeps the
+        chain it has."""
+        self.flush()
+        for agent_pk, links in self._links.items():
+            wanted = {source for link in links for source in link[:2]}
+            rows = {
+                legacy_id: (pk, supersedes_id)
+                for legacy_id, pk, supersedes_id in VaultEntry.objects.filter(
+                    agent_id=agent_pk, legacy_id__in=wanted
+                ).values_list("legacy_id", "pk", "supersedes_id")
+            }
+            taken = set(
+                VaultEntry.objects.filter(agent_id=agent_pk, supersedes_id__isnull=False).values_list(
+                    "supersedes_id", flat=True
+                )
+            )
+            for successor, predecessor, where in links:
+                if successor not in rows:  # not stored under its source id: matched by content, or skipped
+                    continue
+                if predecessor not in rows:
+                    self.report.problem(where, f"supersedes {predecessor}, which is not here; link not made")
+                    continue
+                (new_pk, current), (old_pk, _) = rows[successor], rows[predecessor]
+                if current == old_pk:
+                    continue
+                if current is not None or old_pk in taken or old_pk == new_pk:
+                    self.report.problem(
+                        where, f"supersedes {predecessor}, which conflicts with a stored chain; link not made"
+                    )
+                    continue
+                VaultEntry.objects.filter(pk=new_pk).update(supersedes_id=old_pk)
+                rows[successor] = (new_pk, old_pk)
+                taken.add(old_pk)
+                self.report.counts["supersede links made"] += 1
+        self._links = {}
 
     # Files and project context -------------------------------------------------------------------
 
