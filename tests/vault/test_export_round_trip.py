@@ -1,13 +1,17 @@
 """An export imported into a fresh project gives every entry back, with its supersede chain."""
 
 import io
+import threading
 from pathlib import Path
 
+import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from sessions_app import transfer
 from vault import services
 from vault.models import VaultEntry
+from vault.transfer import export
 
 
 def export_to(path: Path, project) -> Path:
@@ -67,3 +71,36 @@ def test_it_keeps_an_entrys_importance_exactly(tmp_path, project, agent_a, targe
     services.entry_create(agent=agent_a, category="decisions", content="Precise", importance=0.123456789)
     transfer.import_memory_dir(path=export_to(tmp_path / "out", project), project=target)
     assert VaultEntry.objects.get(project=target).importance == 0.123456789
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_is_one_snapshot_while_an_agent_edits(tmp_path, monkeypatch):
+    """Each category and the files were read by their own query: an entry moved from lessons to decisions
+    after decisions were read and before lessons were was in neither file, so the export (a backup)
+    lacked it. The export now reads everything from one snapshot: the entry is where it was."""
+    project = services.project_create(slug="snap")
+    agent = services.agent_ensure(project=project, slug="dev")
+    moved = services.entry_create(agent=agent, category="lessons", content="Cache keys need a version")
+    render = export.category_render
+    calls = []
+
+    def render_then_edit(*args):
+        text = render(*args)
+        if not calls:  # decisions were just read; another connection moves the lesson to them
+            calls.append(1)
+            thread = threading.Thread(target=edit_elsewhere)
+            thread.start()
+            thread.join()
+        return text
+
+    def edit_elsewhere():
+        try:
+            VaultEntry.objects.filter(pk=moved.pk).update(category="decisions")
+        finally:
+            connection.close()
+
+    services.entry_create(agent=agent, category="decisions", content="Use SSE for streaming")
+    monkeypatch.setattr(export, "category_render", render_then_edit)
+    out = export_to(tmp_path / "out", project)
+    written = "".join(path.read_text() for path in (out / "dev").glob("*.md"))
+    assert written.count("Cache keys need a version") == 1

@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from django.db import connection, transaction
+
 from memoryproject.errors import InvalidInput
 from vault import selectors, services
 from vault.models import Agent, Category, Project, VaultEntry
@@ -153,10 +155,9 @@ def agent_folder(agent: Agent) -> str:
     return slug.replace(".", "%2E") if slug.strip(".") == "" else slug
 
 
-def export_files(*, project: Project, agents: Iterable[Agent]) -> Iterator[tuple[str, str]]:
-    """(relative path, text) of every file of the export, in a stable order."""
+def _files_read(project: Project, agents: list[Agent]) -> Iterator[tuple[str, str]]:
     yield EXPORT_MANIFEST, json.dumps({"format": int(ENTRY_FORMAT)}) + "\n"
-    yield "_project.md", project.context
+    yield "_project.md", Project.objects.get(pk=project.pk).context
     for agent in agents:
         folder = agent_folder(agent)
         entries = selectors.entry_list(agent=agent, status=None)
@@ -169,7 +170,6 @@ def export_files(*, project: Project, agents: Iterable[Agent]) -> Iterator[tuple
                     category_render(agent, category, chosen.iterator(chunk_size=2000), ids),
                 )
         manifest = {}
-        services.daily_notes_flush(agent=agent)
         for file in selectors.files_list(agent=agent).order_by("path"):
             manifest[file.path] = {"enabled": file.enabled, "sort_order": file.sort_order}
             yield f"{folder}/{WORKSPACE_DIR}/{file.path}", file.content
@@ -178,6 +178,25 @@ def export_files(*, project: Project, agents: Iterable[Agent]) -> Iterator[tuple
                 f"{folder}/{WORKSPACE_DIR}/{WORKSPACE_MANIFEST}",
                 json.dumps(manifest, indent=2, sort_keys=True) + "\n",
             )
+
+
+def export_files(*, project: Project, agents: Iterable[Agent]) -> tuple[list[tuple[str, str]], int]:
+    """(relative path, text) of every file of the export, in a stable order, and how many entries they
+    hold. Everything is read from one snapshot of the database (a repeatable-read transaction): agents
+    writing meanwhile cannot make an entry that moved between two categories, or a file renamed, appear
+    twice or not at all. Inside a caller's transaction (a test's), that transaction's view is used. The
+    daily notes' queued exchanges are written into their notes first, so that the export holds them."""
+    agents = list(agents)
+    for agent in agents:
+        services.daily_notes_flush(agent=agent)
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        files = list(_files_read(project, agents))
+        entries = VaultEntry.objects.filter(agent__in=agents).count()
+    return files, entries
 
 
 @dataclass
@@ -195,12 +214,8 @@ def export_memory_dir(
     nothing else in the folder is touched. InvalidInput naming the path when it cannot be written: the
     whole export is read, and the folder created, before the first file is written."""
     agents = list(agents if agents is not None else project.agents.order_by("slug"))
-    summary = ExportSummary(
-        path=path,
-        agents=[agent.slug for agent in agents],
-        entries=VaultEntry.objects.filter(agent__in=agents).count(),
-    )
-    files = list(export_files(project=project, agents=agents))
+    files, entries = export_files(project=project, agents=agents)
+    summary = ExportSummary(path=path, agents=[agent.slug for agent in agents], entries=entries)
     if path.exists() and not path.is_dir():
         raise InvalidInput(f"Cannot export to {path}: it exists and is not a folder.")
     try:
@@ -225,6 +240,6 @@ def export_zip(*, project: Project, agents: Iterable[Agent]) -> bytes:
     """The same export as a zip archive (for GET /agents/{agent}/export)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for relative, text in export_files(project=project, agents=agents):
+        for relative, text in export_files(project=project, agents=agents)[0]:
             archive.writestr(relative, text)
     return buffer.getvalue()
