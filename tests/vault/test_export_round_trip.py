@@ -104,3 +104,39 @@ def test_an_export_is_one_snapshot_while_an_agent_edits(tmp_path, monkeypatch):
     out = export_to(tmp_path / "out", project)
     written = "".join(path.read_text() for path in (out / "dev").glob("*.md"))
     assert written.count("Cache keys need a version") == 1
+
+
+def test_an_entry_whose_id_another_source_already_used_is_imported_not_skipped(tmp_path, agent_a, target):
+    """Two sources merged into one agent: the second's entry id:1 was skipped as "already imported"
+    because the first had an entry id:1, though the two had nothing in common; the entry was lost and
+    the summary called it a duplicate. An id names the same entry only with the same date or a content
+    the stored entry has or had; otherwise the entry is stored and the clash reported. An entry edited
+    since it was imported is still not imported again, and a second run adds nothing."""
+    first = tmp_path / "first"
+    (first / "dev").mkdir(parents=True)
+    (first / "dev" / "decisions.md").write_text(
+        "<!-- id:1 -->\n## 2026-01-01T10:00\nUse SSE for streaming\n---\n", encoding="utf-8"
+    )
+    second = tmp_path / "second"
+    (second / "dev").mkdir(parents=True)
+    (second / "dev" / "decisions.md").write_text(
+        "<!-- id:1 -->\n## 2026-02-02T09:00\nPostgres holds the ledger\n---\n", encoding="utf-8"
+    )
+    transfer.import_memory_dir(path=first, project=target)
+    stored = VaultEntry.objects.get(project=target)
+    services.entry_update(
+        entry_id=stored.pk, changes=services.EntryChanges(content="Use SSE for all streaming"), changed_by="t"
+    )
+    assert not any(
+        k.startswith("entries created") for k in transfer.import_memory_dir(path=first, project=target).counts
+    )
+    report = transfer.import_memory_dir(path=second, project=target)
+    assert sorted(VaultEntry.objects.filter(project=target).values_list("content", flat=True)) == [
+        "Postgres holds the ledger",
+        "Use SSE for all streaming",
+    ]
+    assert any("id 1" in problem and "another entry" in problem for problem in report.problems), (
+        report.problems
+    )
+    again = transfer.import_memory_dir(path=second, project=target)
+    assert VaultEntry.objects.filter(project=target).count() == 2, again.summary()

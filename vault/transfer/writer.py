@@ -14,6 +14,7 @@ from vault.models import (
     Category,
     EntrySource,
     EntryStatus,
+    EntryVersion,
     Project,
     VaultEntry,
     WorkspaceFile,
@@ -57,6 +58,7 @@ class Importer:
         self._seen: dict[int, tuple[set[str], set[tuple]]] = {}
         self._pending: dict[int, list[VaultEntry]] = {}
         self._links: dict[int, list[tuple[str, str, str]]] = {}  # agent pk -> (successor, predecessor, where)
+        self._renamed: dict[tuple[int, str], str] = {}  # (agent pk, source id) -> the id it was stored under
         self._created_total = 0
 
     def agent_slug(self, source_id: str | None) -> str:
@@ -80,17 +82,36 @@ class Importer:
 
     # Entries -------------------------------------------------------------------------------------
 
-    def _seen_for(self, agent: Agent) -> tuple[set[str], set[tuple]]:
+    def _seen_for(self, agent: Agent) -> tuple[dict[str, int | None], set[tuple]]:
+        """The agent's stored entries: legacy id -> pk (None for one queued by this import), and the
+        category + content + date keys."""
         if agent.pk not in self._seen:
-            ids, keys = set(), set()
-            for legacy_id, category, content, created_at in VaultEntry.objects.filter(
+            ids, keys = {}, set()
+            for pk, legacy_id, category, content, created_at in VaultEntry.objects.filter(
                 agent=agent
-            ).values_list("legacy_id", "category", "content", "created_at"):
+            ).values_list("pk", "legacy_id", "category", "content", "created_at"):
                 if legacy_id:
-                    ids.add(legacy_id)
+                    ids[legacy_id] = pk
                 keys.add(self._key(category, content, created_at))
             self._seen[agent.pk] = (ids, keys)
         return self._seen[agent.pk]
+
+    @staticmethod
+    def _same_entry(pk: int | None, content: str, created_at: datetime) -> bool:
+        """Whether the stored entry `pk`, which holds the id an imported entry has, is that entry: the
+        same date (to the second), or a content it has or had before an edit. Another source's entry
+        that happens to use the same id (an earlier export's small numbers, a hand-written `id:1`) is
+        not."""
+        entry = VaultEntry.objects.filter(pk=pk).values("content", "created_at").first()
+        if pk is None or entry is None:
+            return True
+        if entry["created_at"].replace(microsecond=0) == created_at.replace(microsecond=0):
+            return True
+        texts = {content, content.strip()}
+        return (
+            entry["content"].strip() in texts
+            or EntryVersion.objects.filter(entry_id=pk, content__in=texts).exists()
+        )
 
     @staticmethod
     def _key(category: str, content: str, created_at: datetime) -> tuple:
@@ -129,15 +150,27 @@ class Importer:
             return
         ids, keys = self._seen_for(agent)
         legacy_id = legacy_id_fit(item.legacy_id)
+        key = self._key(item.category, content, item.created_at)
+        if (
+            key not in keys
+            and legacy_id in ids
+            and not self._same_entry(ids[legacy_id], content, item.created_at)
+        ):
+            self.report.problem(
+                where,
+                f"id {item.legacy_id} is already that of another entry of {agent.slug} (another date and "
+                "content); stored as a new entry",
+            )
+            renamed = legacy_id_fit(f"{legacy_id}#{_hash(item.category, content)[:16]}")
+            self._renamed[(agent.pk, legacy_id)] = legacy_id = renamed
         if item.supersedes:
             self._links.setdefault(agent.pk, []).append(
                 (legacy_id, legacy_id_fit(item.supersedes), str(where))
             )
-        key = self._key(item.category, content, item.created_at)
         if legacy_id in ids or key in keys:
             self.report.counts["entries already imported (skipped)"] += 1
             return
-        ids.add(legacy_id)
+        ids[legacy_id] = None
         keys.add(key)
         importance = item.importance
         if importance is None or not 0.0 <= importance <= 1.0:
@@ -191,6 +224,10 @@ class Importer:
         chain it has."""
         self.flush()
         for agent_pk, links in self._links.items():
+            links = [
+                (successor, self._renamed.get((agent_pk, predecessor), predecessor), where)
+                for successor, predecessor, where in links
+            ]
             wanted = {source for link in links for source in link[:2]}
             rows = {
                 legacy_id: (pk, supersedes_id)
