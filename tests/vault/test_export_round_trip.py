@@ -140,3 +140,21 @@ def test_an_entry_whose_id_another_source_already_used_is_imported_not_skipped(t
     )
     again = transfer.import_memory_dir(path=second, project=target)
     assert VaultEntry.objects.filter(project=target).count() == 2, again.summary()
+
+
+def test_a_workspace_folder_linked_to_outside_is_reported_once_not_walked(tmp_path, target):
+    """`memories/` as a symbolic link to a folder outside (to `/`, say) was walked file by file, every one
+    reported: the whole tree it led to was listed (minutes for `/`), and the report buried the one
+    thing to say. The folder is now skipped and reported once."""
+    outside = tmp_path / "elsewhere"
+    for name in ("a.md", "b.md", "deep/c.md"):
+        (outside / name).parent.mkdir(parents=True, exist_ok=True)
+        (outside / name).write_text("outside\n", encoding="utf-8")
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "MEMORY.md").write_text("# Long-term\n", encoding="utf-8")
+    (root / "memories").symlink_to(outside)
+    report = transfer.import_memory_dir(path=root, project=target)
+    assert [p for p in report.problems if "outside" in p] == [
+        f"{root / 'memories'}: is a symbolic link to outside the folder being imported; skipped"
+    ]

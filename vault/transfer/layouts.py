@@ -52,6 +52,7 @@ from vault.transfer.common import (
     _mtime,
     _read_json,
     _read_text,
+    _source_path,
     date_parse,
 )
 from vault.transfer.conversations import (
@@ -240,7 +241,7 @@ def agent_dir_import(importer: Importer, directory: Path) -> None:
             importer.report.say(f"{path}")
             vault_category_file_import(importer, agent, category, path)
     workspace = directory / WORKSPACE_DIR
-    if workspace.is_dir():
+    if workspace.is_dir() and _source_path(workspace, importer.report) is not None:
         workspace_import(importer, workspace, agent=agent)
     importer.flush()
 
@@ -352,7 +353,8 @@ def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = No
             files.setdefault(child.name, (child, False))
     for folder in ("memory", "memories"):
         base = root / folder
-        if base.is_dir():
+        # A folder linked to outside the import is skipped whole, not walked (a link to `/` listed it all).
+        if base.is_dir() and _source_path(base, report) is not None:
             for child in sorted(base.rglob("*")):
                 if child.is_file() and not any(
                     part.startswith(".") for part in child.relative_to(root).parts
