@@ -288,13 +288,14 @@ def import_conversations(
     else:
         raise InvalidInput(f"{path} is neither a conversation file nor a folder")
 
+    if not files:  # a failure: a script must not go on as if it worked
+        raise InvalidInput(f"{path}: no conversation .json files found; nothing imported")
+
     def body(importer: Importer) -> None:
         if project_md is not None and project_md.is_file():
             project_file_import(importer, project_md)
         for file in files:
             conversation_insights_import(importer, file)
-        if not files:
-            importer.report.problem(path, "no conversation .json files found")
 
     return _run(project, dry_run, progress, body, source=source, agent_map=agent_map)
 

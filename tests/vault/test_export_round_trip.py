@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 
 from sessions_app import transfer
@@ -158,3 +159,12 @@ def test_a_workspace_folder_linked_to_outside_is_reported_once_not_walked(tmp_pa
     assert [p for p in report.problems if "outside" in p] == [
         f"{root / 'memories'}: is a symbolic link to outside the folder being imported; skipped"
     ]
+
+
+@pytest.mark.parametrize("command", ["import_memory_dir", "import_conversations"])
+def test_an_import_that_finds_nothing_to_import_fails_with_exit_status_1(tmp_path, target, command):
+    """A folder holding no layout (a typo'd path, the parent of the right folder) printed "nothing
+    imported" among the problems and exited 0, so a migration script went on as if it had worked."""
+    (tmp_path / "notes.txt").write_text("not memory\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="nothing imported|no conversation"):
+        call_command(command, str(tmp_path), "--project", target.slug, stdout=io.StringIO())

@@ -433,7 +433,8 @@ def import_memory_dir(
 ) -> ImportReport:
     """Import every layout found at `path`: the folder itself, or `.memory/`, `.bmad/memory/` and
     `workspace/` inside it. `default_agent` receives what names no agent (a bare workspace, shared files).
-    With `dry_run` everything runs and is counted, then rolled back."""
+    With `dry_run` everything runs and is counted, then rolled back. InvalidInput when the folder holds
+    none of the layouts."""
     path = Path(path)
     if not path.is_dir():
         raise InvalidInput(f"{path} is not a folder")
@@ -461,9 +462,9 @@ def import_memory_dir(
                     importer.flush()
             if found:
                 break
-        if not found:
-            importer.report.problem(
-                path, "no .memory/ vault, workspace or .bmad/memory/ layout found; nothing imported"
+        if not found:  # a failure, not a problem among others: a script must not go on as if it worked
+            raise InvalidInput(
+                f"{path}: no .memory/ vault, workspace or .bmad/memory/ layout found; nothing imported"
             )
 
     return _run(
