@@ -8,9 +8,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
+from django.utils import timezone
 
 from sessions_app import transfer
 from vault import services
+from vault.maintenance.retention import entry_erase
 from vault.models import VaultEntry
 from vault.transfer import export
 
@@ -168,3 +170,29 @@ def test_an_import_that_finds_nothing_to_import_fails_with_exit_status_1(tmp_pat
     (tmp_path / "notes.txt").write_text("not memory\n", encoding="utf-8")
     with pytest.raises(CommandError, match="nothing imported|no conversation"):
         call_command(command, str(tmp_path), "--project", target.slug, stdout=io.StringIO())
+
+
+def test_an_entry_deleted_or_forgotten_since_an_import_is_not_brought_back_by_importing_again(
+    tmp_path, project, agent_a, target
+):
+    """Importing the same export again (a migration re-run to pick up what is new) brought back every
+    entry deleted or forgotten since: nothing of them was left to match, so they looked new. A deleted
+    entry's last state and a forgotten one's audit row now say it was here: it is skipped and counted."""
+    for content in ("Use SSE for streaming", "My password hint is blue", "Old lesson", "Kept"):
+        services.entry_create(agent=agent_a, category="lessons", content=content)
+    out = export_to(tmp_path / "out", project)
+    transfer.import_memory_dir(path=out, project=target)
+    imported = {e.content: e for e in VaultEntry.objects.filter(project=target)}
+    services.entry_update(
+        entry_id=imported["Old lesson"].pk,
+        changes=services.EntryChanges(content="Edited lesson"),
+        changed_by="t",
+    )
+    services.entry_delete(entry_id=imported["Old lesson"].pk, deleted_by="curator")
+    services.entry_delete(entry_id=imported["Use SSE for streaming"].pk, deleted_by="curator")
+    entry_erase(
+        imported["My password hint is blue"], reason="forget", criteria={}, deleted_by="t", now=timezone.now()
+    )
+    report = transfer.import_memory_dir(path=out, project=target)
+    assert list(VaultEntry.objects.filter(project=target).values_list("content", flat=True)) == ["Kept"]
+    assert report.counts["entries deleted or forgotten here since (skipped)"] == 3, report.summary()

@@ -9,14 +9,17 @@ from django.conf import settings
 
 from memoryproject.errors import DomainError
 from vault import services, trust
+from vault.maintenance.retention import content_sha
 from vault.models import (
     Agent,
     Category,
+    DeletionAudit,
     EntrySource,
     EntryStatus,
     EntryVersion,
     Project,
     VaultEntry,
+    VersionAction,
     WorkspaceFile,
     WorkspaceFileVersion,
 )
@@ -30,6 +33,7 @@ from vault.transfer.common import (
     ParsedCheckpoint,
     ParsedConversation,
     _hash,
+    date_parse,
     legacy_id_fit,
 )
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
@@ -58,7 +62,10 @@ class Importer:
         self._seen: dict[int, tuple[set[str], set[tuple]]] = {}
         self._pending: dict[int, list[VaultEntry]] = {}
         self._links: dict[int, list[tuple[str, str, str]]] = {}  # agent pk -> (successor, predecessor, where)
-        self._renamed: dict[tuple[int, str], str] = {}  # (agent pk, source id) -> the id it was stored under
+        self._renamed: dict[tuple[int, str], str] = {}
+        self._gone: dict[
+            int, tuple[set[tuple], set[tuple]]
+        ] = {}  # (agent pk, source id) -> the id it was stored under
         self._created_total = 0
 
     def agent_slug(self, source_id: str | None) -> str:
@@ -95,6 +102,41 @@ class Importer:
                 keys.add(self._key(category, content, created_at))
             self._seen[agent.pk] = (ids, keys)
         return self._seen[agent.pk]
+
+    def _gone_for(self, agent: Agent) -> tuple[set[tuple], set[tuple]]:
+        """What the agent had and lost since: the keys of its deleted entries (every content they had, from
+        their versions) and the category, content hash and second of its forgotten or purged ones (from
+        the deletion audit, which keeps no content). An import must not bring them back as new."""
+        if agent.pk not in self._gone:
+            deleted = {
+                version.entry_id: date_parse(version.restore_state.get("created_at"))
+                for version in EntryVersion.objects.filter(agent=agent, action=VersionAction.DELETE)
+            }
+            keys = {
+                self._key(category, content, deleted[entry_id])
+                for entry_id, category, content in EntryVersion.objects.filter(
+                    agent=agent, entry_id__in=[pk for pk, date in deleted.items() if date]
+                ).values_list("entry_id", "category", "content")
+            }
+            forgotten = {
+                (category, sha, created_at.replace(microsecond=0))
+                for category, sha, created_at in DeletionAudit.objects.filter(
+                    project_id=agent.project_id,
+                    agent_slug=agent.slug,
+                    kind="entry",
+                    item_created_at__isnull=False,
+                ).values_list("category", "content_sha256", "item_created_at")
+            }
+            self._gone[agent.pk] = (keys, forgotten)
+        return self._gone[agent.pk]
+
+    def _deleted_since(
+        self, agent: Agent, category: str, content: str, created_at: datetime, key: tuple
+    ) -> bool:
+        deleted, forgotten = self._gone_for(agent)
+        return (
+            key in deleted or (category, content_sha(content), created_at.replace(microsecond=0)) in forgotten
+        )
 
     @staticmethod
     def _same_entry(pk: int | None, content: str, created_at: datetime) -> bool:
@@ -169,6 +211,9 @@ class Importer:
             )
         if legacy_id in ids or key in keys:
             self.report.counts["entries already imported (skipped)"] += 1
+            return
+        if self._deleted_since(agent, item.category, content, item.created_at, key):
+            self.report.counts["entries deleted or forgotten here since (skipped)"] += 1
             return
         ids[legacy_id] = None
         keys.add(key)
