@@ -196,3 +196,27 @@ def test_an_entry_deleted_or_forgotten_since_an_import_is_not_brought_back_by_im
     report = transfer.import_memory_dir(path=out, project=target)
     assert list(VaultEntry.objects.filter(project=target).values_list("content", flat=True)) == ["Kept"]
     assert report.counts["entries deleted or forgotten here since (skipped)"] == 3, report.summary()
+
+
+def test_a_workspace_file_deleted_since_an_import_is_not_brought_back_by_importing_again(
+    tmp_path, project, agent_a, target
+):
+    """As with entries: a file the curator deleted after the import came back, whole, on the next run of
+    the same import. A file deleted here whose content (now or before an edit) is the imported one is
+    skipped and counted; a file whose content changed in the source is written as before."""
+    services.file_write(agent=agent_a, path="memories/old-plan.md", content="the old plan\n", changed_by="t")
+    services.file_write(agent=agent_a, path="memories/notes.md", content="notes\n", changed_by="t")
+    out = export_to(tmp_path / "out", project)
+    transfer.import_memory_dir(path=out, project=target)
+    agent = target.agents.get(slug="agent-a")
+    services.file_delete(agent=agent, path="memories/old-plan.md", deleted_by="curator")
+    services.file_delete(agent=agent, path="memories/notes.md", deleted_by="curator")
+    (out / "agent-a" / "workspace" / "memories" / "notes.md").write_text("newer notes\n", encoding="utf-8")
+    report = transfer.import_memory_dir(path=out, project=target)
+    live = dict(
+        agent.files.filter(deleted_at__isnull=True, path__startswith="memories/").values_list(
+            "path", "content"
+        )
+    )
+    assert live == {"memories/notes.md": "newer notes\n"}, report.summary()
+    assert report.counts["files deleted here since (skipped)"] == 1

@@ -317,7 +317,8 @@ class Importer:
         sort_order: int | None = None,
         where,
     ) -> None:
-        """Create or update a workspace file. A file that already holds this content is unchanged (its
+        """Create or update a workspace file. A file deleted here since holding this content stays deleted.
+        A file that already holds this content is unchanged (its
         enabled flag and sort order are set only when they differ, so its date stays); one that held it
         before a later edit is left alone (the edit wins); otherwise the import overwrites it and the
         previous content is versioned."""
@@ -325,6 +326,9 @@ class Importer:
             self.report.counts["files skipped (no valid agent)"] += 1
             return
         existing = WorkspaceFile.objects.filter(agent=agent, path=path, deleted_at__isnull=True).first()
+        if existing is None and self._file_deleted_since(agent, path, content):
+            self.report.counts["files deleted here since (skipped)"] += 1
+            return
         if existing is not None and existing.content == content:
             self.report.counts["files unchanged"] += 1
             if enabled not in (None, existing.enabled) or sort_order not in (None, existing.sort_order):
@@ -351,6 +355,18 @@ class Importer:
                 self.report.problem(where, f"{exc.detail} File skipped")
                 return
             self.report.counts["files created" if created else "files updated"] += 1
+
+    @staticmethod
+    def _file_deleted_since(agent: Agent, path: str, content: str) -> bool:
+        """Whether the file at `path` was deleted here while holding this content (or holding it before an
+        edit): an import run again must not bring back what a curator deleted."""
+        versions = WorkspaceFileVersion.objects.filter(
+            file__agent=agent, file__path=path, file__deleted_at__isnull=False
+        )
+        return (
+            versions.filter(content=content).exists()
+            and versions.filter(action=VersionAction.DELETE).exists()
+        )
 
     def project_context(self, content: str, *, where) -> None:
         project = Project.objects.get(pk=self.project.pk)
