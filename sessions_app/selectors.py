@@ -425,13 +425,17 @@ def recovery_build(
 # --- archives, statistics -----------------------------------------------------------------------
 
 
-def archive_messages(session: Session) -> list[dict]:
-    """The message rows stored in a session's archive (empty when it has none)."""
-
+def archive_payload(session: Session) -> dict:
+    """What a session's archive holds (`messages`, `branches` heads, `state` links); empty without one."""
     archive = SessionArchive.objects.filter(session=session).first()
     if archive is None:
-        return []
-    return json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))["messages"]
+        return {}
+    return json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))
+
+
+def archive_messages(session: Session) -> list[dict]:
+    """The message rows stored in a session's archive (empty when it has none)."""
+    return archive_payload(session).get("messages", [])
 
 
 def archived_messages_search(

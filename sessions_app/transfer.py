@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from memoryproject.errors import DomainError, InvalidInput
 from sessions_app import services as session_services
+from sessions_app import session_files
 from sessions_app.models import Checkpoint, Message, Session
 from vault.extraction import insights_extract
 from vault.models import (
@@ -24,6 +25,7 @@ from vault.transfer.common import (
     ParsedCheckpoint,
     ParsedConversation,
     ParsedMessage,
+    ParsedSessionFile,
     _hash,
     _mtime,
     _read_json,
@@ -196,11 +198,19 @@ def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
     report.counts["checkpoints stored"] += 1
 
 
-def sessions_write(importer: Importer, item: ParsedConversation | ParsedCheckpoint) -> None:
+def sessions_write(
+    importer: Importer, item: ParsedConversation | ParsedCheckpoint | ParsedSessionFile
+) -> None:
     """The sessions writer of an import: a parsed conversation becomes a session with its messages, a
-    checkpoint the agent's Checkpoint."""
+    checkpoint the agent's Checkpoint, a session file of our export the session it was."""
     if item.kind == "checkpoint":
         checkpoint_store(importer, item)
+    elif item.kind == "session":
+        agent = _session_agent(importer, item.agent)
+        if agent is None:
+            importer.report.counts["sessions skipped (no valid agent)"] += 1
+        else:
+            session_files.session_file_store(importer, item, agent)
     else:
         conversation_store(importer, item)
 

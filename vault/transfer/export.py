@@ -53,7 +53,7 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,7 +155,12 @@ def agent_folder(agent: Agent) -> str:
     return slug.replace(".", "%2E") if slug.strip(".") == "" else slug
 
 
-def _files_read(project: Project, agents: list[Agent]) -> Iterator[tuple[str, str]]:
+# What another app adds to an agent's part of an export (sessions_app: its sessions and checkpoint): given
+# the agent and its folder, (relative path, text) pairs, read inside the export's snapshot.
+AgentFiles = Callable[[Agent, str], Iterable[tuple[str, str]]]
+
+
+def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None) -> Iterator[tuple[str, str]]:
     yield EXPORT_MANIFEST, json.dumps({"format": int(ENTRY_FORMAT)}) + "\n"
     yield "_project.md", Project.objects.get(pk=project.pk).context
     for agent in agents:
@@ -178,14 +183,19 @@ def _files_read(project: Project, agents: list[Agent]) -> Iterator[tuple[str, st
                 f"{folder}/{WORKSPACE_DIR}/{WORKSPACE_MANIFEST}",
                 json.dumps(manifest, indent=2, sort_keys=True) + "\n",
             )
+        if extra is not None:
+            yield from extra(agent, folder)
 
 
-def export_files(*, project: Project, agents: Iterable[Agent]) -> tuple[list[tuple[str, str]], int]:
+def export_files(
+    *, project: Project, agents: Iterable[Agent], extra: AgentFiles | None = None
+) -> tuple[list[tuple[str, str]], int]:
     """(relative path, text) of every file of the export, in a stable order, and how many entries they
     hold. Everything is read from one snapshot of the database (a repeatable-read transaction): agents
     writing meanwhile cannot make an entry that moved between two categories, or a file renamed, appear
     twice or not at all. Inside a caller's transaction (a test's), that transaction's view is used. The
-    daily notes' queued exchanges are written into their notes first, so that the export holds them."""
+    daily notes' queued exchanges are written into their notes first, so that the export holds them.
+    `extra` adds each agent's files of another app (vault knows no sessions)."""
     agents = list(agents)
     for agent in agents:
         services.daily_notes_flush(agent=agent)
@@ -194,7 +204,7 @@ def export_files(*, project: Project, agents: Iterable[Agent]) -> tuple[list[tup
         if outermost:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        files = list(_files_read(project, agents))
+        files = list(_files_read(project, agents, extra))
         entries = VaultEntry.objects.filter(agent__in=agents).count()
     return files, entries
 
@@ -208,13 +218,18 @@ class ExportSummary:
 
 
 def export_memory_dir(
-    *, path: Path, project: Project, agents: Iterable[Agent] | None = None, progress=None
+    *,
+    path: Path,
+    project: Project,
+    agents: Iterable[Agent] | None = None,
+    progress=None,
+    extra: AgentFiles | None = None,
 ) -> ExportSummary:
     """Write the export under `path` (created if missing). Existing files at the same paths are replaced;
     nothing else in the folder is touched. InvalidInput naming the path when it cannot be written: the
     whole export is read, and the folder created, before the first file is written."""
     agents = list(agents if agents is not None else project.agents.order_by("slug"))
-    files, entries = export_files(project=project, agents=agents)
+    files, entries = export_files(project=project, agents=agents, extra=extra)
     summary = ExportSummary(path=path, agents=[agent.slug for agent in agents], entries=entries)
     if path.exists() and not path.is_dir():
         raise InvalidInput(f"Cannot export to {path}: it exists and is not a folder.")

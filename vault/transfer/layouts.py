@@ -45,9 +45,12 @@ from vault.transfer.common import (
     MARKER_RE,
     MEMORY_VAULT_SKIP_DIRS,
     SECTION_RE,
+    SESSION_FILE_FORMAT,
+    SESSIONS_DIR,
     WORKSPACE_KNOWN,
     EntryItem,
     ImportReport,
+    ParsedSessionFile,
     _DryRunRollback,
     _hash,
     _mtime,
@@ -59,6 +62,7 @@ from vault.transfer.common import (
 from vault.transfer.conversations import (
     checkpoint_file_import,
     conversation_file_import,
+    sessions_store,
 )
 from vault.transfer.export import (
     ENTRY_FORMAT,
@@ -245,6 +249,23 @@ def agent_dir_import(importer: Importer, directory: Path) -> None:
     if workspace.is_dir() and _source_path(workspace, importer.report) is not None:
         workspace_import(importer, workspace, agent=agent)
     importer.flush()
+    sessions = directory / SESSIONS_DIR
+    if agent is not None and sessions.is_dir() and _source_path(sessions, importer.report) is not None:
+        for path in sorted(sessions.glob("*.json")):
+            session_file_import(importer, agent, path)
+
+
+def session_file_import(importer: Importer, agent: Agent, path: Path) -> None:
+    """`{agent}/sessions/{id}.json` of our export: one session whole, for the sessions writer."""
+    data = _read_json(path, importer.report)
+    if data is None:
+        return
+    if not isinstance(data, dict) or data.get("format") != SESSION_FILE_FORMAT:
+        importer.report.problem(path, f"is not a session file of format {SESSION_FILE_FORMAT}; skipped")
+        return
+    sessions_store(
+        importer, ParsedSessionFile(source=str(path), agent=agent.slug, data=data, saved_at=_mtime(path))
+    )
 
 
 def _is_agent_dir(directory: Path) -> bool:
@@ -253,6 +274,7 @@ def _is_agent_dir(directory: Path) -> bool:
     return (
         any((directory / f"{c}.md").is_file() for c in Category.values)
         or (directory / WORKSPACE_DIR).is_dir()
+        or (directory / SESSIONS_DIR).is_dir()
     )
 
 

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject.errors import DomainError
 from sessions_app import transfer
-from vault.management.commands.export_memory_dir import project_get
+from vault.management.projects import project_get
 from vault.transfer.layouts import agent_map_parse
 
 

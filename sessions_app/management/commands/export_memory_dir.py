@@ -3,21 +3,15 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject.errors import DomainError
-from vault.models import Project
+from sessions_app.session_files import agent_session_files
+from vault.management.projects import project_get
 from vault.transfer import export
-
-
-def project_get(slug: str) -> Project:
-    project = Project.objects.filter(slug=slug).first()
-    if project is None:
-        raise CommandError(f"Project {slug!r} does not exist (create it with token_create --create-project).")
-    return project
 
 
 class Command(BaseCommand):
     help = (
-        "Write the project's memory as .memory/ layout: readable markdown (an Obsidian vault) "
-        "that import_memory_dir reads back."
+        "Write the project's memory as .memory/ layout: readable markdown (an Obsidian vault), with "
+        "each agent's sessions and checkpoint, that import_memory_dir reads back."
     )
 
     def add_arguments(self, parser):
@@ -35,7 +29,11 @@ class Command(BaseCommand):
                 raise CommandError(f"No such agent in {project.slug}: {', '.join(sorted(missing))}")
         try:
             summary = export.export_memory_dir(
-                path=Path(options["path"]), project=project, agents=agents, progress=self.stdout.write
+                path=Path(options["path"]),
+                project=project,
+                agents=agents,
+                progress=self.stdout.write,
+                extra=agent_session_files,
             )
         except DomainError as exc:
             raise CommandError(exc.detail) from None

@@ -1,0 +1,293 @@
+"""Sessions in an export, and back: `{agent}/sessions/{id}.json` holds one session whole (its chat id,
+model id, status and dates, every message of its tree with its parent, tool calls, state and dates, its
+branches), and `.vault/checkpoints/{agent}.json` the agent's checkpoint in seed 000's form. The import
+(`session_file_store`) gives the session back as it was, tree and branches included, without replaying
+what an append triggers (the write-ahead scan, daily notes, the working buffer): their results are in
+the export already. Messages keep their client ids; one that had none gets `export:{its id there}`, so a
+second import of the same file adds nothing."""
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+
+from django.db import transaction
+
+from memoryproject.copy_rows import ids_allocate, rows_copy
+from memoryproject.errors import DomainError
+from sessions_app import selectors
+from sessions_app import services as session_services
+from sessions_app.models import Branch, Checkpoint, Message, Role, Session, SessionStatus
+from sessions_app.services.append import _reply_context
+from sessions_app.services.common import MAIN_BRANCH
+from vault.models import Agent
+from vault.redaction import project_redaction_enabled, redact
+from vault.transfer.common import SESSION_FILE_FORMAT as SESSION_FORMAT
+from vault.transfer.common import SESSIONS_DIR, ImportReport, ParsedSessionFile, date_parse
+
+_MESSAGE_FIELDS = (
+    "id", "parent_id", "client_id", "role", "text", "internal", "tool_calls", "tool_call_id", "state",
+    "archived", "created_at",
+)  # fmt: skip
+
+
+def _iso(value) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else value.isoformat()
+
+
+def session_data(session: Session) -> dict:
+    """One session as its export file holds it. An archived session's messages come from its archive."""
+    branches = list(Branch.objects.filter(session=session).order_by("id"))
+    heads = {b.pk: (b.head_id, b.from_message_id) for b in branches}
+    if session.status == SessionStatus.ARCHIVED:
+        payload = selectors.archive_payload(session)
+        rows = sorted(payload.get("messages", []), key=lambda row: row["id"])
+        heads |= {int(pk): tuple(pair) for pk, pair in payload.get("branches", {}).items()}
+    else:
+        rows = list(Message.objects.filter(session=session).order_by("id").values(*_MESSAGE_FIELDS))
+    active = next((b.name for b in branches if b.pk == session.active_branch_id), None)
+    return {
+        "format": SESSION_FORMAT,
+        "chat_id": session.external_id,
+        "model_id": session.model_id,
+        "status": session.status,
+        "created_at": _iso(session.created_at),
+        "last_activity_at": _iso(session.last_activity_at),
+        "closed_at": _iso(session.closed_at),
+        "max_input_tokens": session.max_input_tokens,
+        "active_branch": active,
+        "branches": [
+            {"name": b.name, "head": _key(heads[b.pk][0]), "from": _key(heads[b.pk][1])} for b in branches
+        ],
+        "messages": [
+            {
+                "key": _key(row["id"]),
+                "parent": _key(row["parent_id"]),
+                "client_id": row["client_id"],
+                "role": row["role"],
+                "text": row["text"],
+                "internal": row["internal"],
+                "tool_calls": row["tool_calls"],
+                "tool_call_id": row["tool_call_id"],
+                "state": row["state"],
+                "archived": row["archived"],
+                "created_at": _iso(row["created_at"]),
+            }
+            for row in rows
+        ],
+    }
+
+
+def _key(pk: int | None) -> str | None:
+    return None if pk is None else str(pk)
+
+
+def agent_session_files(agent: Agent, folder: str) -> Iterator[tuple[str, str]]:
+    """The agent's sessions and checkpoint as export files (vault.transfer.export's `extra`)."""
+    for session in Session.objects.filter(agent=agent).order_by("id"):
+        text = json.dumps(session_data(session), ensure_ascii=False, indent=1)
+        yield f"{folder}/{SESSIONS_DIR}/{session.pk}.json", text + "\n"
+    checkpoint = Checkpoint.objects.filter(agent=agent).first()
+    if checkpoint is not None:
+        data = {
+            "agentId": agent.slug,
+            "savedAt": int(checkpoint.saved_at.timestamp() * 1000),
+            "messages": checkpoint.messages,
+            "chatId": checkpoint.chat_id,
+            "modelId": checkpoint.model_id,
+        }
+        yield f".vault/checkpoints/{folder}.json", json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+
+
+# --- The import -------------------------------------------------------------------------------------
+
+
+def _messages_read(report: ImportReport, source: str, raws) -> list[dict]:
+    """The file's messages that can be stored, each checked as an append checks it; the others reported.
+    A message whose parent is not an earlier message of the file hangs from the root, reported."""
+    if not isinstance(raws, list):
+        report.problem(source, "has no 'messages' list; skipped")
+        return []
+    messages, keys = [], set()
+    for index, raw in enumerate(raws):
+        if (
+            not isinstance(raw, dict)
+            or not isinstance(raw.get("text"), str)
+            or raw.get("role") not in Role.values
+        ):
+            report.problem(source, f"message {index} has no text or an unknown role; skipped")
+            continue
+        key = str(raw.get("key") or index)
+        client_id = str(raw.get("client_id") or f"export:{key}")[:200]
+        try:
+            session_services.message_input_check(
+                {"role": raw["role"], "text": raw["text"], "client_id": client_id}, 0
+            )
+        except DomainError as exc:
+            report.problem(
+                source, f"message {key}: {exc.detail.removeprefix('messages[0]: ').rstrip('.')}; skipped"
+            )
+            continue
+        parent = raw.get("parent")
+        if parent is not None and str(parent) not in keys:
+            report.problem(
+                source, f"message {key}: its parent {parent} is not an earlier message; hung from the root"
+            )
+            parent = None
+        keys.add(key)
+        tool_calls = raw.get("tool_calls") if isinstance(raw.get("tool_calls"), list) else []
+        state = raw.get("state") if isinstance(raw.get("state"), dict) else {}
+        messages.append(
+            {
+                "key": key,
+                "parent": None if parent is None else str(parent),
+                "client_id": client_id,
+                "role": raw["role"],
+                "text": raw["text"],
+                "internal": bool(raw.get("internal", False)),
+                "tool_calls": tool_calls,
+                "tool_call_id": str(raw.get("tool_call_id") or "")[:200],
+                "state": state,
+                "archived": bool(raw.get("archived", False)),
+                "created_at": date_parse(raw.get("created_at")),
+            }
+        )
+    return messages
+
+
+def _session_find(agent: Agent, chat_id: str, client_ids: set[str]) -> Session | None:
+    """The stored session this file is: by chat id, else the one holding one of its messages (an
+    archived one's messages are in its archive)."""
+    if chat_id:
+        return Session.objects.filter(agent=agent, external_id=chat_id).first()
+    found = Message.objects.filter(agent=agent, client_id__in=client_ids).values_list("session_id", flat=True)
+    if found.first() is not None:
+        return Session.objects.get(pk=found.first())
+    for session in Session.objects.filter(agent=agent, external_id="", status=SessionStatus.ARCHIVED):
+        if any(row["client_id"] in client_ids for row in selectors.archive_messages(session)):
+            return session
+    return None
+
+
+def _rows_build(
+    agent: Agent, session: Session, messages: list[dict], every: list[dict], known: dict[str, int], fallback
+):
+    """Message rows for `messages` (parents first), parents mapped to this server's ids: `every` is all the
+    file's messages, `known` the ids of the stored ones by client id; returns the rows and the file's key
+    -> new id."""
+    ids = dict(zip((m["key"] for m in messages), ids_allocate(Message, len(messages)), strict=True))
+    by_key = {m["key"]: m for m in every}
+    redacting = project_redaction_enabled(agent.project_id)
+    rows = []
+    for message in messages:
+        parent = by_key.get(message["parent"]) if message["parent"] else None
+        parent_id = None
+        if parent is not None:
+            parent_id = known.get(parent["client_id"]) or ids.get(parent["key"])
+        text = redact(message["text"]) if redacting else message["text"]
+        rows.append(
+            Message(
+                pk=ids[message["key"]],
+                project_id=agent.project_id,
+                agent=agent,
+                session=session,
+                parent_id=parent_id,
+                client_id=message["client_id"],
+                role=message["role"],
+                text=text,
+                internal=message["internal"],
+                tool_calls=message["tool_calls"],
+                tool_call_id=message["tool_call_id"],
+                state=message["state"],
+                archived=message["archived"],
+                created_at=message["created_at"] or fallback,
+                reply_to_text=_reply_context(parent["text"] if parent else ""),
+            )
+        )
+    return rows, ids
+
+
+def _session_create(agent: Agent, data: dict, messages: list[dict], fallback: datetime) -> Session:
+    """A new session holding the file's tree, branches, status and dates."""
+    session = Session.objects.create(
+        project_id=agent.project_id,
+        agent=agent,
+        external_id=str(data.get("chat_id") or "")[:200],
+        model_id=str(data.get("model_id") or "")[:200],
+    )
+    rows, ids = _rows_build(agent, session, messages, messages, {}, fallback)
+    rows_copy(rows)
+    branches = {}
+    for raw in data.get("branches") if isinstance(data.get("branches"), list) else []:
+        name = str(raw.get("name") or "")[:100] if isinstance(raw, dict) else ""
+        if name and name not in branches:
+            branches[name] = Branch.objects.create(
+                session=session,
+                name=name,
+                head_id=ids.get(str(raw.get("head"))),
+                from_message_id=ids.get(str(raw.get("from"))),
+            )
+    if not branches:
+        branches[MAIN_BRANCH] = Branch.objects.create(
+            session=session, name=MAIN_BRANCH, head_id=rows[-1].pk if rows else None
+        )
+    active = branches.get(str(data.get("active_branch"))) or next(iter(branches.values()))
+    dates = [row.created_at for row in rows] or [fallback]
+    status = data.get("status") if data.get("status") in SessionStatus.values else SessionStatus.IDLE
+    limit = data.get("max_input_tokens")
+    Session.objects.filter(pk=session.pk).update(
+        active_branch=active,
+        status=SessionStatus.CLOSED if status == SessionStatus.ARCHIVED else status,
+        created_at=date_parse(data.get("created_at")) or min(dates),
+        last_activity_at=date_parse(data.get("last_activity_at")) or max(dates),
+        closed_at=date_parse(data.get("closed_at")),
+        max_input_tokens=limit if isinstance(limit, int) and limit > 0 else None,
+    )
+    session.refresh_from_db()
+    if status == SessionStatus.ARCHIVED:
+        session_services.session_archive(session=session, reason="imported archived", by="import")
+    return session
+
+
+def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
+    """Store one session file of an export: a new session as it was, or the messages a stored session
+    (the same chat id, or holding its messages) lacks, hung from their parents. Idempotent."""
+    report = importer.report
+    data = item.data
+    messages = _messages_read(report, item.source, data.get("messages"))
+    fallback = date_parse(data.get("last_activity_at")) or item.saved_at
+    session = _session_find(agent, str(data.get("chat_id") or "")[:200], {m["client_id"] for m in messages})
+    try:
+        with transaction.atomic():
+            if session is None:
+                session = _session_create(agent, data, messages, fallback)
+                report.counts["sessions created"] += 1
+                report.counts["messages stored"] += len(messages)
+                return
+            if session.status == SessionStatus.ARCHIVED:
+                stored = {row["client_id"] for row in selectors.archive_messages(session)}
+            else:
+                stored = set(Message.objects.filter(session=session).values_list("client_id", flat=True))
+            new = [m for m in messages if m["client_id"] not in stored]
+            report.counts["messages already imported (skipped)"] += len(messages) - len(new)
+            if not new:
+                report.counts["sessions already imported (skipped)"] += 1
+                return
+            if session.status == SessionStatus.ARCHIVED:
+                report.problem(
+                    item.source,
+                    f"session {session.pk} is archived here: restore it, then import again to add {len(new)} message(s)",
+                )
+                return
+            known = dict(
+                Message.objects.filter(
+                    session=session, client_id__in={m["client_id"] for m in messages}
+                ).values_list("client_id", "pk")
+            )
+            rows, _ = _rows_build(agent, session, new, messages, known, fallback)
+            rows_copy(rows)
+            report.counts["sessions updated"] += 1
+            report.counts["messages stored"] += len(rows)
+    except DomainError as exc:
+        report.problem(item.source, f"session not stored: {exc.detail}")

@@ -1,0 +1,125 @@
+"""Sessions go into an export and come back from it whole: tree, branches, tool calls, archive."""
+
+import io
+from pathlib import Path
+
+from django.core.management import call_command
+
+from sessions_app import services, transfer
+from sessions_app.models import Branch, Checkpoint, Message, Session
+from sessions_app.selectors import archive_payload
+
+
+def export_to(path: Path, project) -> Path:
+    call_command("export_memory_dir", str(path), "--project", project.slug, stdout=io.StringIO())
+    return path
+
+
+def sessions(project) -> list:
+    """Every session of the project as comparable data: ids replaced by client ids."""
+    result = []
+    for session in Session.objects.filter(project=project).order_by("external_id", "id"):
+        rows = archive_payload(session).get("messages") or list(
+            Message.objects.filter(session=session).values(
+                "id",
+                "parent_id",
+                "client_id",
+                "role",
+                "text",
+                "internal",
+                "tool_calls",
+                "tool_call_id",
+                "state",
+                "archived",
+                "created_at",
+            )
+        )
+        # A message without a client id is imported with "export:<its id there>".
+        client = {row["id"]: row["client_id"] or f"export:{row['id']}" for row in rows}
+        heads = {int(k): v for k, v in archive_payload(session).get("branches", {}).items()}
+        result.append(
+            (
+                session.agent.slug,
+                session.external_id,
+                session.model_id,
+                session.status,
+                session.created_at,
+                session.last_activity_at,
+                session.closed_at,
+                session.active_branch.name,
+                sorted(
+                    (
+                        b.name,
+                        client.get(heads.get(b.pk, [b.head_id])[0]),
+                        client.get(heads.get(b.pk, [0, b.from_message_id])[1]),
+                    )
+                    for b in Branch.objects.filter(session=session)
+                ),
+                sorted(
+                    (
+                        client[row["id"]],
+                        client.get(row["parent_id"]),
+                        row["role"],
+                        row["text"],
+                        row["internal"],
+                        row["tool_calls"],
+                        row["tool_call_id"],
+                        row["state"],
+                        row["archived"],
+                        str(row["created_at"])[:26],
+                    )
+                    for row in rows
+                ),
+            )
+        )
+    return result
+
+
+def test_export_then_import_gives_back_every_session_tree_and_checkpoint(
+    tmp_path, project, agent_a, agent_b, target
+):
+    """The export held no session at all: conversations, their branches, tool calls and archived sessions
+    were lost on a move to a new server. They are now in `{agent}/sessions/*.json` and come back as they
+    were; the checkpoint too; and a second import adds nothing."""
+    chat = services.messages_append(
+        agent=agent_a,
+        session_key="chat-1",
+        model_id="gpt-x",
+        messages=[
+            {"role": "user", "text": "We will use Redis for caching ☃", "client_id": "m1"},
+            {
+                "role": "assistant",
+                "text": "",
+                "tool_calls": [{"id": "c1", "name": "search", "arguments": {"q": "x"}}],
+            },
+            {"role": "tool", "text": "result", "tool_call_id": "c1", "client_id": "m3"},
+            {"role": "assistant", "text": "Done.\r\nCRLF kept", "client_id": "m4"},
+        ],
+    ).session
+    first = Message.objects.get(session=chat, client_id="m1")
+    services.message_checkout(session=chat, message=first)
+    services.messages_append(
+        agent=agent_a, session=chat, messages=[{"role": "user", "text": "Another way", "client_id": "b1"}]
+    )
+    services.branch_create(session=chat, name="idea", message=first)
+    old = services.messages_append(
+        agent=agent_b, session_key="", messages=[{"role": "user", "text": "An old talk, no ids"}]
+    ).session
+    services.session_archive(session=old, reason="test")
+    services.checkpoint_save(agent=agent_a, session=chat, chat_id="chat-1", model_id="gpt-x")
+    out = export_to(tmp_path / "out", project)
+    transfer.import_memory_dir(path=out, project=target)
+    got = sessions(target)
+    assert got == sessions(project)
+    checkpoint, original = Checkpoint.objects.get(project=target), Checkpoint.objects.get(project=project)
+    assert (checkpoint.messages, checkpoint.chat_id, checkpoint.saved_at) == (
+        original.messages,
+        original.chat_id,
+        original.saved_at.replace(microsecond=original.saved_at.microsecond // 1000 * 1000),
+    )
+    again = transfer.import_memory_dir(path=out, project=target)
+    assert (
+        sessions(target) == got
+        and "sessions created" not in again.counts
+        and "messages stored" not in again.counts
+    )
