@@ -79,6 +79,11 @@ def session_data(session: Session) -> dict:
     }
 
 
+def _text(value, limit: int) -> str:
+    """A string field of an untrusted file: anything else is empty."""
+    return value[:limit] if isinstance(value, str) else ""
+
+
 def _key(pk: int | None) -> str | None:
     return None if pk is None else str(pk)
 
@@ -103,13 +108,13 @@ def agent_session_files(agent: Agent, folder: str) -> Iterator[tuple[str, str]]:
 # --- The import -------------------------------------------------------------------------------------
 
 
-def _messages_read(report: ImportReport, source: str, raws) -> list[dict]:
+def _messages_read(report: ImportReport, source: str, raws) -> list[dict] | None:
     """The file's messages that can be stored, each checked as an append checks it; the others reported.
     A message whose parent is not an earlier message of the file hangs from the root, reported."""
     if not isinstance(raws, list):
         report.problem(source, "has no 'messages' list; skipped")
-        return []
-    messages, keys = [], set()
+        return None
+    messages, keys, client_ids = [], set(), set()
     for index, raw in enumerate(raws):
         if (
             not isinstance(raw, dict)
@@ -119,7 +124,10 @@ def _messages_read(report: ImportReport, source: str, raws) -> list[dict]:
             report.problem(source, f"message {index} has no text or an unknown role; skipped")
             continue
         key = str(raw.get("key") or index)
-        client_id = str(raw.get("client_id") or f"export:{key}")[:200]
+        client_id = str(raw.get("client_id") or f"export:{key}")
+        if key in keys or client_id in client_ids:
+            report.problem(source, f"message {index}: its key or client id is an earlier message's; skipped")
+            continue
         try:
             session_services.message_input_check(
                 {"role": raw["role"], "text": raw["text"], "client_id": client_id}, 0
@@ -136,6 +144,7 @@ def _messages_read(report: ImportReport, source: str, raws) -> list[dict]:
             )
             parent = None
         keys.add(key)
+        client_ids.add(client_id)
         tool_calls = raw.get("tool_calls") if isinstance(raw.get("tool_calls"), list) else []
         state = raw.get("state") if isinstance(raw.get("state"), dict) else {}
         messages.append(
@@ -147,7 +156,7 @@ def _messages_read(report: ImportReport, source: str, raws) -> list[dict]:
                 "text": raw["text"],
                 "internal": bool(raw.get("internal", False)),
                 "tool_calls": tool_calls,
-                "tool_call_id": str(raw.get("tool_call_id") or "")[:200],
+                "tool_call_id": _text(raw.get("tool_call_id"), 200),
                 "state": state,
                 "archived": bool(raw.get("archived", False)),
                 "created_at": date_parse(raw.get("created_at")),
@@ -213,14 +222,14 @@ def _session_create(agent: Agent, data: dict, messages: list[dict], fallback: da
     session = Session.objects.create(
         project_id=agent.project_id,
         agent=agent,
-        external_id=str(data.get("chat_id") or "")[:200],
-        model_id=str(data.get("model_id") or "")[:200],
+        external_id=_text(data.get("chat_id"), 200),
+        model_id=_text(data.get("model_id"), 200),
     )
     rows, ids = _rows_build(agent, session, messages, messages, {}, fallback)
     rows_copy(rows)
     branches = {}
     for raw in data.get("branches") if isinstance(data.get("branches"), list) else []:
-        name = str(raw.get("name") or "")[:100] if isinstance(raw, dict) else ""
+        name = _text(raw.get("name"), 100) if isinstance(raw, dict) else ""
         if name and name not in branches:
             branches[name] = Branch.objects.create(
                 session=session,
@@ -232,7 +241,7 @@ def _session_create(agent: Agent, data: dict, messages: list[dict], fallback: da
         branches[MAIN_BRANCH] = Branch.objects.create(
             session=session, name=MAIN_BRANCH, head_id=rows[-1].pk if rows else None
         )
-    active = branches.get(str(data.get("active_branch"))) or next(iter(branches.values()))
+    active = branches.get(_text(data.get("active_branch"), 100)) or next(iter(branches.values()))
     dates = [row.created_at for row in rows] or [fallback]
     status = data.get("status") if data.get("status") in SessionStatus.values else SessionStatus.IDLE
     limit = data.get("max_input_tokens")
@@ -242,7 +251,7 @@ def _session_create(agent: Agent, data: dict, messages: list[dict], fallback: da
         created_at=date_parse(data.get("created_at")) or min(dates),
         last_activity_at=date_parse(data.get("last_activity_at")) or max(dates),
         closed_at=date_parse(data.get("closed_at")),
-        max_input_tokens=limit if isinstance(limit, int) and limit > 0 else None,
+        max_input_tokens=limit if type(limit) is int and 0 < limit < 2**31 else None,
     )
     session.refresh_from_db()
     if status == SessionStatus.ARCHIVED:
@@ -256,8 +265,13 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
     report = importer.report
     data = item.data
     messages = _messages_read(report, item.source, data.get("messages"))
+    if messages is None:
+        return
+    if data["messages"] and not messages:
+        report.problem(item.source, "none of its messages can be stored; session skipped")
+        return
     fallback = date_parse(data.get("last_activity_at")) or item.saved_at
-    session = _session_find(agent, str(data.get("chat_id") or "")[:200], {m["client_id"] for m in messages})
+    session = _session_find(agent, _text(data.get("chat_id"), 200), {m["client_id"] for m in messages})
     try:
         with transaction.atomic():
             if session is None:

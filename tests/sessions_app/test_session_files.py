@@ -1,6 +1,7 @@
 """Sessions go into an export and come back from it whole: tree, branches, tool calls, archive."""
 
 import io
+import json
 from pathlib import Path
 
 from django.core.management import call_command
@@ -123,3 +124,35 @@ def test_export_then_import_gives_back_every_session_tree_and_checkpoint(
         and "sessions created" not in again.counts
         and "messages stored" not in again.counts
     )
+
+
+def test_a_malformed_session_file_is_reported_and_the_rest_imported(tmp_path, target):
+    """A hand-edited session file whose messages repeat a key or a client id crashed the import with an
+    IntegrityError traceback (exit status 1, nothing imported); one without a messages list made an
+    empty session. Such messages and files are now reported and skipped."""
+    folder = tmp_path / "out" / "dev" / "sessions"
+    folder.mkdir(parents=True)
+    (folder / "1.json").write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "chat_id": "c1",
+                "messages": [
+                    {"key": "1", "role": "user", "text": "hi", "client_id": "a"},
+                    {"key": "1", "role": "assistant", "text": "same key"},
+                    {"key": "2", "role": "assistant", "text": "same client id", "client_id": "a"},
+                    {"key": "3", "role": "robot", "text": "?"},
+                    {"key": "4", "role": "assistant", "text": "ok", "parent": "1"},
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    (folder / "2.json").write_text(
+        json.dumps({"format": 1, "chat_id": "c2", "messages": "no"}), encoding="utf-8"
+    )
+    report = transfer.import_memory_dir(path=tmp_path / "out", project=target)
+    assert list(Session.objects.filter(project=target).values_list("external_id", flat=True)) == ["c1"]
+    messages = Message.objects.filter(project=target).order_by("id")
+    assert [(m.text, m.parent.text if m.parent else None) for m in messages] == [("hi", None), ("ok", "hi")]
+    assert len(report.problems) == 4, report.problems
