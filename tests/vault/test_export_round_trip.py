@@ -220,3 +220,28 @@ def test_a_workspace_file_deleted_since_an_import_is_not_brought_back_by_importi
     )
     assert live == {"memories/notes.md": "newer notes\n"}, report.summary()
     assert report.counts["files deleted here since (skipped)"] == 1
+
+
+def test_a_project_without_redaction_moves_to_a_fresh_one_without_its_text_redacted(
+    tmp_path, project, agent_a, target
+):
+    """A project that had switched redaction off (its memory holds addresses and keys on purpose) was
+    imported into a fresh project, which redacts by default: every address in its entries, files and
+    messages came back as [REDACTED]. The export now says the project had redaction off; a fresh project
+    takes that setting, and one that already holds memory keeps its own and the report says so."""
+    services.project_redaction_set(project=project, enabled=False)
+    text = "Page ops at alice@example.com"
+    services.entry_create(agent=agent_a, category="lessons", content=text)
+    services.file_write(agent=agent_a, path="memories/contacts.md", content=text + "\n", changed_by="t")
+    out = export_to(tmp_path / "out", project)
+    report = transfer.import_memory_dir(path=out, project=target)
+    target.refresh_from_db()
+    assert target.redaction_enabled is False, report.summary()
+    assert VaultEntry.objects.get(project=target).content == text
+    assert target.files.get(path="memories/contacts.md").content == text + "\n"
+    busy = services.project_create(slug="busy")
+    services.entry_create(
+        agent=services.agent_ensure(project=busy, slug="ops"), category="lessons", content="x"
+    )
+    report = transfer.import_memory_dir(path=out, project=busy)
+    assert busy.redaction_enabled and any("redaction" in p for p in report.problems)

@@ -1,7 +1,7 @@
 r"""Export memory as .memory/ layout: a readable, Obsidian-friendly markdown vault.
 
 ```
-.export.json                      {"format": 2}: says the folder was written by this export (hidden)
+.export.json                      {"format": 2, "redaction_enabled": ...}: written by this export (hidden)
 _project.md                       the project context
 {agent}/{category}.md             entries, newest first (below)
 {agent}/workspace/{path}          the agent's workspace files (AGENTS.md, memory/..., memories/..., any path)
@@ -161,8 +161,10 @@ AgentFiles = Callable[[Agent, str], Iterable[tuple[str, str]]]
 
 
 def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None) -> Iterator[tuple[str, str]]:
-    yield EXPORT_MANIFEST, json.dumps({"format": int(ENTRY_FORMAT)}) + "\n"
-    yield "_project.md", Project.objects.get(pk=project.pk).context
+    project = Project.objects.get(pk=project.pk)
+    manifest = {"format": int(ENTRY_FORMAT), "redaction_enabled": project.redaction_enabled}
+    yield EXPORT_MANIFEST, json.dumps(manifest) + "\n"
+    yield "_project.md", project.context
     for agent in agents:
         folder = agent_folder(agent)
         entries = selectors.entry_list(agent=agent, status=None)

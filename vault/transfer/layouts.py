@@ -299,6 +299,10 @@ def _is_flat_agent_file(path: Path) -> bool:
 def memory_vault_import(importer: Importer, root: Path) -> None:
     report = importer.report
     report.say(f".memory/ vault: {root}")
+    if (root / EXPORT_MANIFEST).is_file():
+        manifest = _read_json(root / EXPORT_MANIFEST, report)
+        if isinstance(manifest, dict) and manifest.get("redaction_enabled") is False:
+            importer.redaction_off_adopt(where=root / EXPORT_MANIFEST)
     if (root / "_project.md").is_file():
         project_file_import(importer, root / "_project.md")
     children = sorted(root.iterdir())

@@ -368,6 +368,23 @@ class Importer:
             and versions.filter(action=VersionAction.DELETE).exists()
         )
 
+    def redaction_off_adopt(self, *, where) -> None:
+        """The exported project had redaction switched off: its memory holds addresses and keys as they
+        are. A project holding no entry yet takes that setting, so that they are not redacted on the way
+        in; one that holds memory keeps its own setting, and the report says what that means."""
+        project = Project.objects.get(pk=self.project.pk)
+        if not project.redaction_enabled:
+            return
+        if VaultEntry.objects.filter(project=project).exists():
+            self.report.problem(
+                where,
+                "the exported project had redaction off; this project redacts what is imported into it (switch "
+                "its redaction off first, on its settings page, to keep the text as it was)",
+            )
+            return
+        services.project_redaction_set(project=project, enabled=False)
+        self.report.counts["project redaction switched off, as in the exported project"] += 1
+
     def project_context(self, content: str, *, where) -> None:
         project = Project.objects.get(pk=self.project.pk)
         if project.context == content:
