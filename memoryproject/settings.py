@@ -428,6 +428,10 @@ if MEMORY_REDACTION_EXTRA_REGEX:
 
 
 # --- Workspace files, memory tool, import/export ------------------------------------------------
+# The largest workspace file an import takes from an export of this server (`.workspace.json` lists it):
+# a daily note grows by appends past MEMORY_MAX_ENTRY_BYTES, and must come back whole. Files written by
+# hand keep MEMORY_MAX_ENTRY_BYTES; a larger file is reported and not read.
+MEMORY_IMPORT_MAX_FILE_BYTES = env_int("MEMORY_IMPORT_MAX_FILE_BYTES", 16 * 1024 * 1024, minimum=1024)
 
 # --- Curator UI ----------------------------------------------------------------------------------
 # Members of this group (or staff) may use the curator pages; ProjectMembership limits them to projects.

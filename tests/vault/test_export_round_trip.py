@@ -245,3 +245,23 @@ def test_a_project_without_redaction_moves_to_a_fresh_one_without_its_text_redac
     )
     report = transfer.import_memory_dir(path=out, project=busy)
     assert busy.redaction_enabled and any("redaction" in p for p in report.problems)
+
+
+def test_a_daily_note_grown_past_the_size_limit_by_appends_comes_back_whole(
+    tmp_path, project, agent_a, target, settings
+):
+    """Appends check each part, not the note: a busy day's note grows past MEMORY_MAX_ENTRY_BYTES, and the
+    import, writing it as one text, refused it ("content is N bytes; the limit is ...; File skipped"):
+    the day's note was lost on a move. A file of our export, already stored once, is taken as it is."""
+    settings.MEMORY_MAX_ENTRY_BYTES = 1024
+    for n in range(30):
+        services.file_append_many(
+            agent=agent_a,
+            path="memory/2026-01-01.md",
+            parts=[(f"- exchange {n} " + "x" * 60 + "\n", "")],
+            changed_by="t",
+        )
+    note = agent_a.files.get(path="memory/2026-01-01.md").content
+    assert len(note.encode()) > 1024
+    report = transfer.import_memory_dir(path=export_to(tmp_path / "out", project), project=target)
+    assert target.files.get(path="memory/2026-01-01.md").content == note, report.problems

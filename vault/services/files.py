@@ -64,16 +64,19 @@ def file_write(
     sort_order: int | None = None,
     markdown_only: bool = True,
     seen_updated_at: datetime | None = None,
+    max_bytes: int | None = None,
+    limit_setting: str = "MEMORY_MAX_ENTRY_BYTES",
 ) -> tuple[WorkspaceFile, bool]:
     """Create or overwrite a workspace file; the previous content is versioned. Returns (file, created).
 
     With `seen_updated_at`, the file's `updated_at` when the writer read it (the files page's form), a
     file changed or deleted since is refused (Conflict, loc "seen_updated_at"), checked under the row
     lock: an agent appends to its notes all day, and a form opened before an append and saved after it
-    replaced the appended text with what the form had shown."""
+    replaced the appended text with what the form had shown. `max_bytes` (named by `limit_setting`)
+    replaces the size limit: an import of a file this server stored, grown by appends past it."""
     file_path_check(path, markdown_only=markdown_only)
     content = redact_for_project(content, agent.project_id)
-    text_check(content, allow_empty=True)
+    text_check(content, allow_empty=True, max_bytes=max_bytes, limit_setting=limit_setting)
     with transaction.atomic():
         file, created = _file_lock_or_create(agent, path)
         if seen_updated_at is not None and (created or file.updated_at != seen_updated_at):

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from memoryproject.errors import DomainError, InvalidInput
@@ -397,6 +398,8 @@ def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = No
                     child, f"not listed in {WORKSPACE_MANIFEST} nor a workspace file by its name; skipped"
                 )
     for relative, (path, exact) in sorted(files.items()):
+        if _too_large(path, exact, report):
+            continue
         text = _read_text(path, report, exact=exact)
         if text is None:
             continue
@@ -406,7 +409,22 @@ def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = No
             enabled = bool(settings_for["enabled"])
         if isinstance(settings_for.get("sort_order"), int):
             sort_order = settings_for["sort_order"]
-        importer.file_put(agent, relative, text, enabled=enabled, sort_order=sort_order, where=path)
+        importer.file_put(
+            agent, relative, text, enabled=enabled, sort_order=sort_order, exported=exact, where=path
+        )
+
+
+def _too_large(path: Path, exact: bool, report: ImportReport) -> bool:
+    """Whether a workspace file is over the size an import takes (reported; the file is not read)."""
+    name = "MEMORY_IMPORT_MAX_FILE_BYTES" if exact else "MEMORY_MAX_ENTRY_BYTES"
+    limit = getattr(settings, name)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return False  # _read_text says why it cannot be read
+    if size > limit:
+        report.problem(path, f"is {size} bytes; the limit is {limit} bytes ({name}). File skipped")
+    return size > limit
 
 
 # --- Entry points ---------------------------------------------------------------------------------

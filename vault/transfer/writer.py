@@ -315,9 +315,12 @@ class Importer:
         *,
         enabled: bool | None = None,
         sort_order: int | None = None,
+        exported: bool = False,
         where,
     ) -> None:
-        """Create or update a workspace file. A file deleted here since holding this content stays deleted.
+        """Create or update a workspace file (`exported`: one our export wrote, held to
+        MEMORY_IMPORT_MAX_FILE_BYTES, since appends grow a note past MEMORY_MAX_ENTRY_BYTES). A file deleted
+        here since holding this content stays deleted.
         A file that already holds this content is unchanged (its
         enabled flag and sort order are set only when they differ, so its date stays); one that held it
         before a later edit is left alone (the edit wins); otherwise the import overwrites it and the
@@ -350,6 +353,14 @@ class Importer:
                     enabled=enabled,
                     sort_order=sort_order,
                     markdown_only=not path.startswith("memories/"),
+                    **(
+                        {
+                            "max_bytes": settings.MEMORY_IMPORT_MAX_FILE_BYTES,
+                            "limit_setting": "MEMORY_IMPORT_MAX_FILE_BYTES",
+                        }
+                        if exported
+                        else {}
+                    ),
                 )
             except DomainError as exc:
                 self.report.problem(where, f"{exc.detail} File skipped")
