@@ -22,7 +22,8 @@ from sessions_app.services.common import MAIN_BRANCH
 from vault.models import Agent
 from vault.redaction import project_redaction_enabled, redact
 from vault.transfer.common import SESSION_FILE_FORMAT as SESSION_FORMAT
-from vault.transfer.common import SESSIONS_DIR, ImportReport, ParsedSessionFile, date_parse
+from vault.transfer.common import ImportReport, ParsedSessionFile, date_parse
+from vault.transfer.export import CHECKPOINTS_DIR, SESSIONS_DIR
 
 _MESSAGE_FIELDS = (
     "id", "parent_id", "client_id", "role", "text", "internal", "tool_calls", "tool_call_id", "state",
@@ -102,7 +103,7 @@ def agent_session_files(agent: Agent, folder: str) -> Iterator[tuple[str, str]]:
             "chatId": checkpoint.chat_id,
             "modelId": checkpoint.model_id,
         }
-        yield f".vault/checkpoints/{folder}.json", json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+        yield f"{CHECKPOINTS_DIR}/{folder}.json", json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 
 # --- The import -------------------------------------------------------------------------------------

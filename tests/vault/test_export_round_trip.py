@@ -265,3 +265,33 @@ def test_a_daily_note_grown_past_the_size_limit_by_appends_comes_back_whole(
     assert len(note.encode()) > 1024
     report = transfer.import_memory_dir(path=export_to(tmp_path / "out", project), project=target)
     assert target.files.get(path="memory/2026-01-01.md").content == note, report.problems
+
+
+def test_exporting_again_into_the_same_folder_leaves_nothing_of_the_earlier_export(
+    tmp_path, project, agent_a, agent_b, target
+):
+    """A nightly export into the same backup folder replaced the files it wrote and left the others: a
+    category emptied since, an agent's sessions deleted since, a workspace file deleted since stayed as
+    the earlier export wrote them, and importing the folder brought back what had been deleted. Files of
+    the earlier export that this one does not write are now removed; other files are left alone."""
+    lesson = services.entry_create(
+        agent=agent_a, category="lessons", content="Deleted before the second export"
+    )
+    services.entry_create(agent=agent_a, category="decisions", content="Kept")
+    services.entry_create(agent=agent_b, category="tasks", content="Agent b's task")
+    services.file_write(agent=agent_a, path="memories/old.md", content="old\n", changed_by="t")
+    out = export_to(tmp_path / "out", project)
+    (out / "notes-of-mine.txt").write_text("mine\n", encoding="utf-8")
+    services.entry_delete(entry_id=lesson.pk, deleted_by="t")
+    services.file_delete(agent=agent_a, path="memories/old.md", deleted_by="t")
+    call_command(
+        "export_memory_dir", str(out), "--project", project.slug, "--agent", "agent-a", stdout=io.StringIO()
+    )
+    transfer.import_memory_dir(path=out, project=target)
+    # agent-b was not exported this time: its folder is left as the earlier export wrote it.
+    assert sorted(VaultEntry.objects.filter(project=target).values_list("content", flat=True)) == [
+        "Agent b's task",
+        "Kept",
+    ]
+    assert not target.files.filter(path="memories/old.md").exists()
+    assert (out / "notes-of-mine.txt").read_text() == "mine\n"

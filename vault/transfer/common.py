@@ -24,7 +24,6 @@ ATTR_RE = re.compile(r"([a-z_]+):(\S+)")
 SECTION_RE = re.compile(r"^##[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 HEADER_TAG_RE = re.compile(r"#([\w][\w.-]*)")
 DAILY_NOTE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:-[1-9]\d*)?\.md$")  # a day's note or its part
-SESSIONS_DIR = "sessions"  # an agent's folder of an export: one JSON file per session
 SESSION_FILE_FORMAT = 1
 MEMORY_VAULT_SKIP_DIRS = {"conversations", "memory", "memories", "sessions", "shared", WORKSPACE_DIR}
 # Workspace files with their (enabled, sort order); other upper-case files are free files.

@@ -73,6 +73,8 @@ CATEGORY_TITLES = {
 }
 WORKSPACE_DIR = "workspace"
 WORKSPACE_MANIFEST = ".workspace.json"
+SESSIONS_DIR = "sessions"  # an agent's sessions, one JSON file each (written by sessions_app's `extra`)
+CHECKPOINTS_DIR = ".vault/checkpoints"  # agents' checkpoints, seed 000's place for them
 EXPORT_MANIFEST = ".export.json"
 DEFAULT_IMPORTANCE = 0.5
 ENTRY_FORMAT = "2"
@@ -227,15 +229,19 @@ def export_memory_dir(
     progress=None,
     extra: AgentFiles | None = None,
 ) -> ExportSummary:
-    """Write the export under `path` (created if missing). Existing files at the same paths are replaced;
-    nothing else in the folder is touched. InvalidInput naming the path when it cannot be written: the
-    whole export is read, and the folder created, before the first file is written."""
+    """Write the export under `path` (created if missing). Existing files at the same paths are replaced.
+    When `path` holds an earlier export, the files it wrote for these agents that this export does not
+    write (a category emptied since, a session or a workspace file deleted since) are removed, so that
+    importing the folder does not bring them back; nothing else in the folder is touched. InvalidInput
+    naming the path when it cannot be written: the whole export is read, and the folder created, before
+    the first file is written."""
     agents = list(agents if agents is not None else project.agents.order_by("slug"))
     files, entries = export_files(project=project, agents=agents, extra=extra)
     summary = ExportSummary(path=path, agents=[agent.slug for agent in agents], entries=entries)
     if path.exists() and not path.is_dir():
         raise InvalidInput(f"Cannot export to {path}: it exists and is not a folder.")
     try:
+        earlier = _earlier_files(path, [agent_folder(agent) for agent in agents])
         path.mkdir(parents=True, exist_ok=True)
         root = path.resolve()
         for relative, text in files:
@@ -247,10 +253,50 @@ def export_memory_dir(
             summary.files += 1
             if progress:
                 progress(f"wrote {relative}")
+        for relative in sorted(earlier - {relative for relative, _ in files}):
+            stale = path / relative
+            if stale.parent.resolve().is_relative_to(root) and (stale.is_file() or stale.is_symlink()):
+                stale.unlink()
+                if progress:
+                    progress(f"removed {relative} (the earlier export's; not in this one)")
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
         raise InvalidInput(f"Cannot export to {path}: {exc.strerror or exc}{where}.") from exc
     return summary
+
+
+def _earlier_files(path: Path, folders: list[str]) -> set[str]:
+    """The files an earlier export in `path` wrote for these agents' folders (relative paths): category
+    files, session files, the checkpoint, the workspace files its `.workspace.json` lists and that
+    manifest. Empty when `path` holds no export (`.export.json`)."""
+    if not (path / EXPORT_MANIFEST).is_file():
+        return set()
+    found = set()
+    for folder in folders:
+        base = path / folder
+        found |= {
+            f"{folder}/{category}.md" for category in Category.values if (base / f"{category}.md").exists()
+        }
+        if (base / SESSIONS_DIR).is_dir():
+            found |= {f"{folder}/{SESSIONS_DIR}/{p.name}" for p in (base / SESSIONS_DIR).glob("*.json")}
+        if (path / CHECKPOINTS_DIR / f"{folder}.json").exists():
+            found.add(f"{CHECKPOINTS_DIR}/{folder}.json")
+        manifest = base / WORKSPACE_DIR / WORKSPACE_MANIFEST
+        try:
+            listed = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
+        except (OSError, ValueError):
+            listed = {}
+        if manifest.is_file():
+            found.add(f"{folder}/{WORKSPACE_DIR}/{WORKSPACE_MANIFEST}")
+        if isinstance(listed, dict):
+            found |= {
+                f"{folder}/{WORKSPACE_DIR}/{relative}"
+                for relative in listed
+                if isinstance(relative, str)
+                and ".." not in relative.split("/")
+                and not relative.startswith("/")
+            }
+    return found
 
 
 def export_zip(*, project: Project, agents: Iterable[Agent]) -> bytes:

@@ -47,7 +47,6 @@ from vault.transfer.common import (
     MEMORY_VAULT_SKIP_DIRS,
     SECTION_RE,
     SESSION_FILE_FORMAT,
-    SESSIONS_DIR,
     WORKSPACE_KNOWN,
     EntryItem,
     ImportReport,
@@ -68,6 +67,7 @@ from vault.transfer.conversations import (
 from vault.transfer.export import (
     ENTRY_FORMAT,
     EXPORT_MANIFEST,
+    SESSIONS_DIR,
     WORKSPACE_DIR,
     WORKSPACE_MANIFEST,
     content_unescape,
