@@ -260,6 +260,38 @@ def _session_create(agent: Agent, data: dict, messages: list[dict], fallback: da
     return session
 
 
+def _branches_follow(
+    report, source: str, session: Session, data: dict, messages: list[dict], pks: dict
+) -> None:
+    """After new messages were added to a stored session: each branch of the file whose stored namesake
+    points at a message on the file branch's way back (the session went on since the last import) moves
+    to the file's head; a branch the session does not have is created; one that went its own way here
+    is left and reported. `pks`: the file's message keys -> ids here."""
+    parents = {m["key"]: m["parent"] for m in messages}
+    for raw in data.get("branches") if isinstance(data.get("branches"), list) else []:
+        name = _text(raw.get("name"), 100) if isinstance(raw, dict) else ""
+        head = pks.get(str(raw.get("head"))) if name else None
+        if head is None:
+            continue
+        stored = Branch.objects.filter(session=session, name=name).first()
+        if stored is None:
+            Branch.objects.create(
+                session=session, name=name, head_id=head, from_message_id=pks.get(str(raw.get("from")))
+            )
+            continue
+        way_back, key = set(), str(raw.get("head"))
+        while key is not None and key not in way_back:
+            way_back.add(key)
+            key = parents.get(key)
+        if stored.head_id is None or stored.head_id in {pks.get(k) for k in way_back}:
+            Branch.objects.filter(pk=stored.pk).update(head_id=head)
+        else:
+            report.problem(source, f"branch {name!r} went its own way here since; left as it is")
+    last = date_parse(data.get("last_activity_at"))
+    if last is not None:
+        Session.objects.filter(pk=session.pk, last_activity_at__lt=last).update(last_activity_at=last)
+
+
 def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
     """Store one session file of an export: a new session as it was, or the messages a stored session
     (the same chat id, or holding its messages) lacks, hung from their parents. Idempotent."""
@@ -300,8 +332,16 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
                     session=session, client_id__in={m["client_id"] for m in messages}
                 ).values_list("client_id", "pk")
             )
-            rows, _ = _rows_build(agent, session, new, messages, known, fallback)
+            rows, ids = _rows_build(agent, session, new, messages, known, fallback)
             rows_copy(rows)
+            _branches_follow(
+                report,
+                item.source,
+                session,
+                data,
+                messages,
+                {**{m["key"]: known.get(m["client_id"]) for m in messages}, **ids},
+            )
             report.counts["sessions updated"] += 1
             report.counts["messages stored"] += len(rows)
     except DomainError as exc:

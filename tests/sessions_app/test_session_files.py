@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-from sessions_app import services, transfer
+from sessions_app import selectors, services, transfer
 from sessions_app.models import Branch, Checkpoint, Message, Session
 from sessions_app.selectors import archive_payload
 
@@ -156,3 +156,29 @@ def test_a_malformed_session_file_is_reported_and_the_rest_imported(tmp_path, ta
     messages = Message.objects.filter(project=target).order_by("id")
     assert [(m.text, m.parent.text if m.parent else None) for m in messages] == [("hi", None), ("ok", "hi")]
     assert len(report.problems) == 4, report.problems
+
+
+def test_a_session_that_went_on_since_the_last_import_shows_its_new_messages(
+    tmp_path, project, agent_a, target
+):
+    """Importing a newer export added the session's new messages, hung from their parents, but left its
+    branches where the first import had put them: the conversation (the path back from the active head)
+    ended at the old last message and the new ones were on no branch. A stored branch whose head the
+    file's branch has moved on from is now moved to the file's head; a new branch is created."""
+    services.messages_append(
+        agent=agent_a, session_key="chat-1", messages=[{"role": "user", "text": "one", "client_id": "m1"}]
+    )
+    transfer.import_memory_dir(path=export_to(tmp_path / "first", project), project=target)
+    chat = Session.objects.get(project=project)
+    services.messages_append(
+        agent=agent_a,
+        session=chat,
+        messages=[{"role": "assistant", "text": "two", "client_id": "m2"}, {"role": "user", "text": "three"}],
+    )
+    services.branch_create(session=chat, name="later")
+    report = transfer.import_memory_dir(path=export_to(tmp_path / "second", project), project=target)
+    imported = Session.objects.get(project=target)
+    assert [m.text for m in selectors.session_conversation(imported)] == ["one", "two", "three"], (
+        report.summary()
+    )
+    assert sessions(target) == sessions(project)
