@@ -43,10 +43,12 @@ def test_it_exports_an_entry_whose_id_another_entry_kept_from_an_import_under_it
     assert contents(target) == contents(project), report.summary()
 
 
-def chains(project) -> list[tuple]:
+def chains(owner) -> list[tuple]:
+    """(content, status, what it supersedes) of every entry of a project or an agent."""
+    where = {"agent": owner} if hasattr(owner, "project_id") else {"project": owner}
     return sorted(
         (e.content, e.status, e.supersedes.content if e.supersedes else None)
-        for e in VaultEntry.objects.filter(project=project).select_related("supersedes")
+        for e in VaultEntry.objects.filter(**where).select_related("supersedes")
     )
 
 
@@ -295,3 +297,29 @@ def test_exporting_again_into_the_same_folder_leaves_nothing_of_the_earlier_expo
     ]
     assert not target.files.filter(path="memories/old.md").exists()
     assert (out / "notes-of-mine.txt").read_text() == "mine\n"
+
+
+def test_supersede_links_of_a_file_are_checked_as_an_agents_supersede_is(tmp_path, project, agent_a, target):
+    """The import linked chains with a plain update: a hand-edited file whose entries supersede each other
+    made a cycle (every walk of the chain then looped forever), and an entry imported active before, now
+    superseded in the newer export, was linked but stayed active. Links are now made by entry_supersede:
+    a cycle is refused and reported, and the superseded entry is marked so."""
+    folder = tmp_path / "cycle" / "dev"
+    folder.mkdir(parents=True)
+    (folder / "decisions.md").write_text(
+        "<!-- id:1 format:2 supersedes:2 -->\n## 2026-01-01T10:00:00\nFirst\n---\n\n"
+        "<!-- id:2 format:2 status:superseded supersedes:1 -->\n## 2026-01-02T10:00:00\nSecond\n---\n",
+        encoding="utf-8",
+    )
+    report = transfer.import_memory_dir(path=tmp_path / "cycle", project=target)
+    links = dict(VaultEntry.objects.filter(project=target).values_list("content", "supersedes__content"))
+    assert links["First"] is None or links["Second"] is None, links
+    assert any("cycle" in p for p in report.problems), report.problems
+
+    old = services.entry_create(agent=agent_a, category="decisions", content="Streaming uses SSE")
+    transfer.import_memory_dir(path=export_to(tmp_path / "first", project), project=target)
+    services.entry_create(
+        agent=agent_a, category="decisions", content="Streaming uses gRPC", supersedes_id=old.pk
+    )
+    transfer.import_memory_dir(path=export_to(tmp_path / "second", project), project=target)
+    assert chains(target.agents.get(slug="agent-a")) == chains(agent_a)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 
 from memoryproject.errors import DomainError
 from vault import services, trust
@@ -263,10 +264,11 @@ class Importer:
 
     def chains_link(self) -> None:
         """Link each imported entry to the entry it supersedes (both by their source ids, in the same
-        agent), as the source had them. A link already there is left; one that would take an entry already
-        superseded by another, or whose predecessor is not here, is reported and not made. An entry that is
-        not stored under its source id (the import matched it to a stored entry by its content) keeps the
-        chain it has."""
+        agent), as the source had them, with entry_supersede: the predecessor is marked superseded (an
+        entry imported active before, superseded in a newer export), and a link that would make a cycle,
+        take an entry another already supersedes, or whose predecessor is not here, is reported and not
+        made. A link already there is left. An entry not stored under its source id (the import matched it
+        to a stored entry by its content) keeps the chain it has."""
         self.flush()
         for agent_pk, links in self._links.items():
             links = [
@@ -274,15 +276,9 @@ class Importer:
                 for successor, predecessor, where in links
             ]
             wanted = {source for link in links for source in link[:2]}
-            rows = {
-                legacy_id: (pk, supersedes_id)
-                for legacy_id, pk, supersedes_id in VaultEntry.objects.filter(
-                    agent_id=agent_pk, legacy_id__in=wanted
-                ).values_list("legacy_id", "pk", "supersedes_id")
-            }
-            taken = set(
-                VaultEntry.objects.filter(agent_id=agent_pk, supersedes_id__isnull=False).values_list(
-                    "supersedes_id", flat=True
+            rows = dict(
+                VaultEntry.objects.filter(agent_id=agent_pk, legacy_id__in=wanted).values_list(
+                    "legacy_id", "pk"
                 )
             )
             for successor, predecessor, where in links:
@@ -291,17 +287,15 @@ class Importer:
                 if predecessor not in rows:
                     self.report.problem(where, f"supersedes {predecessor}, which is not here; link not made")
                     continue
-                (new_pk, current), (old_pk, _) = rows[successor], rows[predecessor]
-                if current == old_pk:
+                new_pk, old_pk = rows[successor], rows[predecessor]
+                if VaultEntry.objects.filter(pk=new_pk, supersedes_id=old_pk).exists():
                     continue
-                if current is not None or old_pk in taken or old_pk == new_pk:
-                    self.report.problem(
-                        where, f"supersedes {predecessor}, which conflicts with a stored chain; link not made"
-                    )
+                try:
+                    with transaction.atomic():
+                        services.entry_supersede(new_id=new_pk, old_id=old_pk, changed_by="import")
+                except DomainError as exc:
+                    self.report.problem(where, f"supersedes {predecessor}: {exc.detail} Link not made")
                     continue
-                VaultEntry.objects.filter(pk=new_pk).update(supersedes_id=old_pk)
-                rows[successor] = (new_pk, old_pk)
-                taken.add(old_pk)
                 self.report.counts["supersede links made"] += 1
         self._links = {}
 
