@@ -323,3 +323,34 @@ def test_supersede_links_of_a_file_are_checked_as_an_agents_supersede_is(tmp_pat
     )
     transfer.import_memory_dir(path=export_to(tmp_path / "second", project), project=target)
     assert chains(target.agents.get(slug="agent-a")) == chains(agent_a)
+
+
+def test_a_newer_export_brings_an_entrys_edit_unless_it_was_edited_here_too(
+    tmp_path, project, agent_a, target
+):
+    """Moving in steps (import an export, then a newer one before the switch): an entry edited in the
+    source since the first import kept its old content, tags and importance here, skipped as "already
+    imported". An entry nobody changed here now takes the source's edit (versioned); one edited here too
+    keeps the edit made here, and the report says so."""
+    fixed = services.entry_create(agent=agent_a, category="lessons", content="Cache keys need a vesion")
+    local = services.entry_create(agent=agent_a, category="lessons", content="Retry twice")
+    transfer.import_memory_dir(path=export_to(tmp_path / "first", project), project=target)
+    here = {e.content: e for e in VaultEntry.objects.filter(project=target)}
+    services.entry_update(
+        entry_id=here["Retry twice"].pk,
+        changes=services.EntryChanges(content="Retry three times"),
+        changed_by="t",
+    )
+    for entry, content in ((fixed, "Cache keys need a version"), (local, "Retry once")):
+        services.entry_update(
+            entry_id=entry.pk,
+            changes=services.EntryChanges(content=content, tags=["cache"], importance=0.9),
+            changed_by="t",
+        )
+    report = transfer.import_memory_dir(path=export_to(tmp_path / "second", project), project=target)
+    after = sorted(VaultEntry.objects.filter(project=target).values_list("content", "tags", "importance"))
+    assert after == [("Cache keys need a version", ["cache"], 0.9), ("Retry three times", [], 0.5)], (
+        report.summary()
+    )
+    assert report.counts["entries updated (changed in the source)"] == 1
+    assert report.counts["entries kept as edited here (changed in the source too)"] == 1

@@ -11,7 +11,8 @@
 
 Imports are idempotent: every entry gets a `legacy_id` (the source's id, or a hash of its content when it
 has none) and an entry whose category + content + date is already stored, or whose id is already that of
-the same entry (same date, or a content it has or had before an edit), is skipped; an entry whose id another
+the same entry (same date, or a content it has or had before an edit), is skipped, or takes the source's
+edit of its content, tags or importance when nobody changed it here; an entry whose id another
 source's entry already holds is stored, under that id plus a hash of its content, and reported; an entry
 deleted or forgotten since (its delete version, its deletion audit) is not brought back; a file
 whose content is already there (or was, before a later edit) is left alone. Source files are only read.

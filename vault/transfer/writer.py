@@ -210,6 +210,9 @@ class Importer:
             self._links.setdefault(agent.pk, []).append(
                 (legacy_id, legacy_id_fit(item.supersedes), str(where))
             )
+        if ids.get(legacy_id) is not None:  # stored before this run, and the same entry (a clash was renamed)
+            self._entry_follow(ids[legacy_id], item, content, where)
+            return
         if legacy_id in ids or key in keys:
             self.report.counts["entries already imported (skipped)"] += 1
             return
@@ -248,6 +251,37 @@ class Importer:
         self.report.counts[f"entries created ({item.category})"] += 1
         if sum(len(batch) for batch in self._pending.values()) >= BATCH_SIZE:
             self.flush()
+
+    def _entry_follow(self, pk: int, item: EntryItem, content: str, where) -> None:
+        """An entry imported before, met again (a newer export): the source's edit of its content, tags
+        or importance is applied (versioned) unless the entry was changed here too (it has versions), in
+        which case the change made here is kept and counted."""
+        stored = VaultEntry.objects.filter(pk=pk).values("content", "tags", "importance").first()
+        importance = item.importance if item.importance is not None and 0.0 <= item.importance <= 1.0 else 0.5
+        changes = {}
+        if stored is not None and stored["content"] != content:
+            changes["content"] = content
+        if stored is not None and (tags := self._tags(item.tags, content, where)) != stored["tags"]:
+            changes["tags"] = tags
+        if stored is not None and item.importance is not None and importance != stored["importance"]:
+            changes["importance"] = importance
+        if not changes:
+            self.report.counts["entries already imported (skipped)"] += 1
+            return
+        if EntryVersion.objects.filter(entry_id=pk).exists():
+            self.report.counts["entries kept as edited here (changed in the source too)"] += 1
+            return
+        try:
+            with transaction.atomic():
+                services.entry_update(
+                    entry_id=pk, changes=services.EntryChanges(**changes), changed_by="import"
+                )
+        except DomainError as exc:
+            self.report.problem(
+                where, f"the source's edit of entry {item.legacy_id} not applied: {exc.detail}"
+            )
+            return
+        self.report.counts["entries updated (changed in the source)"] += 1
 
     def flush(self) -> None:
         """Store the queued entries. The unique (agent, legacy_id) constraint makes a concurrent import of
