@@ -354,3 +354,23 @@ def test_a_newer_export_brings_an_entrys_edit_unless_it_was_edited_here_too(
     )
     assert report.counts["entries updated (changed in the source)"] == 1
     assert report.counts["entries kept as edited here (changed in the source too)"] == 1
+
+
+@pytest.mark.parametrize(
+    "slug", ["memories", "shared", "sessions", "memory", "workspace", "conversations", "_ops", ".vault"]
+)
+def test_an_agent_named_like_a_folder_of_another_layout_comes_back_from_an_export(
+    tmp_path, project, target, slug
+):
+    """An agent's folder in an export is named by its slug, and these slugs are valid: an export with an
+    agent "memories" was read as a workspace (every other agent ignored, the files given to "main"), one
+    with "shared" as a .bmad/memory/ folder, and the others' folders were skipped as another layout's
+    or as hidden ("_ops", ".vault").
+    A folder our export wrote (`.export.json`) is read as the export it is."""
+    agent = services.agent_ensure(project=project, slug=slug)
+    services.entry_create(agent=agent, category="lessons", content=f"A lesson of {slug}")
+    services.entry_create(
+        agent=services.agent_ensure(project=project, slug="dev"), category="tasks", content="Ship"
+    )
+    report = transfer.import_memory_dir(path=export_to(tmp_path / "out", project), project=target)
+    assert contents(target) == contents(project), report.summary()

@@ -270,8 +270,11 @@ def session_file_import(importer: Importer, agent: Agent, path: Path) -> None:
     )
 
 
-def _is_agent_dir(directory: Path) -> bool:
-    if directory.name.startswith((".", "_")) or directory.name in MEMORY_VAULT_SKIP_DIRS:
+def _is_agent_dir(directory: Path, *, exported: bool = False) -> bool:
+    """Whether a folder of a `.memory/` vault is an agent's: it holds category files, a workspace or
+    sessions. In our export (`exported`) that is all, whatever the folder's name (a slug may start with
+    "." or "_", or be "memories"); elsewhere hidden folders and other layouts' folders are not agents."""
+    if not exported and (directory.name.startswith((".", "_")) or directory.name in MEMORY_VAULT_SKIP_DIRS):
         return False
     return (
         any((directory / f"{c}.md").is_file() for c in Category.values)
@@ -308,8 +311,9 @@ def memory_vault_import(importer: Importer, root: Path) -> None:
     if (root / "_project.md").is_file():
         project_file_import(importer, root / "_project.md")
     children = sorted(root.iterdir())
+    exported = (root / EXPORT_MANIFEST).is_file()
     for child in children:
-        if child.is_dir() and _is_agent_dir(child):
+        if child.is_dir() and _is_agent_dir(child, exported=exported):
             agent_dir_import(importer, child)
     # In a folder that is also a workspace, lower-case .md files are the workspace's, not flat agent files.
     flat_files = (
@@ -486,6 +490,11 @@ def import_memory_dir(
         raise InvalidInput(f"{path} is not a folder")
 
     def body(importer: Importer) -> None:
+        if (path / EXPORT_MANIFEST).is_file():
+            # Our export: read as one, never as another layout (an agent named "memories" or "shared"
+            # made it look like a workspace or a .bmad/memory/ folder).
+            memory_vault_import(importer, path)
+            return
         found = False
         # A project folder holding the layouts in their usual places; only when none is there is the folder
         # itself the layout (so a project's own notes.md is never mistaken for an agent's memory file).
