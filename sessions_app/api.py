@@ -7,6 +7,7 @@ from vault.api import agent_for_write
 from vault.models import TokenScope
 from vault.selectors import agent_get_for_principal
 
+from . import recovery as recovery_reads
 from . import selectors, services
 from .schemas import (
     AppendOut,
@@ -231,14 +232,14 @@ def compact(request, agent: str, session_id: str, payload: CompactIn):
 def buffer(request, agent: str, session_id: str):
     session = selectors.session_get_for_principal(request.auth, agent, session_id)
     entries = list(selectors.buffer_entries(session))
-    usage = selectors.buffer_usage(session)
+    usage = recovery_reads.buffer_usage(session)
     return {
         "session": session,
         "active": session.buffer_started_at is not None,
         "started_at": session.buffer_started_at,
         **usage,
         "entries": entries,
-        "markdown": selectors.buffer_markdown(session, entries),
+        "markdown": recovery_reads.buffer_markdown(session, entries),
     }
 
 
@@ -249,7 +250,7 @@ def buffer(request, agent: str, session_id: str):
 )
 def recovery(request, agent: str, session_id: str, max_tokens: int | None = Query(None, ge=50, le=100_000)):
     session = selectors.session_get_for_principal(request.auth, agent, session_id)
-    return selectors.recovery_build(session, signals=["requested"], budget_tokens=max_tokens)
+    return recovery_reads.recovery_build(session, signals=["requested"], budget_tokens=max_tokens)
 
 
 @router.post(

@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from memoryproject.errors import DomainError
-from sessions_app import selectors, services
+from sessions_app import recovery, selectors, services
 from sessions_app.models import SessionStatus
 from vault import selectors as vault_selectors
 from vault.views.access import actor, curator_required
@@ -44,7 +44,7 @@ def session_detail(request, project, agent, session_id):
     checkpoint = selectors.checkpoint_get_valid(agent)
     archived = session.status == SessionStatus.ARCHIVED
     buffer_entries = list(selectors.buffer_entries(session))
-    usage = selectors.buffer_usage(session)
+    usage = recovery.buffer_usage(session)
     return render(
         request,
         "sessions_app/session_detail.html",
@@ -62,7 +62,7 @@ def session_detail(request, project, agent, session_id):
             "handoff": vault_selectors.handoff_latest(agent),
             "buffer_entries": buffer_entries,
             "buffer_usage": None if usage["archived"] else usage,
-            "buffer_markdown": selectors.buffer_markdown(session, buffer_entries),
+            "buffer_markdown": recovery.buffer_markdown(session, buffer_entries),
             "stats": selectors.session_stats(session),
         },
     )

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memoryproject.copy_rows import ids_allocate, rows_copy, rows_create
 from memoryproject.errors import Conflict, NotFound, TooLarge
-from sessions_app import selectors
+from sessions_app import recovery, selectors
 from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
 from sessions_app.scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 from sessions_app.services.common import (
@@ -326,10 +326,10 @@ def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
             selectors.recent_active_messages(rows[0].parent_id, lookback - len(recent), max_depth=depth_left)
             + recent
         )
-    signals = selectors.lost_context_signals(latest.text, recent)
+    signals = recovery.lost_context_signals(latest.text, recent)
     if not signals:
         return None
-    return selectors.recovery_build(session, signals=signals)
+    return recovery.recovery_build(session, signals=signals)
 
 
 # --- write-ahead scan and durable facts ---------------------------------------------------------

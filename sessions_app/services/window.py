@@ -12,7 +12,7 @@ from django.utils.module_loading import import_string
 from memoryproject.copy_rows import rows_create
 from memoryproject.errors import InvalidInput
 from memoryproject.llm import llm_configured
-from sessions_app import selectors
+from sessions_app import recovery, selectors
 from sessions_app.compaction import (
     SUMMARY_PREFIX,
     SUMMARY_STATE_KEY,
@@ -231,9 +231,9 @@ def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> l
 
     if session.buffer_started_at is None:
         window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
-        if selectors.session_tokens_upper_bound(session) < int(window * settings.MEMORY_WORKING_BUFFER_RATIO):
+        if recovery.session_tokens_upper_bound(session) < int(window * settings.MEMORY_WORKING_BUFFER_RATIO):
             return []  # far from the threshold: no need to load the whole conversation to know it
-        status = selectors.buffer_usage(session)
+        status = recovery.buffer_usage(session)
         if status["context_tokens"] < status["threshold_tokens"]:
             return []
         session.buffer_started_at = timezone.now()

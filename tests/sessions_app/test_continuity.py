@@ -176,7 +176,7 @@ def test_it_keeps_a_cjk_recovery_block_within_its_budget(api, token_a, agent_a):
         ("sessions_app.services.append._write_ahead_scan", "write_ahead_scan"),
         ("sessions_app.services.append._daily_notes_append", "daily_note"),
         ("sessions_app.services.append.working_buffer_update", "working_buffer"),
-        ("sessions_app.selectors.recovery_build", "recovery"),
+        ("sessions_app.recovery.recovery_build", "recovery"),
     ],
 )
 def test_it_still_appends_when_a_source_fails(api, token_a, agent_a, monkeypatch, target, source):

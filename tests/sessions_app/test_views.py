@@ -5,6 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from sessions_app import recovery as session_recovery
 from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
 from sessions_app.models import Message, Session, SessionArchive, SessionStatus
@@ -156,7 +157,7 @@ def test_session_page_shows_working_buffer_and_statistics(client_a, agent_a, ses
     entries = list(session_selectors.buffer_entries(session))
     assert session.buffer_started_at is not None and entries  # the window was crossed
     stats = session_selectors.session_stats(session)
-    usage = session_selectors.buffer_usage(session)
+    usage = session_recovery.buffer_usage(session)
     html = client_a.get(reverse("session-detail", args=["acme", "agent-a", session.pk])).content.decode()
     assert "Working buffer" in html and "ACTIVE" in html
     assert f"{usage['context_tokens']} of 40 tokens" in html and "threshold 20" in html

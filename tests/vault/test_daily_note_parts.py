@@ -15,7 +15,7 @@ from django.db import connection
 
 from sessions_app import services as session_services
 from sessions_app.maintenance.extraction import extraction_perform
-from sessions_app.selectors import recovery_build
+from sessions_app.recovery import recovery_build
 from tests.fake_llm import fake_llm  # noqa: F401
 from vault import selectors, services
 from vault.maintenance.consolidation import consolidation_run, daily_notes_recent
