@@ -5,6 +5,7 @@ One module per purpose; every service is importable from `vault.services`."""
 # The domain errors the services raise, importable from here as they were from the single module.
 from memoryproject.errors import Conflict, InvalidInput, NotFound, TooLarge
 from vault.selectors import daily_note_path
+from vault.services.daily_notes import daily_note_append, daily_notes_append, daily_notes_flush
 from vault.services.entries import (
     EntryChanges,
     entry_create,
@@ -13,9 +14,6 @@ from vault.services.entries import (
     entry_update,
 )
 from vault.services.files import (
-    daily_note_append,
-    daily_notes_append,
-    daily_notes_flush,
     file_append,
     file_append_many,
     file_create,

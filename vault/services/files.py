@@ -4,7 +4,7 @@ versioned."""
 import re
 from collections.abc import Callable
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
@@ -14,7 +14,6 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
-from memoryproject.resilience import guarded
 from vault import selectors
 from vault.models import Agent, QueuedNoteAppend, VersionAction, WorkspaceFile, WorkspaceFileVersion
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
@@ -362,30 +361,6 @@ def _settings_on(names: list[str]):
         cursor.execute(f"SELECT {off}", names)
 
 
-_DAILY_TIME_HEADING_RE = re.compile(r"^\s*## \[\d{1,2}:\d{2}(?::\d{2})?\]\n")
-
-
-def daily_note_append(*, agent: Agent, when: datetime, text: str, changed_by: str = "") -> WorkspaceFile:
-    """Append to the agent's daily note for `when`'s date (memory/YYYY-MM-DD.md).
-
-    Daily notes are disabled files: searched, not injected into the system prompt. A block that opens
-    with a `## [HH:MM:SS]` time heading (a logged exchange) is logged once a day: when the note already
-    holds the same exchange under another time, it is not appended again (a replayed conversation
-    leaves one copy).
-    """
-    day = timezone.localtime(when).date()
-    heading = _DAILY_TIME_HEADING_RE.match(text)
-    body = text[heading.end() :].strip() if heading else ""
-    return file_append(
-        agent=agent,
-        path=daily_note_path(day),
-        text=text,
-        changed_by=changed_by,
-        header=_daily_header(day),
-        unless_present=f"]\n{body}\n" if body else "",
-    )
-
-
 def _file_locked(agent: Agent, path: str) -> WorkspaceFile:
     file = _file_live_locked(agent, path)
     if file is None:
@@ -534,97 +509,10 @@ def file_create(
     return file
 
 
-def daily_notes_append(
-    *,
-    agent: Agent,
-    blocks: list[tuple[datetime, str]],
-    changed_by: str = "",
-    words_known: bool = False,
-    redacted: bool = False,
-) -> None:
-    """daily_note_append for several (when, text) blocks: one locked rewrite per day's note, or, for a
-    note written less than MEMORY_DAILY_NOTE_WRITE_SECONDS ago, one INSERT into its queue
-    (QueuedNoteAppend), which the note's next write empties. Only blocks whose words are known and
-    that are already redacted (the exchange log's) are queued; `words_known` and `redacted` as in
-    file_append_many."""
-    by_day: dict = {}
-    for when, text in blocks:
-        heading = _DAILY_TIME_HEADING_RE.match(text)
-        body = text[heading.end() :].strip() if heading else ""
-        day = timezone.localtime(when).date()
-        by_day.setdefault(day, []).append((text, f"]\n{body}\n" if body else ""))
-    delay = settings.MEMORY_DAILY_NOTE_WRITE_SECONDS
-    for day, parts in by_day.items():
-        path = daily_note_path(day)
-        if delay and words_known and redacted and _written_since(agent, day, delay):
-            for text, _ in parts:
-                text_check(text, allow_empty=True)
-            QueuedNoteAppend.objects.create(agent=agent, path=path, parts=[list(part) for part in parts])
-            continue
-        file_append_many(
-            agent=agent,
-            path=path,
-            parts=parts,
-            changed_by=changed_by,
-            header=_daily_header(day),
-            words_known=words_known,
-            redacted=redacted,
-        )
-
-
 def _daily_header(day, part: int = 1) -> str:
     if part == 1:
         return f"# Daily Notes -- {day:%Y-%m-%d}\n"
     return f"# Daily Notes -- {day:%Y-%m-%d} (part {part}, continued from {daily_note_path(day, part - 1)})\n"
 
 
-def _written_since(agent: Agent, day, seconds: int) -> bool:
-    """Whether a live part of the agent's note of `day` was written in the last `seconds` (the rows are
-    not read)."""
-    since = timezone.now() - timedelta(seconds=seconds)
-    return WorkspaceFile.objects.filter(
-        agent=agent,
-        path__regex=rf"^memory/{day:%Y-%m-%d}(-[1-9][0-9]*)?\.md$",
-        deleted_at__isnull=True,
-        updated_at__gt=since,
-    ).exists()
-
-
 DAILY_NOTE_LOGGER = "daily-note log"
-
-
-def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | None = None) -> int:
-    """Write the queued exchanges of the agent's daily notes (every agent's without `agent`) into their
-    notes; with `older_than_seconds`, only notes whose oldest queued block is at least that old.
-    Returns how many notes were written. Called before a note is read through the API, the MCP server,
-    the pages, an export, consolidation or extraction, and every minute by a job. A note that fails to
-    be written is logged and left with its queue (the read goes on with the note as stored)."""
-    queued = QueuedNoteAppend.objects.all()
-    if agent is not None:
-        queued = queued.filter(agent=agent)
-    if older_than_seconds is not None:
-        queued = queued.filter(created_at__lte=timezone.now() - timedelta(seconds=older_than_seconds))
-    notes = sorted(set(queued.values_list("agent_id", "path")))
-    agents = {agent.pk: agent} if agent is not None else {}
-    written = 0
-    for agent_id, path in notes:
-        owner = agents.get(agent_id) or Agent.objects.filter(pk=agent_id).first()
-        if owner is None:
-            continue
-        agents[agent_id] = owner
-        day = _daily_note_day(path)
-        done = guarded(
-            f"writing the queued exchanges of {path}",
-            lambda owner=owner, path=path, day=day: file_append_many(
-                agent=owner,
-                path=path,
-                parts=[],
-                changed_by=DAILY_NOTE_LOGGER,
-                header=_daily_header(day) if day else "",
-                words_known=True,
-                redacted=True,
-            ),
-            failed=lambda exc: None,
-        )
-        written += done is not None
-    return written
