@@ -336,16 +336,16 @@ def forget(
             "messages) with it.",
             [{"loc": ["expected_updated_at"], "msg": "needs exactly one entry id"}],
         )
-    criteria = _forget_criteria(
-        by_id=by_id,
-        agent=agent,
-        category=category,
-        tags=tags,
-        since=since,
-        until=until,
-        source=source,
-        kinds=kinds,
-    )
+    filters = {
+        "agent": agent,
+        "category": category,
+        "tags": tags,
+        "since": since,
+        "until": until,
+        "source": source,
+        "kinds": kinds,
+    }
+    criteria = _forget_criteria(by_id=by_id, **filters)
     entries = VaultEntry.objects.filter(project=project)
     messages = Message.objects.filter(project=project)
     if agent_ids is not None:
@@ -356,17 +356,7 @@ def forget(
         messages = messages.filter(pk__in=wanted_messages)
         audit_criteria = {"ids": sorted(wanted), "message_ids": sorted(wanted_messages)}
     else:
-        entries, messages = _forget_filtered(
-            entries,
-            messages,
-            agent=agent,
-            category=category,
-            tags=tags,
-            since=since,
-            until=until,
-            source=source,
-            kinds=kinds,
-        )
+        entries, messages = _forget_filtered(entries, messages, **filters)
         audit_criteria = {**criteria, "kinds": kinds}
     deleted_entry_ids, deleted_message_ids = _forget_erase(
         entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
