@@ -201,7 +201,7 @@ def test_it_reports_a_failing_recovery_source_as_a_warning(api, token_a, agent_a
     def boom(session):
         raise RuntimeError("state table gone")
 
-    monkeypatch.setattr("sessions_app.selectors.session_state_list", boom)
+    monkeypatch.setattr("sessions_app.recovery.session_state_list", boom)
     body = api.get(f"/agents/agent-a/sessions/{_sid(api, token_a)}/recovery", token=token_a).json()
     assert body["warnings"][0]["source"] == "session_state"
 

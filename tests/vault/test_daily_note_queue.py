@@ -229,7 +229,7 @@ def test_concurrent_appends_and_reads_log_every_exchange_exactly_once(agent_a, t
 def test_a_note_that_fails_to_be_written_keeps_its_queue_and_does_not_fail_the_read(
     api, token_a, agent_a, monkeypatch
 ):
-    from vault.services import files
+    from vault.services import daily_notes as files
 
     _exchange(api, token_a, "q1", "a1", at=T0)
     _exchange(api, token_a, "q2", "a2", at=T0 + timedelta(seconds=0.5))
