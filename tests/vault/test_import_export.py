@@ -278,6 +278,19 @@ def test_it_imports_a_workspace_folder(workspace, target):
     assert again.counts["files unchanged"] == 7
 
 
+def test_a_workspace_file_a_service_refuses_is_reported_in_whole_sentences(tmp_path, target):
+    """The service's detail and what the import did were run together: "...must not contain NUL (\\u0000)
+    characters File skipped"; and looking the text up first (a file stored before, deleted since) sent
+    the NUL to PostgreSQL: a DataError traceback."""
+    path = write(tmp_path / "ws", "MEMORY.md", "# Long-term\n")
+    run(tmp_path / "ws", target, default_agent="qanot")
+    path.write_text("# Long-term\n\x00 hidden\n")
+    expected = [f"{path}: content must not contain NUL (\\u0000) characters. File skipped"]
+    assert run(tmp_path / "ws", target, default_agent="qanot").problems == expected  # over the stored file
+    services.file_delete(agent=target.agents.get(slug="qanot"), path="MEMORY.md", deleted_by="t")
+    assert run(tmp_path / "ws", target, default_agent="qanot").problems == expected  # none stored
+
+
 def test_a_file_edited_after_import_is_not_overwritten_by_a_reimport(workspace, target):
     run(workspace, target, default_agent="qanot")
     agent = target.agents.get(slug="qanot")

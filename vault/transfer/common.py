@@ -47,6 +47,13 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
+def then(detail: str, action: str) -> str:
+    """A service's error detail followed by what the import did about it, as two sentences: details end
+    with a full stop or without one ("...NUL (\\u0000) characters File skipped" ran them together)."""
+    detail = detail.rstrip()
+    return f"{detail}{'' if detail.endswith(('.', '!', '?')) else '.'} {action}"
+
+
 def legacy_id_fit(value: str) -> str:
     """Source ids are kept as they are when they fit the column, else replaced by a stable hash."""
     value = value.strip()

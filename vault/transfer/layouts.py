@@ -59,6 +59,7 @@ from vault.transfer.common import (
     _read_text,
     _source_path,
     date_parse,
+    then,
 )
 from vault.transfer.conversations import (
     checkpoint_file_import,
@@ -371,7 +372,7 @@ def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = No
         try:
             services.file_path_check(relative, markdown_only=False)
         except DomainError as exc:
-            report.problem(manifest_path, f"{exc.detail} Not imported")
+            report.problem(manifest_path, then(exc.detail, "Not imported"))
             continue
         if not (root / relative).is_file():
             report.problem(root / relative, f"listed in {WORKSPACE_MANIFEST} but missing; skipped")

@@ -2,6 +2,7 @@
 vault's services. Sessions and checkpoints found in a layout go to `sessions_writer`, given by the app
 that owns them (sessions_app.transfer); without one they are counted as skipped."""
 
+import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -36,6 +37,7 @@ from vault.transfer.common import (
     _hash,
     date_parse,
     legacy_id_fit,
+    then,
 )
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
 
@@ -82,7 +84,7 @@ class Importer:
                 )
             except DomainError as exc:
                 self.report.problem(
-                    where or slug, f"{exc.detail} Map it with --agent-map {slug}=new-id; skipped"
+                    where or slug, then(exc.detail, f"Map it with --agent-map {slug}=new-id; skipped")
                 )
                 agent = None
             self._agents[slug] = agent
@@ -328,7 +330,9 @@ class Importer:
                     with transaction.atomic():
                         services.entry_supersede(new_id=new_pk, old_id=old_pk, changed_by="import")
                 except DomainError as exc:
-                    self.report.problem(where, f"supersedes {predecessor}: {exc.detail} Link not made")
+                    self.report.problem(
+                        where, f"supersedes {predecessor}: " + then(exc.detail, "Link not made")
+                    )
                     continue
                 self.report.counts["supersede links made"] += 1
         self._links = {}
@@ -355,6 +359,11 @@ class Importer:
         previous content is versioned."""
         if agent is None:
             self.report.counts["files skipped (no valid agent)"] += 1
+            return
+        try:  # before the lookups below: a NUL in the text failed them with a DataError traceback
+            text_check(content, allow_empty=True, max_bytes=sys.maxsize)
+        except DomainError as exc:
+            self.report.problem(where, then(exc.detail, "File skipped"))
             return
         existing = WorkspaceFile.objects.filter(agent=agent, path=path, deleted_at__isnull=True).first()
         if existing is None and self._file_deleted_since(agent, path, content):
@@ -391,7 +400,7 @@ class Importer:
                     ),
                 )
             except DomainError as exc:
-                self.report.problem(where, f"{exc.detail} File skipped")
+                self.report.problem(where, then(exc.detail, "File skipped"))
                 return
             self.report.counts["files created" if created else "files updated"] += 1
 
