@@ -414,6 +414,35 @@ def test_the_commands_print_progress_and_a_summary(memory_vault, target):
     assert "Dry run" in out.getvalue()
 
 
+def test_strict_makes_an_import_that_reported_problems_exit_1(memory_vault, tmp_path, target):
+    """An import that skipped files printed them as problems and exited 0: a migration script carried on.
+    With --strict it exits 1 (the summary printed first); without it, as before."""
+    out = io.StringIO()
+    call_command("import_memory_dir", str(memory_vault), "--project", "target", "--dry-run", stdout=out)
+    assert "Problems (" in out.getvalue()  # the default is unchanged: no error
+    for command in ("import_memory_dir", "import_conversations"):
+        bad = write(tmp_path / command, "conversations/dev.json", "{not json")
+        out = io.StringIO()
+        with pytest.raises(CommandError) as failure:
+            call_command(command, str(bad.parent.parent), "--project", "target", "--strict", stdout=out)
+        assert failure.value.returncode == 1
+        assert str(failure.value) == (
+            "--strict: 1 problem(s) reported (listed above); the rest was imported. Fix the source and run "
+            "the import again: what is already imported is skipped."
+        )
+        assert f"{bad}: corrupt JSON" in out.getvalue() and "Import summary:" in out.getvalue()
+    with pytest.raises(
+        CommandError, match=r"^--strict: \d+ problem\(s\) .*; nothing was written \(dry run\)"
+    ):
+        call_command(
+            "import_memory_dir", str(memory_vault), "--project", "target", "--strict", "--dry-run", stdout=out
+        )
+    clean = write(tmp_path / "clean", "dev/decisions.md", "<!-- id:1 -->\n## 2026-01-01\nUse SSE.\n---\n")
+    out = io.StringIO()
+    call_command("import_memory_dir", str(clean.parent.parent), "--project", "target", "--strict", stdout=out)
+    assert "Problems" not in out.getvalue() and VaultEntry.objects.filter(content="Use SSE.").exists()
+
+
 def test_the_commands_reject_bad_arguments(tmp_path, target):
     from django.core.management.base import CommandError
 

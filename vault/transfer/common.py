@@ -215,6 +215,14 @@ class ImportReport:
         self.counts["problems"] += 1
         self.say(f"  ! {where}: {message}")
 
+    def strict_failure(self) -> str:
+        """Why an import run with --strict fails: it reported problems (what could be imported was)."""
+        done = "nothing was written (dry run)" if self.dry_run else "the rest was imported"
+        return (
+            f"--strict: {len(self.problems)} problem(s) reported (listed above); {done}. Fix the source and "
+            "run the import again: what is already imported is skipped."
+        )
+
     def summary(self) -> str:
         head = "Dry run: nothing was written. Would have:" if self.dry_run else "Import summary:"
         lines = [head]

@@ -21,6 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("--project", default="default", help="target project slug (default: default)")
         parser.add_argument("--agent-map", default="", help="rename agents: old=new,old2=new2")
         parser.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="exit with status 1 when any problem was reported (a file, an entry or a message skipped)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -34,3 +39,5 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(exc.detail) from None
         self.stdout.write(report.summary())
+        if options["strict"] and report.problems:
+            raise CommandError(report.strict_failure())

@@ -23,6 +23,11 @@ class Command(BaseCommand):
             "--agent", default="main", help="agent for what names none (a bare workspace, shared files)"
         )
         parser.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="exit with status 1 when any problem was reported (a file, an entry or a message skipped)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -40,3 +45,5 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(exc.detail) from None
         self.stdout.write(report.summary())
+        if options["strict"] and report.problems:
+            raise CommandError(report.strict_failure())
