@@ -18,7 +18,7 @@ from sessions_app import selectors
 from sessions_app import services as session_services
 from sessions_app.models import Branch, Checkpoint, Message, Role, Session, SessionStatus
 from sessions_app.services.append import _reply_context
-from sessions_app.services.common import MAIN_BRANCH
+from sessions_app.services.common import _LOCK_SESSION_CREATE, MAIN_BRANCH, _advisory_lock
 from vault.models import Agent
 from vault.redaction import project_redaction_enabled, redact
 from vault.transfer.common import SESSION_FILE_FORMAT as SESSION_FORMAT
@@ -304,9 +304,17 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
         report.problem(item.source, "none of its messages can be stored; session skipped")
         return
     fallback = date_parse(data.get("last_activity_at")) or item.saved_at
-    session = _session_find(agent, _text(data.get("chat_id"), 200), {m["client_id"] for m in messages})
     try:
         with transaction.atomic():
+            # The locks of the live write path (session_ensure, an append): an agent creating this chat,
+            # or writing to it, meanwhile waits for the import to commit instead of failing on the unique
+            # chat id or client id; the session is looked up once they are held.
+            _advisory_lock(_LOCK_SESSION_CREATE, agent.pk)
+            session = _session_find(
+                agent, _text(data.get("chat_id"), 200), {m["client_id"] for m in messages}
+            )
+            if session is not None:
+                session = Session.objects.select_for_update(of=("self",)).get(pk=session.pk)
             if session is None:
                 session = _session_create(agent, data, messages, fallback)
                 report.counts["sessions created"] += 1

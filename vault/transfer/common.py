@@ -17,6 +17,9 @@ from vault.transfer.export import WORKSPACE_DIR
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
 
 BATCH_SIZE = 1000
+# pg_advisory_xact_lock namespace (first key; the second is the project id): one import per project at once.
+IMPORT_LOCK_CLASS = 0x696D70  # "imp"
+IMPORT_ATTEMPTS = 3  # runs of an import that clashed with a concurrent writer, before it gives up
 PROGRESS_EVERY = 1000
 LEGACY_ID_MAX = 64
 MARKER_RE = re.compile(r"^<!--\s*id:(?P<id>\S+?)(?P<attrs>(?:\s+[a-z_]+:\S+?)*)\s*-->[ \t]*$", re.MULTILINE)

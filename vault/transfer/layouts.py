@@ -28,9 +28,9 @@ from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 
-from memoryproject.errors import DomainError, InvalidInput
+from memoryproject.errors import Conflict, DomainError, InvalidInput
 from vault import services
 from vault.extraction import SECTION_MAP, _title_normalise, section_classify
 from vault.models import (
@@ -44,6 +44,8 @@ from vault.transfer.common import (
     ATTR_RE,
     DAILY_NOTE_RE,
     HEADER_TAG_RE,
+    IMPORT_ATTEMPTS,
+    IMPORT_LOCK_CLASS,
     MARKER_RE,
     MEMORY_VAULT_SKIP_DIRS,
     SECTION_RE,
@@ -458,18 +460,60 @@ def _run(
     **options,
 ) -> ImportReport:
     """Run an import's `body` in one transaction (rolled back for a dry run), reading files from inside
-    the folder `source` only."""
-    report = ImportReport(dry_run=dry_run, progress=progress, source_root=Path(source).resolve())
-    importer = Importer(project=project, report=report, **options)
-    try:
-        with transaction.atomic():
-            body(importer)
-            importer.chains_link()
-            if dry_run:
-                raise _DryRunRollback
-    except _DryRunRollback:
-        pass
-    return report
+    the folder `source` only.
+
+    Safe against concurrent writers: imports into one project run one at a time (the second waits for the
+    first to commit, then finds what it stored), and the sessions writer takes the locks the live write
+    path takes. A clash those locks do not prevent (a unique key taken by a writer that takes no lock, a
+    deadlock) rolls the whole import back; it is run again, up to IMPORT_ATTEMPTS times, from the
+    start, and then fails with a Conflict saying so: never half-written, never a traceback."""
+    for attempt in range(1, IMPORT_ATTEMPTS + 1):
+        report = ImportReport(dry_run=dry_run, progress=progress, source_root=Path(source).resolve())
+        importer = Importer(project=project, report=report, **options)
+        try:
+            with transaction.atomic():
+                _import_lock(project, report)
+                body(importer)
+                importer.chains_link()
+                if dry_run:
+                    raise _DryRunRollback
+        except _DryRunRollback:
+            pass
+        except (IntegrityError, OperationalError) as exc:
+            clash = _concurrent_clash(exc)
+            if clash is None:
+                raise
+            if attempt == IMPORT_ATTEMPTS:
+                raise Conflict(
+                    f"Another writer changed the same memory while this import ran ({clash}); the import "
+                    f"was rolled back (tried {attempt} time(s)) and nothing of it was written. Run it again "
+                    "when the other writer is done."
+                ) from exc
+            report.say(
+                f"  ! a concurrent write clashed with this import ({clash}); rolled back, importing again"
+            )
+            continue
+        return report
+    raise AssertionError("unreachable")
+
+
+def _import_lock(project: Project, report: ImportReport) -> None:
+    """Wait for any other import into `project` to commit (held to the end of this transaction)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
+        if cursor.fetchone()[0]:
+            return
+        report.say(f"waiting for another import into project {project.slug} to finish...")
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
+
+
+def _concurrent_clash(exc: Exception) -> str | None:
+    """What a database error says when it is a clash with a concurrent writer (a unique or foreign key
+    violation, a deadlock, a serialization failure); None for any other error."""
+    state = getattr(exc.__cause__, "sqlstate", None) or ""
+    if not (state.startswith("23") or state in {"40001", "40P01"}):
+        return None
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def import_memory_dir(

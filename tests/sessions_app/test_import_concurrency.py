@@ -1,0 +1,206 @@
+"""An import while others write: a second import of the same folder, or an agent writing to the chat an
+import is storing, waits for the import instead of failing on a unique constraint."""
+
+import io
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import IntegrityError, connection, transaction
+
+from sessions_app import services, session_files, transfer
+from sessions_app.models import Message, Session
+from vault import services as vault_services
+from vault.models import WorkspaceFile
+from vault.transfer import layouts
+
+
+def export_to(path: Path, project) -> Path:
+    call_command("export_memory_dir", str(path), "--project", project.slug, stdout=io.StringIO())
+    return path
+
+
+def waiting_on_a_lock(count: int = 1, timeout: float = 10) -> bool:
+    """Whether `count` other connections are waiting for a lock (polled: they block inside PostgreSQL)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0] >= count:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def paused_import(monkeypatch):
+    """The first import to store a session file stops there, its transaction open, until released."""
+    stored, release = threading.Event(), threading.Event()
+    store = session_files.session_file_store
+
+    def store_then_wait(*args, **kwargs):
+        store(*args, **kwargs)
+        if not stored.is_set():
+            stored.set()
+            release.wait(20)
+
+    monkeypatch.setattr(session_files, "session_file_store", store_then_wait)
+    return stored, release
+
+
+def in_thread(errors: list, results: list, work) -> threading.Thread:
+    def run():
+        try:
+            results.append(work())
+        except Exception as exc:  # noqa: BLE001 - any failure fails the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def source_with_a_chat(tmp_path, *, entry: bool = True):
+    project = vault_services.project_create(slug="source")
+    agent = vault_services.agent_ensure(project=project, slug="dev")
+    if entry:
+        vault_services.entry_create(agent=agent, category="decisions", content="Use SSE for streaming")
+    services.messages_append(
+        agent=agent,
+        session_key="chat-1",
+        messages=[
+            {"role": "user", "text": "Shall we cache?", "client_id": "m1"},
+            {"role": "assistant", "text": "Yes, with Redis.", "client_id": "m2"},
+        ],
+    )
+    if not entry:  # nothing but the session: the day's note its messages wrote goes too
+        for note in WorkspaceFile.objects.filter(agent=agent, path__startswith="memory/", deleted_at=None):
+            vault_services.file_delete(agent=agent, path=note.path, deleted_by="test")
+    return export_to(tmp_path / "out", project)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_imports_of_one_folder_at_once_both_finish_and_store_it_once(tmp_path, paused_import):
+    """The second of two imports running at once waited on the first's new session row and, when the
+    first committed, failed with an IntegrityError traceback (session_unique_external_id). It now waits
+    for the first import into the project to finish, then finds everything imported. (The agent is there
+    already and the export holds no entry nor note: the second import has nothing else to wait for.)"""
+    out = source_with_a_chat(tmp_path, entry=False)
+    target = vault_services.project_create(slug="target")
+    vault_services.agent_ensure(project=target, slug="dev")
+    stored, release = paused_import
+    errors, results = [], []
+    first = in_thread(errors, results, lambda: transfer.import_memory_dir(path=out, project=target))
+    try:
+        assert stored.wait(20), errors
+        second = in_thread(errors, results, lambda: transfer.import_memory_dir(path=out, project=target))
+        assert waiting_on_a_lock()
+    finally:
+        release.set()
+        first.join()
+    second.join()
+    assert errors == []
+    assert [report.problems for report in results] == [[], []]
+    assert results[1].counts["sessions already imported (skipped)"] == 1
+    assert "sessions created" not in results[1].counts
+    assert Session.objects.filter(project=target).count() == 1
+    assert Message.objects.filter(project=target).count() == 2
+    assert WorkspaceFile.objects.filter(agent__project=target, path="MEMORY.md").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agent_writing_to_the_chat_an_import_is_storing_waits_and_then_writes_to_it(
+    tmp_path, paused_import
+):
+    """An agent's first message to chat-1 while an import was storing chat-1 waited on the import's
+    uncommitted session row, then failed with an IntegrityError (a 500 for the API). The import now takes
+    the lock the live path takes to create a session: the agent waits, then writes to the imported one."""
+    out = source_with_a_chat(tmp_path)
+    target = vault_services.project_create(slug="target")
+    agent = vault_services.agent_ensure(project=target, slug="dev")
+    stored, release = paused_import
+    errors, results = [], []
+    importing = in_thread(errors, results, lambda: transfer.import_memory_dir(path=out, project=target))
+    try:
+        assert stored.wait(20), errors
+        writing = in_thread(
+            errors,
+            results,
+            lambda: services.messages_append(
+                agent=agent,
+                session_key="chat-1",
+                messages=[{"role": "user", "text": "Back again", "client_id": "live-1"}],
+            ),
+        )
+        assert waiting_on_a_lock()
+    finally:
+        release.set()
+        importing.join()
+    writing.join()
+    assert errors == [] and not isinstance(results[-1], IntegrityError)
+    session = Session.objects.get(project=target)
+    assert sorted(Message.objects.filter(session=session).values_list("client_id", flat=True)) == [
+        "live-1",
+        "m1",
+        "m2",
+    ]
+
+
+@pytest.mark.parametrize("attempts", [3, 1])
+@pytest.mark.django_db(transaction=True)
+def test_a_clash_with_a_writer_that_takes_no_lock_reruns_the_import_or_fails_clearly(
+    tmp_path, monkeypatch, attempts
+):
+    """A writer that takes none of the locks (a script, the admin) committing chat-1 while the import
+    stored it made the import fail with an IntegrityError traceback. The import is rolled back and run
+    again, which finds that session and adds the file's messages to it; after IMPORT_ATTEMPTS clashes it
+    fails with a message saying what happened and that nothing was written (exit status 1)."""
+    monkeypatch.setattr(layouts, "IMPORT_ATTEMPTS", attempts, raising=False)
+    out = source_with_a_chat(tmp_path, entry=False)
+    target = vault_services.project_create(slug="target")
+    agent = vault_services.agent_ensure(project=target, slug="dev")
+    inserted, release = threading.Event(), threading.Event()
+    errors, results = [], []
+
+    def unlocked_writer():
+        with transaction.atomic():
+            Session.objects.create(project=target, agent=agent, external_id="chat-1")
+            inserted.set()
+            release.wait(20)
+        return "committed"
+
+    writer = in_thread(errors, results, unlocked_writer)
+    assert inserted.wait(20)
+    output = io.StringIO()
+    importing = in_thread(
+        errors,
+        results,
+        lambda: call_command("import_memory_dir", str(out), "--project", "target", stdout=output),
+    )
+    try:
+        assert waiting_on_a_lock()
+    finally:
+        release.set()
+        writer.join()
+    importing.join()
+    if attempts == 1:
+        assert [type(error) for error in errors] == [CommandError]
+        assert str(errors[0]) == (
+            "Another writer changed the same memory while this import ran (duplicate key value violates "
+            'unique constraint "session_unique_external_id"); the import was rolled back (tried 1 time(s)) '
+            "and nothing of it was written. Run it again when the other writer is done."
+        )
+        assert not Message.objects.filter(project=target).exists()
+        return
+    assert errors == []
+    assert "a concurrent write clashed with this import" in output.getvalue()
+    session = Session.objects.get(project=target)
+    assert sorted(Message.objects.filter(session=session).values_list("client_id", flat=True)) == ["m1", "m2"]
