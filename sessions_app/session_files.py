@@ -166,6 +166,55 @@ def _messages_read(report: ImportReport, source: str, raws) -> list[dict] | None
     return messages
 
 
+def _session_holds_any(session: Session, texts: dict[str, str]) -> bool:
+    """Whether the session holds one of these messages (client id -> text): the same client id with the
+    same text (as stored, redacted or not). A client id alone is not enough: "m1" is anyone's."""
+    if session.status == SessionStatus.ARCHIVED:
+        rows = [row for row in selectors.archive_messages(session) if row["client_id"] in texts]
+    else:
+        rows = Message.objects.filter(session=session, client_id__in=list(texts)).values("client_id", "text")
+    return any(row["text"] in (texts[row["client_id"]], redact(texts[row["client_id"]])) for row in rows)
+
+
+def chat_id_apart(
+    importer, agent: Agent, source_agent: str, chat_id: str, texts: dict[str, str], where
+) -> str:
+    """The chat id an imported session of `source_agent` takes in `agent` (its target, after --agent-map).
+    Two source agents mapped onto one may each have a session with the same chat id: stored as one, the
+    second's messages went into the first's conversation (one whose client id the first had used was
+    skipped as already imported). The first (an agent that keeps its id goes first) keeps the chat id;
+    a session of another source agent, or of a renamed agent whose chat id a stored session holding none
+    of its messages has (the target's own chat, another source's from an earlier run), is kept apart as
+    `{chat id}@{source agent}`, reported the first time; the next run finds it there. `texts`: the
+    session's messages, client id -> text."""
+    source_agent = source_agent or agent.slug
+    if not chat_id:
+        return chat_id
+    suffix = f"@{source_agent}"
+    apart = chat_id[: 200 - len(suffix)] + suffix
+    claims = importer.chat_claims
+    claimer = claims.get((agent.pk, chat_id))
+    taken = None
+    if claimer is not None and claimer != source_agent:
+        taken = f"that of agent {claimer}'s session in {agent.slug} (both mapped onto it)"
+    elif claimer is None and source_agent != agent.slug:
+        if Session.objects.filter(agent=agent, external_id=apart).exists():  # kept apart by an earlier run
+            claims[(agent.pk, apart)] = source_agent
+            return apart
+        stored = Session.objects.filter(agent=agent, external_id=chat_id).first()
+        if stored is not None and texts and not _session_holds_any(stored, texts):
+            taken = f"that of another session of {agent.slug}, holding none of its messages"
+    if taken is None:
+        claims[(agent.pk, chat_id)] = source_agent
+        return chat_id
+    if not Session.objects.filter(agent=agent, external_id=apart).exists():
+        importer.report.problem(
+            where, f"chat id {chat_id!r} of agent {source_agent} is already {taken}; kept apart as {apart!r}"
+        )
+    claims[(agent.pk, apart)] = source_agent
+    return apart
+
+
 def _session_find(agent: Agent, chat_id: str, client_ids: set[str]) -> Session | None:
     """The stored session this file is: by chat id, else the one holding one of its messages (an
     archived one's messages are in its archive)."""
@@ -218,12 +267,14 @@ def _rows_build(
     return rows, ids
 
 
-def _session_create(agent: Agent, data: dict, messages: list[dict], fallback: datetime) -> Session:
+def _session_create(
+    agent: Agent, chat_id: str, data: dict, messages: list[dict], fallback: datetime
+) -> Session:
     """A new session holding the file's tree, branches, status and dates."""
     session = Session.objects.create(
         project_id=agent.project_id,
         agent=agent,
-        external_id=_text(data.get("chat_id"), 200),
+        external_id=chat_id,
         model_id=_text(data.get("model_id"), 200),
     )
     rows, ids = _rows_build(agent, session, messages, messages, {}, fallback)
@@ -310,13 +361,20 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
             # or writing to it, meanwhile waits for the import to commit instead of failing on the unique
             # chat id or client id; the session is looked up once they are held.
             _advisory_lock(_LOCK_SESSION_CREATE, agent.pk)
-            session = _session_find(
-                agent, _text(data.get("chat_id"), 200), {m["client_id"] for m in messages}
+            client_ids = {m["client_id"] for m in messages}
+            chat_id = chat_id_apart(
+                importer,
+                agent,
+                item.source_agent,
+                _text(data.get("chat_id"), 200),
+                {m["client_id"]: m["text"] for m in messages},
+                item.source,
             )
+            session = _session_find(agent, chat_id, client_ids)
             if session is not None:
                 session = Session.objects.select_for_update(of=("self",)).get(pk=session.pk)
             if session is None:
-                session = _session_create(agent, data, messages, fallback)
+                session = _session_create(agent, chat_id, data, messages, fallback)
                 report.counts["sessions created"] += 1
                 report.counts["messages stored"] += len(messages)
                 return

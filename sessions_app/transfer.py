@@ -103,7 +103,15 @@ def conversation_store(importer: Importer, item: ParsedConversation) -> None:
     if agent is None:
         report.counts["conversations skipped (no valid agent)"] += 1
         return
-    session = Session.objects.filter(agent=agent, external_id=item.external_id[:200]).first()
+    external_id = session_files.chat_id_apart(
+        importer,
+        agent,
+        item.source_agent,
+        item.external_id[:200],
+        {m.client_id: m.text for m in item.messages},
+        item.source,
+    )
+    session = Session.objects.filter(agent=agent, external_id=external_id).first()
     new = _messages_new(report, item, session)
     if not new:
         report.counts["conversations already imported (skipped)"] += 1
@@ -133,7 +141,7 @@ def conversation_store(importer: Importer, item: ParsedConversation) -> None:
                         for m in new[start : start + chunk_size]
                     ],
                     session=session,
-                    session_key=item.external_id[:200],
+                    session_key=external_id,
                     model_id=item.model_id[:200],
                     changed_by="import",
                 )

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from sessions_app import selectors, services, transfer
 from sessions_app.models import Branch, Checkpoint, Message, Session
 from sessions_app.selectors import archive_payload
+from tests.factories import AgentFactory
 
 
 def export_to(path: Path, project) -> Path:
@@ -182,3 +183,62 @@ def test_a_session_that_went_on_since_the_last_import_shows_its_new_messages(
         report.summary()
     )
     assert sessions(target) == sessions(project)
+
+
+def chats(project) -> dict:
+    """{(agent, chat id): [(client id, text)]} of every session of a project."""
+    return {
+        (s.agent.slug, s.external_id): sorted(
+            Message.objects.filter(session=s).values_list("client_id", "text")
+        )
+        for s in Session.objects.filter(project=project).select_related("agent")
+    }
+
+
+def test_two_agents_mapped_onto_one_keep_their_sessions_of_the_same_chat_id_apart(
+    tmp_path, project, agent_a, agent_b, target
+):
+    """--agent-map agent-a=dev,agent-b=dev stored both agents' chat-1 as one session: b's messages were
+    added to a's conversation, and a message of b whose client id a had used ("m1") was skipped as
+    already imported: lost. The second is now kept apart under chat-1@agent-b, reported; a second run
+    adds nothing and reports nothing; the agent that keeps its name (agent-a=agent-b) keeps its chat id."""
+    for agent, text in ((agent_a, "A: use Redis"), (agent_b, "B: use Memcached")):
+        services.messages_append(
+            agent=agent, session_key="chat-1", messages=[{"role": "user", "text": text, "client_id": "m1"}]
+        )
+    out = export_to(tmp_path / "out", project)
+    report = transfer.import_memory_dir(
+        path=out, project=target, agent_map={"agent-a": "dev", "agent-b": "dev"}
+    )
+    assert chats(target) == {
+        ("dev", "chat-1"): [("m1", "A: use Redis")],
+        ("dev", "chat-1@agent-b"): [("m1", "B: use Memcached")],
+    }
+    assert report.problems == [
+        f"{out / 'agent-b' / 'sessions'}/{Session.objects.get(agent=agent_b).pk}.json: chat id 'chat-1' of "
+        "agent agent-b is already that of agent agent-a's session in dev (both mapped onto it); kept apart "
+        "as 'chat-1@agent-b'"
+    ]
+    again = transfer.import_memory_dir(
+        path=out, project=target, agent_map={"agent-a": "dev", "agent-b": "dev"}
+    )
+    assert not again.problems and again.counts["sessions already imported (skipped)"] == 2
+    assert len(chats(target)) == 2
+    other = target.__class__.objects.create(slug="other", name="Other")
+    transfer.import_memory_dir(path=out, project=other, agent_map={"agent-a": "agent-b"})
+    assert chats(other) == {
+        ("agent-b", "chat-1"): [("m1", "B: use Memcached")],
+        ("agent-b", "chat-1@agent-a"): [("m1", "A: use Redis")],
+    }
+    third = target.__class__.objects.create(slug="third", name="Third")
+    dev = AgentFactory(project=third, slug="dev")
+    services.messages_append(
+        agent=dev, session_key="chat-1", messages=[{"role": "user", "text": "Dev's own", "client_id": "m1"}]
+    )
+    report = transfer.import_memory_dir(path=out, project=third, agent_map={"agent-a": "dev"})
+    assert chats(third) == {
+        ("dev", "chat-1"): [("m1", "Dev's own")],
+        ("dev", "chat-1@agent-a"): [("m1", "A: use Redis")],
+        ("agent-b", "chat-1"): [("m1", "B: use Memcached")],
+    }
+    assert "holding none of its messages; kept apart as 'chat-1@agent-a'" in report.problems[0]

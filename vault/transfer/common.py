@@ -161,6 +161,7 @@ class ParsedConversation:
     model_id: str = ""
     metadata: dict = field(default_factory=dict)
     kind: str = "conversation"
+    source_agent: str = ""  # the agent's id in the source, before --agent-map ("": the same as `agent`)
 
 
 @dataclass
@@ -186,6 +187,7 @@ class ParsedSessionFile:
     data: dict
     saved_at: datetime
     kind: str = "session"
+    source_agent: str = ""  # the agent's id in the source, before --agent-map ("": the same as `agent`)
 
 
 @dataclass

@@ -99,6 +99,7 @@ def conversation_file_import(importer: Importer, path: Path) -> ParsedConversati
         messages=messages,
         saved_at=date_parse(data.get("savedAt")) or _mtime(path),
         model_id=str(data.get("modelId") or ""),
+        source_agent=source_agent,
     )
     sessions_store(importer, conversation)
     return conversation

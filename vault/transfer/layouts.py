@@ -261,7 +261,8 @@ def agent_dir_import(importer: Importer, directory: Path) -> None:
 
 
 def session_file_import(importer: Importer, agent: Agent, path: Path) -> None:
-    """`{agent}/sessions/{id}.json` of our export: one session whole, for the sessions writer."""
+    """`{agent}/sessions/{id}.json` of our export: one session whole, for the sessions writer (which
+    knows the source agent, its folder's name, to keep apart sessions of agents mapped onto one)."""
     data = _read_json(path, importer.report)
     if data is None:
         return
@@ -269,7 +270,14 @@ def session_file_import(importer: Importer, agent: Agent, path: Path) -> None:
         importer.report.problem(path, f"is not a session file of format {SESSION_FILE_FORMAT}; skipped")
         return
     sessions_store(
-        importer, ParsedSessionFile(source=str(path), agent=agent.slug, data=data, saved_at=_mtime(path))
+        importer,
+        ParsedSessionFile(
+            source=str(path),
+            agent=agent.slug,
+            data=data,
+            saved_at=_mtime(path),
+            source_agent=path.parent.parent.name,
+        ),
     )
 
 
@@ -315,7 +323,11 @@ def memory_vault_import(importer: Importer, root: Path) -> None:
         project_file_import(importer, root / "_project.md")
     children = sorted(root.iterdir())
     exported = (root / EXPORT_MANIFEST).is_file()
-    for child in children:
+    # Agents that keep their id first: when --agent-map sends another agent onto one of them, its sessions
+    # are the ones that keep their chat ids (the other's are kept apart under a suffixed chat id).
+    for child in sorted(
+        children, key=lambda child: (importer.agent_slug(child.name) != child.name, child.name)
+    ):
         if child.is_dir() and _is_agent_dir(child, exported=exported):
             agent_dir_import(importer, child)
     # In a folder that is also a workspace, lower-case .md files are the workspace's, not flat agent files.

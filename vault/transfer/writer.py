@@ -70,6 +70,9 @@ class Importer:
             int, tuple[set[tuple], set[tuple]]
         ] = {}  # (agent pk, source id) -> the id it was stored under
         self._created_total = 0
+        # (target agent pk, chat id) -> the source agent whose session took it in this run: two source
+        # agents mapped onto one keep their sessions of the same chat id apart (sessions_app's writer).
+        self.chat_claims: dict[tuple[int, str], str] = {}
 
     def agent_slug(self, source_id: str | None) -> str:
         source_id = (source_id or self.default_agent).strip()
