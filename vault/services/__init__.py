@@ -29,6 +29,7 @@ from vault.services.insights import handoff_store, insights_store
 from vault.services.projects import (
     DEFAULT_PROJECT_SLUG,
     agent_ensure,
+    agent_name_set,
     project_context_set,
     project_create,
     project_ensure_default,
@@ -61,6 +62,7 @@ __all__ = [
     "STALE_FORM_LOC",
     "EntryChanges",
     "agent_ensure",
+    "agent_name_set",
     "daily_note_append",
     "daily_note_path",
     "entries_mark_accessed",

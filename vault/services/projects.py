@@ -114,6 +114,14 @@ def agent_ensure(*, project: Project, slug: str, name: str = "") -> Agent:
     return agent
 
 
+def agent_name_set(*, agent: Agent, name: str) -> Agent:
+    """Give an agent its display name (at most 200 characters, no NUL; blank: its id)."""
+    name = text_check(name, field="name", allow_empty=True).strip()[:200] or agent.slug
+    Agent.objects.filter(pk=agent.pk).update(name=name)
+    agent.name = name
+    return agent
+
+
 def _workspace_defaults_create(agent: Agent) -> None:
 
     WorkspaceFile.objects.bulk_create(

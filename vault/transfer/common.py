@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from django.db import connection
+
 from vault.models import (
     EntryStatus,
+    Project,
 )
 from vault.transfer.export import WORKSPACE_DIR
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
@@ -241,3 +244,22 @@ class ImportReport:
 
 class _DryRunRollback(Exception):
     pass
+
+
+def _import_lock(project: Project, report: ImportReport) -> None:
+    """Wait for any other import into `project` to commit (held to the end of this transaction)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
+        if cursor.fetchone()[0]:
+            return
+        report.say(f"waiting for another import into project {project.slug} to finish...")
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
+
+
+def _concurrent_clash(exc: Exception) -> str | None:
+    """What a database error says when it is a clash with a concurrent writer (a unique or foreign key
+    violation, a deadlock, a serialization failure); None for any other error."""
+    state = getattr(exc.__cause__, "sqlstate", None) or ""
+    if not (state.startswith("23") or state in {"40001", "40P01"}):
+        return None
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,9 +1,11 @@
 r"""Export memory as .memory/ layout: a readable, Obsidian-friendly markdown vault.
 
 ```
-.export.json                      {"format": 2, "redaction_enabled": ...}: written by this export (hidden)
+.export.json                      {"format": 2, "redaction_enabled": ..., "agents": {folder: {"name"}},
+                                  "review_policies": [...]}: written by this export (hidden)
 _project.md                       the project context
 {agent}/{category}.md             entries, newest first (below)
+{agent}/.review.json              why entries wait for review (their review items, by the entries' ids here)
 {agent}/workspace/{path}          the agent's workspace files (AGENTS.md, memory/..., memories/..., any path)
 {agent}/workspace/.workspace.json every file's enabled flag and sort order (hidden from Obsidian)
 ```
@@ -62,7 +64,7 @@ from django.db import connection, transaction
 
 from memoryproject.errors import InvalidInput
 from vault import selectors, services
-from vault.models import Agent, Category, Project, VaultEntry
+from vault.models import Agent, Category, Project, ReviewItem, ReviewPolicy, VaultEntry
 
 CATEGORY_TITLES = {
     "decisions": "Decisions",
@@ -76,6 +78,7 @@ WORKSPACE_MANIFEST = ".workspace.json"
 SESSIONS_DIR = "sessions"  # an agent's sessions, one JSON file each (written by sessions_app's `extra`)
 CHECKPOINTS_DIR = ".vault/checkpoints"  # agents' checkpoints, seed 000's place for them
 EXPORT_MANIFEST = ".export.json"
+REVIEW_FILE = ".review.json"  # an agent's review items: {"format": 1, "items": [...]}
 DEFAULT_IMPORTANCE = 0.5
 ENTRY_FORMAT = "2"
 # The start of a content line that an import could read as a marker, after backslashes already there.
@@ -162,15 +165,62 @@ def agent_folder(agent: Agent) -> str:
 AgentFiles = Callable[[Agent, str], Iterable[tuple[str, str]]]
 
 
+def _review_file(
+    agent: Agent, ids: dict[int, str], other_ids: Callable[[Agent], dict[int, str]]
+) -> str | None:
+    """The agent's review items (why its entries wait, and what curators decided), each naming its entry
+    and the other entry it concerns by their ids in the export, so that an import links them to the
+    entries it stores; None when the agent has none."""
+    items = []
+    for item in (
+        ReviewItem.objects.filter(entry__agent=agent).select_related("other_entry__agent").order_by("id")
+    ):
+        other = item.other_entry
+        items.append(
+            {
+                "entry": ids[item.entry_id],
+                "kind": item.kind,
+                "other": None
+                if other is None
+                else {"agent": agent_folder(other.agent), "id": other_ids(other.agent)[other.pk]},
+                "detail": item.detail,
+                "created_at": item.created_at.isoformat(),
+                "resolved_at": item.resolved_at.isoformat() if item.resolved_at else None,
+                "resolution": item.resolution,
+                "resolved_by": item.resolved_by,
+            }
+        )
+    return json.dumps({"format": 1, "items": items}, ensure_ascii=False, indent=1) + "\n" if items else None
+
+
 def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None) -> Iterator[tuple[str, str]]:
     project = Project.objects.get(pk=project.pk)
-    manifest = {"format": int(ENTRY_FORMAT), "redaction_enabled": project.redaction_enabled}
-    yield EXPORT_MANIFEST, json.dumps(manifest) + "\n"
+    manifest = {
+        "format": int(ENTRY_FORMAT),
+        "redaction_enabled": project.redaction_enabled,
+        "agents": {agent_folder(agent): {"name": agent.name} for agent in agents},
+        "review_policies": [
+            {
+                "category": p.category,
+                "hold_agent_writes": p.hold_agent_writes,
+                "hold_extracted": p.hold_extracted,
+            }
+            for p in ReviewPolicy.objects.filter(project=project).order_by("category")
+        ],
+    }
+    yield EXPORT_MANIFEST, json.dumps(manifest, ensure_ascii=False) + "\n"
     yield "_project.md", project.context
+    known_ids: dict[int, dict[int, str]] = {}
+
+    def ids_of(agent: Agent) -> dict[int, str]:
+        if agent.pk not in known_ids:
+            known_ids[agent.pk] = marker_ids(agent)
+        return known_ids[agent.pk]
+
     for agent in agents:
         folder = agent_folder(agent)
         entries = selectors.entry_list(agent=agent, status=None)
-        ids = marker_ids(agent)
+        ids = ids_of(agent)
         for category in Category.values:
             chosen = entries.filter(category=category)
             if chosen.exists():
@@ -178,6 +228,9 @@ def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None)
                     f"{folder}/{category}.md",
                     category_render(agent, category, chosen.iterator(chunk_size=2000), ids),
                 )
+        review = _review_file(agent, ids, ids_of)
+        if review is not None:
+            yield f"{folder}/{REVIEW_FILE}", review
         manifest = {}
         for file in selectors.files_list(agent=agent).order_by("path"):
             manifest[file.path] = {"enabled": file.enabled, "sort_order": file.sort_order}
@@ -267,7 +320,7 @@ def export_memory_dir(
 
 def _earlier_files(path: Path, folders: list[str]) -> set[str]:
     """The files an earlier export in `path` wrote for these agents' folders (relative paths): category
-    files, session files, the checkpoint, the workspace files its `.workspace.json` lists and that
+    files, the review file, session files, the checkpoint, the workspace files its `.workspace.json` lists and that
     manifest. Empty when `path` holds no export (`.export.json`)."""
     if not (path / EXPORT_MANIFEST).is_file():
         return set()
@@ -277,6 +330,8 @@ def _earlier_files(path: Path, folders: list[str]) -> set[str]:
         found |= {
             f"{folder}/{category}.md" for category in Category.values if (base / f"{category}.md").exists()
         }
+        if (base / REVIEW_FILE).exists():
+            found.add(f"{folder}/{REVIEW_FILE}")
         if (base / SESSIONS_DIR).is_dir():
             found |= {f"{folder}/{SESSIONS_DIR}/{p.name}" for p in (base / SESSIONS_DIR).glob("*.json")}
         if (path / CHECKPOINTS_DIR / f"{folder}.json").exists():

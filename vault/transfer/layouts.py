@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import IntegrityError, OperationalError, transaction
 
 from memoryproject.errors import Conflict, DomainError, InvalidInput
 from vault import services
@@ -45,7 +45,6 @@ from vault.transfer.common import (
     DAILY_NOTE_RE,
     HEADER_TAG_RE,
     IMPORT_ATTEMPTS,
-    IMPORT_LOCK_CLASS,
     MARKER_RE,
     MEMORY_VAULT_SKIP_DIRS,
     SECTION_RE,
@@ -54,8 +53,10 @@ from vault.transfer.common import (
     EntryItem,
     ImportReport,
     ParsedSessionFile,
+    _concurrent_clash,
     _DryRunRollback,
     _hash,
+    _import_lock,
     _mtime,
     _read_json,
     _read_text,
@@ -71,10 +72,17 @@ from vault.transfer.conversations import (
 from vault.transfer.export import (
     ENTRY_FORMAT,
     EXPORT_MANIFEST,
+    REVIEW_FILE,
     SESSIONS_DIR,
     WORKSPACE_DIR,
     WORKSPACE_MANIFEST,
     content_unescape,
+)
+from vault.transfer.reviews import (
+    agent_name_adopt,
+    export_manifest_adopt,
+    review_file_import,
+    review_items_link,
 )
 from vault.transfer.writer import Importer
 
@@ -245,6 +253,7 @@ def flat_agent_file_import(importer: Importer, path: Path) -> None:
 
 def agent_dir_import(importer: Importer, directory: Path) -> None:
     agent = importer.agent(directory.name, where=directory)
+    agent_name_adopt(importer, agent, directory)
     for category in Category.values:
         path = directory / f"{category}.md"
         if path.is_file():
@@ -254,6 +263,8 @@ def agent_dir_import(importer: Importer, directory: Path) -> None:
     if workspace.is_dir() and _source_path(workspace, importer.report) is not None:
         workspace_import(importer, workspace, agent=agent)
     importer.flush()
+    if agent is not None and (directory / REVIEW_FILE).is_file():
+        review_file_import(importer, agent, directory / REVIEW_FILE)
     sessions = directory / SESSIONS_DIR
     if agent is not None and sessions.is_dir() and _source_path(sessions, importer.report) is not None:
         for path in sorted(sessions.glob("*.json")):
@@ -316,9 +327,9 @@ def memory_vault_import(importer: Importer, root: Path) -> None:
     report = importer.report
     report.say(f".memory/ vault: {root}")
     if (root / EXPORT_MANIFEST).is_file():
-        manifest = _read_json(root / EXPORT_MANIFEST, report)
-        if isinstance(manifest, dict) and manifest.get("redaction_enabled") is False:
-            importer.redaction_off_adopt(where=root / EXPORT_MANIFEST)
+        export_manifest_adopt(
+            importer, _read_json(root / EXPORT_MANIFEST, report), where=root / EXPORT_MANIFEST
+        )
     if (root / "_project.md").is_file():
         project_file_import(importer, root / "_project.md")
     children = sorted(root.iterdir())
@@ -487,6 +498,7 @@ def _run(
                 _import_lock(project, report)
                 body(importer)
                 importer.chains_link()
+                review_items_link(importer)
                 if dry_run:
                     raise _DryRunRollback
         except _DryRunRollback:
@@ -507,25 +519,6 @@ def _run(
             continue
         return report
     raise AssertionError("unreachable")
-
-
-def _import_lock(project: Project, report: ImportReport) -> None:
-    """Wait for any other import into `project` to commit (held to the end of this transaction)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
-        if cursor.fetchone()[0]:
-            return
-        report.say(f"waiting for another import into project {project.slug} to finish...")
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
-
-
-def _concurrent_clash(exc: Exception) -> str | None:
-    """What a database error says when it is a clash with a concurrent writer (a unique or foreign key
-    violation, a deadlock, a serialization failure); None for any other error."""
-    state = getattr(exc.__cause__, "sqlstate", None) or ""
-    if not (state.startswith("23") or state in {"40001", "40P01"}):
-        return None
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def import_memory_dir(

@@ -73,6 +73,10 @@ class Importer:
         # (target agent pk, chat id) -> the source agent whose session took it in this run: two source
         # agents mapped onto one keep their sessions of the same chat id apart (sessions_app's writer).
         self.chat_claims: dict[tuple[int, str], str] = {}
+        self.agent_names: dict[str, str] = {}  # an export's agents' display names, by folder
+        self.review_items: list[
+            tuple[Agent, dict, str]
+        ] = []  # (agent, item, where), linked after the entries
 
     def agent_slug(self, source_id: str | None) -> str:
         source_id = (source_id or self.default_agent).strip()
@@ -300,6 +304,20 @@ class Importer:
             if self._created_total // PROGRESS_EVERY > before // PROGRESS_EVERY:
                 self.report.say(f"  ... {self._created_total} entries stored")
         self._pending = {}
+
+    def entry_pks(self, agent_pk: int, source_ids: Iterable[str]) -> dict[str, int]:
+        """The stored entries of the agent under these source ids (an id that clashed, under the id it was
+        stored as), by source id; an id not stored is left out."""
+        stored_as = {
+            source: self._renamed.get((agent_pk, legacy_id_fit(source)), legacy_id_fit(source))
+            for source in source_ids
+        }
+        rows = dict(
+            VaultEntry.objects.filter(agent_id=agent_pk, legacy_id__in=set(stored_as.values())).values_list(
+                "legacy_id", "pk"
+            )
+        )
+        return {source: rows[legacy_id] for source, legacy_id in stored_as.items() if legacy_id in rows}
 
     def chains_link(self) -> None:
         """Link each imported entry to the entry it supersedes (both by their source ids, in the same
