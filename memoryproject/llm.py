@@ -19,6 +19,8 @@ from string import Template
 
 from django.conf import settings
 
+from vault.text import text_bytes, token_estimate
+
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -31,6 +33,10 @@ class LLMError(Exception):
 
 class LLMAnswerCut(LLMError):
     """The model stopped at max_tokens (finish_reason "length"): its answer is incomplete."""
+
+
+class LLMPromptTooLong(LLMError):
+    """The prompt is over LLM_MAX_INPUT_TOKENS: it was not sent."""
 
 
 def llm_configured() -> bool:
@@ -65,10 +71,42 @@ def llm_chat(messages: list[dict], *, max_tokens: int | None = None, temperature
     return _reply_text(_completion(messages, max_tokens=max_tokens, temperature=temperature))
 
 
+def prompt_tokens(messages: list[dict]) -> int:
+    """The size of a prompt as LLM_MAX_INPUT_TOKENS counts it: every message's text by token_estimate."""
+    return sum(token_estimate(message.get("content") or "") for message in messages)
+
+
+def prompt_room(messages: list[dict]) -> int:
+    """UTF-8 bytes that can still be added to the last message of `messages` (where a prompt's
+    transcript or notes go) within LLM_MAX_INPUT_TOKENS; negative when the prompt is over already."""
+    rest = settings.LLM_MAX_INPUT_TOKENS - prompt_tokens(messages[:-1])
+    return rest * 4 - text_bytes(messages[-1].get("content") or "")
+
+
+def newest_within(blocks: list[str], room: int, *, separator: str = "\n\n") -> int:
+    """How many of the last `blocks` (oldest first), joined by `separator`, take at most `room` bytes:
+    a prompt keeps the newest of what it is given and leaves out what is older."""
+    used = count = 0
+    for block in reversed(blocks):
+        used += text_bytes(block) + (text_bytes(separator) if count else 0)
+        if used > room:
+            break
+        count += 1
+    return count
+
+
 def _completion(messages: list[dict], *, max_tokens: int | None, temperature: float) -> dict:
-    """The chat-completions reply to `messages`, after the retries llm_chat describes."""
+    """The chat-completions reply to `messages`, after the retries llm_chat describes. A prompt over
+    LLM_MAX_INPUT_TOKENS is not sent (LLMPromptTooLong): past its context a model refuses it or
+    silently loses its start, and the callers keep to the budget before they get here."""
     if not llm_configured():
         raise LLMError("no LLM is configured (set LLM_BASE_URL and LLM_MODEL)")
+    size = prompt_tokens(messages)
+    if size > settings.LLM_MAX_INPUT_TOKENS:
+        raise LLMPromptTooLong(
+            f"the prompt takes about {size} tokens, more than LLM_MAX_INPUT_TOKENS "
+            f"({settings.LLM_MAX_INPUT_TOKENS}); the model was not asked"
+        )
     payload = {
         "model": settings.LLM_MODEL,
         "messages": messages,

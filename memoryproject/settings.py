@@ -386,6 +386,10 @@ LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 1000, minimum=16)
 # max_tokens is sized from those files (plus LLM_MAX_TOKENS for what is new), at most this. 16,384 is the
 # output limit of many hosted models and holds a MEMORY.md of MEMORY_MAX_ENTRY_BYTES (64 KB).
 LLM_REWRITE_MAX_TOKENS = env_int("LLM_REWRITE_MAX_TOKENS", 16384, minimum=16)
+# The most a prompt may take (by the token estimate, UTF-8 bytes / 4): consolidation, extraction and the
+# compaction summary keep the newest of their notes or transcript within it, and no call sends more. The
+# model's context must hold this plus the answer's max_tokens (100,000 + 16,384 within a 128k window).
+LLM_MAX_INPUT_TOKENS = env_int("LLM_MAX_INPUT_TOKENS", 100_000, minimum=1000)
 MEMORY_PROMPTS_DIR = BASE_DIR / "prompts"
 # Post-conversation extraction.
 MEMORY_EXTRACTION_ENABLED = env_bool("MEMORY_EXTRACTION_ENABLED", True)

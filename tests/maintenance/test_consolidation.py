@@ -4,6 +4,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from memoryproject.llm import prompt_tokens
 from vault import services
 from vault.maintenance.consolidation import consolidation_run, consolidation_run_all
 from vault.models import WorkspaceFile, WorkspaceFileVersion
@@ -230,3 +231,46 @@ def test_a_memory_md_longer_than_the_budget_cap_is_not_sent(agent_a, notes, fake
     assert fake_llm.requests == []
     assert result["used"] == "heuristic" and "LLM_REWRITE_MAX_TOKENS (2000)" in result["llm_error"]
     assert memory(agent_a).content.startswith(current.rstrip("\n"))
+
+
+def test_a_week_of_notes_over_the_input_budget_sends_the_newest_and_merges_the_rest(
+    agent_a, fake_llm, settings
+):
+    """Every daily note of the window (every part of a busy day) went into one prompt: a busy week is
+    hundreds of thousands of tokens, beyond any model's context, so the call failed and the
+    deterministic merge ran every night. The prompt now holds the newest notes within
+    LLM_MAX_INPUT_TOKENS; the older ones are merged deterministically into the model's MEMORY.md."""
+    settings.LLM_MAX_INPUT_TOKENS = 2000
+    filler = "".join(
+        f"- day detail {n}: a long line of the day's work, noted as it happened\n" for n in range(25)
+    )
+    for days_ago in (6, 5, 4, 3, 2, 1, 0):
+        note(agent_a, days_ago, f"\n## 10:00\n- Note of {days_ago} days ago\n{filler}")
+    for days_ago in (6, 5):
+        note(agent_a, days_ago, "\n## 11:00\n- The staging database is restored every Monday\n")
+    fake_llm.reply_json(
+        {"should_update": True, "reason": "newest days", "memory_content": "# MEMORY.md\n- From the model\n"}
+    )
+    result = consolidation_run(agent=agent_a)
+    assert result["used"] == "llm" and result["updated"] is True, result
+    messages = fake_llm.requests[0]["json"]["messages"]
+    assert prompt_tokens(messages) <= 2000
+    prompt = messages[1]["content"]
+    assert "Note of 0 days ago" in prompt and "Note of 6 days ago" not in prompt
+    over = result["notes_over_budget"]
+    assert over and len(over) < 7 and over == result["notes_read"][: len(over)]
+    assert all(path.rpartition("/")[2] not in prompt for path in over)
+    assert "merged deterministically" in result["reason"]
+    content = memory(agent_a).content
+    assert content.startswith("# MEMORY.md\n- From the model\n")
+    assert "- The staging database is restored every Monday" in content  # recurring in the older notes
+
+
+def test_when_not_even_the_newest_note_fits_the_model_is_not_asked(agent_a, notes, fake_llm, settings):
+    settings.LLM_MAX_INPUT_TOKENS = 1000
+    services.file_write(agent=agent_a, path="MEMORY.md", content=facts_memory(4000), changed_by="t")
+    fake_llm.reply_json({"should_update": False, "reason": "x", "memory_content": ""})
+    result = consolidation_run(agent=agent_a)
+    assert fake_llm.requests == []
+    assert result["used"] == "heuristic" and "LLM_MAX_INPUT_TOKENS (1000)" in result["llm_error"]
+    assert "- Deploys happen on Fridays" in memory(agent_a).content

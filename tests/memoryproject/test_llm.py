@@ -5,11 +5,14 @@ import pytest
 from memoryproject.llm import (
     LLMAnswerCut,
     LLMError,
+    LLMPromptTooLong,
     json_from_text,
     llm_chat,
     llm_configured,
     llm_json,
+    newest_within,
     prompt_render,
+    prompt_room,
 )
 from tests.fake_llm import completion
 
@@ -119,3 +122,19 @@ def test_llm_json_refuses_an_answer_cut_at_max_tokens(fake_llm):
     fake_llm.reply_raw(json.dumps(completion('{"should_update": true, "memory_content": "# M"}', "length")))
     with pytest.raises(LLMAnswerCut, match=r"cut at max_tokens \(300\)"):
         llm_json([{"role": "user", "content": "hi"}], max_tokens=300)
+
+
+def test_a_prompt_over_the_input_budget_is_not_sent(fake_llm, settings):
+    """Nothing bounded a prompt: a week of daily notes or a long transcript went to the model whole,
+    past any model's context, and the call failed (or the model silently lost the prompt's start)."""
+    settings.LLM_MAX_INPUT_TOKENS = 1000
+    fake_llm.reply("ok")
+    within = [{"role": "system", "content": "s" * 2000}, {"role": "user", "content": "u" * 2000}]
+    assert llm_chat(within) == "ok"
+    over = [{"role": "system", "content": "s" * 2000}, {"role": "user", "content": "u" * 2001}]
+    with pytest.raises(LLMPromptTooLong, match=r"about 1001 tokens, more than LLM_MAX_INPUT_TOKENS \(1000\)"):
+        llm_json(over)
+    assert len(fake_llm.requests) == 1
+    assert prompt_room(within) == 0 and prompt_room(over) == -1
+    assert newest_within(["aaaa", "bbbb", "cccc"], 10) == 2  # "bbbb\n\ncccc"
+    assert newest_within(["aaaa", "bbbb", "cccc"], 9) == 1

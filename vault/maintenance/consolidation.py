@@ -10,7 +10,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, DomainError
-from memoryproject.llm import LLMAnswerCut, LLMError, llm_configured, llm_json, prompt_messages
+from memoryproject.llm import (
+    LLMAnswerCut,
+    LLMError,
+    LLMPromptTooLong,
+    llm_configured,
+    llm_json,
+    newest_within,
+    prompt_messages,
+    prompt_room,
+)
 from memoryproject.resilience import failure_detail
 from vault import selectors, services
 from vault.maintenance.runs import ACTOR, agent_lock_try
@@ -197,40 +206,72 @@ def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
     return reply["should_update"], str(reply.get("reason") or ""), content
 
 
+def _notes_prompt(agent: Agent, now: datetime, memory: str | None, notes: list[tuple[str, str]]):
+    """The consolidation prompt for the newest notes it can hold within LLM_MAX_INPUT_TOKENS, and the
+    older notes left out of it. Raises LLMPromptTooLong when not even the newest note fits."""
+
+    def messages(notes_text: str) -> list[dict]:
+        return prompt_messages(
+            "consolidation",
+            date=f"{timezone.localtime(now):%Y-%m-%d}",
+            agent=agent.slug,
+            memory=memory or "(empty)",
+            days=str(settings.MEMORY_CONSOLIDATE_DAYS),
+            notes=notes_text,
+        )
+
+    blocks = [f"### {path}\n{content}" for path, content in notes]
+    count = newest_within(blocks, prompt_room(messages("")))
+    if not count:
+        raise LLMPromptTooLong(
+            f"MEMORY.md and the newest daily note ({notes[-1][0]}) take more than LLM_MAX_INPUT_TOKENS "
+            f"({settings.LLM_MAX_INPUT_TOKENS}); the model was not asked"
+        )
+    return messages("\n\n".join(blocks[-count:])), notes[: len(notes) - count]
+
+
+def _consolidate_with_llm(
+    agent: Agent, now: datetime, memory: str | None, notes: list[tuple[str, str]]
+) -> tuple[str | None, str, list[tuple[str, str]]]:
+    """The model's MEMORY.md (None: no change), its reason, and the older notes that did not fit
+    the prompt: those the caller merges deterministically into the model's MEMORY.md."""
+    messages, held = _notes_prompt(agent, now, memory, notes)
+    sent = notes[len(held) :]
+    should, reason, content = _consolidation_contract(
+        llm_json_rewrite(messages, files={"MEMORY.md": memory or ""}, added=_facts_new(memory or "", sent))
+    )
+    return (content if should else None), reason, held
+
+
 def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
     """Fold the last MEMORY_CONSOLIDATE_DAYS days of daily notes into MEMORY.md (emergence).
 
     With an LLM its JSON answer is used; without one, or when its answer is unusable (logged), a
-    deterministic merge keeps recurring facts and drops duplicates. The previous MEMORY.md stays in the
-    file's history (file_write versions it). Raises Conflict when a job for this agent is running.
+    deterministic merge keeps recurring facts and drops duplicates. The model is sent the newest
+    notes its prompt holds within LLM_MAX_INPUT_TOKENS; older ones ("notes_over_budget") are merged
+    deterministically into its MEMORY.md (they were the newest on earlier nights' runs). The previous
+    MEMORY.md stays in the file's history (file_write versions it). Raises Conflict when a job for this
+    agent is running.
     """
     now = now or timezone.now()
-    days = settings.MEMORY_CONSOLIDATE_DAYS
     with transaction.atomic():
         if not agent_lock_try(agent.pk):
             raise Conflict(f"An extraction or consolidation for agent {agent.slug!r} is running; try later.")
-        notes = daily_notes_recent(agent, now, days)
+        notes = daily_notes_recent(agent, now, settings.MEMORY_CONSOLIDATE_DAYS)
         memory = file_content(agent, "MEMORY.md")
         result = {"agent": agent.slug, "path": "MEMORY.md", "notes_read": [path for path, _ in notes]}
         new_content, reason, used = None, "", "heuristic"
         if llm_configured() and notes:
             try:
-                should, reason, content = _consolidation_contract(
-                    llm_json_rewrite(
-                        prompt_messages(
-                            "consolidation",
-                            date=f"{timezone.localtime(now):%Y-%m-%d}",
-                            agent=agent.slug,
-                            memory=memory or "(empty)",
-                            days=str(days),
-                            notes="\n\n".join(f"### {p}\n{c}" for p, c in notes),
-                        ),
-                        files={"MEMORY.md": memory or ""},
-                        added=_facts_new(memory or "", notes),
-                    )
-                )
+                new_content, reason, held = _consolidate_with_llm(agent, now, memory, notes)
                 used = "llm"
-                new_content = content if should else None
+                if held:
+                    result["notes_over_budget"] = [path for path, _ in held]
+                    new_content = memory_merge_deterministic(new_content or memory or "", held)
+                    reason = (
+                        f"{reason}; {len(held)} older note(s) over LLM_MAX_INPUT_TOKENS merged "
+                        "deterministically"
+                    ).lstrip("; ")
             except LLMError as exc:
                 logger.warning(
                     "LLM consolidation failed for %s, using the deterministic merge: %s", agent, exc
