@@ -11,7 +11,14 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
-from memoryproject.llm import LLMError, llm_configured, prompt_messages
+from memoryproject.llm import (
+    LLMError,
+    LLMPromptTooLong,
+    llm_configured,
+    newest_within,
+    prompt_messages,
+    prompt_room,
+)
 from sessions_app.maintenance.trimming import session_digest
 from sessions_app.models import Message, Role, Session
 from sessions_app.scan import DURABLE_CATEGORIES, scan_message
@@ -93,13 +100,29 @@ def extraction_retry_schedule(
     return at
 
 
-def _transcript(messages: list[Message]) -> str:
+def _transcript_lines(messages: list[Message]) -> list[str]:
+    """The last MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES messages as the model reads them, oldest first."""
     limit = settings.MEMORY_EXTRACTION_MESSAGE_CHARS
     lines = []
     for message in messages[-settings.MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES :]:
         text = text_clip(message.text, limit + len(TRUNCATED), flatten=False, mark=TRUNCATED)
         lines.append(f"{'User' if message.role == Role.USER else 'Assistant'}: {text}")
-    return "\n\n".join(lines)
+    return lines
+
+
+def _extraction_prompt(messages: list[Message], **values: str) -> tuple[list[dict], int]:
+    """The extraction prompt (the files in `values`) with the newest messages of the transcript that
+    fit LLM_MAX_INPUT_TOKENS, and how many of the transcript's messages were left out for it (an
+    earlier extraction of the session saw them when they were the newest). Raises LLMPromptTooLong when
+    the files leave no room for even the last message."""
+    lines = _transcript_lines(messages)
+    count = newest_within(lines, prompt_room(prompt_messages("extraction", transcript="", **values)))
+    if not count:
+        raise LLMPromptTooLong(
+            "PROFILE.md, MEMORY.md and today's note leave no room for the conversation's last message "
+            f"within LLM_MAX_INPUT_TOKENS ({settings.LLM_MAX_INPUT_TOKENS}); the model was not asked"
+        )
+    return prompt_messages("extraction", transcript="\n\n".join(lines[-count:]), **values), len(lines) - count
 
 
 TRUNCATED = "... [truncated]"
@@ -132,21 +155,20 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
     daily_parts = selectors.daily_note_parts(agent.pk, day)
     daily_path = daily_parts[-1].path if daily_parts else services.daily_note_path(day)
     profile, memory = file_content(agent, "PROFILE.md"), file_content(agent, "MEMORY.md")
-    reply = llm_json_rewrite(
-        prompt_messages(
-            "extraction",
-            date=f"{day:%Y-%m-%d}",
-            agent=agent.slug,
-            profile=profile or "(empty)",
-            memory=memory or "(empty)",
-            daily_path=daily_path,
-            daily=daily_parts[-1].content if daily_parts else "(empty)",
-            transcript=_transcript(messages),
-        ),
-        files={"MEMORY.md": memory or "", "PROFILE.md": profile or ""},
+    prompt, left_out = _extraction_prompt(
+        messages,
+        date=f"{day:%Y-%m-%d}",
+        agent=agent.slug,
+        profile=profile or "(empty)",
+        memory=memory or "(empty)",
+        daily_path=daily_path,
+        daily=daily_parts[-1].content if daily_parts else "(empty)",
     )
+    reply = llm_json_rewrite(prompt, files={"MEMORY.md": memory or "", "PROFILE.md": profile or ""})
     contract = _extraction_contract(reply)
     result = {"path": "llm", "should_update": contract["should_update"], "reason": contract["reason"]}
+    if left_out:
+        result["messages_over_budget"] = left_out
     written = []
     if contract["should_update"]:
         if contract["daily_entry"]:

@@ -8,6 +8,7 @@ from django.db import connection
 from django.utils import timezone
 from django_q.models import Schedule
 
+from memoryproject.llm import prompt_tokens
 from sessions_app.maintenance.extraction import extraction_enqueue, extraction_perform
 from sessions_app.models import Message
 from tests.maintenance.conftest import session_make
@@ -305,3 +306,39 @@ def test_a_session_closed_within_the_cooldown_is_extracted_when_it_ends(agent_a,
     assert VaultEntry.objects.filter(category="decisions", content__contains="Kafka").count() == 1
     assert "Kafka" in daily(agent_a)
     assert not Schedule.objects.filter(func="sessions_app.tasks.extraction_run").exists()
+
+
+def test_a_transcript_over_the_input_budget_keeps_its_newest_messages(agent_a, fake_llm, settings):
+    """The transcript (MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES messages of up to
+    MEMORY_EXTRACTION_MESSAGE_CHARS each) went to the model whole, however little room PROFILE.md,
+    MEMORY.md and the day's note left in the model's context. The prompt now keeps the newest messages
+    within LLM_MAX_INPUT_TOKENS and says how many it left out."""
+    settings.LLM_MAX_INPUT_TOKENS = 1500
+    padding = "the billing service talks to the ledger through the queue, " * 10
+    texts = [f"Turn {n}: {padding}" for n in range(20)]
+    fake_llm.reply_json({"should_update": True, "reason": "x", "daily_entry": "- billing", "memory_update": "",
+                         "profile_update": ""})  # fmt: skip
+    result = run(agent_a, session_make(agent_a, texts))
+    assert result["path"] == "llm", result
+    messages = fake_llm.requests[0]["json"]["messages"]
+    assert prompt_tokens(messages) <= 1500
+    prompt = messages[1]["content"]
+    sent = [n for n in range(20) if f"Turn {n}: " in prompt]
+    assert sent == list(range(20 - len(sent), 20)) and 0 < len(sent) < 20
+    assert result["messages_over_budget"] == 20 - len(sent)
+    assert "- billing" in daily(agent_a)
+
+
+def test_files_that_leave_no_room_for_the_conversation_fall_back_to_the_heuristics(
+    agent_a, fake_llm, settings
+):
+    settings.LLM_MAX_INPUT_TOKENS = 1000
+    big = "# Memory\n" + "".join(f"- Service {n} runs on host h{n}.example.com\n" for n in range(120))
+    services.file_write(agent=agent_a, path="MEMORY.md", content=big, changed_by="t")
+    fake_llm.reply_json({"should_update": False, "reason": "x"})
+    result = run(agent_a, session_make(agent_a, CONVERSATION))
+    assert fake_llm.requests == []
+    assert (
+        result["path"] == "heuristic" and "no room for the conversation's last message" in result["llm_error"]
+    )
+    assert VaultEntry.objects.filter(category="decisions").exists()
