@@ -14,9 +14,9 @@ from typing import Protocol
 
 from django.conf import settings
 
-from memoryproject.llm import LLMError, llm_chat, prompt_render
+from memoryproject.llm import LLMError, LLMPromptTooLong, llm_chat, newest_within, prompt_render, prompt_room
 from vault.extraction import insights_extract
-from vault.text import ASCII_CUT, text_clip, token_estimate
+from vault.text import ASCII_CUT, text_bytes, text_clip, text_prefix_bytes, token_estimate
 
 from .scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 
@@ -135,10 +135,38 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
     return text_clip(summary, max_chars, flatten=False, mark=ASCII_CUT)
 
 
+EARLIER_HEADING = "[Earlier messages, too many to show here, summarised without a model:]"
+MIN_LINE_BYTES = 200  # less room than this for the newest message: not worth a model's call
+
+
+def _summary_transcript(messages: Sequence[MessageLike], lines: list[str], room: int) -> str:
+    """The transcript the model summarises within `room` bytes: the newest `lines` that fit, after
+    the heuristic summary of the messages before them (so none is left out unsaid); when not even the
+    newest line fits beside that, the newest line cut to the room. Raises LLMPromptTooLong when the
+    prompt leaves less than MIN_LINE_BYTES for it."""
+    count, earlier = newest_within(lines, room, separator="\n"), ""
+    while count < len(lines):
+        earlier = f"{EARLIER_HEADING}\n{heuristic_summary(messages[: len(lines) - count])}\n"
+        fitted = newest_within(lines, room - text_bytes(earlier), separator="\n")
+        if fitted == count:
+            break
+        count = fitted
+    if count:
+        return earlier + "\n".join(lines[-count:])
+    rest = room - text_bytes(earlier) - len(ASCII_CUT)
+    if rest < MIN_LINE_BYTES:
+        raise LLMPromptTooLong(
+            f"the summary prompt leaves no room for the messages within LLM_MAX_INPUT_TOKENS "
+            f"({settings.LLM_MAX_INPUT_TOKENS}); the model was not asked"
+        )
+    return earlier + text_prefix_bytes(lines[-1], rest) + ASCII_CUT
+
+
 def llm_summary(messages: Sequence[MessageLike]) -> str:
     """The LLM's summary of the compacted messages (prompts/compaction-summary-*.md, with the
-    injection-safety framing: the transcript is data, never instructions). Falls back to the heuristic
-    summary on any LLMError (not configured, timeout, empty reply)."""
+    injection-safety framing: the transcript is data, never instructions). The prompt keeps within
+    LLM_MAX_INPUT_TOKENS: the newest messages that fit, after the heuristic summary of the older ones.
+    Falls back to the heuristic summary on any LLMError (not configured, timeout, empty reply)."""
 
     lines = []
     for message in messages:
@@ -150,9 +178,13 @@ def llm_summary(messages: Sequence[MessageLike]) -> str:
             "compaction-summary-system",
             max_words=str(max(20, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 3 // 4)),
         )
-        user = prompt_render("compaction-summary-user", count=str(len(messages)), transcript="\n".join(lines))
+
+        def prompt(transcript: str) -> list[dict]:
+            user = prompt_render("compaction-summary-user", count=str(len(messages)), transcript=transcript)
+            return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
         reply = llm_chat(
-            [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            prompt(_summary_transcript(messages, lines, prompt_room(prompt("")))),
             max_tokens=settings.MEMORY_COMPACT_SUMMARY_TOKENS * 2,
         )
     except LLMError as exc:
