@@ -67,8 +67,10 @@ def _post(url: str, body: bytes, headers: dict) -> dict:
 
 
 def llm_chat(messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2) -> str:
-    """Send a chat and return the assistant's text. Retries timeouts, connection errors, 429 and 5xx."""
-    return _reply_text(_completion(messages, max_tokens=max_tokens, temperature=temperature))
+    """Send a chat and return the assistant's text. Retries timeouts, connection errors, 429 and 5xx.
+    An answer the model stopped at max_tokens is LLMAnswerCut: a summary cut mid-sentence is not one."""
+    reply = _completion(messages, max_tokens=max_tokens, temperature=temperature)
+    return _reply_whole(reply, max_tokens)
 
 
 def prompt_tokens(messages: list[dict]) -> int:
@@ -155,6 +157,19 @@ def _reply_text(reply: dict) -> str:
     return content
 
 
+def _reply_whole(reply: dict, max_tokens: int | None) -> str:
+    """The reply's text, unless the model stopped at max_tokens (finish_reason "length")."""
+    text = _reply_text(reply)
+    try:
+        finish_reason = reply["choices"][0].get("finish_reason")
+    except (AttributeError, TypeError):
+        finish_reason = None
+    if finish_reason == "length":
+        budget = max_tokens or settings.LLM_MAX_TOKENS
+        raise LLMAnswerCut(f"the LLM's answer was cut at max_tokens ({budget}), so it is incomplete")
+    return text
+
+
 def json_from_text(text: str) -> dict:
     """The JSON object in a reply: bare, wrapped in ``` or ```json fences, or surrounded by prose."""
     candidates = [match.group(1) for match in _FENCE_RE.finditer(text)]
@@ -177,15 +192,7 @@ def llm_json(messages: list[dict], *, max_tokens: int | None = None, temperature
     stopped at max_tokens is LLMAnswerCut even when some JSON object can be read out of it: what it
     was still to write is missing, so none of it is trusted."""
     reply = _completion(messages, max_tokens=max_tokens, temperature=temperature)
-    text = _reply_text(reply)
-    try:
-        finish_reason = reply["choices"][0].get("finish_reason")
-    except (AttributeError, TypeError):
-        finish_reason = None
-    if finish_reason == "length":
-        budget = max_tokens or settings.LLM_MAX_TOKENS
-        raise LLMAnswerCut(f"the LLM's answer was cut at max_tokens ({budget}), so it is incomplete")
-    return json_from_text(text)
+    return json_from_text(_reply_whole(reply, max_tokens))
 
 
 def prompt_messages(name: str, **values: str) -> list[dict]:

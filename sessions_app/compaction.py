@@ -8,6 +8,7 @@ applies a plan to the database is `sessions_app.services.session_compact`.
 
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -135,6 +136,39 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
     return text_clip(summary, max_chars, flatten=False, mark=ASCII_CUT)
 
 
+BYTES_PER_WORD = 7  # an English word, its space and its share of punctuation, with room to spare
+
+
+def summary_words() -> int:
+    """The words a summary is asked for: as many as MEMORY_COMPACT_SUMMARY_TOKENS holds by the token
+    estimate (4 bytes a token), where the summary is cut. Asking for three quarters of a word a token
+    (the usual rule for real tokenizers) wanted 225 words, about 1,400 bytes, of a 1,200-byte cap."""
+    return max(1, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4 // BYTES_PER_WORD)
+
+
+def summary_max_tokens() -> int:
+    """The summary call's max_tokens: three tokens for each token of the summary's estimate (what a
+    tokenizer can spend on CJK text, names and numbers), never less than LLM_MAX_TOKENS (the reply
+    length the operator configured); an answer cut at it is not used, so it must hold the summary."""
+    return max(settings.LLM_MAX_TOKENS, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 3)
+
+
+_SENTENCE_END_RE = re.compile(r"[.!?](?=\s)|[。！？]|\n")
+
+
+def summary_cut(text: str, max_bytes: int) -> str:
+    """`text` within `max_bytes` of UTF-8 (token_estimate's unit). Over it, cut after the last whole
+    sentence or line within the limit when that keeps at least half, else cut at the limit and marked:
+    a summary that stops mid-sentence without a mark reads as if it had said all."""
+    if text_bytes(text) <= max_bytes:
+        return text
+    prefix = text_prefix_bytes(text, max_bytes)
+    ends = [match.end() for match in _SENTENCE_END_RE.finditer(prefix)]
+    if ends and ends[-1] >= len(prefix) // 2:
+        return prefix[: ends[-1]].rstrip()
+    return text_prefix_bytes(text, max_bytes - len(ASCII_CUT)) + ASCII_CUT
+
+
 EARLIER_HEADING = "[Earlier messages, too many to show here, summarised without a model:]"
 MIN_LINE_BYTES = 200  # less room than this for the newest message: not worth a model's call
 
@@ -166,7 +200,12 @@ def llm_summary(messages: Sequence[MessageLike]) -> str:
     """The LLM's summary of the compacted messages (prompts/compaction-summary-*.md, with the
     injection-safety framing: the transcript is data, never instructions). The prompt keeps within
     LLM_MAX_INPUT_TOKENS: the newest messages that fit, after the heuristic summary of the older ones.
-    Falls back to the heuristic summary on any LLMError (not configured, timeout, empty reply)."""
+    Falls back to the heuristic summary on any LLMError (not configured, timeout, empty reply, an
+    answer cut at max_tokens).
+
+    The model is asked for at most the words MEMORY_COMPACT_SUMMARY_TOKENS holds (summary_words), and
+    given max_tokens for three times that (summary_max_tokens): a summary of the length asked is
+    neither cut by the model nor by the cap _summary_body keeps to."""
 
     lines = []
     for message in messages:
@@ -176,7 +215,7 @@ def llm_summary(messages: Sequence[MessageLike]) -> str:
     try:
         system = prompt_render(
             "compaction-summary-system",
-            max_words=str(max(20, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 3 // 4)),
+            max_words=str(summary_words()),
         )
 
         def prompt(transcript: str) -> list[dict]:
@@ -185,7 +224,7 @@ def llm_summary(messages: Sequence[MessageLike]) -> str:
 
         reply = llm_chat(
             prompt(_summary_transcript(messages, lines, prompt_room(prompt("")))),
-            max_tokens=settings.MEMORY_COMPACT_SUMMARY_TOKENS * 2,
+            max_tokens=summary_max_tokens(),
         )
     except LLMError as exc:
         logging.getLogger(__name__).warning("LLM compaction summary failed, using the heuristic one: %s", exc)

@@ -3,6 +3,7 @@
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -78,12 +79,18 @@ class FakeLLM:
         """Answer `value` as a model limited to the request's max_tokens would: whole when it fits,
         else cut at the budget with finish_reason "length"."""
         answer = json.dumps(value, ensure_ascii=False)
+        return self.reply_within_budget(lambda request: answer)
+
+    def reply_within_budget(self, answer: Callable[[dict], str]) -> "FakeLLM":
+        """Answer what `answer` makes of the request, as a model limited to the request's max_tokens
+        would: whole when it fits, else cut at the budget with finish_reason "length"."""
 
         def reply(request: dict) -> str:
             budget = request["max_tokens"] * BYTES_PER_TOKEN
-            data = answer.encode()
+            text = answer(request)
+            data = text.encode()
             if len(data) <= budget:
-                return json.dumps(completion(answer))
+                return json.dumps(completion(text))
             return json.dumps(completion(data[:budget].decode(errors="ignore"), finish_reason="length"))
 
         self.replies.append((200, reply, 0.0))

@@ -20,11 +20,12 @@ from sessions_app.compaction import (
     compaction_plan,
     heuristic_summary,
     llm_summary,
+    summary_cut,
     tool_result_truncate,
 )
 from sessions_app.models import Message, Role, Session, WorkingBufferEntry
 from sessions_app.services.common import DEFAULT_SUMMARISER, _session_lock
-from vault.text import ASCII_CUT, text_clip, text_prefix_bytes
+from vault.text import ASCII_CUT, text_clip
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def _summary_body(plan, summarise: Summariser) -> str:
         summary_body = heuristic_summary(plan.summarise)
     summary_body = (summary_body or "").strip() or heuristic_summary(plan.summarise)
     # Cut in token_estimate's unit, UTF-8 bytes, so that a CJK summary keeps to its tokens too.
-    return text_prefix_bytes(summary_body, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4)
+    return summary_cut(summary_body, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4)
 
 
 def _plan_applies(plan, active: Sequence[Message]) -> bool:

@@ -138,3 +138,11 @@ def test_a_prompt_over_the_input_budget_is_not_sent(fake_llm, settings):
     assert prompt_room(within) == 0 and prompt_room(over) == -1
     assert newest_within(["aaaa", "bbbb", "cccc"], 10) == 2  # "bbbb\n\ncccc"
     assert newest_within(["aaaa", "bbbb", "cccc"], 9) == 1
+
+
+def test_llm_chat_refuses_an_answer_cut_at_max_tokens(fake_llm):
+    """llm_chat returned a reply stopped at max_tokens like a whole one: a compaction summary cut
+    mid-sentence replaced the messages it summarised."""
+    fake_llm.reply_raw(json.dumps(completion("The user is migrating the ledger to Postg", "length")))
+    with pytest.raises(LLMAnswerCut, match=r"cut at max_tokens \(40\)"):
+        llm_chat([{"role": "user", "content": "hi"}], max_tokens=40)

@@ -1,12 +1,17 @@
 """The LLM compaction summariser: what it is sent (within LLM_MAX_INPUT_TOKENS) and which answers it
 keeps."""
 
+import json
+import re
+
 import pytest
 
 from memoryproject.llm import prompt_tokens
 from sessions_app import services
-from sessions_app.compaction import EARLIER_HEADING, SUMMARY_PREFIX
+from sessions_app.compaction import EARLIER_HEADING, SUMMARY_PREFIX, summary_cut
 from sessions_app.models import Session
+from tests.fake_llm import completion
+from vault.text import token_estimate
 
 pytestmark = pytest.mark.django_db
 
@@ -53,3 +58,52 @@ def test_a_newest_message_over_the_input_budget_is_sent_cut(agent_a, fake_llm, s
     messages = fake_llm.requests[0]["json"]["messages"]
     assert prompt_tokens(messages) <= 1500
     assert "Assistant: xxxx" in messages[1]["content"] and "x..." in messages[1]["content"]
+
+
+def test_a_summary_cut_at_max_tokens_is_not_used(agent_a, fake_llm):
+    """llm_chat did not look at finish_reason: a summary the model stopped at max_tokens, cut
+    mid-sentence, replaced the messages it summarised. It now falls back to the heuristic summary, as
+    the summariser does when the LLM fails."""
+    fake_llm.reply_raw(json.dumps(completion("The user is migrating the ledger to Postg", "length")))
+    result = _compact(agent_a, [f"step {i}: {PADDING}" for i in range(6)] + ["what next?"])
+    assert result.compacted and "migrating the ledger" not in result.summary.text
+    assert "6 earlier messages" in result.summary.text
+
+
+def test_a_summary_of_the_length_asked_is_stored_whole(agent_a, fake_llm, settings):
+    """The model was asked for three quarters of a word a summary token (225 words for 300 tokens,
+    about 1,400 bytes of English) while the summary is kept to 4 bytes a token (1,200 bytes): a summary
+    of the length asked was cut mid-sentence. Its max_tokens (600) was under LLM_MAX_TOKENS too, with a
+    cut answer now thrown away."""
+    sentence = "The team moved the ledger tables to PostgreSQL and checked every row twice. "
+
+    def summary(request):
+        words = int(re.search(r"at most (\d+) words", request["messages"][0]["content"]).group(1))
+        return " ".join((sentence * words).split()[:words])
+
+    fake_llm.reply_within_budget(summary)
+    result = _compact(agent_a, [f"step {i}: {PADDING}" for i in range(6)] + ["what next?"])
+    body = result.summary.text.removeprefix(f"{SUMMARY_PREFIX}\n")
+    assert body == summary(fake_llm.requests[0]["json"])
+    assert token_estimate(body) <= settings.MEMORY_COMPACT_SUMMARY_TOKENS
+    assert fake_llm.requests[0]["json"]["max_tokens"] >= settings.LLM_MAX_TOKENS
+
+
+def test_a_summary_over_the_cap_is_cut_after_its_last_whole_sentence(agent_a, settings):
+    settings.MEMORY_COMPACT_SUMMARY_TOKENS = 30
+    long = (
+        "The user wants the ledger on PostgreSQL. " * 2 + "Next, the billing events go to Kafka with retries."
+    )
+    services.messages_append(
+        agent=agent_a, messages=[{"role": "user", "text": f"step {i}"} for i in range(6)]
+    )
+    result = services.session_compact(
+        session=Session.objects.get(agent=agent_a),
+        force=True,
+        keep_first=0,
+        keep_turns=1,
+        summariser=lambda m: long,
+    )
+    body = result.summary.text.removeprefix(f"{SUMMARY_PREFIX}\n")
+    assert body == "The user wants the ledger on PostgreSQL. The user wants the ledger on PostgreSQL."
+    assert summary_cut("x" * 200, 120) == "x" * 117 + "..."
