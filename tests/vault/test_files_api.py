@@ -22,6 +22,14 @@ def test_it_creates_the_four_workspace_files_with_a_new_agent(agent_a):
     assert all(f.content.strip() and f.size == len(f.content.encode()) for f in files)
 
 
+def test_the_default_agents_md_says_a_day_goes_on_in_parts(agent_a):
+    """AGENTS.md spoke of memory/YYYY-MM-DD.md only: an agent did not know that a busy day goes on in
+    memory/YYYY-MM-DD-2.md, -3.md, ... past MEMORY_DAILY_NOTE_MAX_BYTES, and read a day's first part
+    as the whole day."""
+    agents_md = WorkspaceFile.objects.get(agent=agent_a, path="AGENTS.md").content
+    assert "`memory/YYYY-MM-DD-2.md`, then `-3.md`" in agents_md and "a day is all its parts" in agents_md
+
+
 def test_it_does_not_recreate_workspace_files_for_an_existing_agent(agent_a):
     services.file_delete(agent=agent_a, path="SOUL.md", deleted_by="t")
     assert services.agent_ensure(project=agent_a.project, slug="agent-a") == agent_a

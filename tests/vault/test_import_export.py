@@ -18,6 +18,7 @@ from vault import services
 from vault.models import VaultEntry, WorkspaceFile
 from vault.transfer import export
 from vault.transfer.common import MARKER_RE
+from vault.workspace_templates import AGENTS_MD as DEFAULT_AGENTS_MD
 
 
 def write(root: Path, relative: str, text: str) -> Path:
@@ -301,6 +302,44 @@ def test_a_file_edited_after_import_is_not_overwritten_by_a_reimport(workspace, 
         == "edited since\n"
     )
     assert report.counts["files skipped (edited since an earlier import)"] == 1
+
+
+# The default AGENTS.md agents were given until a day's note was kept in parts (-2.md, -3.md, ...).
+EARLIER_DEFAULT_AGENTS_MD = """# AGENTS.md -- how to use your memory
+
+You have a memory server. Use it; don't just say you will remember.
+
+- **PROFILE.md**: what you know about the user (name, role, preferences, communication style).
+  Rewrite it whole when you learn something new about them.
+- **MEMORY.md**: long-term facts that matter across sessions: project context, important decisions,
+  open threads. Keep it short and current; remove what is no longer true.
+- **memory/YYYY-MM-DD.md**: daily notes, appended as you work. They are searched, not loaded into
+  every prompt; recurring points are consolidated into MEMORY.md.
+- **/memories**: your memory tool's directory. Check it before starting a task; record progress and
+  what you learn as you go.
+- Vault entries (decisions, lessons, tasks, projects, handoffs): record a decision with its reason,
+  a lesson when something surprised you, a handoff when a session ends.
+
+Write facts, not transcripts. Never store secrets (passwords, keys, tokens).
+"""
+
+
+@pytest.mark.parametrize("default", ["current", "earlier"])
+def test_a_file_back_at_a_default_text_takes_a_reimport(workspace, target, default):
+    """A file that held the imported text before a later edit is left alone, unless that edit brought
+    it back to the starting text: nobody wrote it then. The default AGENTS.md changed (days go on in
+    -2.md parts); a file holding the earlier default text is a default all the same, not an edit."""
+    write(workspace, "AGENTS.md", "# Our own rules\n")
+    run(workspace, target, default_agent="qanot")
+    agent = target.agents.get(slug="qanot")
+    text = DEFAULT_AGENTS_MD if default == "current" else EARLIER_DEFAULT_AGENTS_MD
+    services.file_write(agent=agent, path="AGENTS.md", content=text, changed_by="t")
+    report = run(workspace, target, default_agent="qanot")
+    assert not report.counts["files skipped (edited since an earlier import)"]
+    assert report.counts["files updated"] == 1
+    current = WorkspaceFile.objects.get(agent=agent, path="AGENTS.md", deleted_at__isnull=True)
+    assert current.content == "# Our own rules\n"
+    assert "memory/YYYY-MM-DD-2.md" in DEFAULT_AGENTS_MD and DEFAULT_AGENTS_MD != EARLIER_DEFAULT_AGENTS_MD
 
 
 def test_import_conversations_mines_handoffs_decisions_and_lessons(memory_vault, target):

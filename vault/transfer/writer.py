@@ -39,7 +39,7 @@ from vault.transfer.common import (
     legacy_id_fit,
     then,
 )
-from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
+from vault.workspace_templates import workspace_default
 
 # --- The writer: agents, entries, files, project context ----------------------------------------
 
@@ -397,7 +397,7 @@ class Importer:
         elif (
             existing is not None
             and WorkspaceFileVersion.objects.filter(file=existing, content=content).exists()
-            and existing.content not in {text for _, text, _ in DEFAULT_WORKSPACE_FILES}
+            and not workspace_default(path, existing.content)
         ):
             self.report.counts["files skipped (edited since an earlier import)"] += 1
             return
