@@ -204,8 +204,9 @@ def llm_summary(messages: Sequence[MessageLike]) -> str:
     answer cut at max_tokens).
 
     The model is asked for at most the words MEMORY_COMPACT_SUMMARY_TOKENS holds (summary_words), and
-    given max_tokens for three times that (summary_max_tokens): a summary of the length asked is
-    neither cut by the model nor by the cap _summary_body keeps to."""
+    given max_tokens of three times MEMORY_COMPACT_SUMMARY_TOKENS, at least LLM_MAX_TOKENS
+    (summary_max_tokens): a summary of the length asked is neither cut by the model nor by the cap
+    _summary_body keeps to."""
 
     lines = []
     for message in messages:

@@ -32,6 +32,7 @@ class ConsolidationOut(Schema):
     used: str
     reason: str
     notes_read: list[str]
+    notes_over_budget: list[str] = []  # older notes merged deterministically: the prompt had no room
     llm_error: str | None = None
 
 

@@ -233,6 +233,17 @@ def test_a_memory_md_longer_than_the_budget_cap_is_not_sent(agent_a, notes, fake
     assert memory(agent_a).content.startswith(current.rstrip("\n"))
 
 
+def busy_week(agent, settings):
+    settings.LLM_MAX_INPUT_TOKENS = 2000
+    filler = "".join(
+        f"- day detail {n}: a long line of the day's work, noted as it happened\n" for n in range(25)
+    )
+    for days_ago in (6, 5, 4, 3, 2, 1, 0):
+        note(agent, days_ago, f"\n## 10:00\n- Note of {days_ago} days ago\n{filler}")
+    for days_ago in (6, 5):
+        note(agent, days_ago, "\n## 11:00\n- The staging database is restored every Monday\n")
+
+
 def test_a_week_of_notes_over_the_input_budget_sends_the_newest_and_merges_the_rest(
     agent_a, fake_llm, settings
 ):
@@ -240,14 +251,7 @@ def test_a_week_of_notes_over_the_input_budget_sends_the_newest_and_merges_the_r
     hundreds of thousands of tokens, beyond any model's context, so the call failed and the
     deterministic merge ran every night. The prompt now holds the newest notes within
     LLM_MAX_INPUT_TOKENS; the older ones are merged deterministically into the model's MEMORY.md."""
-    settings.LLM_MAX_INPUT_TOKENS = 2000
-    filler = "".join(
-        f"- day detail {n}: a long line of the day's work, noted as it happened\n" for n in range(25)
-    )
-    for days_ago in (6, 5, 4, 3, 2, 1, 0):
-        note(agent_a, days_ago, f"\n## 10:00\n- Note of {days_ago} days ago\n{filler}")
-    for days_ago in (6, 5):
-        note(agent_a, days_ago, "\n## 11:00\n- The staging database is restored every Monday\n")
+    busy_week(agent_a, settings)
     fake_llm.reply_json(
         {"should_update": True, "reason": "newest days", "memory_content": "# MEMORY.md\n- From the model\n"}
     )
@@ -274,3 +278,16 @@ def test_when_not_even_the_newest_note_fits_the_model_is_not_asked(agent_a, note
     assert fake_llm.requests == []
     assert result["used"] == "heuristic" and "LLM_MAX_INPUT_TOKENS (1000)" in result["llm_error"]
     assert "- Deploys happen on Fridays" in memory(agent_a).content
+
+
+def test_the_api_and_the_command_say_which_notes_were_over_the_budget(
+    api, admin_token, agent_a, fake_llm, settings, capsys
+):
+    busy_week(agent_a, settings)
+    fake_llm.reply_json({"should_update": False, "reason": "nothing new", "memory_content": ""})
+    body = api.post("/agents/agent-a/consolidate", token=admin_token).json()
+    assert body["used"] == "llm" and body["notes_over_budget"]
+    assert body["notes_over_budget"] == body["notes_read"][: len(body["notes_over_budget"])]
+    call_command("consolidate", "--project", "acme", "--agent", "agent-a")
+    out = capsys.readouterr().out
+    assert "older note(s) did not fit LLM_MAX_INPUT_TOKENS beside the newest" in out

@@ -38,6 +38,11 @@ class Command(BaseCommand):
                 "not consolidated" if "error" in result else ("updated" if result["updated"] else "unchanged")
             )
             self.stdout.write(f"{result['agent']}: MEMORY.md {state} ({result['reason']})")
+            if result.get("notes_over_budget"):
+                self.stdout.write(
+                    f"  {len(result['notes_over_budget'])} older note(s) did not fit LLM_MAX_INPUT_TOKENS beside "
+                    "the newest, so they were merged deterministically"
+                )
             if "llm_error" in result:  # a configured LLM that fails must not pass unnoticed
                 self.stdout.write(
                     f"  the LLM's answer was not used, so the deterministic merge ran: {result['llm_error']}"
