@@ -49,6 +49,7 @@ from vault.models import (
     VaultEntry,
 )
 from vault.stats import OctetLength
+from vault.text import tags_filter_check
 
 COMPACTION_COUNTERS = (
     "checkpoints_removed",
@@ -288,7 +289,7 @@ def _forget_filtered(
     if category:
         entries = entries.filter(category=category)
     if tags:
-        entries = entries.filter(tags__contains=[tag.lstrip("#").lower() for tag in tags])
+        entries = entries.filter(tags__contains=tags)
     if source:
         entries = entries.filter(source=source)
     if since:
@@ -329,6 +330,9 @@ def forget(
     now = now or timezone.now()
     kinds = kinds or ["entries"]
     since, until = utc(since), utc(until)
+    # As stored (so that they match), each one checked; a blank one is refused, not dropped, which
+    # would widen what is deleted.
+    tags = tags_filter_check(tags, blank_ok=False) if tags else tags
     by_id = bool(ids) or bool(message_ids)
     if expected is not None and (len(ids or []) != 1 or message_ids):
         raise InvalidInput(

@@ -1,7 +1,7 @@
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from ninja import Query, Router
+from ninja import Field, Query, Router
 
 from search import selectors, services
 from search.query import MAX_QUERY_CHARS
@@ -9,8 +9,12 @@ from search.schemas import ContextIn, ContextOut, SearchOut, search_out
 from vault.models import TokenScope
 from vault.schemas import CategoryName
 from vault.selectors import agent_get_for_principal
+from vault.text import TAG_FILTER_MAX, TAG_MAX_CHARS, tags_filter_check
 
 router = Router(tags=["search"])
+
+# A tag's length as the schema states it; tags_filter_check is the authority (and allows the '#').
+TagFilter = Annotated[str, Field(json_schema_extra={"maxLength": TAG_MAX_CHARS})]
 
 
 @router.get("/search", response=SearchOut, summary="Full-text search over entries, messages and files")
@@ -21,7 +25,12 @@ def search(
     ),
     agent: str | None = Query(None, max_length=64),
     category: CategoryName | None = None,
-    tag: list[str] = Query(None, description="Entries with any (or all, see tags_mode) of these tags"),
+    tag: list[TagFilter] = Query(
+        None,
+        max_length=TAG_FILTER_MAX,
+        description=f"Entries with any (or all, see tags_mode) of these tags; at most {TAG_FILTER_MAX}, "
+        f"each 1-{TAG_MAX_CHARS} letters, digits, '_', '.' or '-' (a leading '#' is ignored)",
+    ),
     tags_mode: Literal["any", "all"] = "any",
     since: datetime | None = None,
     until: datetime | None = None,
@@ -38,7 +47,7 @@ def search(
     request.auth.require(TokenScope.READ)
     filters = selectors.SearchFilters(
         category=category,
-        tags=[t.strip().lstrip("#").lower() for t in (tag or []) if t.strip()],
+        tags=tags_filter_check(tag, field="tag"),
         tags_mode=tags_mode,
         since=since,
         until=until,

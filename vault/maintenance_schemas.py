@@ -5,7 +5,7 @@ from ninja import Field, Schema
 from pydantic import ConfigDict
 
 from vault.schemas import CategoryName
-from vault.text import NO_NUL_PATTERN
+from vault.text import NOT_BLANK_PATTERN, TAG_FILTER_MAX, TAG_MAX_CHARS
 
 
 class CompactionRunOut(Schema):
@@ -78,7 +78,7 @@ FORGET_RULES = {"allOf": [{"anyOf": [_BY_ID, _BY_CRITERIA]}, _ENTRIES_ONLY]}
 
 
 FORGET_MAX_IDS = 10_000
-FORGET_MAX_TAGS = 64
+FORGET_MAX_TAGS = TAG_FILTER_MAX
 
 
 class ForgetIn(Schema):
@@ -91,13 +91,18 @@ class ForgetIn(Schema):
     tags: list[str] | None = Field(
         default=None,
         max_length=FORGET_MAX_TAGS,
-        description="Entries with all of these tags (no NUL: PostgreSQL refuses it)",
-        json_schema_extra={"items": {"type": "string", "pattern": NO_NUL_PATTERN}},
+        description=f"Entries with all of these tags, each 1-{TAG_MAX_CHARS} letters, digits, '_', '.' "
+        "or '-' (a leading '#' is ignored), not blank",
+        json_schema_extra={
+            "items": {"type": "string", "maxLength": TAG_MAX_CHARS, "pattern": NOT_BLANK_PATTERN}
+        },
     )
     since: datetime | None = None
     until: datetime | None = None
     source: Literal["api", "ui", "import", "extraction", "compaction"] | None = None
-    kinds: list[Literal["entries", "messages"]] = Field(default_factory=lambda: ["entries"], min_length=1)
+    kinds: list[Literal["entries", "messages"]] = Field(
+        default_factory=lambda: ["entries"], min_length=1, max_length=2
+    )
 
 
 class ForgetOut(Schema):

@@ -23,21 +23,36 @@ def hashtags_find(content: str) -> list[str]:
     return found
 
 
+TAG_MAX_CHARS = 64  # TAG_RE's limit
+# Most tags a search or a forget filters by: a filter is not stored, so MEMORY_MAX_TAGS does not bound
+# it, but without a bound a query string of a thousand long tags cost the database a second and more.
+TAG_FILTER_MAX = 64
+
+
+def _tag_check(raw, field: str, max_chars: int | None = None) -> str:
+    """One tag as it is stored: '#' and surrounding whitespace stripped, lower-cased ('' when blank);
+    InvalidInput naming `field` when it breaks TAG_RE, or when it is sent longer than `max_chars`."""
+    if not isinstance(raw, str):
+        raise InvalidInput(f"{field} must be strings", [{"loc": [field], "msg": "not a string"}])
+    tag = raw.strip().lstrip("#").lower()
+    if (tag and not TAG_RE.match(tag)) or (max_chars is not None and len(raw) > max_chars):
+        shown = repr(
+            raw if len(raw) <= 2 * TAG_MAX_CHARS else text_clip(raw, 2 * TAG_MAX_CHARS, flatten=False)
+        )
+        raise InvalidInput(
+            f"Invalid tag {shown}: use 1-{TAG_MAX_CHARS} letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit.",
+            [{"loc": [field], "msg": f"invalid tag {shown}"}],
+        )
+    return tag
+
+
 def tags_normalise(tags: list[str] | None, content: str = "") -> list[str]:
     """Explicit tags plus the content's hashtags: lower-cased, '#' stripped, deduplicated, validated."""
     result: list[str] = []
     for raw in tags or []:
-        if not isinstance(raw, str):
-            raise InvalidInput("tags must be strings", [{"loc": ["tags"], "msg": "not a string"}])
-        tag = raw.strip().lstrip("#").lower()
-        if not tag:
-            continue
-        if not TAG_RE.match(tag):
-            raise InvalidInput(
-                f"Invalid tag {raw!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit.",
-                [{"loc": ["tags"], "msg": f"invalid tag {raw!r}"}],
-            )
-        if tag not in result:
+        tag = _tag_check(raw, "tags")
+        if tag and tag not in result:
             result.append(tag)
     for tag in hashtags_find(content):
         if tag not in result:
@@ -47,6 +62,28 @@ def tags_normalise(tags: list[str] | None, content: str = "") -> list[str]:
             f"Too many tags ({len(result)}); the limit is {settings.MEMORY_MAX_TAGS} (MEMORY_MAX_TAGS).",
             [{"loc": ["tags"], "msg": "too many tags"}],
         )
+    return result
+
+
+def tags_filter_check(tags: list[str] | None, *, field: str = "tags", blank_ok: bool = True) -> list[str]:
+    """The tags a search or a forget filters by, as tags_normalise stores them (so that they can
+    match): '#' stripped, lower-cased, deduplicated. More than TAG_FILTER_MAX, one that no entry can
+    carry (tags_normalise's rule), or one sent longer than TAG_MAX_CHARS (with its '#': the limit the
+    schemas state) is InvalidInput naming `field`. A blank tag is skipped, or refused when not
+    `blank_ok` (a forget, where dropping it would widen what is deleted)."""
+    tags = tags or []
+    if len(tags) > TAG_FILTER_MAX:
+        raise InvalidInput(
+            f"Too many tags ({len(tags)}) in {field}; the limit is {TAG_FILTER_MAX}.",
+            [{"loc": [field], "msg": "too many tags"}],
+        )
+    result: list[str] = []
+    for raw in tags:
+        tag = _tag_check(raw, field, TAG_MAX_CHARS)
+        if not tag and not blank_ok:
+            raise InvalidInput(f"{field} must not hold a blank tag", [{"loc": [field], "msg": "blank tag"}])
+        if tag and tag not in result:
+            result.append(tag)
     return result
 
 

@@ -14,6 +14,7 @@ from search import selectors, services
 from search.query import MAX_QUERY_CHARS
 from search.schemas import ContextIn, ContextOut, SearchOut, search_out
 from vault.models import TokenScope
+from vault.text import TAG_FILTER_MAX, TAG_MAX_CHARS, tags_filter_check
 
 Kind = Literal["entries", "messages", "files"]
 
@@ -61,10 +62,18 @@ def memory_search(
     kinds: Annotated[
         list[Kind] | None,
         Field(
-            description="What to search: vault entries, conversation messages, workspace files (default all)"
+            max_length=len(selectors.KINDS),
+            description="What to search: vault entries, conversation messages, workspace files (default all)",
         ),
     ] = None,
-    tags: Annotated[list[str] | None, Field(description="Only entries with any of these tags")] = None,
+    tags: Annotated[
+        list[Annotated[str, Field(json_schema_extra={"maxLength": TAG_MAX_CHARS})]] | None,
+        Field(
+            max_length=TAG_FILTER_MAX,
+            description=f"Only entries with any of these tags (at most {TAG_FILTER_MAX}, each 1-{TAG_MAX_CHARS} "
+            "letters, digits, '_', '.' or '-')",
+        ),
+    ] = None,
     since: Annotated[
         datetime | None, Field(description="Only what was created at or after this instant (ISO 8601)")
     ] = None,
@@ -85,7 +94,7 @@ def memory_search(
     nul_refuse("tags", *(tags or []))
     filters = selectors.SearchFilters(
         category=category,
-        tags=[t.strip().lstrip("#").lower() for t in (tags or []) if t.strip()],
+        tags=tags_filter_check(tags),
         since=since,
         until=until,
         kinds=tuple(kinds) if kinds else selectors.KINDS,

@@ -145,7 +145,11 @@ def memory_forget(
     ] = None,
     category: CategoryFilter = None,
     tags: Annotated[
-        list[str] | None, Field(max_length=FORGET_MAX_TAGS, description="Only entries with any of these tags")
+        list[str] | None,
+        Field(
+            max_length=FORGET_MAX_TAGS,
+            description="Only entries with all of these tags (each 1-64 letters, digits, '_', '.' or '-')",
+        ),
     ] = None,
     since: Annotated[
         datetime | None, Field(description="Only what was created at or after this instant (ISO 8601)")

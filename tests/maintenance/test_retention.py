@@ -428,6 +428,31 @@ def test_forget_by_criteria(api, admin_token, agent_a):
     assert DeletionAudit.objects.filter(reason="forget").count() == 3
 
 
+def test_forget_by_tags_checks_each_tag_and_refuses_a_blank_one(api, admin_token, agent_a):
+    """A forget's tags were compared as sent: of any length, and " sensitive" (a space) matched
+    nothing. Each is read now as a write stores it, by the same rule; a blank one is refused rather
+    than dropped, which would have widened the forget to the agent's every entry."""
+    keep = services.entry_create(agent=agent_a, category="lessons", content="keep me #public")
+    gone = services.entry_create(agent=agent_a, category="lessons", content="secret #sensitive")
+    for tags, message in [
+        ([" "], "must not hold a blank tag"),
+        (["sensitive", ""], "must not hold a blank tag"),
+        (["c++"], "Invalid tag 'c++'"),
+        (["a" * 10_000], "Invalid tag 'aaaa"),
+        ([f"t{i}" for i in range(65)], "List should have at most 64 items"),
+    ]:
+        response = api.post("/forget", {"agent": "agent-a", "tags": tags}, token=admin_token)
+        assert response.status_code == 422 and message in response.json()["detail"], (tags, response.content)
+        assert len(response.json()["detail"]) < 300
+    assert VaultEntry.objects.count() == 2
+    response = api.post("/forget", {"agent": "agent-a", "tags": [" #Sensitive "]}, token=admin_token)
+    assert response.json()["count"] == 1, response.content
+    assert (
+        not VaultEntry.objects.filter(pk=gone.pk).exists() and VaultEntry.objects.filter(pk=keep.pk).exists()
+    )
+    assert DeletionAudit.objects.get().criteria["tags"] == ["sensitive"]
+
+
 def test_forget_messages_in_a_time_range(api, admin_token, agent_a):
     session_make(agent_a, ["yesterday one", "yesterday two"], start=timezone.now() - timedelta(days=1))
     session_make(agent_a, ["today"], external_id="chat-2")

@@ -1,5 +1,6 @@
 """The streamable-HTTP transport at /mcp, driven by the SDK's client against a live server."""
 
+import json
 import logging
 import socket
 import time
@@ -526,3 +527,38 @@ def test_text_with_a_lone_surrogate_is_a_tool_error_for_that_call(mcp_live_url, 
         "Invalid input: text contains invalid Unicode (lone surrogates)."
     )
     assert not VaultEntry.objects.exists()
+
+
+def test_search_and_forget_tags_are_bounded_and_checked_as_the_rest_api_does(mcp_live_url, dev, dev_token):
+    """memory_search took any number of tags of any length and searched for tags no entry can carry;
+    memory_forget compared its tags as sent and took a blank one. Both refuse them now, in the REST
+    API's words."""
+    kept = services.entry_create(agent=dev, category="lessons", content="keep me #public", created_by="t")
+    rest = ApiClient(dev_token)
+    many = [f"t{i}" for i in range(65)]
+    rest_many = rest.get("/search", q="x", tag=many).json()["detail"]
+    rest_long = rest.get("/search", q="x", tag=["a" * 10_000]).json()["detail"]
+    rest_bad = rest.get("/search", q="x", tag=["c++"]).json()["detail"]
+    rest_blank = rest.post("/forget", {"tags": [" "]}).json()["detail"]
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return (
+                await scenarios.refused(session, "memory_search", query="x", tags=many),
+                await scenarios.refused(session, "memory_search", query="x", tags=["a" * 10_000]),
+                await scenarios.refused(session, "memory_search", query="x", tags=["c++"]),
+                await scenarios.refused(session, "memory_search", query="x", kinds=["entries"] * 4),
+                await scenarios.refused(session, "memory_forget", tags=[" "]),
+                await scenarios.refused(session, "memory_forget", tags=["a" * 10_000]),
+                await session.call_tool("memory_search", {"query": "keep", "tags": [" #PUBLIC "]}),
+            )
+
+    many_, long_, bad, kinds, blank, forget_long, found = run(body)
+    assert many_ == rest_many.replace("tag:", "tags:")
+    assert long_.startswith(rest_long) and len(long_) < 400
+    assert bad.startswith(rest_bad)
+    assert kinds.startswith("Invalid input: kinds: List should have at most 3 items")
+    assert blank.startswith(rest_blank)
+    assert forget_long.startswith("Invalid tag 'aaaa") and len(forget_long) < 400
+    assert [r["id"] for r in json.loads(text(found))["results"]] == [kept.pk]
+    assert VaultEntry.objects.filter(pk=kept.pk).exists()

@@ -36,6 +36,8 @@ def test_every_tools_advertised_limits_are_the_ones_the_server_enforces():
         },
         "memory_search": {
             "query": {"minLength": 1, "maxLength": 1000},
+            "kinds": {"maxItems": 3},
+            "tags": {"maxItems": 64},
             "limit": {"minimum": 1, "maximum": 100},
             "agent": agent,
         },

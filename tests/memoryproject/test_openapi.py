@@ -327,6 +327,13 @@ def test_a_forget_is_described_as_the_service_checks_it(document, api, token_a, 
         {"ids": [999], "category": "lessons"},
         {"message_ids": [999], "since": since},
         {"tags": ["a\x00"]},
+        {"tags": [" "]},
+        {"tags": ["a" * 64]},
+        {"tags": ["a" * 65]},
+        {"tags": ["#" + "a" * 64]},
+        {"tags": [f"t{i}" for i in range(64)]},
+        {"tags": [f"t{i}" for i in range(65)]},
+        {"category": "lessons", "kinds": ["entries", "messages", "entries"]},
         {"category": "lessons", "kinds": ["entries", "messages"]},
         {"agent": "agent-a", "source": "api", "kinds": ["messages"]},
     ]:
@@ -351,3 +358,17 @@ def test_an_entrys_tags_are_limited_in_the_schema_as_the_server_limits_them(
         }
         response = api.post("/agents/agent-a/entries", body, token=token_a)
         assert _valid(document, "EntryIn", body) == _accepted(response) == (count == settings.MEMORY_MAX_TAGS)
+
+
+def test_the_search_tags_are_limited_in_the_schema_as_the_server_limits_them(document, api, token_a, agent_a):
+    """`tag` was an unbounded list of unbounded strings."""
+    (tag,) = [p for p in document["paths"]["/api/v1/search"]["get"]["parameters"] if p["name"] == "tag"]
+    assert tag["schema"]["maxItems"] == 64 and tag["schema"]["items"]["maxLength"] == 64
+    for tags, accepted in [
+        ([f"t{i}" for i in range(64)], True),
+        ([f"t{i}" for i in range(65)], False),
+        (["a" * 64], True),
+        (["a" * 65], False),
+    ]:
+        response = api.get("/search", token=token_a, q="x", tag=tags)
+        assert _accepted(response) == accepted, (tags, response.content)

@@ -9,6 +9,7 @@ from search.selectors import SearchFilters, SearchScope, entries_best_by_categor
 from search.snippets import snippet_build
 from search.typos import edit_distance_one
 from vault import services
+from vault.text import TAG_FILTER_MAX
 
 pytestmark = pytest.mark.django_db
 
@@ -460,6 +461,32 @@ def test_tags_any_and_all(api, agent_a, token_a, make_entry):
     assert ids(api.get("/search", token=token_a, q="kafka", tag=["infra", "queue"], tags_mode="all")) == [
         both.pk
     ]
+
+
+def test_search_tags_are_bounded_and_checked_as_an_entrys_tags_are(api, agent_a, token_a, make_entry):
+    """`tag` took any number of tags of any length (900 tags of 10 KB cost the database a second, and a
+    tag no entry can carry was searched for all the same). At most TAG_FILTER_MAX now, each 1-64
+    characters by tags_normalise's rule, '#' and case ignored as on a write."""
+    infra = make_entry(agent_a, "Kafka one", tags=["infra"])
+
+    too_many = api.get("/search", token=token_a, q="kafka", tag=[f"t{i}" for i in range(TAG_FILTER_MAX + 1)])
+    assert too_many.status_code == 422, too_many.content
+    assert too_many.json()["detail"].startswith(
+        f"Invalid input: tag: List should have at most {TAG_FILTER_MAX}"
+    )
+
+    too_long = api.get("/search", token=token_a, q="kafka", tag=["a" * 10_000] * TAG_FILTER_MAX)
+    assert too_long.status_code == 422, too_long.content
+    assert too_long.json()["detail"].startswith("Invalid tag 'aaaa")
+    assert len(too_long.json()["detail"]) < 300
+    assert too_long.json()["errors"][0]["loc"] == ["tag"]
+
+    for bad in ("c++", "#" + "a" * 64, "a\u00a0b"):
+        response = api.get("/search", token=token_a, q="kafka", tag=["infra", bad])
+        assert response.status_code == 422 and "Invalid tag" in response.json()["detail"], bad
+
+    assert ids(api.get("/search", token=token_a, q="kafka", tag=[" #INFRA ", " "])) == [infra.pk]
+    assert ids(api.get("/search", token=token_a, q="kafka", tag=["a" * 64])) == []
 
 
 def test_time_range(agent_a, make_entry):
