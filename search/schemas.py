@@ -3,6 +3,8 @@ from datetime import datetime
 from django.conf import settings
 from ninja import Field, Schema
 
+from memoryproject.numbers import integer
+
 
 class SearchResultOut(Schema):
     kind: str = Field(description="entry, message or file")
@@ -46,10 +48,8 @@ class SearchOut(Schema):
 
 class ContextIn(Schema):
     command: str = Field("", max_length=10000, description="What the new session is asked to do")
-    budget_tokens: int | None = Field(
+    budget_tokens: integer(ge=50, le=settings.MEMORY_CONTEXT_MAX_BUDGET) | None = Field(
         None,
-        ge=50,
-        le=settings.MEMORY_CONTEXT_MAX_BUDGET,
         description="Default MEMORY_TOKEN_BUDGET; at most MEMORY_CONTEXT_MAX_BUDGET",
     )
 

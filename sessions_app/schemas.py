@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
 
+from memoryproject.numbers import integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
 from vault.schemas import EntryOut
 from vault.text import NO_NUL_PATTERN, NOT_BLANK_PATTERN
@@ -115,10 +116,8 @@ class MessagesIn(Schema):
     )
     savedAt: str | int | float | None = None  # noqa: N815
     messages: list[MessageIn] = Field(..., max_length=10_000, json_schema_extra=APPEND_MAX_ITEMS)
-    max_input_tokens: int | None = Field(
+    max_input_tokens: integer(ge=1000, le=100_000_000) | None = Field(
         None,
-        ge=1000,
-        le=100_000_000,
         validation_alias=_alias("max_input_tokens", "maxInputTokens"),
         description="The model's context window, remembered on the session (working buffer threshold)",
     )
@@ -334,8 +333,8 @@ class CheckoutOut(Schema):
 
 
 class CompactIn(Schema):
-    max_input_tokens: int | None = Field(None, ge=100, le=100_000_000)
-    trigger_ratio: float | None = Field(None, gt=0.0, le=1.0)
+    max_input_tokens: integer(ge=100, le=100_000_000) | None = None
+    trigger_ratio: number(gt=0.0, le=1.0) | None = None
     emergency: bool = False
     force: bool = False
 

@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
+from memoryproject.numbers import Integer, integer
 from vault.memory_tool import FILE_PATH_PATTERN, PATH_PATTERN
 from vault.text import NO_NUL_PATTERN
 
@@ -42,12 +43,12 @@ class FileList(Schema):
 class FileIn(Schema):
     content: str
     enabled: bool | None = None
-    sort_order: int | None = Field(default=None, ge=-1_000_000, le=1_000_000)
+    sort_order: integer(ge=-1_000_000, le=1_000_000) | None = None
 
 
 class FilePatch(Schema):
     enabled: bool | None = None
-    sort_order: int | None = Field(default=None, ge=-1_000_000, le=1_000_000)
+    sort_order: integer(ge=-1_000_000, le=1_000_000) | None = None
 
 
 class FileEditIn(Schema):
@@ -126,11 +127,11 @@ class MemoryToolIn(Schema):
 
     command: Literal["view", "create", "str_replace", "insert", "delete", "rename"]
     path: str | None = None
-    view_range: list[int] | None = Field(default=None, min_length=2, max_length=2)
+    view_range: list[Integer] | None = Field(default=None, min_length=2, max_length=2)
     file_text: str | None = None
     old_str: str | None = None
     new_str: str | None = None
-    insert_line: int | None = None
+    insert_line: Integer | None = None
     insert_text: str | None = None
     old_path: str | None = None
     new_path: str | None = None

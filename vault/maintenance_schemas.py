@@ -4,6 +4,7 @@ from typing import Literal
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
+from memoryproject.numbers import Integer
 from vault.schemas import CategoryName
 from vault.text import NOT_BLANK_PATTERN, TAG_FILTER_MAX, TAG_MAX_CHARS
 
@@ -84,8 +85,10 @@ FORGET_MAX_TAGS = TAG_FILTER_MAX
 class ForgetIn(Schema):
     model_config = ConfigDict(json_schema_extra=FORGET_RULES)
 
-    ids: list[int] | None = Field(default=None, max_length=FORGET_MAX_IDS, description="Vault entry ids")
-    message_ids: list[int] | None = Field(default=None, max_length=FORGET_MAX_IDS, description="Message ids")
+    ids: list[Integer] | None = Field(default=None, max_length=FORGET_MAX_IDS, description="Vault entry ids")
+    message_ids: list[Integer] | None = Field(
+        default=None, max_length=FORGET_MAX_IDS, description="Message ids"
+    )
     agent: str | None = Field(default=None, max_length=64)
     category: CategoryName | None = None
     tags: list[str] | None = Field(

@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from memoryproject.numbers import Integer, integer, number
 from vault.models import REJECT_REASON_MAX_CHARS, VaultEntry
 from vault.text import NOT_BLANK_PATTERN
 
@@ -19,15 +20,13 @@ class EntryIn(Schema):
         json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES, "pattern": NOT_BLANK_PATTERN},
     )
     tags: list[str] = Field(default_factory=list, max_length=settings.MEMORY_MAX_TAGS)
-    importance: float | None = Field(default=None, ge=0.0, le=1.0)
-    supersedes: int | None = Field(
+    importance: number(ge=0.0, le=1.0) | None = None
+    supersedes: integer(ge=1, le=2**63 - 1) | None = Field(
         default=None,
-        ge=1,
-        le=2**63 - 1,
         description="id of the entry this replaces, an entry of the same agent. When the content duplicates an existing entry, "
         "that entry becomes the successor, or the write is refused (409/422)",
     )
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: number(ge=0.0, le=1.0) | None = None
 
 
 class EntryPatch(Schema):
@@ -38,16 +37,14 @@ class EntryPatch(Schema):
     )
     content: str | None = None
     tags: list[str] | None = Field(default=None, max_length=settings.MEMORY_MAX_TAGS)
-    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance: number(ge=0.0, le=1.0) | None = None
     status: Literal["active", "archived"] | None = Field(
         default=None,
         description="Archive or unarchive an entry. A pending, rejected or superseded entry's status is "
         "not changed by an edit (409): review decides it (POST /review/{id}/approve or /reject)",
     )
-    supersedes: int | None = Field(
+    supersedes: integer(ge=1, le=2**63 - 1) | None = Field(
         default=None,
-        ge=1,
-        le=2**63 - 1,
         description="id of the entry this replaces, an entry of the same agent",
     )
 
@@ -177,10 +174,8 @@ class ReviewRejectIn(Schema):
 
 
 class ReviewMergeIn(Schema):
-    into: int = Field(
+    into: integer(ge=1, le=2**63 - 1) = Field(
         ...,
-        ge=1,
-        le=2**63 - 1,
         description="An active entry of the same agent (else 409). It takes the pending entry's text and "
         "supersedes it: the merged entry joins its chain just below it",
     )
@@ -188,7 +183,7 @@ class ReviewMergeIn(Schema):
 
 class ReviewBulkIn(Schema):
     action: Literal["approve", "reject"]
-    ids: list[int] = Field(..., min_length=1, max_length=500)
+    ids: list[Integer] = Field(..., min_length=1, max_length=500)
 
 
 class ReviewBulkOut(Schema):

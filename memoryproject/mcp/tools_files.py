@@ -7,6 +7,7 @@ from pydantic import Field
 from memoryproject.mcp.annotations import DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, EntryText
+from memoryproject.numbers import Integer
 from vault import memory_tool as memory_tool_backend
 from vault import selectors, services
 from vault.files_schemas import FileEditOut, FileOut, FileWriteOut, MemoryToolIn
@@ -89,7 +90,7 @@ def memory(
         ),
     ] = None,
     view_range: Annotated[
-        list[int] | None,
+        list[Integer] | None,
         Field(description="view of a file: [first line, last line], 1-based; -1 for the end"),
     ] = None,
     file_text: Annotated[EntryText | None, Field(description="create: the new file's content")] = None,
@@ -98,7 +99,7 @@ def memory(
     ] = None,
     new_str: Annotated[str | None, Field(description="str_replace: the text to put in its place")] = None,
     insert_line: Annotated[
-        int | None,
+        Integer | None,
         Field(
             description="insert: the line after which to insert (0: at the top)",
             json_schema_extra={"minimum": 0},

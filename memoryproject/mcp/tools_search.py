@@ -10,6 +10,7 @@ from pydantic import Field
 from memoryproject.mcp.annotations import READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, current_caller, nul_refuse, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, CategoryFilter
+from memoryproject.numbers import integer
 from search import selectors, services
 from search.query import MAX_QUERY_CHARS
 from search.schemas import ContextIn, ContextOut, SearchOut, search_out
@@ -40,10 +41,8 @@ def memory_context(
         str, Field(description="What you are about to do, in the user's words", max_length=10000)
     ] = "",
     budget_tokens: Annotated[
-        int | None,
+        integer(ge=50, le=settings.MEMORY_CONTEXT_MAX_BUDGET) | None,
         Field(
-            ge=50,
-            le=settings.MEMORY_CONTEXT_MAX_BUDGET,
             description=f"Most tokens the block may take (default {settings.MEMORY_TOKEN_BUDGET})",
         ),
     ] = None,
@@ -81,10 +80,8 @@ def memory_search(
         datetime | None, Field(description="Only what was created before this instant (ISO 8601)")
     ] = None,
     limit: Annotated[
-        int | None,
-        Field(
-            ge=1, le=100, description=f"Results to return (default {settings.MEMORY_SEARCH_DEFAULT_LIMIT})"
-        ),
+        integer(ge=1, le=100) | None,
+        Field(description=f"Results to return (default {settings.MEMORY_SEARCH_DEFAULT_LIMIT})"),
     ] = None,
     agent: AgentArg = None,
 ) -> dict:

@@ -10,6 +10,7 @@ from memoryproject import maintenance
 from memoryproject.errors import InvalidInput
 from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
+from memoryproject.numbers import Integer, integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
 from vault import selectors, services
 from vault.etags import updated_at_expected
@@ -28,10 +29,10 @@ Category = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
 CategoryArg = Annotated[Category, Field(description="The kind of memory")]
 CategoryFilter = Annotated[Category | None, Field(description="Only entries of this category")]
 EntryId = Annotated[
-    int, Field(ge=1, le=selectors.MAX_ID, description="The entry's id, as the tools return it")
+    integer(ge=1, le=selectors.MAX_ID), Field(description="The entry's id, as the tools return it")
 ]
 Importance = Annotated[
-    float | None, Field(ge=0.0, le=1.0, description="How much it matters, 0 to 1 (0.5 when not given)")
+    number(ge=0.0, le=1.0) | None, Field(description="How much it matters, 0 to 1 (0.5 when not given)")
 ]
 # The limits the services enforce (vault.text), advertised as the REST API's EntryIn does; the services
 # refuse beyond them with their own messages (413 in REST), so they are not validated here.
@@ -52,8 +53,8 @@ def memory_save(
     tags: Tags = None,
     importance: Importance = None,
     supersedes: Annotated[
-        int | None,
-        Field(ge=1, le=selectors.MAX_ID, description="Id of an entry of the same agent this one replaces"),
+        integer(ge=1, le=selectors.MAX_ID) | None,
+        Field(description="Id of an entry of the same agent this one replaces"),
     ] = None,
     agent: AgentArg = None,
 ) -> dict:
@@ -124,8 +125,10 @@ def memory_get(id: EntryId) -> dict:
 @tool_adapter
 def memory_list(
     category: CategoryFilter = None,
-    limit: Annotated[int, Field(ge=1, le=500, description="Entries in this page")] = 50,
-    offset: Annotated[int, Field(ge=0, le=10_000_000, description="Entries to skip, for the next page")] = 0,
+    limit: Annotated[integer(ge=1, le=500), Field(description="Entries in this page")] = 50,
+    offset: Annotated[
+        integer(ge=0, le=10_000_000), Field(description="Entries to skip, for the next page")
+    ] = 0,
     agent: AgentArg = None,
 ) -> dict:
     target = agent_for_read(current_caller(), agent)
@@ -141,7 +144,7 @@ def memory_list(
 @tool_adapter
 def memory_forget(
     ids: Annotated[
-        list[int] | None, Field(max_length=FORGET_MAX_IDS, description="Entry ids to delete")
+        list[Integer] | None, Field(max_length=FORGET_MAX_IDS, description="Entry ids to delete")
     ] = None,
     category: CategoryFilter = None,
     tags: Annotated[

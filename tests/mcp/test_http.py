@@ -562,3 +562,54 @@ def test_search_and_forget_tags_are_bounded_and_checked_as_the_rest_api_does(mcp
     assert forget_long.startswith("Invalid tag 'aaaa") and len(forget_long) < 400
     assert [r["id"] for r in json.loads(text(found))["results"]] == [kept.pk]
     assert VaultEntry.objects.filter(pk=kept.pk).exists()
+
+
+def test_a_boolean_is_no_id_count_or_importance_to_a_tool(mcp_live_url, dev, dev_token):
+    """The tools validated in pydantic's lax mode, which reads true as 1 and false as 0:
+    memory_save(supersedes=true) superseded entry 1, memory_forget(ids=[true]) forgot it."""
+    first = services.entry_create(agent=dev, category="lessons", content="The first lesson", created_by="t")
+    rest = ApiClient(dev_token)
+    body = {"category": "lessons", "content": "The second lesson", "supersedes": True}
+    rest_supersedes = rest.post("/agents/dev/entries", body).json()["detail"]
+
+    async def body_():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            save = {"category": "lessons", "content": "The second lesson"}
+            return [
+                await scenarios.refused(session, "memory_save", **save, supersedes=True),
+                await scenarios.refused(session, "memory_save", **save, importance=True),
+                await scenarios.refused(session, "memory_update", id=first.pk, importance=False),
+                await scenarios.refused(session, "memory_get", id=True),
+                await scenarios.refused(session, "memory_list", limit=True),
+                await scenarios.refused(session, "memory_forget", ids=[True]),
+                await scenarios.refused(session, "memory_context", budget_tokens=True),
+                await scenarios.refused(session, "memory_search", query="lesson", limit=True),
+                await scenarios.refused(
+                    session, "memory", command="view", path="/memories", view_range=[True, 2]
+                ),
+                await scenarios.refused(
+                    session,
+                    "memory",
+                    command="insert",
+                    path="/memories/a.md",
+                    insert_line=True,
+                    insert_text="x",
+                ),
+                await session.call_tool("memory_list", {"limit": 5.0}),
+            ]
+
+    *refused, listed = run(body_)
+    assert (
+        refused[0]
+        == rest_supersedes
+        == ("Invalid input: supersedes: Input should be a valid integer, not a boolean")
+    )
+    fields = ["supersedes", "importance", "importance", "id", "limit", "ids.0", "budget_tokens", "limit"]
+    fields += ["view_range.0", "insert_line"]
+    for field, text_ in zip(fields, refused, strict=True):
+        assert text_.startswith(f"Invalid input: {field}: Input should be a valid "), text_
+        assert text_.endswith(", not a boolean"), text_
+    assert not listed.is_error and json.loads(text(listed))["limit"] == 5
+    first.refresh_from_db()
+    assert first.status == "active" and first.importance == 0.5
+    assert list(VaultEntry.objects.values_list("pk", flat=True)) == [first.pk]

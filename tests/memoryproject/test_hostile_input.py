@@ -8,7 +8,7 @@ import pytest
 from django.test import Client, override_settings
 
 from vault import services
-from vault.models import Agent
+from vault.models import Agent, VaultEntry
 from vault.transfer import export as exporters
 
 
@@ -195,3 +195,85 @@ def test_it_answers_422_naming_the_parameter_for_a_nul_in_a_query_or_path_parame
     body = response.json()
     assert body["detail"] == f"Invalid input: {location[1]}: must not contain NUL (\\u0000) characters"
     assert [error["loc"] for error in body["errors"]] == [location]
+
+
+_ENTRY = {"category": "lessons", "content": "The second lesson"}
+
+
+@pytest.mark.parametrize(
+    "method, path, body, field, kind",
+    [
+        ("post", "/agents/agent-a/entries", {**_ENTRY, "supersedes": True}, "supersedes", "integer"),
+        ("post", "/agents/agent-a/entries", {**_ENTRY, "importance": True}, "importance", "number"),
+        ("post", "/agents/agent-a/entries", {**_ENTRY, "confidence": False}, "confidence", "number"),
+        ("patch", "/entries/{id}", {"supersedes": True}, "supersedes", "integer"),
+        ("patch", "/entries/{id}", {"importance": True}, "importance", "number"),
+        ("post", "/agents/agent-a/context", {"budget_tokens": True}, "budget_tokens", "integer"),
+        ("post", "/forget", {"ids": [True]}, "ids.0", "integer"),
+        ("post", "/forget", {"message_ids": [True]}, "message_ids.0", "integer"),
+        ("post", "/review/bulk", {"action": "approve", "ids": [True]}, "ids.0", "integer"),
+        ("post", "/review/{id}/merge", {"into": True}, "into", "integer"),
+        (
+            "post",
+            "/agents/agent-a/messages",
+            {"messages": [{"role": "user", "text": "hi"}], "max_input_tokens": True},
+            "max_input_tokens",
+            "integer",
+        ),
+        (
+            "post",
+            "/agents/agent-a/sessions/s/compact",
+            {"max_input_tokens": True},
+            "max_input_tokens",
+            "integer",
+        ),
+        ("post", "/agents/agent-a/sessions/s/compact", {"trigger_ratio": True}, "trigger_ratio", "number"),
+        (
+            "put",
+            "/agents/agent-a/files/notes.md",
+            {"content": "x", "sort_order": True},
+            "sort_order",
+            "integer",
+        ),
+        (
+            "post",
+            "/agents/agent-a/memory-tool",
+            {"command": "view", "path": "/memories/a.md", "view_range": [True, 2]},
+            "view_range.0",
+            "integer",
+        ),
+        (
+            "post",
+            "/agents/agent-a/memory-tool",
+            {"command": "insert", "path": "/memories/a.md", "insert_line": False, "insert_text": "x"},
+            "insert_line",
+            "integer",
+        ),
+    ],
+)
+def test_it_refuses_a_boolean_where_a_number_is_taken(
+    api, admin_token, entry_a, method, path, body, field, kind
+):
+    """pydantic's lax mode read JSON true as 1 and false as 0: `"supersedes": true` superseded entry 1,
+    `"ids": [true]` forgot it, `"importance": true` stored 1.0."""
+    response = getattr(api, method)(path.format(id=entry_a.pk), body, token=admin_token)
+    assert response.status_code == 422, response.content
+    valid = "a valid integer" if kind == "integer" else "a valid number"
+    assert f"{field}: Input should be {valid}, not a boolean" in response.json()["detail"]
+    entry_a.refresh_from_db()
+    assert entry_a.status == "active" and entry_a.importance == 0.5
+    assert VaultEntry.objects.count() == 1
+
+
+def test_numbers_in_json_and_in_query_strings_are_still_taken(api, token_a, entry_a):
+    created = api.post(
+        "/agents/agent-a/entries",
+        {**_ENTRY, "supersedes": entry_a.pk, "importance": 1, "confidence": 0.5},
+        token=token_a,
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["supersedes"] == entry_a.pk and created.json()["importance"] == 1.0
+    context = api.post("/agents/agent-a/context", {"budget_tokens": 500.0}, token=token_a)
+    assert context.status_code == 200 and context.json()["budget_tokens"] == 500
+    assert api.get("/search", token=token_a, q="lesson", limit="5").status_code == 200
+    assert api.get("/agents/agent-a/entries", token=token_a, limit="5").json()["limit"] == 5

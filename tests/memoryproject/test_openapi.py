@@ -372,3 +372,25 @@ def test_the_search_tags_are_limited_in_the_schema_as_the_server_limits_them(doc
     ]:
         response = api.get("/search", token=token_a, q="x", tag=tags)
         assert _accepted(response) == accepted, (tags, response.content)
+
+
+def _schemas(node):
+    if isinstance(node, dict):
+        if "type" in node or "anyOf" in node:
+            yield node
+        for value in node.values():
+            yield from _schemas(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _schemas(value)
+
+
+def test_every_number_limit_is_stated_as_json_schema_states_it(document):
+    """A constraint pydantic cannot push into an int schema (one behind a validator) is still checked,
+    but documented as "ge"/"le", which no client reads as a limit."""
+    raw = [s for s in _schemas(document) if {"ge", "le", "gt", "lt"} & set(s)]
+    assert not raw
+    budget = document["components"]["schemas"]["ContextIn"]["properties"]["budget_tokens"]["anyOf"][0]
+    assert budget == {"type": "integer", "minimum": 50, "maximum": 32000}
+    importance = document["components"]["schemas"]["EntryIn"]["properties"]["importance"]["anyOf"][0]
+    assert importance == {"type": "number", "minimum": 0.0, "maximum": 1.0}
