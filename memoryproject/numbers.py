@@ -1,5 +1,5 @@
 """The numbers the REST API's schemas and the MCP tools take: an integer or a float that is not a
-boolean.
+boolean, a float that is finite.
 
 Both validate in pydantic's lax mode, which reads JSON `true` as 1 and `false` as 0 for an int or a
 float field: `"supersedes": true` superseded entry 1 and `"importance": true` stored 1.0. Strict mode
@@ -34,8 +34,10 @@ def integer(**constraints):
 
 
 def number(**constraints):
-    """A float that is not a boolean, with Field `constraints` (as `integer`)."""
-    return Annotated[float, Field(**constraints), BeforeValidator(_float_not_bool)]
+    """A finite float that is not a boolean, with Field `constraints` (as `integer`). NaN and Infinity,
+    which Python's json and pydantic's JSON parser read (no JSON holds them), are refused as not finite
+    rather than as out of range ("importance: NaN" was "should be less than or equal to 1")."""
+    return Annotated[float, Field(allow_inf_nan=False, **constraints), BeforeValidator(_float_not_bool)]
 
 
 Integer = integer()

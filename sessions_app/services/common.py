@@ -112,13 +112,21 @@ def _message_size_check(item: MessageInput, index: int) -> None:
     """The text, tool calls and state of one message count together against MEMORY_MAX_MESSAGE_BYTES:
     any of them can carry a large payload, and all of them are stored and read back."""
     try:
-        extra = json.dumps([item.tool_calls, item.state], ensure_ascii=False).encode("utf-8")
+        # allow_nan=False: Python's json and the SDK's parser read NaN and Infinity, which no JSON holds
+        # (PostgreSQL's jsonb refused them, failing the whole batch with a message naming no message).
+        extra = json.dumps([item.tool_calls, item.state], ensure_ascii=False, allow_nan=False).encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput(
             f"messages[{index}]: tool_calls or state contains invalid Unicode (lone surrogates)",
             [{"loc": ["messages", index, "tool_calls"], "msg": "invalid unicode"}],
         ) from None
     except ValueError as exc:
+        if "Out of range float" in str(exc):
+            raise InvalidInput(
+                f"messages[{index}]: every number in tool_calls and state must be a finite number "
+                "(NaN and Infinity are not JSON)",
+                [{"loc": ["messages", index, "tool_calls"], "msg": "not a finite number"}],
+            ) from None
         raise InvalidInput(
             f"messages[{index}]: tool_calls or state cannot be stored as JSON: {exc}",
             [{"loc": ["messages", index, "tool_calls"], "msg": "not JSON"}],

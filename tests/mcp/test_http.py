@@ -613,3 +613,43 @@ def test_a_boolean_is_no_id_count_or_importance_to_a_tool(mcp_live_url, dev, dev
     first.refresh_from_db()
     assert first.status == "active" and first.importance == 0.5
     assert list(VaultEntry.objects.values_list("pk", flat=True)) == [first.pk]
+
+
+def test_nan_and_infinity_are_refused_as_not_finite_by_the_tools(mcp_live_url, dev, dev_token):
+    """The SDK's parser reads NaN and Infinity as Python floats: memory_save(importance=NaN) was refused
+    as "less than or equal to 1", and a NaN in a logged message's state reached PostgreSQL, which refused
+    the batch as "A value was rejected by the database: invalid input syntax for type json"."""
+    from sessions_app.models import Message
+
+    rest = ApiClient(dev_token)
+    raw = '{"category": "lessons", "content": "x y", "importance": NaN}'
+    rest_importance = rest.post("/agents/dev/entries", raw=raw).json()["detail"]
+    headers = {
+        "Authorization": f"Bearer {dev_token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+
+    def call(name: str, arguments: str) -> str:
+        params = '{"name": "' + name + '", "arguments": ' + arguments + "}"
+        body = '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": ' + params + "}"
+        answer = httpx2.post(f"{mcp_live_url}/mcp", content=body.encode(), headers=headers).json()
+        assert answer["result"]["isError"] is True, answer
+        return answer["result"]["content"][0]["text"]
+
+    assert (
+        call("memory_save", raw)
+        == rest_importance
+        == ("Invalid input: importance: Input should be a finite number")
+    )
+    first = services.entry_create(agent=dev, category="lessons", content="The first lesson", created_by="t")
+    assert call("memory_update", f'{{"id": {first.pk}, "importance": -Infinity}}') == rest_importance
+    logged = call(
+        "session_log",
+        '{"session": "s", "messages": [{"role": "user", "text": "hi", "state": {"score": Infinity}}]}',
+    )
+    assert logged.startswith(
+        "messages[0]: every number in tool_calls and state must be a finite number (NaN and Infinity are not JSON)"
+    )
+    first.refresh_from_db()
+    assert first.importance == 0.5 and VaultEntry.objects.count() == 1 and not Message.objects.exists()

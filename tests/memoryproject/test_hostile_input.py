@@ -277,3 +277,62 @@ def test_numbers_in_json_and_in_query_strings_are_still_taken(api, token_a, entr
     assert context.status_code == 200 and context.json()["budget_tokens"] == 500
     assert api.get("/search", token=token_a, q="lesson", limit="5").status_code == 200
     assert api.get("/agents/agent-a/entries", token=token_a, limit="5").json()["limit"] == 5
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize(
+    "method, path, body, field",
+    [
+        (
+            "post",
+            "/agents/agent-a/entries",
+            '{"category": "lessons", "content": "x y", "importance": %s}',
+            "importance",
+        ),
+        (
+            "post",
+            "/agents/agent-a/entries",
+            '{"category": "lessons", "content": "x y", "confidence": %s}',
+            "confidence",
+        ),
+        ("patch", "/entries/{id}", '{"importance": %s}', "importance"),
+        ("post", "/agents/agent-a/sessions/s/compact", '{"trigger_ratio": %s}', "trigger_ratio"),
+    ],
+)
+def test_it_refuses_nan_and_infinity_as_not_finite(api, token_a, entry_a, literal, method, path, body, field):
+    """Python's json reads NaN and Infinity, which no JSON holds; `importance: NaN` was refused as
+    "should be less than or equal to 1", and `-Infinity` as "greater than or equal to 0"."""
+    response = getattr(api, method)(path.format(id=entry_a.pk), raw=body % literal, token=token_a)
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"] == f"Invalid input: {field}: Input should be a finite number"
+    entry_a.refresh_from_db()
+    assert entry_a.importance == 0.5 and VaultEntry.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("/agents/agent-a/messages", '{"role": "user", "text": "hi", "state": {"score": NaN}}'),
+        (
+            "/agents/agent-a/messages",
+            '{"role": "assistant", "text": "ok", "tool_calls": [{"x": [1, -Infinity]}]}',
+        ),
+        ("/agents/agent-a/checkpoint", '{"role": "user", "text": "hi", "state": {"score": Infinity}}'),
+        ("/agents/agent-a/sleep", '{"role": "user", "text": "hi", "state": {"score": NaN}}'),
+    ],
+)
+def test_it_refuses_nan_and_infinity_in_a_messages_tool_calls_and_state(api, token_a, agent_a, path, message):
+    """A NaN inside `state` or `tool_calls` reached PostgreSQL, whose jsonb refused the batch: a 400
+    "A value was rejected by the database: invalid input syntax for type json", naming no message."""
+    from sessions_app.models import Checkpoint, Message
+
+    session = {"session": "s", "messages": [{"role": "user", "text": "first"}]}
+    assert api.post("/agents/agent-a/messages", session, token=token_a).status_code == 200
+    raw = '{"session": "s", "messages": [{"role": "user", "text": "second"}, ' + message + "]}"
+    response = api.post(path, raw=raw, token=token_a)
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"] == (
+        "messages[1]: every number in tool_calls and state must be a finite number (NaN and Infinity are not JSON)"
+    )
+    assert list(Message.objects.values_list("text", flat=True)) == ["first"]
+    assert not Checkpoint.objects.exists() and not VaultEntry.objects.filter(category="handoffs").exists()
