@@ -104,6 +104,10 @@ class BearerGate:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        if scope["path"] == MCP_PATH + "/":
+            # The SDK's app answers /mcp/ with a 307 to /mcp, which clients do not follow on a POST: a URL
+            # configured with the slash could not connect. It is the same endpoint.
+            scope = {**scope, "path": MCP_PATH, "raw_path": MCP_PATH.encode()}
         send = _json_errors(send)
         headers = dict(scope.get("headers") or [])
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")

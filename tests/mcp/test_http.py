@@ -653,3 +653,25 @@ def test_nan_and_infinity_are_refused_as_not_finite_by_the_tools(mcp_live_url, d
     )
     first.refresh_from_db()
     assert first.importance == 0.5 and VaultEntry.objects.count() == 1 and not Message.objects.exists()
+
+
+def test_mcp_with_a_trailing_slash_is_served_as_mcp(mcp_live_url, dev, dev_token):
+    """POST /mcp/ answered 307 to /mcp, which MCP clients do not follow on a POST: a URL configured with
+    the slash failed to connect."""
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp/?agent=dev", dev_token) as session:
+            return await session.call_tool(
+                "memory_save", {"category": "lessons", "content": "Slashes are fine"}
+            )
+
+    saved = run(body)
+    assert not saved.is_error, text(saved)
+    assert VaultEntry.objects.get().content == "Slashes are fine"
+    headers = {"Authorization": f"Bearer {dev_token}", "Accept": "application/json, text/event-stream"}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    response = httpx2.post(f"{mcp_live_url}/mcp/", json=ping, headers=headers)
+    assert response.status_code == 200 and response.json()["id"] == 1, response.text
+    assert httpx2.get(f"{mcp_live_url}/mcp/", headers=headers).status_code == 405
+    assert httpx2.post(f"{mcp_live_url}/mcp/", json=ping).status_code == 401
+    assert httpx2.post(f"{mcp_live_url}/mcp/other", json=ping, headers=headers).status_code == 404
