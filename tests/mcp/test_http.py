@@ -317,13 +317,22 @@ def test_concurrent_clients_share_a_bounded_set_of_database_connections(mcp_live
             for _ in range(24):
                 group.start_soon(client)
 
+    def others() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return cursor.fetchone()[0]
+
+    before = others()
     run(body)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-        others = cursor.fetchone()[0]
-    assert others <= 4 + 1, f"{others} connections left open by the server"
+    after = others()
+    # A leak adds one connection per concurrent call (24 here). The server's pools are bounded: the
+    # MCP threads (4), Django's thread for its sync views and, where pgvector is, the query-embedding
+    # thread (search/semantic.py), each keeping one connection, whichever tests of this module ran first.
+    assert after - before <= 4, f"the burst left {after - before} more connections open"
+    assert after <= 4 + 2, f"{after} connections left open by the server"
 
 
 def test_an_unreachable_database_is_a_503_with_retry_after_or_a_tool_error_saying_so(mcp_live_url, dev_token):
