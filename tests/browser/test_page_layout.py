@@ -231,3 +231,43 @@ def test_the_admin_pages_name_their_icon_so_the_browser_asks_for_no_missing_favi
     finally:
         context.close()
     assert icons == dict.fromkeys(icons, 1)
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_token_made_in_the_admin_by_keyboard_shows_its_secret_once_and_it_works(
+    browser, live_server, settings, width
+):
+    """The admin's add form, filled and sent from the keyboard: the page that answers shows the
+    secret in a field that fits the window (not in a message the next page would carry in a cookie),
+    the secret authenticates against the API, and the next page does not show it again."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    demo_seed()
+    context = browser.new_context(base_url=live_server.url, viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto("/admin/login/")
+        page.get_by_label("Username").fill(ADMIN_USER)
+        page.get_by_label("Password").fill(ADMIN_PASSWORD)
+        page.get_by_label("Password").press("Enter")
+        page.goto("/admin/vault/apitoken/add/")
+        page.get_by_label("Project").focus()
+        page.keyboard.press("ArrowDown")  # the first project, Acme
+        page.get_by_label("Scope").select_option("read")
+        page.get_by_label("Name").focus()
+        page.keyboard.type("laptop by keyboard")
+        page.keyboard.press("Enter")
+        secret_field = page.locator("#new-secret")
+        secret_field.wait_for()
+        secret = secret_field.input_value()
+        assert secret.startswith("mem_"), secret
+        assert page.evaluate(LAYOUT_PROBLEMS_JS) == []
+        assert all(secret not in cookie["value"] for cookie in context.cookies())
+        response = context.request.get(
+            f"{live_server.url}/api/v1/agents", headers={"Authorization": f"Bearer {secret}"}
+        )
+        assert response.status == 200, response.text()
+        page.get_by_role("link", name="Back to the tokens").click()
+        page.get_by_text("laptop by keyboard").wait_for()
+        assert secret not in page.content()
+    finally:
+        context.close()
