@@ -1,14 +1,16 @@
 from typing import Literal
 
+from django.http import FileResponse
 from ninja import Query, Router, Status
 
 from memoryproject.errors import InvalidInput, NotFound
 from vault.api import agent_for_write
 from vault.models import TokenScope
 from vault.selectors import agent_get_for_principal
+from vault.transfer import export
 
 from . import recovery as recovery_reads
-from . import selectors, services
+from . import selectors, services, session_files
 from .schemas import (
     AppendOut,
     BranchIn,
@@ -283,3 +285,46 @@ def session_stats(request, agent: str, session_id: str):
 
 
 # GET /stats is served by memoryproject/api.py, which adds the embeddings status of search.
+
+
+@router.get(
+    "/agents/{agent}/export",
+    summary="The agent's whole memory as a zip (.memory/ layout, sessions included)",
+    description=(
+        "What `export_memory_dir --agent A` writes, as one zip read from one snapshot: `.export.json`, "
+        "`_project.md`, the agent's category files with `.entries.json` (each entry's author, source, "
+        "provenance, edit date and access count) and `.review.json`, its workspace files, its sessions "
+        "(`{agent}/sessions/{id}.json`: every message of the tree, branches, tool calls, archived ones) "
+        "and its checkpoint (`.vault/checkpoints/{agent}.json`). Unzipped, `import_memory_dir` restores the "
+        "agent from it."
+    ),
+    tags=["files"],
+    # The id it had when vault served it: clients generated from the OpenAPI document name it so.
+    operation_id="vault_files_api_agent_export",
+    response={200: None},
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "A zip archive",
+                "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+                "headers": {
+                    "Content-Disposition": {
+                        "description": 'attachment; filename="{project}-{agent}-memory.zip"',
+                        "schema": {"type": "string"},
+                    }
+                },
+            }
+        }
+    },
+)
+def agent_export(request, agent: str):
+    target = agent_get_for_principal(request.auth, agent)
+    archive = export.export_zip(
+        project=target.project, agents=[target], extra=session_files.agent_session_files
+    )
+    return FileResponse(
+        archive,
+        as_attachment=True,
+        filename=f"{target.project.slug}-{target.slug}-memory.zip",
+        content_type="application/zip",
+    )

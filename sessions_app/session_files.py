@@ -269,8 +269,9 @@ def _rows_build(
 
 def _session_create(
     agent: Agent, chat_id: str, data: dict, messages: list[dict], fallback: datetime
-) -> Session:
-    """A new session holding the file's tree, branches, status and dates."""
+) -> tuple[Session, dict[str, int]]:
+    """A new session holding the file's tree, branches, status and dates; with its messages' ids here by
+    their keys in the file."""
     session = Session.objects.create(
         project_id=agent.project_id,
         agent=agent,
@@ -308,7 +309,22 @@ def _session_create(
     session.refresh_from_db()
     if status == SessionStatus.ARCHIVED:
         session_services.session_archive(session=session, reason="imported archived", by="import")
-    return session
+    return session, ids
+
+
+def _found(
+    importer, item: ParsedSessionFile, session: Session, messages: list[dict], *, by_key=None, by_client=None
+) -> None:
+    """Tell the import which session and messages here the file's are (entries' provenance names them by
+    their keys in the export): message ids here by their keys in the file (`by_key`, the new ones) or
+    by client id (`by_client`, those stored before)."""
+    by_key, by_client = by_key or {}, by_client or {}
+    keys = {}
+    for message in messages:
+        pk = by_key.get(message["key"]) or by_client.get(message["client_id"])
+        if pk is not None:
+            keys[message["key"]] = pk
+    importer.sessions_found[(item.source_agent or item.agent, item.key)] = (session.pk, keys)
 
 
 def _branches_follow(
@@ -374,14 +390,16 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
             if session is not None:
                 session = Session.objects.select_for_update(of=("self",)).get(pk=session.pk)
             if session is None:
-                session = _session_create(agent, chat_id, data, messages, fallback)
+                session, ids = _session_create(agent, chat_id, data, messages, fallback)
+                _found(importer, item, session, messages, by_key=ids)
                 report.counts["sessions created"] += 1
                 report.counts["messages stored"] += len(messages)
                 return
             if session.status == SessionStatus.ARCHIVED:
-                stored = {row["client_id"] for row in selectors.archive_messages(session)}
+                stored = {row["client_id"]: row["id"] for row in selectors.archive_messages(session)}
             else:
-                stored = set(Message.objects.filter(session=session).values_list("client_id", flat=True))
+                stored = dict(Message.objects.filter(session=session).values_list("client_id", "pk"))
+            _found(importer, item, session, messages, by_client=stored)
             new = [m for m in messages if m["client_id"] not in stored]
             report.counts["messages already imported (skipped)"] += len(messages) - len(new)
             if not new:
@@ -400,6 +418,7 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
             )
             rows, ids = _rows_build(agent, session, new, messages, known, fallback)
             rows_copy(rows)
+            _found(importer, item, session, messages, by_key=ids, by_client=stored)
             _branches_follow(
                 report,
                 item.source,

@@ -1,6 +1,6 @@
-"""Workspace files, the memory-tool backend and the markdown export."""
+"""Workspace files and the memory-tool backend. (The export, which holds sessions too, is served by
+sessions_app.api.)"""
 
-from django.http import HttpResponse
 from ninja import Query, Router, Status
 
 from vault import memory_tool, selectors, services
@@ -18,7 +18,6 @@ from vault.files_schemas import (
     MemoryToolOut,
 )
 from vault.models import TokenScope
-from vault.transfer import export
 
 router = Router(tags=["files"])
 
@@ -130,24 +129,3 @@ def memory_tool_run(request, agent: str, payload: MemoryToolIn):
         agent=target, command=payload.dict(exclude_none=True), changed_by=request.auth.label
     )
     return {"result": result}
-
-
-@router.get(
-    "/agents/{agent}/export",
-    summary="The agent's memory as a zip of readable markdown (.memory/ layout)",
-    response={200: None},
-    openapi_extra={
-        "responses": {
-            200: {
-                "description": "A zip archive",
-                "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
-            }
-        }
-    },
-)
-def agent_export(request, agent: str):
-    target = selectors.agent_get_for_principal(request.auth, agent)
-    data = export.export_zip(project=target.project, agents=[target])
-    response = HttpResponse(data, content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="{target.project.slug}-{target.slug}-memory.zip"'
-    return response

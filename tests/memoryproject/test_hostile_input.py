@@ -1,6 +1,5 @@
 """Bad input a hostile client sends gets a 4xx JSON answer, never a 500 or an HTML page."""
 
-import io
 import json
 import zipfile
 
@@ -40,7 +39,7 @@ def test_it_refuses_dot_agent_names_in_the_admin(admin_client, project):
 def test_it_exports_an_agent_stored_with_a_dot_name_inside_the_archive(project, tmp_path):
     bad = Agent.objects.create(project=project, slug="..", name="legacy")
     services.entry_create(agent=bad, category="lessons", content="Keep the export inside its folder")
-    archive = zipfile.ZipFile(io.BytesIO(exporters.export_zip(project=project, agents=[bad])))
+    archive = zipfile.ZipFile(exporters.export_zip(project=project, agents=[bad]))
     assert all(not part.startswith("..") for name in archive.namelist() for part in name.split("/")[:1])
     summary = exporters.export_memory_dir(path=tmp_path / "out", project=project)
     assert (tmp_path / "out" / "%2E%2E" / "lessons.md").exists()

@@ -216,7 +216,7 @@ def test_every_part_goes_through_export_and_import(agent_a, api, token_a, target
     exchanges(agent_a, 0, 30)
     before = {note.path: note.content for note in parts(agent_a)}
     response = api.get("/agents/agent-a/export", token=token_a)
-    zipfile.ZipFile(io.BytesIO(response.content)).extractall(tmp_path / "export")
+    zipfile.ZipFile(io.BytesIO(response.getvalue())).extractall(tmp_path / "export")
     call_command(
         "import_memory_dir", str(tmp_path / "export"), "--project", target.slug, stdout=io.StringIO()
     )

@@ -2,7 +2,6 @@
 the appends in between are queued (vault.QueuedNoteAppend) and written, in order and logged once, by the
 note's next write, by any read of it, or by the job that runs every minute."""
 
-import io
 import threading
 import zipfile
 from datetime import UTC, datetime, timedelta
@@ -134,7 +133,7 @@ def test_every_reader_sees_the_queued_exchanges(api, token_a, agent_a, client_a)
     assert page.status_code == 200 and "on the page" in page.content.decode()
 
     queue_one("exported", 0.6)
-    archive = zipfile.ZipFile(io.BytesIO(export_zip(project=agent_a.project, agents=[agent_a])))
+    archive = zipfile.ZipFile(export_zip(project=agent_a.project, agents=[agent_a]))
     exported = [archive.read(name) for name in archive.namelist() if name.endswith("2026-03-16.md")]
     assert len(exported) == 1
     assert _answers(exported[0].decode()) == ["first", "listed", "on the page", "exported"]

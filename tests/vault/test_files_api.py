@@ -313,7 +313,7 @@ def test_another_projects_admin_reaches_only_its_own_agent_a(
         WorkspaceFile.objects.filter(agent=agent_a).values_list("path", "content", "enabled", "deleted_at")
     )
     response = _call(api, method, path, data, outsider_token)
-    assert b"acme-secret" not in response.content
+    assert b"acme-secret" not in response.getvalue()
     after = list(
         WorkspaceFile.objects.filter(agent=agent_a).values_list("path", "content", "enabled", "deleted_at")
     )

@@ -423,7 +423,7 @@ def test_export_to_a_path_that_cannot_be_a_folder_is_a_command_error_naming_it(t
 def test_the_export_endpoint_returns_a_zip_of_the_same_layout(api, agent_a, token_a, entry_a):
     response = api.get("/agents/agent-a/export", token=token_a)
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"
-    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    archive = zipfile.ZipFile(io.BytesIO(response.getvalue()))
     names = set(archive.namelist())
     assert {
         "_project.md",
@@ -639,7 +639,7 @@ def test_it_round_trips_any_content_through_export_and_import(tmp_path, api, age
         )
     response = api.get("/agents/agent-a/export", token=token_a)
     assert response.status_code == 200
-    zipfile.ZipFile(io.BytesIO(response.content)).extractall(tmp_path / "export")
+    zipfile.ZipFile(io.BytesIO(response.getvalue())).extractall(tmp_path / "export")
     call_command(
         "import_memory_dir", str(tmp_path / "export"), "--project", target.slug, stdout=io.StringIO()
     )

@@ -191,6 +191,7 @@ class ParsedSessionFile:
     saved_at: datetime
     kind: str = "session"
     source_agent: str = ""  # the agent's id in the source, before --agent-map ("": the same as `agent`)
+    key: str = ""  # its id in the export (the file's name): entries' `source_session` names it
 
 
 @dataclass
@@ -204,6 +205,14 @@ class EntryItem:
     status: str = EntryStatus.ACTIVE
     verbatim: bool = False  # the content as it is, whitespace at its ends included (our export's entries)
     supersedes: str | None = None  # the source id of the entry this one supersedes (our export's entries)
+    # What our export's `.entries.json` says of it (vault.transfer.entry_meta); the defaults otherwise.
+    author: str = ""
+    source: str = ""
+    updated_at: datetime | None = None
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    confidence: float | None = None
+    provenance: tuple[str, str, list[str]] | None = None  # (agent folder, session key, message keys)
 
 
 @dataclass

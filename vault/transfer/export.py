@@ -5,9 +5,12 @@ r"""Export memory as .memory/ layout: a readable, Obsidian-friendly markdown vau
                                   "review_policies": [...]}: written by this export (hidden)
 _project.md                       the project context
 {agent}/{category}.md             entries, newest first (below)
+{agent}/.entries.json             each entry's author, source, provenance, updated_at and access count
 {agent}/.review.json              why entries wait for review (their review items, by the entries' ids here)
 {agent}/workspace/{path}          the agent's workspace files (AGENTS.md, memory/..., memories/..., any path)
 {agent}/workspace/.workspace.json every file's enabled flag and sort order (hidden from Obsidian)
+{agent}/sessions/{id}.json        with sessions_app's `extra`: each session whole (sessions_app.session_files)
+.vault/checkpoints/{agent}.json   with sessions_app's `extra`: the agent's checkpoint
 ```
 
 `_project.md` and the workspace files hold the stored text exactly, as UTF-8 bytes: line endings (CRLF, a
@@ -43,22 +46,32 @@ line, a code fence or anything else inside the content needs no escaping, becaus
 at the next marker. Entries without `format:2` (earlier exports, files written by hand) are read as
 before: content stripped, nothing unescaped.
 
+`.entries.json` holds, by the entries' ids in the export, one entry a line, what the markdown does not
+show: `{"format": 1, "entries": {"42": {"author": "token:dev", "source": "extraction", "updated_at": ...,
+"access_count": 3, "last_accessed_at": ..., "confidence": 0.8, "source_session": "17", "source_messages":
+["301", "302"]}}}` (`source_session` names `sessions/17.json`, `source_messages` the keys of messages in
+it; the import points them at the session and messages it stores from that file). An export without it
+(an earlier one, a folder written by hand) imports as before: author "import", source import, never read.
+
 `vault.transfer.layouts.import_memory_dir` reads this layout back: exporting and importing into an empty
-project gives the same entries (category, content byte for byte, tags, dates, status, importance), files
+project gives the same entries (category, content byte for byte, tags, dates, status, importance, author,
+source, confidence, provenance, access counts), files
 (every path, content byte for byte, enabled flag, sort order) and project context (byte for byte), and
 importing an unchanged export into the project it came from changes nothing. A file of a workspace folder
 that `.workspace.json` does not list and the workspace rules do not take is reported, as is a listed file
 that is missing.
 """
 
-import io
 import json
 import re
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from django.db import connection, transaction
 
@@ -79,7 +92,10 @@ SESSIONS_DIR = "sessions"  # an agent's sessions, one JSON file each (written by
 CHECKPOINTS_DIR = ".vault/checkpoints"  # agents' checkpoints, seed 000's place for them
 EXPORT_MANIFEST = ".export.json"
 REVIEW_FILE = ".review.json"  # an agent's review items: {"format": 1, "items": [...]}
+ENTRIES_FILE = ".entries.json"  # what an agent's entries carry besides their markdown (below)
+ENTRIES_FILE_FORMAT = 1
 DEFAULT_IMPORTANCE = 0.5
+ZIP_SPOOL_BYTES = 8 * 1024 * 1024  # a zip export larger than this is written to a temporary file
 ENTRY_FORMAT = "2"
 # The start of a content line that an import could read as a marker, after backslashes already there.
 _MARKER_LINE_RE = re.compile(r"^(?=\\*<!--\s*id:)", re.MULTILINE)
@@ -193,6 +209,42 @@ def _review_file(
     return json.dumps({"format": 1, "items": items}, ensure_ascii=False, indent=1) + "\n" if items else None
 
 
+def _entries_file(agent: Agent, ids: dict[int, str]) -> str | None:
+    """What the agent's entries carry besides their markdown, by their ids in the export, one entry a
+    line: who wrote each (`author`), how (`source`), when it was last changed (`updated_at`), how often
+    it was read (`access_count`, `last_accessed_at`), how sure its extractor was (`confidence`) and
+    where it came from (`source_session`: its session's file in `sessions/`, `source_messages`: the
+    keys of its messages in that file). None when the agent has no entries."""
+    lines = []
+    rows = VaultEntry.objects.filter(agent=agent).order_by("id")
+    for row in rows.values(*_ENTRY_META_FIELDS).iterator(chunk_size=2000):
+        about = {"author": row["created_by"], "source": row["source"], "updated_at": _iso(row["updated_at"])}
+        if row["access_count"]:
+            about["access_count"] = row["access_count"]
+        if row["last_accessed_at"] is not None:
+            about["last_accessed_at"] = _iso(row["last_accessed_at"])
+        if row["confidence"] is not None:
+            about["confidence"] = row["confidence"]
+        if row["source_session_id"] is not None:
+            about["source_session"] = str(row["source_session_id"])
+        if row["source_message_ids"]:
+            about["source_messages"] = [str(pk) for pk in row["source_message_ids"]]
+        lines.append(f"{json.dumps(ids[row['id']])}: {json.dumps(about, ensure_ascii=False)}")
+    if not lines:
+        return None
+    return f'{{"format": {ENTRIES_FILE_FORMAT}, "entries": {{\n' + ",\n".join(lines) + "\n}}\n"
+
+
+_ENTRY_META_FIELDS = (
+    "id", "created_by", "source", "updated_at", "access_count", "last_accessed_at", "confidence",
+    "source_session_id", "source_message_ids",
+)  # fmt: skip
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat()
+
+
 def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None) -> Iterator[tuple[str, str]]:
     project = Project.objects.get(pk=project.pk)
     manifest = {
@@ -228,6 +280,9 @@ def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None)
                     f"{folder}/{category}.md",
                     category_render(agent, category, chosen.iterator(chunk_size=2000), ids),
                 )
+        about = _entries_file(agent, ids)
+        if about is not None:
+            yield f"{folder}/{ENTRIES_FILE}", about
         review = _review_file(agent, ids, ids_of)
         if review is not None:
             yield f"{folder}/{REVIEW_FILE}", review
@@ -244,16 +299,13 @@ def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None)
             yield from extra(agent, folder)
 
 
-def export_files(
-    *, project: Project, agents: Iterable[Agent], extra: AgentFiles | None = None
-) -> tuple[list[tuple[str, str]], int]:
-    """(relative path, text) of every file of the export, in a stable order, and how many entries they
-    hold. Everything is read from one snapshot of the database (a repeatable-read transaction): agents
-    writing meanwhile cannot make an entry that moved between two categories, or a file renamed, appear
-    twice or not at all. Inside a caller's transaction (a test's), that transaction's view is used. The
-    daily notes' queued exchanges are written into their notes first, so that the export holds them.
-    `extra` adds each agent's files of another app (vault knows no sessions)."""
-    agents = list(agents)
+@contextmanager
+def _snapshot(agents: list[Agent]) -> Iterator[None]:
+    """One snapshot of the database (a repeatable-read, read-only transaction) to read an export from:
+    agents writing meanwhile cannot make an entry that moved between two categories, or a file renamed,
+    appear twice or not at all, nor an entry name a session the export does not hold. Inside a caller's
+    transaction (a test's), that transaction's view is used. The daily notes' queued exchanges are written
+    into their notes first, so that the export holds them."""
     for agent in agents:
         services.daily_notes_flush(agent=agent)
     outermost = not connection.in_atomic_block
@@ -261,6 +313,17 @@ def export_files(
         if outermost:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+def export_files(
+    *, project: Project, agents: Iterable[Agent], extra: AgentFiles | None = None
+) -> tuple[list[tuple[str, str]], int]:
+    """(relative path, text) of every file of the export, in a stable order, and how many entries they
+    hold, all read from one snapshot (`_snapshot`). `extra` adds each agent's files of another app (vault
+    knows no sessions)."""
+    agents = list(agents)
+    with _snapshot(agents):
         files = list(_files_read(project, agents, extra))
         entries = VaultEntry.objects.filter(agent__in=agents).count()
     return files, entries
@@ -320,8 +383,8 @@ def export_memory_dir(
 
 def _earlier_files(path: Path, folders: list[str]) -> set[str]:
     """The files an earlier export in `path` wrote for these agents' folders (relative paths): category
-    files, the review file, session files, the checkpoint, the workspace files its `.workspace.json` lists and that
-    manifest. Empty when `path` holds no export (`.export.json`)."""
+    files, the entries and review files, session files, the checkpoint, the workspace files its
+    `.workspace.json` lists and that manifest. Empty when `path` holds no export (`.export.json`)."""
     if not (path / EXPORT_MANIFEST).is_file():
         return set()
     found = set()
@@ -330,8 +393,7 @@ def _earlier_files(path: Path, folders: list[str]) -> set[str]:
         found |= {
             f"{folder}/{category}.md" for category in Category.values if (base / f"{category}.md").exists()
         }
-        if (base / REVIEW_FILE).exists():
-            found.add(f"{folder}/{REVIEW_FILE}")
+        found |= {f"{folder}/{name}" for name in (REVIEW_FILE, ENTRIES_FILE) if (base / name).exists()}
         if (base / SESSIONS_DIR).is_dir():
             found |= {f"{folder}/{SESSIONS_DIR}/{p.name}" for p in (base / SESSIONS_DIR).glob("*.json")}
         if (path / CHECKPOINTS_DIR / f"{folder}.json").exists():
@@ -354,10 +416,22 @@ def _earlier_files(path: Path, folders: list[str]) -> set[str]:
     return found
 
 
-def export_zip(*, project: Project, agents: Iterable[Agent]) -> bytes:
-    """The same export as a zip archive (for GET /agents/{agent}/export)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for relative, text in export_files(project=project, agents=agents)[0]:
-            archive.writestr(relative, text)
-    return buffer.getvalue()
+def export_zip(*, project: Project, agents: Iterable[Agent], extra: AgentFiles | None = None) -> BinaryIO:
+    """The same export as a zip archive (GET /agents/{agent}/export), read from one snapshot like
+    `export_files`, in a temporary file positioned at its start (the caller closes it). Each file is
+    compressed into the archive as soon as it is read, and the archive stays in memory only up to
+    ZIP_SPOOL_BYTES, then goes to disk: a large agent costs a few times the memory of its largest file
+    (a category file, a session, `.entries.json`: its text, its bytes, their compression) plus that spool,
+    not the whole archive, let alone twice."""
+    agents = list(agents)
+    # The caller closes it (a FileResponse does once the zip is sent).
+    spool = tempfile.SpooledTemporaryFile(max_size=ZIP_SPOOL_BYTES)  # noqa: SIM115
+    try:
+        with _snapshot(agents), zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for relative, text in _files_read(project, agents, extra):
+                archive.writestr(relative, text)
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool

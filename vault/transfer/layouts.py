@@ -69,7 +69,9 @@ from vault.transfer.conversations import (
     conversation_file_import,
     sessions_store,
 )
+from vault.transfer.entry_meta import entries_meta_read, entry_meta_fields
 from vault.transfer.export import (
+    ENTRIES_FILE,
     ENTRY_FORMAT,
     EXPORT_MANIFEST,
     REVIEW_FILE,
@@ -148,9 +150,12 @@ def _exact_block_parse(block: str) -> tuple[datetime | None, list[str], str] | N
     return *_header_parse(match.group("header")[2:]), content_unescape(match.group("content"))
 
 
-def vault_category_file_import(importer: Importer, agent: Agent | None, category: str, path: Path) -> None:
+def vault_category_file_import(
+    importer: Importer, agent: Agent | None, category: str, path: Path, meta: dict | None = None
+) -> None:
     """`{agent}/{category}.md`: entries separated by `<!-- id:N -->` markers, each with a `## date · #tags`
-    header, content and a `---` separator. Ids and dates are kept. An entry marked `format:2` (our export)
+    header, content and a `---` separator. Ids and dates are kept; `meta`: the folder's `.entries.json`
+    records, by id. An entry marked `format:2` (our export)
     ends only at the next marker and its content is kept exactly, unescaped; other entries are stripped.
     A file without markers (written by hand) is split on `## Title` sections instead, so nothing in it is
     lost."""
@@ -221,6 +226,7 @@ def vault_category_file_import(importer: Importer, agent: Agent | None, category
                 status=attrs.get("status", EntryStatus.ACTIVE),
                 verbatim=exact is not None,
                 supersedes=attrs.get("supersedes"),
+                **entry_meta_fields(report, where, (meta or {}).get(marker_id), path.parent.name),
             ),
             where=where,
         )
@@ -254,11 +260,13 @@ def flat_agent_file_import(importer: Importer, path: Path) -> None:
 def agent_dir_import(importer: Importer, directory: Path) -> None:
     agent = importer.agent(directory.name, where=directory)
     agent_name_adopt(importer, agent, directory)
+    about = directory / ENTRIES_FILE
+    meta = entries_meta_read(importer.report, about) if about.is_file() else {}
     for category in Category.values:
         path = directory / f"{category}.md"
         if path.is_file():
             importer.report.say(f"{path}")
-            vault_category_file_import(importer, agent, category, path)
+            vault_category_file_import(importer, agent, category, path, meta)
     workspace = directory / WORKSPACE_DIR
     if workspace.is_dir() and _source_path(workspace, importer.report) is not None:
         workspace_import(importer, workspace, agent=agent)
@@ -288,6 +296,7 @@ def session_file_import(importer: Importer, agent: Agent, path: Path) -> None:
             data=data,
             saved_at=_mtime(path),
             source_agent=path.parent.parent.name,
+            key=path.stem,
         ),
     )
 
@@ -498,6 +507,7 @@ def _run(
                 _import_lock(project, report)
                 body(importer)
                 importer.chains_link()
+                importer.provenance_link()
                 review_items_link(importer)
                 if dry_run:
                     raise _DryRunRollback

@@ -74,6 +74,10 @@ class Importer:
         # agents mapped onto one keep their sessions of the same chat id apart (sessions_app's writer).
         self.chat_claims: dict[tuple[int, str], str] = {}
         self.agent_names: dict[str, str] = {}  # an export's agents' display names, by folder
+        # An export's session files as the sessions writer stored them: (agent folder, file key) -> (the
+        # session's id here, the file's message keys -> their ids here). Entries' provenance maps through it.
+        self.sessions_found: dict[tuple[str, str], tuple[int, dict[str, int]]] = {}
+        self._provenance: dict[int, list[tuple[str, tuple[str, str, list[str]]]]] = {}  # agent pk -> links
         self.review_items: list[
             tuple[Agent, dict, str]
         ] = []  # (agent, item, where), linked after the entries
@@ -230,9 +234,9 @@ class Importer:
             return
         ids[legacy_id] = None
         keys.add(key)
-        importance = item.importance
-        if importance is None or not 0.0 <= importance <= 1.0:
-            importance = 0.5
+        if item.provenance is not None:
+            self._provenance.setdefault(agent.pk, []).append((legacy_id, item.provenance))
+        importance = item.importance if item.importance is not None and 0.0 <= item.importance <= 1.0 else 0.5
         status = item.status
         if status not in EntryStatus.values:
             # Held, not made active: a status this version does not know may be one that keeps the entry
@@ -250,10 +254,13 @@ class Importer:
                 tags=self._tags(item.tags, content, where),
                 importance=float(importance),
                 status=status,
-                source=EntrySource.IMPORT,
-                created_by="import",
+                source=item.source or EntrySource.IMPORT,
+                created_by=item.author or "import",
                 created_at=item.created_at,
-                updated_at=item.created_at,
+                updated_at=max(item.updated_at or item.created_at, item.created_at),
+                access_count=item.access_count,
+                last_accessed_at=item.last_accessed_at,
+                confidence=item.confidence,
                 legacy_id=legacy_id,
             )
         )
@@ -357,6 +364,47 @@ class Importer:
                     continue
                 self.report.counts["supersede links made"] += 1
         self._links = {}
+
+    def provenance_link(self) -> None:
+        """Point each entry this import created at the session and messages it came from, as stored here
+        from the export's session files (`sessions_found`, which the sessions writer fills): their ids
+        here differ from the export's. A session the import did not store (not in the export: purged
+        since, or skipped) leaves the entry without provenance, and a message not in its file is left
+        out; both are counted. Entries matched to stored ones keep theirs."""
+        self.flush()
+        for agent_pk, links in self._provenance.items():
+            rows = dict(
+                VaultEntry.objects.filter(
+                    agent_id=agent_pk, legacy_id__in={legacy_id for legacy_id, _ in links}
+                ).values_list("legacy_id", "pk")
+            )
+            linked = []
+            for legacy_id, (folder, session_key, message_keys) in links:
+                found = self.sessions_found.get((folder, session_key))
+                if legacy_id not in rows:
+                    continue
+                if found is None:
+                    self.report.counts[
+                        "entries whose source session is not in the export (provenance left empty)"
+                    ] += 1
+                    continue
+                session_pk, messages = found
+                message_pks = [messages[key] for key in message_keys if key in messages]
+                if len(message_pks) < len(message_keys):
+                    self.report.counts["source message ids not in the export (dropped)"] += len(
+                        message_keys
+                    ) - len(message_pks)
+                linked.append(
+                    VaultEntry(
+                        pk=rows[legacy_id], source_session_id=session_pk, source_message_ids=message_pks
+                    )
+                )
+            if linked:
+                VaultEntry.objects.bulk_update(
+                    linked, ["source_session_id", "source_message_ids"], batch_size=BATCH_SIZE
+                )
+                self.report.counts["entries linked to their source session"] += len(linked)
+        self._provenance = {}
 
     # Files and project context -------------------------------------------------------------------
 
