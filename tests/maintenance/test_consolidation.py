@@ -263,7 +263,7 @@ def test_a_week_of_notes_over_the_input_budget_sends_the_newest_and_merges_the_r
     assert "Note of 0 days ago" in prompt and "Note of 6 days ago" not in prompt
     over = result["notes_over_budget"]
     assert over and len(over) < 7 and over == result["notes_read"][: len(over)]
-    assert all(path.rpartition("/")[2] not in prompt for path in over)
+    assert all(f"### {path}" not in prompt for path in over)  # named as left out, not sent
     assert "merged deterministically" in result["reason"]
     content = memory(agent_a).content
     assert content.startswith("# MEMORY.md\n- From the model\n")
@@ -291,3 +291,35 @@ def test_the_api_and_the_command_say_which_notes_were_over_the_budget(
     call_command("consolidate", "--project", "acme", "--agent", "agent-a")
     out = capsys.readouterr().out
     assert "older note(s) did not fit LLM_MAX_INPUT_TOKENS beside the newest" in out
+
+
+def _days_ago(n: int) -> str:
+    return f"{timezone.localtime() - timedelta(days=n):%Y-%m-%d}"
+
+
+def test_the_prompt_names_the_days_it_holds_not_the_last_n_days(agent_a, notes, fake_llm):
+    """The prompt said "Daily notes of the last 7 days" when it held three days' notes: the model
+    summarised "this week" from days it was never shown. It now names the days it holds and says that
+    the other days of the window have no notes."""
+    fake_llm.reply_json({"should_update": False, "reason": "nothing new", "memory_content": ""})
+    consolidation_run(agent=agent_a)
+    prompt = fake_llm.requests[0]["json"]["messages"][1]["content"]
+    assert "last 7 days" not in prompt
+    held = f"These are all the daily notes you are given: {_days_ago(5)}, {_days_ago(2)}, {_days_ago(0)}."
+    assert held in prompt
+    assert f"No other day from {_days_ago(6)} to {_days_ago(0)} has a daily note." in prompt
+    assert _days_ago(9) not in prompt  # the note older than the window is neither sent nor named
+
+
+def test_the_prompt_names_the_notes_left_out_for_the_input_budget(agent_a, fake_llm, settings):
+    """With the older notes over LLM_MAX_INPUT_TOKENS the prompt still spoke of "the last 7 days", so
+    the model's reason claimed a week it had not read. It now names the notes left out."""
+    busy_week(agent_a, settings)
+    fake_llm.reply_json({"should_update": False, "reason": "nothing new", "memory_content": ""})
+    result = consolidation_run(agent=agent_a)
+    prompt = fake_llm.requests[0]["json"]["messages"][1]["content"]
+    over = result["notes_over_budget"]
+    assert over and "last 7 days" not in prompt
+    assert f"Left out for lack of room (not shown to you): {', '.join(over)}." in prompt
+    sent_days = sorted({path[7:17] for path in result["notes_read"][len(over) :]})
+    assert f"These are all the daily notes you are given: {', '.join(sent_days)}." in prompt

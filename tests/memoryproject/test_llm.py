@@ -105,7 +105,7 @@ def test_without_configuration_it_is_off_and_says_so(settings):
 
 def test_every_prompt_template_renders():
     values = dict(date="2026-01-01", agent="dev", profile="p", memory="m", daily_path="memory/x.md",
-                  daily="d", transcript="User: hi", days="7", notes="n")  # fmt: skip
+                  daily="d", transcript="User: hi", notes_scope="s", notes="n")  # fmt: skip
     for name in ("extraction-system", "extraction-user", "consolidation-system", "consolidation-user"):
         assert "$" not in prompt_render(name, **values).replace("$REDACTED", "")
     assert "User: hi" in prompt_render("extraction-user", **values)

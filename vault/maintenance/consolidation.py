@@ -206,28 +206,48 @@ def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
     return reply["should_update"], str(reply.get("reason") or ""), content
 
 
+def _notes_scope(now: datetime, sent: list[tuple[str, str]], held: list[tuple[str, str]]) -> str:
+    """What the prompt says about its notes: the days it holds, the notes left out for lack of room,
+    and that no other day of the window has a note, so the model claims no coverage it does not have
+    (it was told "the last N days" when it had been given two of them)."""
+    today = timezone.localtime(now).date()
+    first = today - timedelta(days=settings.MEMORY_CONSOLIDATE_DAYS - 1)
+    days = sorted({(selectors.daily_note_part(path) or (path,))[0] for path, _ in sent})
+    scope = f"These are all the daily notes you are given: {', '.join(days)}."
+    if held:
+        scope += f" Left out for lack of room (not shown to you): {', '.join(path for path, _ in held)}."
+    return (
+        f"{scope} No other day from {first.isoformat()} to {today.isoformat()} has a daily note. Speak "
+        "only of what these notes say; do not claim to cover days you were not given."
+    )
+
+
 def _notes_prompt(agent: Agent, now: datetime, memory: str | None, notes: list[tuple[str, str]]):
     """The consolidation prompt for the newest notes it can hold within LLM_MAX_INPUT_TOKENS, and the
     older notes left out of it. Raises LLMPromptTooLong when not even the newest note fits."""
 
-    def messages(notes_text: str) -> list[dict]:
+    def messages(notes_text: str, scope: str) -> list[dict]:
         return prompt_messages(
             "consolidation",
             date=f"{timezone.localtime(now):%Y-%m-%d}",
             agent=agent.slug,
             memory=memory or "(empty)",
-            days=str(settings.MEMORY_CONSOLIDATE_DAYS),
+            notes_scope=scope,
             notes=notes_text,
         )
 
     blocks = [f"### {path}\n{content}" for path, content in notes]
-    count = newest_within(blocks, prompt_room(messages("")))
+    # Room is measured with the longest scope these notes can get (every note named twice), so the
+    # scope actually written never takes more than was kept for it.
+    longest = _notes_scope(now, notes, notes)
+    count = newest_within(blocks, prompt_room(messages("", longest)))
     if not count:
         raise LLMPromptTooLong(
             f"MEMORY.md and the newest daily note ({notes[-1][0]}) take more than LLM_MAX_INPUT_TOKENS "
             f"({settings.LLM_MAX_INPUT_TOKENS}); the model was not asked"
         )
-    return messages("\n\n".join(blocks[-count:])), notes[: len(notes) - count]
+    held, sent = notes[: len(notes) - count], notes[len(notes) - count :]
+    return messages("\n\n".join(blocks[-count:]), _notes_scope(now, sent, held)), held
 
 
 def _consolidate_with_llm(
