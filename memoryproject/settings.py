@@ -400,6 +400,12 @@ MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES = env_int("MEMORY_EXTRACTION_TRANSCRIPT_ME
 MEMORY_EXTRACTION_MESSAGE_CHARS = env_int("MEMORY_EXTRACTION_MESSAGE_CHARS", 2000, minimum=50)
 # Consolidation ("emergence"): days of daily notes read.
 MEMORY_CONSOLIDATE_DAYS = env_int("MEMORY_CONSOLIDATE_DAYS", 7, minimum=1, maximum=366)
+# The most of MEMORY.md's facts the model's rewrite may drop without naming them in its "removed" list
+# (with why: superseded, duplicate): an answer dropping more is refused and MEMORY.md kept. 0: every
+# removal must be explained; 1: no check.
+MEMORY_CONSOLIDATE_MAX_SILENT_DROP = env_float(
+    "MEMORY_CONSOLIDATE_MAX_SILENT_DROP", 0.1, minimum=0, maximum=1
+)
 # Retention: days after the last update before an item is archived; 0 keeps forever.
 MEMORY_RETENTION_ENABLED = env_bool("MEMORY_RETENTION_ENABLED", True)
 MEMORY_RETENTION_DAYS = {

@@ -35,6 +35,10 @@ class ConsolidationOut(Schema):
     notes_read: list[str]
     notes_over_budget: list[str] = []  # older notes merged deterministically: the prompt had no room
     llm_error: str | None = None
+    # The model's MEMORY.md was not used: it dropped more than MEMORY_CONSOLIDATE_MAX_SILENT_DROP of the
+    # facts without naming them in its "removed" list (these, at most 50); MEMORY.md was kept.
+    refused: bool = False
+    facts_dropped_silently: list[str] = []
 
 
 # What a forget may ask (memoryproject.maintenance._forget_criteria, which checks it and says why): ids or

@@ -391,6 +391,7 @@ class ReviewPolicy(models.Model):
 class RunKind(models.TextChoices):
     COMPACTION = "compaction", "Compaction"
     RETENTION = "retention", "Retention and size"
+    CONSOLIDATION = "consolidation", "Consolidation"
 
 
 class RunTrigger(models.TextChoices):

@@ -75,11 +75,11 @@ def test_the_deterministic_merge_drops_duplicate_facts_only(agent_a, notes):
 
 def test_llm_consolidation_replaces_memory(agent_a, notes, fake_llm):
     fake_llm.reply_json(
-        {"should_update": True, "reason": "patterns", "memory_content": "# MEMORY.md\n- Python\n"}
+        {"should_update": True, "reason": "patterns", "memory_content": "# MEMORY.md\n- Uses Python 3\n"}
     )
     result = consolidation_run(agent=agent_a)
     assert result["used"] == "llm" and result["updated"] is True
-    assert memory(agent_a).content == "# MEMORY.md\n- Python\n"
+    assert memory(agent_a).content == "# MEMORY.md\n- Uses Python 3\n"
     prompt = fake_llm.requests[0]["json"]["messages"][1]["content"]
     assert "Deploys happen on Fridays" in prompt and "- uses python" in prompt
     assert "A one-off question about CSS" in prompt  # 5 days ago is inside the window

@@ -3,6 +3,7 @@ by a deterministic merge of recurring facts otherwise."""
 
 import logging
 import re
+import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -22,9 +23,10 @@ from memoryproject.llm import (
 )
 from memoryproject.resilience import failure_detail
 from vault import selectors, services
-from vault.maintenance.runs import ACTOR, agent_lock_try
-from vault.models import Agent, AgentMaintenance, Project, WorkspaceFile
+from vault.maintenance.runs import ACTOR, agent_lock_try, run_change, run_count
+from vault.models import Agent, AgentMaintenance, CompactionRun, Project, RunKind, RunTrigger, WorkspaceFile
 from vault.text import lines_with_code, text_check, token_estimate
+from vault.workspace_templates import MEMORY_MD
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +196,7 @@ def _facts_new(memory: str, notes: list[tuple[str, str]]) -> str:
     return "".join(new.values())
 
 
-def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
+def _consolidation_contract(reply: dict) -> tuple[bool, str, str, list]:
     if not isinstance(reply.get("should_update"), bool):
         raise LLMError(f"'should_update' must be true or false, got {reply.get('should_update')!r}")
     content = reply.get("memory_content") or ""
@@ -203,7 +205,78 @@ def _consolidation_contract(reply: dict) -> tuple[bool, str, str]:
     if reply["should_update"] and not content.strip():
         raise LLMError("'should_update' is true but 'memory_content' is empty")
     content = llm_text_storable("memory_content", content.strip() + "\n")
-    return reply["should_update"], str(reply.get("reason") or ""), content
+    removed = reply.get("removed") or []
+    if not isinstance(removed, list):
+        raise LLMError(f'\'removed\' must be a list of {{"fact", "why"}} objects, got {removed!r:.100}')
+    return reply["should_update"], str(reply.get("reason") or ""), content, removed
+
+
+# An old fact is still in the new MEMORY.md when a line of it holds this share of the fact's words (a fact
+# reworded a little, merged into a longer line or given a new value is kept, not dropped); a removal
+# names it when its "fact" does.
+FACT_KEPT_WORD_SHARE = 0.8
+# Cap on the dropped facts a result lists (the count is always whole).
+FACTS_DROPPED_LISTED = 50
+
+
+def _fact_words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.casefold()))
+
+
+def _memory_facts(content: str) -> list[str]:
+    """MEMORY.md's facts (_fact_lines, cleaned), once each; the lines of its starting text are none."""
+    facts: dict[str, str] = {}
+    for line, is_fact in _fact_lines(content):
+        fact = _fact_clean(line)
+        key = _fact_key(fact)
+        if is_fact and _fact_words(fact) and key not in _STARTING_TEXT_FACTS:
+            facts.setdefault(key, fact)
+    return list(facts.values())
+
+
+_STARTING_TEXT_FACTS = {_fact_key(_fact_clean(line)) for line, fact in _fact_lines(MEMORY_MD) if fact}
+
+
+def _fact_in(words: set[str], lines: list[set[str]]) -> bool:
+    return any(len(words & line) >= FACT_KEPT_WORD_SHARE * len(words) for line in lines)
+
+
+def facts_dropped_silently(old: str, new: str, removed: list) -> tuple[int, list[str]]:
+    """How many facts `old` MEMORY.md holds, and those the `new` one holds no longer without the
+    model naming them in `removed` ([{"fact", "why"}], a why given: superseded, duplicate, no longer
+    true): what a rewrite would lose unnoticed, the old text kept only in the file's history."""
+    facts = _memory_facts(old)
+    lines = [_fact_words(line) for line in new.splitlines()]
+    explained = [
+        _fact_words(item["fact"])
+        for item in removed
+        if isinstance(item, dict)
+        and isinstance(item.get("fact"), str)
+        and isinstance(item.get("why") or item.get("reason"), str)
+        and (item.get("why") or item.get("reason")).strip()
+    ]
+    dropped = [
+        fact
+        for fact in facts
+        if not _fact_in(_fact_words(fact), lines) and not _fact_in(_fact_words(fact), explained)
+    ]
+    return len(facts), dropped
+
+
+def _rewrite_refusal(memory: str | None, content: str, removed: list) -> dict | None:
+    """None when the model's MEMORY.md may replace `memory`; else why not: it drops more than
+    MEMORY_CONSOLIDATE_MAX_SILENT_DROP of the facts without saying so."""
+    total, dropped = facts_dropped_silently(memory or "", content, removed)
+    share = settings.MEMORY_CONSOLIDATE_MAX_SILENT_DROP
+    if not dropped or len(dropped) <= share * total:
+        return None
+    return {
+        "reason": (
+            f"the model's MEMORY.md dropped {len(dropped)} of {total} facts without saying why (more than "
+            f"MEMORY_CONSOLIDATE_MAX_SILENT_DROP, {share:.0%}): refused, MEMORY.md kept as it was"
+        ),
+        "facts_dropped_silently": dropped[:FACTS_DROPPED_LISTED],
+    }
 
 
 def _notes_scope(now: datetime, sent: list[tuple[str, str]], held: list[tuple[str, str]]) -> str:
@@ -252,15 +325,18 @@ def _notes_prompt(agent: Agent, now: datetime, memory: str | None, notes: list[t
 
 def _consolidate_with_llm(
     agent: Agent, now: datetime, memory: str | None, notes: list[tuple[str, str]]
-) -> tuple[str | None, str, list[tuple[str, str]]]:
-    """The model's MEMORY.md (None: no change), its reason, and the older notes that did not fit
-    the prompt: those the caller merges deterministically into the model's MEMORY.md."""
+) -> tuple[str | None, str, list[tuple[str, str]], dict | None]:
+    """The model's MEMORY.md (None: no change), its reason, the older notes that did not fit the
+    prompt (those the caller merges deterministically into the model's MEMORY.md), and why the
+    answer is refused (None: it is not; see _rewrite_refusal)."""
     messages, held = _notes_prompt(agent, now, memory, notes)
     sent = notes[len(held) :]
-    should, reason, content = _consolidation_contract(
+    should, reason, content, removed = _consolidation_contract(
         llm_json_rewrite(messages, files={"MEMORY.md": memory or ""}, added=_facts_new(memory or "", sent))
     )
-    return (content if should else None), reason, held
+    if not should:
+        return None, reason, held, None
+    return content, reason, held, _rewrite_refusal(memory, content, removed)
 
 
 def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
@@ -269,9 +345,11 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
     With an LLM its JSON answer is used; without one, or when its answer is unusable (logged), a
     deterministic merge keeps recurring facts and drops duplicates. The model is sent the newest
     notes its prompt holds within LLM_MAX_INPUT_TOKENS; older ones ("notes_over_budget") are merged
-    deterministically into its MEMORY.md (they were the newest on earlier nights' runs). The previous
-    MEMORY.md stays in the file's history (file_write versions it). Raises Conflict when a job for this
-    agent is running.
+    deterministically into its MEMORY.md (they were the newest on earlier nights' runs). A model's
+    MEMORY.md that drops more than MEMORY_CONSOLIDATE_MAX_SILENT_DROP of the facts without naming them
+    in its "removed" list is refused ("refused", "facts_dropped_silently"): MEMORY.md is kept as it is.
+    The previous MEMORY.md stays in the file's history (file_write versions it). Raises Conflict when a
+    job for this agent is running.
     """
     now = now or timezone.now()
     with transaction.atomic():
@@ -280,13 +358,19 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
         notes = daily_notes_recent(agent, now, settings.MEMORY_CONSOLIDATE_DAYS)
         memory = file_content(agent, "MEMORY.md")
         result = {"agent": agent.slug, "path": "MEMORY.md", "notes_read": [path for path, _ in notes]}
+        result |= {"refused": False, "facts_dropped_silently": []}
         new_content, reason, used = None, "", "heuristic"
         if llm_configured() and notes:
             try:
-                new_content, reason, held = _consolidate_with_llm(agent, now, memory, notes)
+                new_content, reason, held, refusal = _consolidate_with_llm(agent, now, memory, notes)
                 used = "llm"
                 if held:
                     result["notes_over_budget"] = [path for path, _ in held]
+                if refusal:
+                    logger.warning("consolidation of %s: %s", agent, refusal["reason"])
+                    result |= {"refused": True, "facts_dropped_silently": refusal["facts_dropped_silently"]}
+                    new_content, reason = None, refusal["reason"]
+                elif held:
                     new_content = memory_merge_deterministic(new_content or memory or "", held)
                     reason = (
                         f"{reason}; {len(held)} older note(s) over LLM_MAX_INPUT_TOKENS merged "
@@ -320,26 +404,73 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
     return {**result, "used": used, "updated": updated, "reason": reason or "no change needed"}
 
 
-def consolidation_run_all(*, now: datetime | None = None, project: Project | None = None) -> list[dict]:
+def consolidation_run_all(
+    *, now: datetime | None = None, project: Project | None = None, trigger: str = RunTrigger.SCHEDULE
+) -> list[dict]:
     """Consolidate every agent (of `project`, else of every project) that has daily notes in the
     window (what the daily schedule runs). An agent whose run fails gets a result with `error`; the
-    agents after it are still consolidated."""
+    agents after it are still consolidated. Each project's results are recorded as its consolidation
+    run (the maintenance page lists it): agents, updated, refused and failed counted."""
     now = now or timezone.now()
     results = []
+    by_project: dict[int, tuple[list[dict], list[float]]] = {}
     agents = Agent.objects.filter(files__path__startswith="memory/")
     if project is not None:
         agents = agents.filter(project=project)
     for agent in agents.distinct().order_by("pk"):
         if not daily_notes_recent(agent, now, settings.MEMORY_CONSOLIDATE_DAYS):
             continue
+        started = time.monotonic()
         try:
-            results.append(consolidation_run(agent=agent, now=now))
+            result = consolidation_run(agent=agent, now=now)
         except Conflict as exc:
-            results.append({"agent": agent.slug, "updated": False, "reason": exc.detail})
+            result = {"agent": agent.slug, "updated": False, "refused": False, "reason": exc.detail}
         except Exception as exc:  # noqa: BLE001 - one agent's failure must not cost the others their run
             # A MEMORY.md the merge takes over MEMORY_MAX_ENTRY_BYTES fails every night until a curator
             # shortens it; the agents after it are consolidated all the same, and the failure is reported.
             logger.exception("consolidation of %s failed", agent)
             detail = failure_detail(exc)
-            results.append({"agent": agent.slug, "updated": False, "reason": detail, "error": detail})
+            result = {
+                "agent": agent.slug,
+                "updated": False,
+                "refused": False,
+                "reason": detail,
+                "error": detail,
+            }
+        results.append(result)
+        project_results, took = by_project.setdefault(agent.project_id, ([], []))
+        project_results.append(result)
+        took.append(time.monotonic() - started)
+    for project_id, (project_results, took) in by_project.items():
+        _consolidation_record(project_id, project_results, now=now, trigger=trigger, seconds=sum(took))
     return results
+
+
+def _consolidation_record(project_id: int, results: list[dict], *, now, trigger: str, seconds: float) -> None:
+    """A project's consolidation results as a maintenance run: what changed (updated, refused, failed)
+    with the reason, and the counts."""
+    run = CompactionRun(
+        project_id=project_id,
+        kind=RunKind.CONSOLIDATION,
+        trigger=trigger,
+        started_at=now,
+        duration_ms=round(seconds * 1000, 2),
+        counts={"agents": len(results), "updated": 0, "refused": 0, "failed": 0},
+        changes=[],
+        notes=[],
+    )
+    for result in results:
+        if "error" in result:
+            action = "failed"
+        elif result.get("refused"):
+            action = "refused"
+        elif result["updated"]:
+            action = "updated"
+        else:
+            continue
+        run_count(run, action)
+        details = {}
+        if result.get("facts_dropped_silently"):
+            details["facts_dropped_silently"] = "; ".join(result["facts_dropped_silently"])
+        run_change(run, "consolidation", action, result["agent"], result["reason"], **details)
+    run.save()

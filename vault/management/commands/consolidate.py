@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject.errors import DomainError
 from vault.maintenance.consolidation import consolidation_run, consolidation_run_all
-from vault.models import Agent, Project
+from vault.models import Agent, Project, RunTrigger
 
 
 class Command(BaseCommand):
@@ -30,13 +30,15 @@ class Command(BaseCommand):
             project = Project.objects.filter(slug=options["project"]).first()
             if project is None:
                 raise CommandError(f"No project {options['project']!r}.")
-            results = consolidation_run_all(project=project)
+            results = consolidation_run_all(project=project, trigger=RunTrigger.COMMAND)
         else:
-            results = consolidation_run_all()
+            results = consolidation_run_all(trigger=RunTrigger.COMMAND)
         for result in results:
-            state = (
-                "not consolidated" if "error" in result else ("updated" if result["updated"] else "unchanged")
-            )
+            state = "updated" if result["updated"] else "unchanged"
+            if "error" in result:
+                state = "not consolidated"
+            elif result.get("refused"):
+                state = "unchanged, the model's rewrite refused"
             self.stdout.write(f"{result['agent']}: MEMORY.md {state} ({result['reason']})")
             if result.get("notes_over_budget"):
                 self.stdout.write(
