@@ -247,6 +247,9 @@ def facts_dropped_silently(old: str, new: str, removed: list) -> tuple[int, list
     true): what a rewrite would lose unnoticed, the old text kept only in the file's history."""
     facts = _memory_facts(old)
     lines = [_fact_words(line) for line in new.splitlines()]
+    verbatim = {
+        _fact_key(_fact_clean(line)) for line in new.splitlines()
+    }  # most lines: no word sets compared
     explained = [
         _fact_words(item["fact"])
         for item in removed
@@ -258,7 +261,9 @@ def facts_dropped_silently(old: str, new: str, removed: list) -> tuple[int, list
     dropped = [
         fact
         for fact in facts
-        if not _fact_in(_fact_words(fact), lines) and not _fact_in(_fact_words(fact), explained)
+        if _fact_key(fact) not in verbatim
+        and not _fact_in(_fact_words(fact), lines)
+        and not _fact_in(_fact_words(fact), explained)
     ]
     return len(facts), dropped
 
