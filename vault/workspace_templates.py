@@ -84,7 +84,9 @@ DEFAULT_WORKSPACE_FILES: tuple[tuple[str, str, int], ...] = (
     ("MEMORY.md", MEMORY_MD, 3),
 )
 
-# Texts each file had by default before: the current defaults and these are "the starting text".
+# Texts each file had by default before: the current defaults and these are "the starting text". When a
+# default changes, add its old text here byte for byte: imports and `manage.py workspace_upgrade` match
+# on it (the upgrade gives agents still holding it the current text).
 PREVIOUS_DEFAULTS: dict[str, tuple[str, ...]] = {"AGENTS.md": (AGENTS_MD_BEFORE_DAY_PARTS,)}
 
 

@@ -38,6 +38,7 @@ from vault.services.projects import (
     token_check,
     token_create,
     token_revoke,
+    workspace_defaults_upgrade,
 )
 from vault.services.review import (
     STALE_FORM_LOC,
@@ -102,4 +103,5 @@ __all__ = [
     "token_create",
     "token_hash",
     "token_revoke",
+    "workspace_defaults_upgrade",
 ]

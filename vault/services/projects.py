@@ -1,4 +1,5 @@
-"""Writes of tenancy: projects (their context and redaction switch), agents, API tokens."""
+"""Writes of tenancy: projects (their context and redaction switch), agents (and the upgrade of their
+workspace files' starting texts), API tokens."""
 
 import secrets
 from datetime import datetime
@@ -19,9 +20,10 @@ from vault.models import (
     path_segment_validator,
     slug_validator,
 )
+from vault.services.files import file_write
 from vault.text import text_check
 from vault.tokens import TOKEN_PREFIX, token_hash
-from vault.workspace_templates import DEFAULT_WORKSPACE_FILES
+from vault.workspace_templates import DEFAULT_WORKSPACE_FILES, PREVIOUS_DEFAULTS
 
 DEFAULT_PROJECT_SLUG = "default"
 
@@ -136,6 +138,48 @@ def _workspace_defaults_create(agent: Agent) -> None:
         )
         for path, content, sort_order in DEFAULT_WORKSPACE_FILES
     )
+
+
+WORKSPACE_UPGRADE_ACTOR = "workspace upgrade"
+
+
+def workspace_defaults_upgrade(*, project: Project | None = None, dry_run: bool = False) -> list[dict]:
+    """Give every agent (of `project`, else of every project) the current starting text of each
+    workspace file whose starting text changed (PREVIOUS_DEFAULTS: AGENTS.md), where the agent's file
+    still holds, byte for byte, a text shipped before: nobody has written it, so nothing is lost, and
+    the old text stays in the file's history (file_write versions it). A file holding anything else
+    was written by someone (a curator, the agent) and is left alone; a deleted one is not brought
+    back. Returns one row per live file: {"project", "agent", "path", "state"}, state "upgraded",
+    "current" or "edited" ("deleted" when it was deleted meanwhile); with `dry_run` nothing is written ("upgraded" says what would be)."""
+    current = {path: content for path, content, _ in DEFAULT_WORKSPACE_FILES}
+    files = WorkspaceFile.objects.filter(path__in=list(PREVIOUS_DEFAULTS), deleted_at__isnull=True)
+    if project is not None:
+        files = files.filter(agent__project=project)
+    rows = []
+    for file in files.select_related("agent__project").order_by(
+        "agent__project__slug", "agent__slug", "path"
+    ):
+        state = _workspace_default_upgrade(file, current[file.path], dry_run=dry_run)
+        rows.append(
+            {"project": file.agent.project.slug, "agent": file.agent.slug, "path": file.path, "state": state}
+        )
+    return rows
+
+
+def _workspace_default_upgrade(file: WorkspaceFile, content: str, *, dry_run: bool) -> str:
+    """Upgrade one file to `content` if it still holds a shipped starting text; returns its state."""
+    with transaction.atomic():
+        # Under the row lock: a curator's edit that lands meanwhile is kept, never overwritten.
+        file = WorkspaceFile.objects.select_for_update(of=("self",)).select_related("agent").get(pk=file.pk)
+        if file.content == content:
+            return "current"
+        if file.deleted_at is not None:
+            return "deleted"  # since it was listed: left deleted
+        if file.content not in PREVIOUS_DEFAULTS[file.path]:
+            return "edited"
+        if not dry_run:
+            file_write(agent=file.agent, path=file.path, content=content, changed_by=WORKSPACE_UPGRADE_ACTOR)
+        return "upgraded"
 
 
 def token_create(
