@@ -247,9 +247,8 @@ def facts_dropped_silently(old: str, new: str, removed: list) -> tuple[int, list
     true): what a rewrite would lose unnoticed, the old text kept only in the file's history."""
     facts = _memory_facts(old)
     lines = [_fact_words(line) for line in new.splitlines()]
-    verbatim = {
-        _fact_key(_fact_clean(line)) for line in new.splitlines()
-    }  # most lines: no word sets compared
+    # Most facts are kept word for word: found by their key, no word sets compared.
+    verbatim = {_fact_key(_fact_clean(line)) for line in new.splitlines()}
     explained = [
         _fact_words(item["fact"])
         for item in removed
