@@ -3,6 +3,7 @@ from datetime import datetime
 from django.conf import settings
 from ninja import Field, Schema
 
+from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import integer
 
 
@@ -46,7 +47,7 @@ class SearchOut(Schema):
     )
 
 
-class ContextIn(Schema):
+class ContextIn(InputSchema):
     command: str = Field("", max_length=10000, description="What the new session is asked to do")
     budget_tokens: integer(ge=50, le=settings.MEMORY_CONTEXT_MAX_BUDGET) | None = Field(
         None,

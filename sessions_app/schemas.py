@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
 
+from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
 from vault.schemas import EntryOut
@@ -37,7 +38,7 @@ MESSAGE_TEXT_RULE = {
 APPEND_MAX_ITEMS = {"maxItems": min(10_000, settings.MEMORY_APPEND_MAX_MESSAGES)}
 
 
-class MessageIn(Schema):
+class MessageIn(InputSchema):
     """One message. `id` is the caller's client id (idempotency); the `content`, `toolCalls`,
     `toolCallId` and `timestamp` are accepted as well."""
 
@@ -90,7 +91,7 @@ class MessageIn(Schema):
         }
 
 
-class MessagesIn(Schema):
+class MessagesIn(InputSchema):
     """Append messages, or save a whole conversation in the autosave format
     (`{"agentId", "savedAt", "messages": [{"role", "text"}]}`), which implies mode "full"."""
 
@@ -237,7 +238,7 @@ class SessionStateOut(Schema):
     markdown: str
 
 
-class CheckpointIn(Schema):
+class CheckpointIn(InputSchema):
     session: str | None = Field(None, max_length=200, json_schema_extra=NO_NUL)
     messages: list[MessageIn] | None = Field(None, max_length=10_000)
     chat_id: str | None = Field(
@@ -271,7 +272,7 @@ class CheckpointOut(Schema):
         return obj.session_id
 
 
-class SleepIn(Schema):
+class SleepIn(InputSchema):
     session: str | None = Field(None, max_length=200, json_schema_extra=NO_NUL)
     chat_id: str | None = Field(None, max_length=200, validation_alias=_alias("chat_id", "chatId"))
     model_id: str | None = Field(None, max_length=200, validation_alias=_alias("model_id", "modelId"))
@@ -295,12 +296,12 @@ class SleepOut(Schema):
     lessons: list[EntryOut]
 
 
-class BranchIn(Schema):
+class BranchIn(InputSchema):
     name: str = Field(..., min_length=1, max_length=100)
     message: str | None = Field(None, max_length=200, description="Client id or id; default: the head")
 
 
-class CheckoutIn(Schema):
+class CheckoutIn(InputSchema):
     # Exactly one of the two, not empty (the view checks it and says so).
     model_config = ConfigDict(
         json_schema_extra={
@@ -332,7 +333,7 @@ class CheckoutOut(Schema):
     conversation: list[MessageOut]
 
 
-class CompactIn(Schema):
+class CompactIn(InputSchema):
     max_input_tokens: integer(ge=100, le=100_000_000) | None = None
     trigger_ratio: number(gt=0.0, le=1.0) | None = None
     emergency: bool = False

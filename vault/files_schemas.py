@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
+from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer, integer
 from vault.memory_tool import FILE_PATH_PATTERN, PATH_PATTERN
 from vault.text import NO_NUL_PATTERN
@@ -40,18 +41,18 @@ class FileList(Schema):
     items: list[FileSummaryOut]
 
 
-class FileIn(Schema):
+class FileIn(InputSchema):
     content: str
     enabled: bool | None = None
     sort_order: integer(ge=-1_000_000, le=1_000_000) | None = None
 
 
-class FilePatch(Schema):
+class FilePatch(InputSchema):
     enabled: bool | None = None
     sort_order: integer(ge=-1_000_000, le=1_000_000) | None = None
 
 
-class FileEditIn(Schema):
+class FileEditIn(InputSchema):
     # The service's checks (vault.services.file_edit), stated here; they and their messages stay its own.
     old_text: str = Field(
         description="Not empty; found in the file (once, unless replace_all). A file holds no NUL.",
@@ -120,7 +121,7 @@ MEMORY_TOOL_COMMANDS = {
 }
 
 
-class MemoryToolIn(Schema):
+class MemoryToolIn(InputSchema):
     """One command of Anthropic's memory tool (memory_20250818), exactly as the model sent it."""
 
     model_config = ConfigDict(json_schema_extra=MEMORY_TOOL_COMMANDS)

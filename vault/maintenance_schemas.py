@@ -4,6 +4,7 @@ from typing import Literal
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
+from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer
 from vault.schemas import CategoryName
 from vault.text import NOT_BLANK_PATTERN, TAG_FILTER_MAX, TAG_MAX_CHARS
@@ -86,7 +87,7 @@ FORGET_MAX_IDS = 10_000
 FORGET_MAX_TAGS = TAG_FILTER_MAX
 
 
-class ForgetIn(Schema):
+class ForgetIn(InputSchema):
     model_config = ConfigDict(json_schema_extra=FORGET_RULES)
 
     ids: list[Integer] | None = Field(default=None, max_length=FORGET_MAX_IDS, description="Vault entry ids")

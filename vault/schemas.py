@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer, integer, number
 from vault.models import REJECT_REASON_MAX_CHARS, VaultEntry
 from vault.text import NOT_BLANK_PATTERN
@@ -13,7 +14,7 @@ CategoryName = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
 StatusName = Literal["active", "archived", "pending", "superseded", "rejected"]
 
 
-class EntryIn(Schema):
+class EntryIn(InputSchema):
     category: CategoryName
     content: str = Field(
         description="At most MEMORY_MAX_ENTRY_BYTES UTF-8 bytes (413 beyond); not blank",
@@ -29,7 +30,7 @@ class EntryIn(Schema):
     confidence: number(ge=0.0, le=1.0) | None = None
 
 
-class EntryPatch(Schema):
+class EntryPatch(InputSchema):
     category: CategoryName | None = Field(
         default=None,
         description="Moving an entry to another category screens it as a new write of that category "
@@ -143,7 +144,7 @@ class AgentOut(Schema):
     counts: dict[str, int]
 
 
-class ProjectContextIn(Schema):
+class ProjectContextIn(InputSchema):
     content: str
 
 
@@ -160,12 +161,12 @@ class WhoAmIOut(Schema):
     token: str
 
 
-class ReviewApproveIn(Schema):
+class ReviewApproveIn(InputSchema):
     content: str | None = None
     supersede_conflicting: bool = False
 
 
-class ReviewRejectIn(Schema):
+class ReviewRejectIn(InputSchema):
     reason: str = Field(
         default="",
         max_length=REJECT_REASON_MAX_CHARS,
@@ -173,7 +174,7 @@ class ReviewRejectIn(Schema):
     )
 
 
-class ReviewMergeIn(Schema):
+class ReviewMergeIn(InputSchema):
     into: integer(ge=1, le=2**63 - 1) = Field(
         ...,
         description="An active entry of the same agent (else 409). It takes the pending entry's text and "
@@ -181,7 +182,7 @@ class ReviewMergeIn(Schema):
     )
 
 
-class ReviewBulkIn(Schema):
+class ReviewBulkIn(InputSchema):
     action: Literal["approve", "reject"]
     ids: list[Integer] = Field(..., min_length=1, max_length=500)
 
@@ -191,7 +192,7 @@ class ReviewBulkOut(Schema):
     errors: dict[str, str]
 
 
-class ReviewPolicyIn(Schema):
+class ReviewPolicyIn(InputSchema):
     category: CategoryName | Literal[""] = ""
     hold_agent_writes: bool
     hold_extracted: bool

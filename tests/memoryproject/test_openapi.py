@@ -394,3 +394,33 @@ def test_every_number_limit_is_stated_as_json_schema_states_it(document):
     assert budget == {"type": "integer", "minimum": 50, "maximum": 32000}
     importance = document["components"]["schemas"]["EntryIn"]["properties"]["importance"]["anyOf"][0]
     assert importance == {"type": "number", "minimum": 0.0, "maximum": 1.0}
+
+
+def _refs(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            yield node["$ref"].rsplit("/", 1)[-1]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def test_every_request_body_refuses_fields_it_does_not_name(document):
+    """The server refuses an unknown field (422); the document says so for every body and every object
+    inside one, so that a generated client or schemathesis knows it too."""
+    components = document["components"]["schemas"]
+    bodies = set()
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            bodies |= set(_refs(operation.get("requestBody", {})))
+    seen, todo = set(), sorted(bodies)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(_refs(components[name]))
+    assert {"EntryIn", "MessagesIn", "MessageIn", "ForgetIn", "MemoryToolIn"} <= seen
+    assert {name: components[name].get("additionalProperties") for name in seen} == dict.fromkeys(seen, False)
+    assert "additionalProperties" not in components["EntryOut"]

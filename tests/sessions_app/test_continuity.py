@@ -215,7 +215,7 @@ def test_it_builds_the_context_when_a_source_fails(api, token_a, agent_a, monkey
         raise RuntimeError("forced failure")
 
     monkeypatch.setattr(failing, boom)
-    response = api.post("/agents/agent-a/context", {"query": "postgres"}, token=token_a)
+    response = api.post("/agents/agent-a/context", {"command": "postgres"}, token=token_a)
     assert response.status_code == 200, response.content
     assert {"section": section, "detail": "RuntimeError: forced failure"} in response.json()["warnings"]
 
