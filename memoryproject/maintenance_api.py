@@ -3,6 +3,7 @@
 from ninja import Query, Router
 
 from memoryproject import maintenance
+from memoryproject.booleans import QueryBoolean
 from memoryproject.errors import NotFound
 from vault import selectors
 from vault.maintenance.consolidation import consolidation_run
@@ -21,7 +22,9 @@ def _last_run(request, kind: str) -> CompactionRun:
 
 
 @router.post("/maintenance/compact", response=CompactionRunOut, summary="Run compaction now")
-def compact(request, dry_run: bool = Query(False, description="report what would change, change nothing")):
+def compact(
+    request, dry_run: QueryBoolean = Query(False, description="report what would change, change nothing")
+):
     request.auth.require_project_wide(TokenScope.ADMIN)
     project = selectors.project_for_principal(request.auth)
     return maintenance.compaction_run(project=project, dry_run=dry_run, trigger=RunTrigger.API)
@@ -35,7 +38,9 @@ def compact_last(request):
 @router.post(
     "/maintenance/retention", response=CompactionRunOut, summary="Run retention, purge and size limit now"
 )
-def retention(request, dry_run: bool = Query(False, description="report what would change, change nothing")):
+def retention(
+    request, dry_run: QueryBoolean = Query(False, description="report what would change, change nothing")
+):
     request.auth.require_project_wide(TokenScope.ADMIN)
     project = selectors.project_for_principal(request.auth)
     return maintenance.retention_run(project=project, dry_run=dry_run, trigger=RunTrigger.API)

@@ -3,6 +3,7 @@ from typing import Literal
 from django.http import FileResponse
 from ninja import Query, Router, Status
 
+from memoryproject.booleans import QueryBoolean
 from memoryproject.errors import InvalidInput, NotFound
 from vault.api import agent_for_write
 from vault.models import TokenScope
@@ -70,7 +71,7 @@ def messages_list(
     offset: int = Query(0, ge=0, le=10_000_000),
     order: Literal["asc", "desc"] = "asc",
     max_tokens: int | None = Query(None, ge=1, le=100_000_000),
-    include_archived: bool = False,
+    include_archived: QueryBoolean = False,
 ):
     target = agent_get_for_principal(request.auth, agent)
     found = selectors.session_find(target, session)

@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
 
+from memoryproject.booleans import Boolean
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
@@ -68,7 +69,7 @@ class MessageIn(InputSchema):
         json_schema_extra={"maxLength": settings.MEMORY_MAX_MESSAGE_BYTES, **NO_NUL},
     )
     content: str | None = None
-    internal: bool = False
+    internal: Boolean = False
     tool_calls: list[dict] = Field(
         default_factory=list, max_length=1000, validation_alias=_alias("tool_calls", "toolCalls")
     )
@@ -336,8 +337,8 @@ class CheckoutOut(Schema):
 class CompactIn(InputSchema):
     max_input_tokens: integer(ge=100, le=100_000_000) | None = None
     trigger_ratio: number(gt=0.0, le=1.0) | None = None
-    emergency: bool = False
-    force: bool = False
+    emergency: Boolean = False
+    force: Boolean = False
 
 
 class ContextMessage(Schema):

@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
+from memoryproject.booleans import Boolean
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer, integer
 from vault.memory_tool import FILE_PATH_PATTERN, PATH_PATTERN
@@ -43,12 +44,12 @@ class FileList(Schema):
 
 class FileIn(InputSchema):
     content: str
-    enabled: bool | None = None
+    enabled: Boolean | None = None
     sort_order: integer(ge=-1_000_000, le=1_000_000) | None = None
 
 
 class FilePatch(InputSchema):
-    enabled: bool | None = None
+    enabled: Boolean | None = None
     sort_order: integer(ge=-1_000_000, le=1_000_000) | None = None
 
 
@@ -62,7 +63,7 @@ class FileEditIn(InputSchema):
         description="No NUL; at most MEMORY_MAX_ENTRY_BYTES UTF-8 bytes, like the edited file",
         json_schema_extra={"maxLength": settings.MEMORY_MAX_ENTRY_BYTES, "pattern": NO_NUL_PATTERN},
     )
-    replace_all: bool = False
+    replace_all: Boolean = False
 
 
 class FileEditOut(FileOut):

@@ -5,6 +5,7 @@ from django.conf import settings
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from memoryproject.booleans import Boolean
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer, integer, number
 from vault.models import REJECT_REASON_MAX_CHARS, VaultEntry
@@ -163,7 +164,7 @@ class WhoAmIOut(Schema):
 
 class ReviewApproveIn(InputSchema):
     content: str | None = None
-    supersede_conflicting: bool = False
+    supersede_conflicting: Boolean = False
 
 
 class ReviewRejectIn(InputSchema):
@@ -194,8 +195,8 @@ class ReviewBulkOut(Schema):
 
 class ReviewPolicyIn(InputSchema):
     category: CategoryName | Literal[""] = ""
-    hold_agent_writes: bool
-    hold_extracted: bool
+    hold_agent_writes: Boolean
+    hold_extracted: Boolean
 
 
 class ReviewPolicyOut(Schema):

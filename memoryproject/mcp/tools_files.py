@@ -4,6 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from memoryproject.booleans import Boolean
 from memoryproject.mcp.annotations import DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, EntryText
@@ -58,7 +59,7 @@ def workspace_edit(
     path: PathArg,
     old_text: Annotated[str, Field(min_length=1, description="Exact text to replace; must occur once")],
     new_text: Annotated[EntryText, Field(description="The text to put in its place")],
-    replace_all: Annotated[bool, Field(description="Replace every occurrence of old_text")] = False,
+    replace_all: Annotated[Boolean, Field(description="Replace every occurrence of old_text")] = False,
     agent: AgentArg = None,
 ) -> dict:
     nul_refuse("path", path)

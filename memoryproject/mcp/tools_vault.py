@@ -7,6 +7,7 @@ from django.conf import settings
 from pydantic import Field
 
 from memoryproject import maintenance
+from memoryproject.booleans import Boolean
 from memoryproject.errors import InvalidInput
 from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
@@ -162,7 +163,7 @@ def memory_forget(
     ] = None,
     agent: AgentArg = None,
     all_agents: Annotated[
-        bool,
+        Boolean,
         Field(
             description="Project-wide token only: apply the criteria to every agent of the project "
             "(without it, name the agent)"

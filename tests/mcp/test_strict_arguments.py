@@ -1,6 +1,7 @@
-"""Tool arguments the SDK's lax argument model took and read as something else: arguments no tool
-takes (dropped without a word)."""
+"""Tool arguments the SDK's lax argument model took and read as something else: booleans spelled as
+strings or numbers, and arguments no tool takes (dropped without a word)."""
 
+from sessions_app.models import Message
 from tests.mcp import scenarios
 from tests.mcp.conftest import http_session, run
 from vault import services
@@ -8,15 +9,6 @@ from vault.models import VaultEntry, WorkspaceFile
 
 EXTRA = "Extra inputs are not permitted"
 NOT_BOOLEAN = "Input should be a valid boolean"
-NULL_ID = {
-    "jsonrpc": "2.0",
-    "id": None,
-    "error": {
-        "code": -32600,
-        "message": "Invalid Request: a request's id is a string or a number, never null "
-        "(a notification has no id member)",
-    },
-}
 
 
 def test_every_tool_refuses_an_argument_it_does_not_take(mcp_live_url, dev, dev_token):
@@ -50,3 +42,33 @@ def test_every_tool_refuses_an_argument_it_does_not_take(mcp_live_url, dev, dev_
     assert refused == [f"Invalid input: {field}: {EXTRA}" for field in fields]
     assert not VaultEntry.objects.exists()
     assert WorkspaceFile.objects.get(agent=dev, path="notes.md").content == "one two one\n"
+
+
+def test_a_boolean_argument_is_true_or_false_and_nothing_else(mcp_live_url, dev, dev_token):
+    """replace_all="false" was read as false and replace_all=1 as true, as any of "yes", "on", "t"."""
+    services.file_write(agent=dev, path="notes.md", content="one two one\n", changed_by="t")
+
+    edit = {"path": "notes.md", "old_text": "one", "new_text": "1"}
+
+    async def refuse():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            refused = []
+            for value in ("false", "true", 0, 1, "yes"):
+                message = {"role": "user", "text": "hi", "internal": value}
+                refused += [
+                    await scenarios.refused(session, "workspace_edit", **edit, replace_all=value),
+                    await scenarios.refused(session, "memory_forget", tags=["x"], all_agents=value),
+                    await scenarios.refused(session, "session_log", session="s", messages=[message]),
+                ]
+            return refused
+
+    async def take():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return await scenarios.call(session, "workspace_edit", **edit, replace_all=True)
+
+    fields = ["replace_all", "all_agents", "messages.0.internal"] * 5
+    assert run(refuse) == [f"Invalid input: {field}: {NOT_BOOLEAN}" for field in fields]
+    assert WorkspaceFile.objects.get(agent=dev, path="notes.md").content == "one two one\n"
+    assert not Message.objects.exists()
+    edited = run(take)
+    assert edited["replacements"] == 2 and edited["content"] == "1 two 1\n"

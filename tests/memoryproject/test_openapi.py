@@ -424,3 +424,10 @@ def test_every_request_body_refuses_fields_it_does_not_name(document):
     assert {"EntryIn", "MessagesIn", "MessageIn", "ForgetIn", "MemoryToolIn"} <= seen
     assert {name: components[name].get("additionalProperties") for name in seen} == dict.fromkeys(seen, False)
     assert "additionalProperties" not in components["EntryOut"]
+
+
+def test_a_query_boolean_is_documented_as_a_boolean(document):
+    """Sent as exactly true or false (README); schemathesis and generated clients send those."""
+    parameters = document["paths"]["/api/v1/maintenance/compact"]["post"]["parameters"]
+    dry_run = next(p for p in parameters if p["name"] == "dry_run")
+    assert dry_run["schema"]["type"] == "boolean" and dry_run["schema"]["default"] is False

@@ -1,11 +1,11 @@
-"""Input the REST API took in pydantic's lax mode and silently read as something else: fields it does
-not know (a typo's value dropped, the default used)."""
+"""Input the REST API took in pydantic's lax mode and silently read as something else: booleans spelled
+as 1/0 or strings, and fields it does not know (a typo's value dropped, the default used)."""
 
 import pytest
 
 from sessions_app.models import Message
 from vault import services
-from vault.models import ReviewPolicy, VaultEntry, WorkspaceFile
+from vault.models import CompactionRun, ReviewPolicy, VaultEntry, WorkspaceFile
 
 _ENTRY = {"category": "lessons", "content": "The second lesson"}
 _MESSAGE = {"role": "user", "text": "hello there"}
@@ -17,6 +17,56 @@ def notes(agent_a):
     return WorkspaceFile.objects.get(agent=agent_a, path="notes.md")
 
 
+_BOOLEAN_BODIES = [
+    (
+        "post",
+        "/agents/agent-a/messages",
+        {"messages": [{**_MESSAGE, "internal": "{value}"}]},
+        "messages.0.internal",
+    ),
+    (
+        "post",
+        "/agents/agent-a/checkpoint",
+        {"messages": [{**_MESSAGE, "internal": "{value}"}]},
+        "messages.0.internal",
+    ),
+    (
+        "post",
+        "/agents/agent-a/sleep",
+        {"messages": [{**_MESSAGE, "internal": "{value}"}]},
+        "messages.0.internal",
+    ),
+    ("post", "/agents/agent-a/sessions/s/compact", {"force": "{value}"}, "force"),
+    ("post", "/agents/agent-a/sessions/s/compact", {"emergency": "{value}"}, "emergency"),
+    ("put", "/agents/agent-a/files/notes.md", {"content": "x", "enabled": "{value}"}, "enabled"),
+    ("patch", "/agents/agent-a/files/notes.md", {"enabled": "{value}"}, "enabled"),
+    (
+        "post",
+        "/agents/agent-a/files/notes.md/edit",
+        {"old_text": "one", "new_text": "1", "replace_all": "{value}"},
+        "replace_all",
+    ),
+    (
+        "put",
+        "/review/policies",
+        {"hold_agent_writes": "{value}", "hold_extracted": False},
+        "hold_agent_writes",
+    ),
+    ("put", "/review/policies", {"hold_agent_writes": False, "hold_extracted": "{value}"}, "hold_extracted"),
+    ("post", "/review/{id}/approve", {"supersede_conflicting": "{value}"}, "supersede_conflicting"),
+]
+
+
+def _filled(body, value):
+    if body == "{value}":
+        return value
+    if isinstance(body, dict):
+        return {key: _filled(item, value) for key, item in body.items()}
+    if isinstance(body, list):
+        return [_filled(item, value) for item in body]
+    return body
+
+
 def _state():
     return (
         list(VaultEntry.objects.values_list("pk", "status", "content")),
@@ -24,6 +74,62 @@ def _state():
         Message.objects.count(),
         list(ReviewPolicy.objects.values_list("category", "hold_agent_writes", "hold_extracted")),
     )
+
+
+@pytest.mark.parametrize("value", ["false", "true", 0, 1, "yes", 1.0])
+@pytest.mark.parametrize("method, path, body, field", _BOOLEAN_BODIES)
+def test_it_refuses_anything_but_true_or_false_for_a_boolean_in_a_body(
+    api, admin_token, entry_a, notes, method, path, body, field, value
+):
+    """`"internal": "false"`, `"replace_all": 1` or `"enabled": "yes"` were read as booleans (and "yes"
+    could have been a typo of anything): a body's boolean is JSON true or false, nothing else."""
+    before = _state()
+    response = getattr(api, method)(path.format(id=entry_a.pk), _filled(body, value), token=admin_token)
+    assert response.status_code == 422, response.content
+    assert f"{field}: Input should be a valid boolean" in response.json()["detail"]
+    assert _state() == before
+
+
+def test_true_and_false_are_still_taken_in_a_body(api, token_a, notes):
+    edited = api.post(
+        "/agents/agent-a/files/notes.md/edit",
+        {"old_text": "one", "new_text": "1", "replace_all": True},
+        token=token_a,
+    )
+    assert edited.status_code == 200, edited.content
+    assert edited.json()["replacements"] == 2
+    patched = api.patch("/agents/agent-a/files/notes.md", {"enabled": False}, token=token_a)
+    assert patched.status_code == 200 and patched.json()["enabled"] is False
+    appended = api.post(
+        "/agents/agent-a/messages", {"messages": [{**_MESSAGE, "internal": True}]}, token=token_a
+    )
+    assert appended.status_code == 200, appended.content
+    assert Message.objects.get().internal is True
+
+
+@pytest.mark.parametrize("value", ["1", "0", "yes", "no", "on", "True", "FALSE", "", "t"])
+def test_it_refuses_anything_but_true_or_false_for_a_boolean_in_a_query_string(api, admin_token, value):
+    """`?dry_run=1`, `?dry_run=yes` or `?dry_run=True` were read as booleans, `?dry_run=no` ran compaction
+    for real; now exactly `true` or `false`, else 422 naming the parameter, and nothing runs."""
+    for path in ("/maintenance/compact", "/maintenance/retention"):
+        response = api.post(path, token=admin_token, dry_run=value)
+        assert response.status_code == 422, (path, value, response.content)
+        body = response.json()
+        assert body["detail"] == "Invalid input: dry_run: Input should be true or false", body
+        assert [error["loc"] for error in body["errors"]] == [["query", "dry_run"]]
+    listed = api.get("/agents/agent-a/messages", token=admin_token, include_archived=value)
+    assert listed.status_code == 422, listed.content
+    assert listed.json()["detail"] == "Invalid input: include_archived: Input should be true or false"
+    assert not CompactionRun.objects.exists()
+
+
+def test_true_and_false_are_taken_in_a_query_string(api, admin_token, agent_a):
+    for value, dry in (("true", True), ("false", False)):
+        response = api.post("/maintenance/compact", token=admin_token, dry_run=value)
+        assert response.status_code == 200, response.content
+        assert response.json()["dry_run"] is dry
+    assert api.post("/maintenance/compact", token=admin_token).json()["dry_run"] is False
+    assert api.get("/agents/agent-a/messages", token=admin_token, include_archived="true").status_code == 200
 
 
 def test_it_refuses_an_unknown_field_naming_it_and_stores_nothing(api, token_a):

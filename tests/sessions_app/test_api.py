@@ -595,7 +595,7 @@ def test_compact_endpoint_summarises_the_middle(api, token_a, agent_a):
     listed = api.get("/agents/agent-a/messages", token=token_a, session="long").json()
     assert [m["id"] for m in listed["items"]] == [m["id"] for m in body["context"]]
     everything = api.get(
-        "/agents/agent-a/messages", token=token_a, session="long", include_archived=True
+        "/agents/agent-a/messages", token=token_a, session="long", include_archived="true"
     ).json()
     assert everything["count"] == 13
 
