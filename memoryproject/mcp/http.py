@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 
 from memoryproject.database_unavailable import CONNECTION_ERRORS, DETAIL, RETRY_AFTER_SECONDS
 from memoryproject.mcp.caller import Caller, in_database_thread
-from memoryproject.mcp.protocol import lone_surrogate_answer
+from memoryproject.mcp.protocol import early_answer
 from memoryproject.mcp.server import mcp_server
 from vault.selectors import token_authenticate
 
@@ -145,9 +145,11 @@ class BearerGate:
                 return await JSONResponse({"detail": _too_large_detail()}, status_code=413)(
                     scope, receive, send
                 )
-            answer = lone_surrogate_answer(body)
+            answer = early_answer(body)
             if answer is not None:
-                return await JSONResponse(answer)(scope, receive, send)
+                # A message refused whole (no id to answer under) is a 400, as the SDK's own refusals.
+                status = 400 if answer["id"] is None else 200
+                return await JSONResponse(answer, status_code=status)(scope, receive, send)
             receive = _replay(body, receive)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         agent = (query.get("agent") or [None])[0] or None

@@ -1,9 +1,10 @@
-"""What both transports answer for a message the SDK's parser cannot read but a client may well send."""
+"""What both transports answer themselves for a message the SDK would misread but a client may well send."""
 
 import json
+import re
 
 import pydantic_core
-from mcp_types import INVALID_PARAMS
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 LONE_SURROGATES = "Invalid input: text contains invalid Unicode (lone surrogates)."
 
@@ -43,3 +44,31 @@ def lone_surrogate_answer(body: bytes) -> dict | None:
         return {"jsonrpc": "2.0", "id": message["id"], "result": result}
     error = {"code": INVALID_PARAMS, "message": LONE_SURROGATES, "data": {"status": 422}}
     return {"jsonrpc": "2.0", "id": message["id"], "error": error}
+
+
+_NULL_ID = re.compile(rb'"id"\s*:\s*null')
+NULL_ID = (
+    "Invalid Request: a request's id is a string or a number, never null (a notification has no id member)"
+)
+
+
+def null_id_answer(body: bytes) -> dict | None:
+    """The answer to a request whose id is null, or None for any other body. JSON-RPC 2.0 makes a
+    notification of a message WITHOUT an id member; `"id": null` is a request, and MCP says a request's
+    id MUST NOT be null. The SDK took it for a notification: the call was dropped unanswered (HTTP 202,
+    nothing on stdio) and the client waited. It is answered Invalid Request (-32600), with a null id as
+    JSON-RPC answers a request whose id it cannot use."""
+    if not _NULL_ID.search(body):
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None  # malformed: the SDK's parse error
+    if not (isinstance(message, dict) and "method" in message and "id" in message and message["id"] is None):
+        return None
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": NULL_ID}}
+
+
+def early_answer(body: bytes) -> dict | None:
+    """What a transport answers for `body` itself, or None to hand the message to the SDK."""
+    return null_id_answer(body) or lone_surrogate_answer(body)

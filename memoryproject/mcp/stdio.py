@@ -17,7 +17,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 
-from memoryproject.mcp.protocol import lone_surrogate_answer
+from memoryproject.mcp.protocol import early_answer
 
 _saved_fd: int | None = None
 
@@ -43,8 +43,8 @@ def stdout_restore() -> None:
 
 class _AnsweringStdin:
     """stdin's lines for the SDK's reader, less those it would drop without a word (a line escaping
-    half of a surrogate pair), which are answered here under their id instead: the client would wait
-    for that answer forever."""
+    half of a surrogate pair, a request whose id is null), which are answered here instead: the client
+    would wait for that answer forever."""
 
     def __init__(self, lines):
         self.lines = lines
@@ -52,7 +52,7 @@ class _AnsweringStdin:
 
     async def __aiter__(self):
         async for line in self.lines:
-            answer = lone_surrogate_answer(line.encode("utf-8", "surrogatepass"))
+            answer = early_answer(line.encode("utf-8", "surrogatepass"))
             if answer is None or self.write_stream is None:
                 yield line
                 continue

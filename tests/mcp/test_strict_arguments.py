@@ -1,14 +1,32 @@
 """Tool arguments the SDK's lax argument model took and read as something else: booleans spelled as
-strings or numbers, and arguments no tool takes (dropped without a word)."""
+strings or numbers, arguments no tool takes (dropped without a word), and a request whose id is null
+(taken for a notification and never answered)."""
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+
+import httpx2
 
 from sessions_app.models import Message
 from tests.mcp import scenarios
-from tests.mcp.conftest import http_session, run
+from tests.mcp.conftest import ROOT, http_session, run, stdio_env
 from vault import services
 from vault.models import VaultEntry, WorkspaceFile
 
 EXTRA = "Extra inputs are not permitted"
 NOT_BOOLEAN = "Input should be a valid boolean"
+NULL_ID = {
+    "jsonrpc": "2.0",
+    "id": None,
+    "error": {
+        "code": -32600,
+        "message": "Invalid Request: a request's id is a string or a number, never null "
+        "(a notification has no id member)",
+    },
+}
 
 
 def test_every_tool_refuses_an_argument_it_does_not_take(mcp_live_url, dev, dev_token):
@@ -72,3 +90,82 @@ def test_a_boolean_argument_is_true_or_false_and_nothing_else(mcp_live_url, dev,
     assert not Message.objects.exists()
     edited = run(take)
     assert edited["replacements"] == 2 and edited["content"] == "1 two 1\n"
+
+
+def test_a_request_with_a_null_id_is_answered_as_invalid_over_http(mcp_live_url, dev_token):
+    """JSON-RPC: a notification has no id member; "id": null is a request, which MCP forbids. The SDK
+    took it for a notification: 202 and no answer, the tool never run, the client left waiting."""
+    headers = {
+        "Authorization": f"Bearer {dev_token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "method": "tools/call",
+        "params": {
+            "name": "memory_save",
+            "arguments": {"category": "lessons", "content": "Deploys on Fridays"},
+        },
+    }
+    response = httpx2.post(f"{mcp_live_url}/mcp", json=call, headers=headers)
+    assert response.status_code == 400
+    assert response.json() == NULL_ID
+    ping = httpx2.post(
+        f"{mcp_live_url}/mcp", json={"jsonrpc": "2.0", "id": None, "method": "ping"}, headers=headers
+    )
+    assert ping.status_code == 400 and ping.json() == NULL_ID
+    # A notification (no id member) and a message whose text holds "id": null are what they were.
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert httpx2.post(f"{mcp_live_url}/mcp", json=notification, headers=headers).status_code == 202
+    nested = {**call, "id": 5, "params": {"name": "memory_search", "arguments": {"query": '"id": null'}}}
+    answer = httpx2.post(f"{mcp_live_url}/mcp", json=nested, headers=headers).json()
+    assert answer["id"] == 5 and answer["result"]["isError"] is False
+    assert not VaultEntry.objects.exists()
+
+
+def test_a_request_with_a_null_id_is_answered_as_invalid_over_stdio(dev, mcp_project):
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp", "--agent", "dev", "--project", "acme"],
+        cwd=ROOT,
+        env=stdio_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+
+    def send(message: dict) -> None:
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+
+    try:
+        params = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        assert json.loads(lines.get(timeout=60))["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        arguments = {"category": "lessons", "content": "Deploys on Fridays"}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "method": "tools/call",
+                "params": {"name": "memory_save", "arguments": arguments},
+            }
+        )
+        answer = json.loads(lines.get(timeout=60))
+        send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        after = json.loads(lines.get(timeout=60))
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    assert answer == NULL_ID
+    assert after == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert not VaultEntry.objects.exists()
