@@ -4,8 +4,8 @@ pydantic's lax mode reads 1, 0, 1.0 and the strings "true", "yes", "on", "t", "y
 opposites, in any case) as booleans: `"replace_all": "no"`, `"internal": 1` or `?dry_run=no` were
 taken, so a client that sent the wrong thing never learnt it. In a JSON body or a tool's arguments a
 boolean is now JSON `true` or `false` (`Boolean`, pydantic's strict mode); in a query string, whose
-values are all text, exactly `true` or `false` (`QueryBoolean`). Anything else is refused, naming the
-field (422 in REST, a tool error in MCP).
+values are all text, `true` or `false` in any case (`QueryBoolean`: Python's requests sends a True as
+`True`). Anything else is refused, naming the field (422 in REST, a tool error in MCP).
 """
 
 from typing import Annotated
@@ -17,8 +17,8 @@ _QUERY_VALUES = {"true": True, "false": False}
 
 
 def _query_boolean(value):
-    if isinstance(value, str) and value in _QUERY_VALUES:
-        return _QUERY_VALUES[value]
+    if isinstance(value, str) and value.lower() in _QUERY_VALUES:
+        return _QUERY_VALUES[value.lower()]
     raise PydanticCustomError("bool_parsing", "Input should be true or false")
 
 
