@@ -16,6 +16,7 @@ from sessions_app.models import Branch, Message, Role, Session, SessionStateEntr
 from sessions_app.scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 from sessions_app.services.common import (
     _LOCK_DURABLE_FACTS,
+    _LOCK_SESSION_CREATE,
     MEMORY_FILE,
     MEMORY_FILE_HEADER,
     WAL_TAG,
@@ -25,6 +26,7 @@ from sessions_app.services.common import (
     _head_preserve,
     _session_lock,
     _session_lock_if_open,
+    _session_with_branch,
     _status_set,
     message_input_check,
 )
@@ -73,31 +75,49 @@ class AppendResult:
 REPLAY_MATCH_MESSAGES = 2
 
 
-def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> Session | None:
-    """The closed session a keyless full save is a replay of, if any.
+def _begins_with(session: Session, head: list[tuple[str, str]]) -> bool:
+    first = Message.objects.filter(session=session).order_by("created_at", "id").values_list("role", "text")
+    return list(first[: len(head)]) == head
 
-    The frontend saves the whole conversation without a chat id and closes it with `sleep`; a
-    retry or replay of that save must land in the same session, not start a new copy of it. The agent's
-    most recently closed session is that session when its first messages have the same roles and texts.
+
+def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> tuple[Session, Branch] | None:
+    """The closed session a keyless full save is a replay of, locked; None when the agent's current
+    session holds that conversation or no session does (the save goes to the current session, a new one
+    if none is open).
+
+    The frontend saves the whole conversation without a chat id and closes it with `sleep`; a retry or
+    replay of that save must land in the same session, not start a new copy of it, in a session opened
+    since by another writer or in a new one. The agent's most recently closed session without a chat id
+    is that session when its first messages have the same roles and texts and the current session's
+    do not.
+
+    Runs in the append's transaction. Unless the current session holds the conversation (the usual
+    autosave, which takes no lock here), it takes the agent's session lock, the one session_ensure takes
+    to open, reopen or restore a session, held until the append commits: none of that happens between
+    this choice and the write.
     """
     head = [(item.role, item.text) for item in items[:REPLAY_MATCH_MESSAGES]]
     if not head:
         return None
-    if selectors.session_current(agent) is not None:
-        return None  # an open session takes the save, as before
+    current = selectors.session_current(agent)
+    if current is not None and _begins_with(current, head):
+        return None  # its session is open: the save goes there, as any save to the current session
+    _advisory_lock(_LOCK_SESSION_CREATE, agent.pk)
+    current = selectors.session_current(agent)  # looked at again under the lock
+    if current is not None and _begins_with(current, head):
+        return None
     candidate = (
         Session.objects.filter(agent=agent, status=SessionStatus.CLOSED, external_id="")
         .order_by("-last_activity_at", "-id")
         .first()
     )
-    if candidate is None:
+    if candidate is None or not _begins_with(candidate, head):
         return None
-    first = list(
-        Message.objects.filter(session=candidate)
-        .order_by("created_at", "id")
-        .values_list("role", "text")[: len(head)]
+    # Archived or deleted since it was found: a save after that starts a new session.
+    candidate = (
+        Session.objects.select_for_update().filter(pk=candidate.pk, status=SessionStatus.CLOSED).first()
     )
-    return candidate if first == head else None
+    return _session_with_branch(candidate) if candidate is not None else None
 
 
 def _new_items(
@@ -241,16 +261,17 @@ def messages_append(
     if project_redaction_enabled(agent.project_id):  # one look-up for the whole batch
         for item in items:
             item.text = redact(item.text)
-    if session is None and full and selectors.session_key_is_current(session_key):
-        session = _session_for_replay(agent, items)
     routed = session is None  # found by its key (or as the current one), not given by the caller
-    if routed:
+    replay = routed and full and selectors.session_key_is_current(session_key)
+    if routed and not replay:
         session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)
-    elif session.agent_id != agent.pk:
+    elif not routed and session.agent_id != agent.pk:
         raise NotFound("Session not found.")
     with transaction.atomic():
         if routed:
-            session, branch = _session_lock_routed(agent, session, session_key=session_key, model_id=model_id)
+            session, branch = _session_lock_routed(
+                agent, session, replay=items if replay else None, session_key=session_key, model_id=model_id
+            )
         else:
             session, branch = _session_lock(session)
         client_ids = [item.client_id for item in items if item.client_id]
@@ -286,23 +307,36 @@ def messages_append(
 ROUTE_ATTEMPTS = 3
 
 
-def _session_lock_routed(agent: Agent, session: Session, *, session_key: str, model_id: str):
+def _session_lock_routed(
+    agent: Agent,
+    session: Session | None,
+    *,
+    replay: Sequence[MessageInput] | None,
+    session_key: str,
+    model_id: str,
+):
     """Lock the session `session_ensure` found for this key, finding it again if it stopped being open
     while the append waited for its lock (a close, an archive): a named chat is reopened (restored when
     archived), and a write to the current session goes to the agent's current open session, a new one
     if none, as if the message had come a moment later. It never lands in a closed session unseen by
-    that session's handoff and extraction.
+    that session's handoff and extraction, but for a keyless full save (`replay`, its messages): that
+    one goes to the closed session it replays (_session_for_replay), looked for again when the session
+    it waited for closed meanwhile, as if it had come a moment later.
 
     The lock is released (rolled back to a savepoint) before session_ensure runs again: it takes the
     agent's session lock before a session row, the order every writer takes them in."""
     for _ in range(ROUTE_ATTEMPTS):
+        replayed = _session_for_replay(agent, replay) if replay is not None else None
+        if replayed is not None:
+            return replayed
+        session = session or session_ensure(agent=agent, external_id=session_key, model_id=model_id)
         savepoint = transaction.savepoint()
         locked = _session_lock_if_open(session)
         if locked is not None:
             transaction.savepoint_commit(savepoint)
             return locked
         transaction.savepoint_rollback(savepoint)
-        session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)
+        session = None
     raise Conflict("The session kept closing while these messages were stored: send them again.")
 
 

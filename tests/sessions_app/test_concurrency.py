@@ -8,6 +8,7 @@ from django.db import connection, transaction
 
 from sessions_app import selectors, services
 from sessions_app.models import Message, Session, SessionTransition
+from sessions_app.services import append as append_services
 from tests.conftest import until_another_connection_waits_for_a_lock
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -195,3 +196,77 @@ def test_two_compactions_at_once_summarise_the_messages_once(agent_a):
         Message.objects.filter(session=session, archived=True).values_list("client_id", flat=True)
     )
     assert sorted(archived) == sorted(["u1", "a1", "u2", "a2", "u3", "a3"])
+
+
+# --- a keyless full save of a closed conversation and other writers --------------------------------
+
+SAVED = [
+    {"role": "user", "text": "Plan the orders migration to PostgreSQL"},
+    {"role": "assistant", "text": "Step one: dump the orders table."},
+]
+SAVED_MORE = [*SAVED, {"role": "user", "text": "And step two: restore it on the new cluster"}]
+
+
+def _closed_conversation(agent):
+    """The frontend's conversation: saved whole without a chat id, then closed with sleep."""
+    session = services.messages_append(agent=agent, messages=SAVED, full=True).session
+    services.session_close(agent=agent, session=session)
+    return session
+
+
+def _texts(session):
+    return [m.text for m in selectors.session_conversation(session)]
+
+
+def test_a_replay_saved_while_another_writer_opens_a_session_stays_in_its_closed_session(
+    agent_a, monkeypatch
+):
+    """A keyless full save of a closed conversation, while another writer's append has opened a new
+    session and not stored its message yet: the save took the new (empty, open) session for its own,
+    copied the whole conversation into it, and the other writer's message was stored after that copy,
+    as if it continued the replayed conversation. The save goes to the session it replays whatever else
+    is open, and the other writer's session holds its message alone."""
+    closed = _closed_conversation(agent_a)
+    real_ensure = append_services.session_ensure
+    saver = {}
+
+    def ensure_then_save(**kwargs):
+        session = real_ensure(**kwargs)
+        if not saver:  # the other writer's session is open (committed, empty): the save comes now
+            saver["thread"], saver["out"] = _in_thread(
+                lambda: services.messages_append(agent=agent_a, messages=SAVED_MORE, full=True)
+            )
+            saver["thread"].join(10)
+        return session
+
+    monkeypatch.setattr(append_services, "session_ensure", ensure_then_save)
+    other = services.messages_append(
+        agent=agent_a, messages=[{"role": "user", "text": "Unrelated: rotate the API keys"}]
+    ).session
+    assert not saver["thread"].is_alive()
+    assert "error" not in saver["out"], saver["out"]
+    assert saver["out"]["result"].session.pk == closed.pk
+    assert _texts(closed) == [m["text"] for m in SAVED_MORE]
+    assert other.pk != closed.pk
+    assert _texts(other) == ["Unrelated: rotate the API keys"]
+    assert Message.objects.filter(agent=agent_a).count() == len(SAVED_MORE) + 1  # nothing stored twice
+
+
+def test_a_save_waiting_for_its_session_to_close_does_not_copy_it_into_a_new_session(agent_a):
+    """A keyless full save found its conversation's session open and waited for its row while a sleep
+    closed it; it then went to a new session and stored the whole conversation there again. A save that
+    comes after the close lands in the closed session it replays, and so does this one."""
+    session = services.messages_append(agent=agent_a, messages=SAVED, full=True).session
+    with transaction.atomic():
+        services.session_close(agent=agent_a, session=session)
+        thread, out = _in_thread(
+            lambda: services.messages_append(agent=agent_a, messages=SAVED_MORE, full=True)
+        )
+        until_another_connection_waits_for_a_lock()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert "error" not in out, out
+    assert out["result"].session.pk == session.pk
+    assert Session.objects.filter(agent=agent_a).count() == 1
+    assert _texts(session) == [m["text"] for m in SAVED_MORE]
+    assert Message.objects.filter(agent=agent_a).count() == len(SAVED_MORE)

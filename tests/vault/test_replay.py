@@ -67,6 +67,32 @@ def test_a_keyless_save_of_a_different_conversation_starts_a_new_session(api, to
     assert Session.objects.filter(agent=agent_a).count() == 2
 
 
+def test_a_keyless_replay_goes_to_its_closed_session_while_another_conversation_is_open(
+    api, token_a, agent_a
+):
+    """Another conversation opened a session after this one was closed; replaying this one (with a new
+    message) copied it whole into that session and moved the other conversation off its main branch.
+    It lands in the closed session it replays; the open one keeps its own conversation."""
+    closed = api.post("/agents/agent-a/sleep", {"messages": CONVERSATION[:2]}, token=token_a)
+    assert closed.status_code == 200, closed.content
+    other = api.post(
+        "/agents/agent-a/messages",
+        {"messages": [{"role": "user", "text": "Unrelated: rotate the API keys"}]},
+        token=token_a,
+    )
+    assert other.status_code == 200, other.content
+    replay = api.post(
+        "/agents/agent-a/messages", {"mode": "full", "messages": CONVERSATION[:3]}, token=token_a
+    )
+    assert replay.status_code == 200, replay.content
+    assert replay.json()["stored"] == 1 and replay.json()["duplicates"] == 2
+    assert replay.json()["session"]["id"] == closed.json()["session"]["id"]
+    assert replay.json()["session"]["status"] == "closed"
+    listed = api.get(f"/agents/agent-a/messages?session={other.json()['session']['id']}", token=token_a)
+    assert [m["text"] for m in listed.json()["items"]] == ["Unrelated: rotate the API keys"]
+    assert Message.objects.filter(agent=agent_a).count() == 4
+
+
 def test_a_daily_note_logs_the_same_exchange_once_a_day_and_keeps_different_ones(agent_a):
     from datetime import UTC, datetime
 
