@@ -6,7 +6,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
@@ -70,33 +70,39 @@ def _retry_name(session_id: int) -> str:
     return f"extraction retry: session {session_id}"
 
 
+# pg_advisory_xact_lock namespace (sessions_app.services.common has 73_001 and 73_002); second key: the agent.
+_LOCK_RETRY_SCHEDULE = 73_003
+
+
 def extraction_retry_schedule(
     *, agent_id: int, session_id: int, trigger_source: str, at: datetime
 ) -> datetime:
     """Schedule the session's extraction again for `at` (a one-off django-q2 schedule, run by the
     cluster's scheduler like the declared ones); returns when it will run.
 
-    One pending retry per session: a pending one is moved to `at` rather than another added. A retry
-    that has fallen due is not pending (it is being turned into a task, and the scheduler deletes it
-    once it has): a new one is added beside it. Called under the agent's job lock, or when that was
-    busy without it: two of those at once may add two retries of a session, and the later one finds
-    the conversation extracted already."""
-    now = timezone.now()
-    pending = Schedule.objects.filter(name=_retry_name(session_id), func=EXTRACTION_TASK, next_run__gt=now)
-    pending = pending.exclude(repeats=0).order_by("next_run", "pk").first()
-    if pending is not None:
-        pending.next_run = at
-        pending.args = repr((agent_id, session_id, trigger_source))
-        pending.save(update_fields=["next_run", "args"])
-        return at
-    Schedule.objects.create(
-        name=_retry_name(session_id),
-        func=EXTRACTION_TASK,
-        args=repr((agent_id, session_id, trigger_source)),
-        schedule_type=Schedule.ONCE,
-        repeats=-1,  # deleted by the scheduler once the task is queued
-        next_run=at,
-    )
+    One pending retry per session. The session's retries are replaced by one at `at`, overdue ones
+    included: one that had fallen due and that the scheduler had not reached yet was left beside the new
+    one, both were then turned into tasks, and the second found nothing to do. A retry the scheduler is
+    turning into a task right now (its row locked until the scheduler deletes it) is left to it, and the
+    new one added beside it; under Q_SYNC that task runs inside the scheduler's transaction, and a retry
+    it defers replaces the one it runs for. Deferrals of one agent's sessions take turns (an advisory
+    lock held to commit), so two at once add one retry, not two."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_RETRY_SCHEDULE, agent_id])
+        retries = Schedule.objects.filter(name=_retry_name(session_id), func=EXTRACTION_TASK).exclude(
+            repeats=0
+        )
+        replaced = list(retries.select_for_update(skip_locked=True).values_list("pk", flat=True))
+        Schedule.objects.filter(pk__in=replaced).delete()
+        Schedule.objects.create(
+            name=_retry_name(session_id),
+            func=EXTRACTION_TASK,
+            args=repr((agent_id, session_id, trigger_source)),
+            schedule_type=Schedule.ONCE,
+            repeats=-1,  # deleted by the scheduler once the task is queued
+            next_run=at,
+        )
     return at
 
 

@@ -342,3 +342,119 @@ def test_files_that_leave_no_room_for_the_conversation_fall_back_to_the_heuristi
         result["path"] == "heuristic" and "no room for the conversation's last message" in result["llm_error"]
     )
     assert VaultEntry.objects.filter(category="decisions").exists()
+
+
+def _scheduler_pass_run(monkeypatch, sync: bool) -> list[dict]:
+    """One pass of the cluster's scheduler over the due schedules, and the results of the extraction
+    tasks it made: under Q_SYNC each task runs inside the pass (django-q2 saves its result), with the ORM
+    broker the pass queues them and a worker runs them (_due_tasks_run)."""
+    from django_q.brokers import get_broker
+    from django_q.models import Task
+    from django_q.scheduler import scheduler
+
+    from sessions_app.maintenance.extraction import EXTRACTION_TASK
+
+    if not sync:
+        return _due_tasks_run(monkeypatch)
+    before = set(Task.objects.values_list("id", flat=True))
+    scheduler(broker=get_broker())
+    made = Task.objects.filter(func=EXTRACTION_TASK).exclude(id__in=before).order_by("started")
+    return [task.result for task in made]
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["q-sync", "orm-broker"])
+def test_an_overdue_retry_deferred_again_is_moved_not_doubled(agent_a, settings, monkeypatch, sync):
+    """A retry fallen due that the scheduler had not run yet was left where it was when the session was
+    deferred again, and a second retry was added beside it: both ran, and the second found the
+    conversation extracted already. The overdue retry is moved to the new time: one retry, one run."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", sync)
+    settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 5
+    first = session_make(agent_a, CONVERSATION, external_id="chat-1")
+    second = session_make(agent_a, KAFKA_CONVERSATION, external_id="chat-2")
+    start = timezone.now()
+    retries = Schedule.objects.filter(name=f"extraction retry: session {second.pk}")
+    with time_machine.travel(start, tick=False):
+        assert run(agent_a, first)["status"] == "done"
+    with time_machine.travel(start + timedelta(minutes=1), tick=False):
+        assert run(agent_a, second, trigger="close")["status"] == "deferred"  # a retry at start + 5
+    Message.objects.create(project_id=agent_a.project_id, agent=agent_a, session=first, role="user",
+                           text="Also: the ledger moves to its own cluster.", created_at=start)  # fmt: skip
+    with time_machine.travel(start + timedelta(minutes=5, seconds=30), tick=False):
+        assert run(agent_a, first, trigger="quiet")["status"] == "done"  # the cooldown starts again
+    with time_machine.travel(start + timedelta(minutes=6), tick=False):
+        # The retry at start + 5 is overdue (the scheduler has not come round); the session goes quiet.
+        again = run(agent_a, second, trigger="quiet")
+    assert again["status"] == "deferred"
+    until = start + timedelta(minutes=10, seconds=30)
+    assert again["deferred_until"] == until.isoformat()
+    assert list(retries.values_list("next_run", flat=True)) == [until]
+    with time_machine.travel(until + timedelta(seconds=1), tick=False):
+        results = _scheduler_pass_run(monkeypatch, sync)
+    assert [result["status"] for result in results] == ["done"]
+    assert not retries.exists()
+    assert VaultEntry.objects.filter(category="decisions", content__contains="Kafka").count() == 1
+
+
+def test_a_retry_deferred_again_while_the_q_sync_scheduler_runs_it_stays_scheduled(
+    agent_a, settings, monkeypatch
+):
+    """Under Q_SYNC a retry's task runs inside the scheduler's pass, which deletes the retry after it:
+    a deferral of that run must leave one retry behind, not move the one about to be deleted."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+    settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 5
+    first = session_make(agent_a, CONVERSATION, external_id="chat-1")
+    second = session_make(agent_a, KAFKA_CONVERSATION, external_id="chat-2")
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        assert run(agent_a, first)["status"] == "done"
+    with time_machine.travel(start + timedelta(minutes=1), tick=False):
+        assert run(agent_a, second, trigger="close")["status"] == "deferred"  # a retry at start + 5
+    # Another extraction of the agent just before the retry runs: the cooldown defers the retry again.
+    Message.objects.create(project_id=agent_a.project_id, agent=agent_a, session=first, role="user",
+                           text="Also: the ledger moves to its own cluster.", created_at=start)  # fmt: skip
+    with time_machine.travel(start + timedelta(minutes=5, seconds=30), tick=False):
+        assert run(agent_a, first, trigger="quiet")["status"] == "done"
+        [deferred] = _scheduler_pass_run(monkeypatch, sync=True)
+    assert deferred["status"] == "deferred"
+    until = start + timedelta(minutes=10, seconds=30)
+    retries = Schedule.objects.filter(name=f"extraction retry: session {second.pk}")
+    assert list(retries.values_list("next_run", flat=True)) == [until]
+    with time_machine.travel(until + timedelta(seconds=1), tick=False):
+        assert [r["status"] for r in _scheduler_pass_run(monkeypatch, sync=True)] == ["done"]
+    assert VaultEntry.objects.filter(category="decisions", content__contains="Kafka").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_deferrals_of_a_session_at_once_leave_one_retry(agent_a):
+    """Two deferrals at once (the agent's job lock was busy for both, so nothing made them take turns)
+    each saw no pending retry and each added one. They take turns: one retry, at the later one's time."""
+    from django.db import transaction
+
+    from sessions_app.maintenance.extraction import extraction_retry_schedule
+    from tests.conftest import until_another_connection_waits_for_a_lock
+
+    session = session_make(agent_a, CONVERSATION)
+    soon, later = timezone.now() + timedelta(minutes=1), timezone.now() + timedelta(minutes=2)
+    out = {}
+
+    def defer_later():
+        try:
+            out["at"] = extraction_retry_schedule(
+                agent_id=agent_a.pk, session_id=session.pk, trigger_source="quiet", at=later
+            )
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        extraction_retry_schedule(agent_id=agent_a.pk, session_id=session.pk, trigger_source="close", at=soon)
+        thread = threading.Thread(target=defer_later)
+        thread.start()
+        until_another_connection_waits_for_a_lock(seconds=3)
+    thread.join(10)
+    assert out["at"] == later
+    retries = Schedule.objects.filter(name=f"extraction retry: session {session.pk}")
+    assert list(retries.values_list("next_run", "args")) == [(later, repr((agent_a.pk, session.pk, "quiet")))]
