@@ -3,6 +3,7 @@ messages, checkpoints become the agent's checkpoint), the whole-folder import wi
 conversation files into handoffs, decisions and lessons."""
 
 from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
 
 from django.conf import settings
@@ -177,6 +178,8 @@ def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
     if item.expired:
         report.counts["checkpoints not stored (expired)"] += 1
         return
+    if not _checkpoint_newest_of_merged_agents(importer, agent, item):
+        return
     existing = Checkpoint.objects.filter(agent=agent).first()
     if existing is not None and existing.saved_at >= item.saved_at:
         report.counts["checkpoints skipped (same or newer already stored)"] += 1
@@ -204,6 +207,52 @@ def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
         report.problem(item.source, f"checkpoint not stored: {exc.detail}")
         return
     report.counts["checkpoints stored"] += 1
+
+
+def _checkpoint_newest_of_merged_agents(importer: Importer, agent: Agent, item: ParsedCheckpoint) -> bool:
+    """Whether `item` goes on to be stored as the agent's checkpoint. Two source agents mapped onto one
+    (--agent-map a=dev,b=dev) each bring their checkpoint, and an agent has one: the newer went on, the
+    older was dropped, and with it what that agent was doing and meant to do next. The older is kept
+    as a handoff entry of the target agent (dated when it was saved, naming its agent and chat);
+    the newer goes on as any imported checkpoint does. Idempotent: a re-import finds the entry."""
+    source = item.source_agent or agent.slug
+    claims = importer.checkpoint_claims
+    previous = claims.get(agent.pk)
+    if previous is None or (previous.source_agent or agent.slug) == source:
+        if previous is None or item.saved_at > previous.saved_at:
+            claims[agent.pk] = item
+        return True
+    older, newer = (previous, item) if previous.saved_at <= item.saved_at else (item, previous)
+    claims[agent.pk] = newer
+    _checkpoint_handoff_add(importer, agent, older, newer_of=newer.source_agent or agent.slug)
+    return newer is item
+
+
+def _checkpoint_handoff_add(
+    importer: Importer, agent: Agent, item: ParsedCheckpoint, *, newer_of: str
+) -> None:
+    report = importer.report
+    origin = item.source_agent or agent.slug
+    saved = timezone.localtime(item.saved_at, UTC)
+    chat = f"chat {item.chat_id}, " if item.chat_id else ""
+    messages = [m for m in item.messages if not m.internal and m.text.strip()]
+    content = (
+        f"Checkpoint of agent {origin} ({chat}saved {saved:%Y-%m-%d %H:%M} UTC), imported into "
+        f"{agent.slug} beside agent {newer_of}'s newer one.\n\n{_handoff_text(messages)}"
+    ).strip()
+    importer.entry_add(
+        agent,
+        EntryItem(
+            "handoffs",
+            content,
+            item.saved_at,
+            "checkpoint:" + _hash(origin, item.saved_at.isoformat(), content)[:40],
+            tags=["imported", "checkpoint"],
+        ),
+        where=item.source,
+    )
+    report.counts["checkpoints kept as handoffs (another agent mapped onto theirs has a newer one)"] += 1
+    report.say(f"{item.source}: agent {origin}'s checkpoint kept as a handoff of {agent.slug}")
 
 
 def sessions_write(

@@ -234,6 +234,64 @@ def test_agent_map_renames_agents(memory_vault, target):
     assert not VaultEntry.objects.filter(agent__slug="dev").exists()
 
 
+TWO_CHECKPOINTS = {
+    "a": {
+        "savedAt": "2026-03-16T16:51:11.839Z",
+        "chatId": "chat-orders",
+        "messages": [
+            {"role": "user", "text": "Migrate the orders table to the new cluster."},
+            {"role": "agent", "text": "Copied. Next step: run the backfill on staging."},
+        ],
+    },
+    "b": {
+        "savedAt": "2026-03-17T09:30:00Z",
+        "chatId": "chat-billing",
+        "messages": [
+            {"role": "user", "text": "Review the billing pull request."},
+            {"role": "agent", "text": "Reviewed. Next step: answer the question about retries."},
+        ],
+    },
+}
+
+
+@time_machine.travel(CHECKPOINT_VALID, tick=False)
+@pytest.mark.parametrize("order", ["older-first", "newer-first"])
+def test_two_agents_mapped_onto_one_keep_both_checkpoints_handoffs(tmp_path, target, order):
+    """--agent-map a=dev,b=dev kept the newer checkpoint and dropped the other: what agent a was doing
+    and its next steps were gone, counted among "same or newer already stored". The newer stays the
+    checkpoint; the other becomes a handoff entry of dev with its date and origin, in the summary."""
+    names = {"a": "a", "b": "b"} if order == "older-first" else {"a": "b", "b": "a"}  # b's file read first
+    root = tmp_path / ".memory"
+    for agent, data in TWO_CHECKPOINTS.items():
+        write(root, f".vault/checkpoints/{names[agent]}.json", json.dumps({"agentId": agent, **data}))
+
+    def import_it():
+        out = io.StringIO()
+        call_command(
+            "import_memory_dir", str(root), "--project", "target", "--agent-map", "a=dev,b=dev", stdout=out
+        )
+        return out.getvalue()
+
+    text = import_it()
+    checkpoint = Checkpoint.objects.get(agent__project=target)
+    assert (checkpoint.agent.slug, checkpoint.chat_id) == ("dev", "chat-billing")
+    assert checkpoint.saved_at == datetime(2026, 3, 17, 9, 30, tzinfo=UTC)
+    handoff = VaultEntry.objects.get(agent__slug="dev", category="handoffs")
+    assert handoff.created_at == datetime(2026, 3, 16, 16, 51, 11, 839000, tzinfo=UTC)
+    assert handoff.content == (
+        "Checkpoint of agent a (chat chat-orders, saved 2026-03-16 16:51 UTC), imported into dev beside "
+        "agent b's newer one.\n\n"
+        "[User]: Migrate the orders table to the new cluster.\n"
+        "[Agent]: Copied. Next step: run the backfill on staging."
+    )
+    assert set(handoff.tags) >= {"imported", "checkpoint"}
+    assert "checkpoints kept as handoffs (another agent mapped onto theirs has a newer one): 1" in text
+    again = import_it()  # idempotent: nothing new
+    assert VaultEntry.objects.filter(agent__slug="dev", category="handoffs").count() == 1
+    assert Checkpoint.objects.get(agent__project=target).chat_id == "chat-billing"
+    assert "entries already imported (skipped): 1" in again
+
+
 def test_invalid_agent_ids_are_reported_not_crashed(tmp_path, target):
     write(tmp_path, "Bad Agent/decisions.md", "<!-- id:1 -->\n## 2026-01-01\nx\n---\n")
     write(tmp_path, "_project.md", "ctx")

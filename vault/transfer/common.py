@@ -179,6 +179,7 @@ class ParsedCheckpoint:
     model_id: str = ""
     expired: bool = False
     kind: str = "checkpoint"
+    source_agent: str = ""  # the agent's id in the source, before --agent-map ("": the same as `agent`)
 
 
 @dataclass

@@ -122,9 +122,8 @@ def checkpoint_file_import(importer: Importer, path: Path) -> ParsedCheckpoint |
     messages = _messages_parse(data.get("messages"), where=path, report=report)
     if messages is None:
         return None
-    agent = importer.agent(
-        data.get("agentId") if isinstance(data.get("agentId"), str) else path.stem, where=path
-    )
+    source_agent = data.get("agentId") if isinstance(data.get("agentId"), str) else path.stem
+    agent = importer.agent(source_agent, where=path)
     if agent is None:
         return None
     age_days = (timezone.now() - saved_at).total_seconds() / 86400
@@ -136,6 +135,7 @@ def checkpoint_file_import(importer: Importer, path: Path) -> ParsedCheckpoint |
         chat_id=str(data.get("chatId") or ""),
         model_id=str(data.get("modelId") or ""),
         expired=age_days > settings.MEMORY_CHECKPOINT_DAYS,
+        source_agent=source_agent,
     )
     if checkpoint.expired:
         report.counts["checkpoints expired (older than MEMORY_CHECKPOINT_DAYS)"] += 1

@@ -73,6 +73,9 @@ class Importer:
         # (target agent pk, chat id) -> the source agent whose session took it in this run: two source
         # agents mapped onto one keep their sessions of the same chat id apart (sessions_app's writer).
         self.chat_claims: dict[tuple[int, str], str] = {}
+        # target agent pk -> the newest checkpoint this run found for it: of two source agents mapped onto
+        # one, the older checkpoint is kept as a handoff entry (sessions_app's writer).
+        self.checkpoint_claims: dict[int, ParsedCheckpoint] = {}
         self.agent_names: dict[str, str] = {}  # an export's agents' display names, by folder
         # An export's session files as the sessions writer stored them: (agent folder, file key) -> (the
         # session's id here, the file's message keys -> their ids here). Entries' provenance maps through it.
