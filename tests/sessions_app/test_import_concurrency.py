@@ -2,6 +2,7 @@
 import is storing, waits for the import instead of failing on a unique constraint."""
 
 import io
+import json
 import threading
 import time
 from pathlib import Path
@@ -160,9 +161,10 @@ def test_a_clash_with_a_writer_that_takes_no_lock_reruns_the_import_or_fails_cle
     tmp_path, monkeypatch, attempts
 ):
     """A writer that takes none of the locks (a script, the admin) committing chat-1 while the import
-    stored it made the import fail with an IntegrityError traceback. The import is rolled back and run
-    again, which finds that session and adds the file's messages to it; after IMPORT_ATTEMPTS clashes it
-    fails with a message saying what happened and that nothing was written (exit status 1)."""
+    stored it made the import fail with an IntegrityError traceback. The session's transaction is rolled
+    back and run again, which finds that session and adds the file's messages to it; after
+    IMPORT_ATTEMPTS clashes it fails with a message saying what happened, that session not written
+    (exit status 1)."""
     monkeypatch.setattr(layouts, "IMPORT_ATTEMPTS", attempts, raising=False)
     out = source_with_a_chat(tmp_path, entry=False)
     target = vault_services.project_create(slug="target")
@@ -193,10 +195,12 @@ def test_a_clash_with_a_writer_that_takes_no_lock_reruns_the_import_or_fails_cle
     importing.join()
     if attempts == 1:
         assert [type(error) for error in errors] == [CommandError]
+        session_file = next((out / "dev" / "sessions").glob("*.json"))
         assert str(errors[0]) == (
-            "Another writer changed the same memory while this import ran (duplicate key value violates "
-            'unique constraint "session_unique_external_id"); the import was rolled back (tried 1 time(s)) '
-            "and nothing of it was written. Run it again when the other writer is done."
+            f"Another writer changed the same memory while this import stored {session_file} (duplicate key "
+            'value violates unique constraint "session_unique_external_id"); that session was rolled back '
+            "(tried 1 time(s)). What the import stored before it stays: run it again when the other writer "
+            "is done, and it stores the rest."
         )
         assert not Message.objects.filter(project=target).exists()
         return
@@ -204,3 +208,63 @@ def test_a_clash_with_a_writer_that_takes_no_lock_reruns_the_import_or_fails_cle
     assert "a concurrent write clashed with this import" in output.getvalue()
     session = Session.objects.get(project=target)
     assert sorted(Message.objects.filter(session=session).values_list("client_id", flat=True)) == ["m1", "m2"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agent_writing_elsewhere_waits_for_one_imported_session_not_the_whole_import(
+    tmp_path, monkeypatch
+):
+    """An import stored every session of a folder in one transaction, holding what the live write path
+    locks too (the day's note its messages were logged in, the agent's session lock) until it
+    committed: an agent's exchange in another chat waited for the whole import (47 s for 5,000
+    messages). Sessions are now stored one transaction each, once the vault part has committed: between
+    two of them the agent does not wait, and the import stores them all."""
+    root = tmp_path / ".memory" / "conversations"
+    root.mkdir(parents=True)
+    for n in (1, 2):
+        messages = [
+            {"id": f"m{n}-1", "role": "user", "text": f"Which queue for service {n}?"},
+            {"id": f"m{n}-2", "role": "agent", "text": f"We decided to use Kafka for service {n}."},
+        ]
+        (root / f"dev-{n}.json").write_text(
+            json.dumps({"agentId": "dev", "chatId": f"chat-{n}", "messages": messages})
+        )
+    target = vault_services.project_create(slug="target")
+    agent = vault_services.agent_ensure(project=target, slug="dev")
+    services.messages_append(agent=agent, session_key="live", messages=[{"role": "user", "text": "hello"}])
+    between, release = threading.Event(), threading.Event()
+    store = transfer.conversation_store
+
+    def store_second_later(importer, item):
+        if item.external_id == "chat-2":
+            between.set()
+            release.wait(20)
+        store(importer, item)
+
+    monkeypatch.setattr(transfer, "conversation_store", store_second_later)
+    errors, results = [], []
+    importing = in_thread(errors, results, lambda: transfer.import_memory_dir(path=tmp_path, project=target))
+    try:
+        assert between.wait(20), errors
+        live = in_thread(
+            errors,
+            results,
+            lambda: services.messages_append(
+                agent=agent,
+                session_key="live",
+                messages=[
+                    {"role": "user", "text": "And the cache?"},
+                    {"role": "assistant", "text": "Redis."},
+                ],
+            ),
+        )
+        live.join(5)
+        assert not live.is_alive(), "the agent's append waited for the import"
+    finally:
+        release.set()
+        importing.join(20)
+        live.join(20)
+    assert errors == []
+    assert results[-1].counts["sessions created"] == 2 and results[-1].counts["messages stored"] == 4
+    stored = Session.objects.filter(project=target).exclude(external_id="live")
+    assert sorted(stored.values_list("external_id", flat=True)) == ["chat-1", "chat-2"]

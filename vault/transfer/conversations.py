@@ -5,15 +5,19 @@ from collections import Counter
 from pathlib import Path
 
 from django.conf import settings
+from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
+from memoryproject.errors import Conflict
 from vault.transfer.common import (
     ROLE_MAP,
     ImportReport,
     ParsedCheckpoint,
     ParsedConversation,
     ParsedMessage,
+    _concurrent_clash,
     _hash,
+    _import_lock,
     _mtime,
     _read_json,
     date_parse,
@@ -27,7 +31,46 @@ def sessions_store(importer: Importer, item: ParsedConversation | ParsedCheckpoi
     if importer.sessions_writer is None:
         importer.report.counts[f"{item.kind}s skipped (no sessions writer)"] += 1
         return
+    if importer.sessions_later:
+        importer.sessions_pending.append(item)
+        return
     importer.sessions_writer(importer, item)
+
+
+def sessions_pending_store(importer: Importer, *, attempts: int) -> None:
+    """Store the sessions and checkpoints an import found, once its vault part has committed, each in a
+    transaction of its own under the import lock: an agent writing while a large folder is imported
+    waits for one session's transaction at most (the locks of the live write path its writer takes are
+    held to commit). A clash with a writer that takes no lock rolls that session back, and it is stored
+    again, up to `attempts` times; then the import fails with a Conflict: what it stored before stays,
+    and running it again stores the rest (it is idempotent)."""
+    report = importer.report
+    for item in importer.sessions_pending:
+        for attempt in range(1, attempts + 1):
+            restore = importer.state_save()
+            try:
+                with transaction.atomic():
+                    _import_lock(importer.project, report)
+                    importer.sessions_writer(importer, item)
+                    importer.flush()
+                break
+            except (IntegrityError, OperationalError) as exc:
+                clash = _concurrent_clash(exc)
+                if clash is None:
+                    raise
+                restore()
+                if attempt == attempts:
+                    raise Conflict(
+                        f"Another writer changed the same memory while this import stored {item.source} "
+                        f"({clash}); that session was rolled back (tried {attempt} time(s)). What the "
+                        "import stored before it stays: run it again when the other writer is done, and it "
+                        "stores the rest."
+                    ) from exc
+                report.say(
+                    f"  ! a concurrent write clashed with this import ({clash}) at {item.source}; rolled "
+                    "back, storing it again"
+                )
+    importer.sessions_pending = []
 
 
 def _message_parse(

@@ -67,6 +67,7 @@ from vault.transfer.common import (
 from vault.transfer.conversations import (
     checkpoint_file_import,
     conversation_file_import,
+    sessions_pending_store,
     sessions_store,
 )
 from vault.transfer.entry_meta import entries_meta_read, entry_meta_fields
@@ -492,16 +493,19 @@ def _run(
     **options,
 ) -> ImportReport:
     """Run an import's `body` in one transaction (rolled back for a dry run), reading files from inside
-    the folder `source` only.
+    the folder `source` only; the sessions it found are then stored one transaction each
+    (sessions_pending_store; in the body's transaction for a dry run).
 
     Safe against concurrent writers: imports into one project run one at a time (the second waits for the
     first to commit, then finds what it stored), and the sessions writer takes the locks the live write
     path takes. A clash those locks do not prevent (a unique key taken by a writer that takes no lock, a
-    deadlock) rolls the whole import back; it is run again, up to IMPORT_ATTEMPTS times, from the
-    start, and then fails with a Conflict saying so: never half-written, never a traceback."""
+    deadlock) rolls the body's transaction (or the session's) back; it is run again, up to
+    IMPORT_ATTEMPTS times, and then fails with a Conflict saying so: never a traceback, and what is
+    written is skipped by the next run."""
     for attempt in range(1, IMPORT_ATTEMPTS + 1):
         report = ImportReport(dry_run=dry_run, progress=progress, source_root=Path(source).resolve())
         importer = Importer(project=project, report=report, **options)
+        importer.sessions_later = not dry_run
         try:
             with transaction.atomic():
                 _import_lock(project, report)
@@ -527,6 +531,7 @@ def _run(
                 f"  ! a concurrent write clashed with this import ({clash}); rolled back, importing again"
             )
             continue
+        sessions_pending_store(importer, attempts=IMPORT_ATTEMPTS)
         return report
     raise AssertionError("unreachable")
 

@@ -76,6 +76,11 @@ class Importer:
         # target agent pk -> the newest checkpoint this run found for it: of two source agents mapped onto
         # one, the older checkpoint is kept as a handoff entry (sessions_app's writer).
         self.checkpoint_claims: dict[int, ParsedCheckpoint] = {}
+        # With `sessions_later` (an import that is not a dry run) the sessions the parsers find wait here
+        # and are stored once the vault part has committed, each in a transaction of its own
+        # (conversations.sessions_pending_store): a live agent waits for one session, not the import.
+        self.sessions_later = False
+        self.sessions_pending: list = []
         self.agent_names: dict[str, str] = {}  # an export's agents' display names, by folder
         # An export's session files as the sessions writer stored them: (agent folder, file key) -> (the
         # session's id here, the file's message keys -> their ids here). Entries' provenance maps through it.
@@ -301,6 +306,19 @@ class Importer:
             )
             return
         self.report.counts["entries updated (changed in the source)"] += 1
+
+    def state_save(self) -> Callable[[], None]:
+        """What a rolled-back transaction of the import must forget: returns the function that puts the
+        report and the claims back as they are now, and drops what was read or queued since."""
+        counts, problems = self.report.counts.copy(), list(self.report.problems)
+        chats, checkpoints = dict(self.chat_claims), dict(self.checkpoint_claims)
+
+        def restore() -> None:
+            self.report.counts, self.report.problems = counts, problems
+            self.chat_claims, self.checkpoint_claims = chats, checkpoints
+            self._seen, self._gone, self._pending = {}, {}, {}
+
+        return restore
 
     def flush(self) -> None:
         """Store the queued entries. The unique (agent, legacy_id) constraint makes a concurrent import of
