@@ -511,7 +511,8 @@ def _run(
                 _import_lock(project, report)
                 body(importer)
                 importer.chains_link()
-                importer.provenance_link()
+                if dry_run:  # else the sessions are stored after this transaction: linked then
+                    importer.provenance_link()
                 review_items_link(importer)
                 if dry_run:
                     raise _DryRunRollback
@@ -531,7 +532,13 @@ def _run(
                 f"  ! a concurrent write clashed with this import ({clash}); rolled back, importing again"
             )
             continue
-        sessions_pending_store(importer, attempts=IMPORT_ATTEMPTS)
+        try:
+            sessions_pending_store(importer, attempts=IMPORT_ATTEMPTS)
+        finally:
+            # Entries' provenance points at the sessions as stored here, known only now (those stored
+            # before a session that failed included).
+            with transaction.atomic():
+                importer.provenance_link()
         return report
     raise AssertionError("unreachable")
 
