@@ -2,7 +2,6 @@
 by a deterministic merge of recurring facts otherwise."""
 
 import logging
-import re
 import time
 from datetime import datetime, timedelta
 
@@ -23,10 +22,10 @@ from memoryproject.llm import (
 )
 from memoryproject.resilience import failure_detail
 from vault import selectors, services
+from vault.maintenance.facts import fact_clean, fact_key, fact_lines, rewrite_refusal
 from vault.maintenance.runs import ACTOR, agent_lock_try, run_change, run_count
 from vault.models import Agent, AgentMaintenance, CompactionRun, Project, RunKind, RunTrigger, WorkspaceFile
-from vault.text import lines_with_code, text_check, token_estimate
-from vault.workspace_templates import MEMORY_MD
+from vault.text import text_check, token_estimate
 
 logger = logging.getLogger(__name__)
 
@@ -62,29 +61,7 @@ def file_replace_if_unchanged(*, agent: Agent, path: str, expected: str | None, 
 # --- Extraction after a conversation ------------------------------------------------------------
 
 
-_FACT_PREFIX_RE = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
-_FACT_TIME_RE = re.compile(r"^(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*[-–·:]?\s*)")
 RECURRING_HEADING = "## Recurring facts"
-_FACT_WORD_RE = re.compile(r"\w")
-
-
-def _fact_lines(content: str) -> list[tuple[str, bool]]:
-    """Each line of a note or MEMORY.md and whether it can be a fact: prose or a list item, not a
-    heading, code (a fence or inside one), a table row or a rule. Those repeat by nature (a block's
-    closing fence, a second table's separator): dropped as duplicates they broke the file."""
-    return [
-        (line, not code and bool(_FACT_WORD_RE.search(line)) and not line.lstrip().startswith(("#", "|")))
-        for line, code in lines_with_code(content)
-    ]
-
-
-def _fact_key(line: str) -> str:
-    return " ".join(line.casefold().split()).rstrip(".!;:")
-
-
-def _fact_clean(line: str) -> str:
-    line = _FACT_PREFIX_RE.sub("", line.strip())
-    return _FACT_TIME_RE.sub("", line).strip()
 
 
 def daily_notes_recent(agent: Agent, now: datetime, days: int) -> list[tuple[str, str]]:
@@ -106,13 +83,13 @@ def daily_notes_recent(agent: Agent, now: datetime, days: int) -> list[tuple[str
 def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str:
     """MEMORY.md without duplicate facts, plus the facts seen on at least two different days.
 
-    A fact is a line of prose or a list item (_fact_lines), without bullets and times; facts are
+    A fact is a line of prose or a list item (fact_lines), without bullets and times; facts are
     compared case- and space-insensitively, and every other line of MEMORY.md is kept as it is. Facts
     already in MEMORY.md are not added again, so running it twice changes nothing.
     """
     kept, seen = [], set()
-    for line, fact in _fact_lines(memory):
-        key = _fact_key(_fact_clean(line))
+    for line, fact in fact_lines(memory):
+        key = fact_key(fact_clean(line))
         if fact and key:
             if key in seen:
                 continue
@@ -122,11 +99,11 @@ def memory_merge_deterministic(memory: str, notes: list[tuple[str, str]]) -> str
     text_by_fact: dict[str, str] = {}
     for path, content in reversed(notes):  # newest first: the latest wording of a fact wins
         day = (selectors.daily_note_part(path) or (path,))[0]  # the parts of a day's note are one day
-        for line, is_fact in _fact_lines(content):
+        for line, is_fact in fact_lines(content):
             if not is_fact:
                 continue
-            fact = _fact_clean(line)
-            key = _fact_key(fact)
+            fact = fact_clean(line)
+            key = fact_key(fact)
             if len(key) < 4:
                 continue
             days_by_fact.setdefault(key, set()).add(day)
@@ -185,12 +162,12 @@ def llm_json_rewrite(messages: list[dict], *, files: dict[str, str], added: str 
 
 def _facts_new(memory: str, notes: list[tuple[str, str]]) -> str:
     """The notes' facts that MEMORY.md does not hold yet, once each: what consolidation may add."""
-    known = {_fact_key(_fact_clean(line)) for line, fact in _fact_lines(memory) if fact}
+    known = {fact_key(fact_clean(line)) for line, fact in fact_lines(memory) if fact}
     new: dict[str, str] = {}
     for _, content in notes:
-        for line, is_fact in _fact_lines(content):
-            fact = _fact_clean(line)
-            key = _fact_key(fact)
+        for line, is_fact in fact_lines(content):
+            fact = fact_clean(line)
+            key = fact_key(fact)
             if is_fact and key and key not in known:
                 new.setdefault(key, f"- {fact}\n")
     return "".join(new.values())
@@ -209,78 +186,6 @@ def _consolidation_contract(reply: dict) -> tuple[bool, str, str, list]:
     if not isinstance(removed, list):
         raise LLMError(f'\'removed\' must be a list of {{"fact", "why"}} objects, got {removed!r:.100}')
     return reply["should_update"], str(reply.get("reason") or ""), content, removed
-
-
-# An old fact is still in the new MEMORY.md when a line of it holds this share of the fact's words (a fact
-# reworded a little, merged into a longer line or given a new value is kept, not dropped); a removal
-# names it when its "fact" does.
-FACT_KEPT_WORD_SHARE = 0.8
-# Cap on the dropped facts a result lists (the count is always whole).
-FACTS_DROPPED_LISTED = 50
-
-
-def _fact_words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", text.casefold()))
-
-
-def _memory_facts(content: str) -> list[str]:
-    """MEMORY.md's facts (_fact_lines, cleaned), once each; the lines of its starting text are none."""
-    facts: dict[str, str] = {}
-    for line, is_fact in _fact_lines(content):
-        fact = _fact_clean(line)
-        key = _fact_key(fact)
-        if is_fact and _fact_words(fact) and key not in _STARTING_TEXT_FACTS:
-            facts.setdefault(key, fact)
-    return list(facts.values())
-
-
-_STARTING_TEXT_FACTS = {_fact_key(_fact_clean(line)) for line, fact in _fact_lines(MEMORY_MD) if fact}
-
-
-def _fact_in(words: set[str], lines: list[set[str]]) -> bool:
-    return any(len(words & line) >= FACT_KEPT_WORD_SHARE * len(words) for line in lines)
-
-
-def facts_dropped_silently(old: str, new: str, removed: list) -> tuple[int, list[str]]:
-    """How many facts `old` MEMORY.md holds, and those the `new` one holds no longer without the
-    model naming them in `removed` ([{"fact", "why"}], a why given: superseded, duplicate, no longer
-    true): what a rewrite would lose unnoticed, the old text kept only in the file's history."""
-    facts = _memory_facts(old)
-    lines = [_fact_words(line) for line in new.splitlines()]
-    # Most facts are kept word for word: found by their key, no word sets compared.
-    verbatim = {_fact_key(_fact_clean(line)) for line in new.splitlines()}
-    explained = [
-        _fact_words(item["fact"])
-        for item in removed
-        if isinstance(item, dict)
-        and isinstance(item.get("fact"), str)
-        and isinstance(item.get("why") or item.get("reason"), str)
-        and (item.get("why") or item.get("reason")).strip()
-    ]
-    dropped = [
-        fact
-        for fact in facts
-        if _fact_key(fact) not in verbatim
-        and not _fact_in(_fact_words(fact), lines)
-        and not _fact_in(_fact_words(fact), explained)
-    ]
-    return len(facts), dropped
-
-
-def _rewrite_refusal(memory: str | None, content: str, removed: list) -> dict | None:
-    """None when the model's MEMORY.md may replace `memory`; else why not: it drops more than
-    MEMORY_CONSOLIDATE_MAX_SILENT_DROP of the facts without saying so."""
-    total, dropped = facts_dropped_silently(memory or "", content, removed)
-    share = settings.MEMORY_CONSOLIDATE_MAX_SILENT_DROP
-    if not dropped or len(dropped) <= share * total:
-        return None
-    return {
-        "reason": (
-            f"the model's MEMORY.md dropped {len(dropped)} of {total} facts without saying why (more than "
-            f"MEMORY_CONSOLIDATE_MAX_SILENT_DROP, {share:.0%}): refused, MEMORY.md kept as it was"
-        ),
-        "facts_dropped_silently": dropped[:FACTS_DROPPED_LISTED],
-    }
 
 
 def _notes_scope(now: datetime, sent: list[tuple[str, str]], held: list[tuple[str, str]]) -> str:
@@ -332,7 +237,7 @@ def _consolidate_with_llm(
 ) -> tuple[str | None, str, list[tuple[str, str]], dict | None]:
     """The model's MEMORY.md (None: no change), its reason, the older notes that did not fit the
     prompt (those the caller merges deterministically into the model's MEMORY.md), and why the
-    answer is refused (None: it is not; see _rewrite_refusal)."""
+    answer is refused (None: it is not; see rewrite_refusal)."""
     messages, held = _notes_prompt(agent, now, memory, notes)
     sent = notes[len(held) :]
     should, reason, content, removed = _consolidation_contract(
@@ -340,7 +245,7 @@ def _consolidate_with_llm(
     )
     if not should:
         return None, reason, held, None
-    return content, reason, held, _rewrite_refusal(memory, content, removed)
+    return content, reason, held, rewrite_refusal(memory, content, removed)
 
 
 def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
