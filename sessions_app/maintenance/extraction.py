@@ -29,6 +29,7 @@ from vault.maintenance.consolidation import (
     llm_json_rewrite,
     llm_text_storable,
 )
+from vault.maintenance.facts import rewrite_review
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, EntrySource, SessionMark
 from vault.text import text_clip
@@ -147,6 +148,10 @@ def _extraction_contract(reply: dict) -> dict:
         if not isinstance(value, str):
             raise LLMError(f"'{field}' must be a string, got {type(value).__name__}")
         checked[field] = llm_text_storable(field, value.strip())
+    removed = reply.get("removed") or []
+    if not isinstance(removed, list):
+        raise LLMError(f'\'removed\' must be a list of {{"fact", "why"}} objects, got {removed!r:.100}')
+    checked["removed"] = removed
     return checked
 
 
@@ -173,6 +178,7 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
     reply = llm_json_rewrite(prompt, files={"MEMORY.md": memory or "", "PROFILE.md": profile or ""})
     contract = _extraction_contract(reply)
     result = {"path": "llm", "should_update": contract["should_update"], "reason": contract["reason"]}
+    result |= {"refused": [], "removed": []}
     if left_out:
         result["messages_over_budget"] = left_out
     written = []
@@ -185,19 +191,32 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
                 changed_by=ACTOR,
             )
             written.append(note.path)
-        for path, field, before in (
-            ("MEMORY.md", "memory_update", memory),
-            ("PROFILE.md", "profile_update", profile),
-        ):
-            content = contract[field] + "\n" if contract[field] else ""
-            if (
-                content
-                and content != before
-                and file_replace_if_unchanged(agent=agent, path=path, expected=before, content=content)
-            ):
-                written.append(path)
+        written += _core_files_write(agent, contract, {"MEMORY.md": memory, "PROFILE.md": profile}, result)
     result["written"] = written
     return result
+
+
+def _core_files_write(
+    agent: Agent, contract: dict, current: dict[str, str | None], result: dict
+) -> list[str]:
+    """Write the model's MEMORY.md and PROFILE.md (those it rewrote) and return the paths written. A
+    file whose rewrite drops more than MEMORY_CONSOLIDATE_MAX_SILENT_DROP of its facts without naming
+    them in the answer's "removed" is kept as it is: the refusal is logged and listed in the result's
+    "refused" ({"path", "reason", "facts_dropped_silently"}); the removals told why of, of the files
+    written, are listed in its "removed" ({"path", "fact", "why"})."""
+    written = []
+    for path, field in (("MEMORY.md", "memory_update"), ("PROFILE.md", "profile_update")):
+        content, before = (contract[field] + "\n" if contract[field] else ""), current[path]
+        if not content or content == before:
+            continue
+        refusal, removals = rewrite_review(path=path, old=before, new=content, removed=contract["removed"])
+        if refusal:
+            logger.warning("extraction for %s: %s", agent, refusal["reason"])
+            result["refused"].append({"path": path, **refusal})
+        elif file_replace_if_unchanged(agent=agent, path=path, expected=before, content=content):
+            written.append(path)
+            result["removed"] += [{"path": path, **removal} for removal in removals]
+    return written
 
 
 def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:

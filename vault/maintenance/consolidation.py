@@ -22,7 +22,7 @@ from memoryproject.llm import (
 )
 from memoryproject.resilience import failure_detail
 from vault import selectors, services
-from vault.maintenance.facts import fact_clean, fact_key, fact_lines, rewrite_refusal
+from vault.maintenance.facts import fact_clean, fact_key, fact_lines, rewrite_review
 from vault.maintenance.runs import ACTOR, agent_lock_try, run_change, run_count
 from vault.models import Agent, AgentMaintenance, CompactionRun, Project, RunKind, RunTrigger, WorkspaceFile
 from vault.text import text_check, token_estimate
@@ -237,7 +237,7 @@ def _consolidate_with_llm(
 ) -> tuple[str | None, str, list[tuple[str, str]], dict | None]:
     """The model's MEMORY.md (None: no change), its reason, the older notes that did not fit the
     prompt (those the caller merges deterministically into the model's MEMORY.md), and why the
-    answer is refused (None: it is not; see rewrite_refusal)."""
+    answer is refused (None: it is not; see rewrite_review)."""
     messages, held = _notes_prompt(agent, now, memory, notes)
     sent = notes[len(held) :]
     should, reason, content, removed = _consolidation_contract(
@@ -245,7 +245,8 @@ def _consolidate_with_llm(
     )
     if not should:
         return None, reason, held, None
-    return content, reason, held, rewrite_refusal(memory, content, removed)
+    refusal, _ = rewrite_review(path="MEMORY.md", old=memory, new=content, removed=removed)
+    return content, reason, held, refusal
 
 
 def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
