@@ -1,5 +1,5 @@
-"""The facts of a memory file (MEMORY.md, PROFILE.md, a daily note), and the check that a model's rewrite
-file keeps them or says why not: shared by consolidation and the post-conversation extraction."""
+"""The facts of a memory file (MEMORY.md, PROFILE.md, a daily note), and the check that a model's
+rewrite of the file keeps them or says why not: shared by consolidation and the post-conversation extraction."""
 
 import re
 
