@@ -27,6 +27,11 @@ class CompactionRunOut(Schema):
         return obj.project.slug
 
 
+class RemovalOut(Schema):
+    fact: str  # the line of the old MEMORY.md
+    why: str  # the model's reason: superseded, duplicate, no longer true
+
+
 class ConsolidationOut(Schema):
     agent: str
     path: str
@@ -40,6 +45,9 @@ class ConsolidationOut(Schema):
     # facts without naming them in its "removed" list (these, at most 50); MEMORY.md was kept.
     refused: bool = False
     facts_dropped_silently: list[str] = []
+    # The facts of the old MEMORY.md the written one no longer holds, named in the answer's "removed" with
+    # why (at most 50): what a curator reviews.
+    removed: list[RemovalOut] = []
 
 
 # What a forget may ask (memoryproject.maintenance._forget_criteria, which checks it and says why): ids or

@@ -234,19 +234,18 @@ def _notes_prompt(agent: Agent, now: datetime, memory: str | None, notes: list[t
 
 def _consolidate_with_llm(
     agent: Agent, now: datetime, memory: str | None, notes: list[tuple[str, str]]
-) -> tuple[str | None, str, list[tuple[str, str]], dict | None]:
+) -> tuple[str | None, str, list[tuple[str, str]], tuple[dict | None, list[dict]]]:
     """The model's MEMORY.md (None: no change), its reason, the older notes that did not fit the
-    prompt (those the caller merges deterministically into the model's MEMORY.md), and why the
-    answer is refused (None: it is not; see rewrite_review)."""
+    prompt (those the caller merges deterministically into the model's MEMORY.md), and its review:
+    why the answer is refused (None: it is not) and the facts it removes saying why (rewrite_review)."""
     messages, held = _notes_prompt(agent, now, memory, notes)
     sent = notes[len(held) :]
     should, reason, content, removed = _consolidation_contract(
         llm_json_rewrite(messages, files={"MEMORY.md": memory or ""}, added=_facts_new(memory or "", sent))
     )
     if not should:
-        return None, reason, held, None
-    refusal, _ = rewrite_review(path="MEMORY.md", old=memory, new=content, removed=removed)
-    return content, reason, held, refusal
+        return None, reason, held, (None, [])
+    return content, reason, held, rewrite_review(path="MEMORY.md", old=memory, new=content, removed=removed)
 
 
 def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
@@ -257,8 +256,8 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
     notes its prompt holds within LLM_MAX_INPUT_TOKENS; older ones ("notes_over_budget") are merged
     deterministically into its MEMORY.md (they were the newest on earlier nights' runs). A model's
     MEMORY.md that drops more than MEMORY_CONSOLIDATE_MAX_SILENT_DROP of the facts without naming them
-    in its "removed" list is refused ("refused", "facts_dropped_silently"): MEMORY.md is kept as it is.
-    The previous MEMORY.md stays in the file's history (file_write versions it). Raises Conflict when a
+    in its "removed" list is refused ("refused", "facts_dropped_silently"): MEMORY.md is kept as it is;
+    the facts one it writes removes saying why are listed ("removed": fact, why). The previous MEMORY.md stays in the file's history (file_write versions it). Raises Conflict when a
     job for this agent is running.
     """
     now = now or timezone.now()
@@ -268,11 +267,14 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
         notes = daily_notes_recent(agent, now, settings.MEMORY_CONSOLIDATE_DAYS)
         memory = file_content(agent, "MEMORY.md")
         result = {"agent": agent.slug, "path": "MEMORY.md", "notes_read": [path for path, _ in notes]}
-        result |= {"refused": False, "facts_dropped_silently": []}
+        result |= {"refused": False, "facts_dropped_silently": [], "removed": []}
         new_content, reason, used = None, "", "heuristic"
         if llm_configured() and notes:
             try:
-                new_content, reason, held, refusal = _consolidate_with_llm(agent, now, memory, notes)
+                new_content, reason, held, (refusal, removed) = _consolidate_with_llm(
+                    agent, now, memory, notes
+                )
+                result["removed"] = [] if refusal else removed
                 used = "llm"
                 if held:
                     result["notes_over_budget"] = [path for path, _ in held]
@@ -303,6 +305,8 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
             )
             if not updated:
                 reason = "MEMORY.md was edited meanwhile; left as it is, run again"
+        if not updated:
+            result["removed"] = []
         if used == "heuristic" and new_content is not None and not reason:
             # Say what happened, not how: the caller sees "updated" beside this.
             if updated:
@@ -358,7 +362,8 @@ def consolidation_run_all(
 
 def _consolidation_record(project_id: int, results: list[dict], *, now, trigger: str, seconds: float) -> None:
     """A project's consolidation results as a maintenance run: what changed (updated, refused, failed)
-    with the reason, and the counts."""
+    with the reason (and the facts a refusal would have lost, or an update removed saying why), and the
+    counts."""
     run = CompactionRun(
         project_id=project_id,
         kind=RunKind.CONSOLIDATION,
@@ -382,5 +387,9 @@ def _consolidation_record(project_id: int, results: list[dict], *, now, trigger:
         details = {}
         if result.get("facts_dropped_silently"):
             details["facts_dropped_silently"] = "; ".join(result["facts_dropped_silently"])
+        if result.get("removed"):  # what the model removed and why, one a line, for a curator to review
+            details["removed"] = "\n".join(
+                f"{item['fact']} (why: {item['why']})" for item in result["removed"]
+            )
         run_change(run, "consolidation", action, result["agent"], result["reason"], **details)
     run.save()
