@@ -6,7 +6,7 @@ from memoryproject import maintenance
 from memoryproject.booleans import QueryBoolean
 from memoryproject.errors import NotFound
 from vault import selectors
-from vault.maintenance.consolidation import consolidation_run
+from vault.maintenance.consolidation import consolidation_run_one
 from vault.maintenance_schemas import CompactionRunOut, ConsolidationOut, ForgetIn, ForgetOut
 from vault.models import CompactionRun, RunKind, RunTrigger, TokenScope
 
@@ -57,7 +57,7 @@ def retention_last(request):
 def consolidate(request, agent: str):
     target = selectors.agent_get_for_principal(request.auth, agent)
     request.auth.require_project_wide(TokenScope.ADMIN)
-    return consolidation_run(agent=target)
+    return consolidation_run_one(agent=target, trigger=RunTrigger.API)
 
 
 @router.post("/forget", response=ForgetOut, summary="Delete memory by ids or criteria, with an audit row")

@@ -343,14 +343,7 @@ def consolidation_run_all(
             # A MEMORY.md the merge takes over MEMORY_MAX_ENTRY_BYTES fails every night until a curator
             # shortens it; the agents after it are consolidated all the same, and the failure is reported.
             logger.exception("consolidation of %s failed", agent)
-            detail = failure_detail(exc)
-            result = {
-                "agent": agent.slug,
-                "updated": False,
-                "refused": False,
-                "reason": detail,
-                "error": detail,
-            }
+            result = _failed(agent, exc)
         results.append(result)
         project_results, took = by_project.setdefault(agent.project_id, ([], []))
         project_results.append(result)
@@ -358,6 +351,32 @@ def consolidation_run_all(
     for project_id, (project_results, took) in by_project.items():
         _consolidation_record(project_id, project_results, now=now, trigger=trigger, seconds=sum(took))
     return results
+
+
+def consolidation_run_one(*, agent: Agent, trigger: str, now: datetime | None = None) -> dict:
+    """consolidation_run for one agent (the API's, the command's --agent), recorded as a consolidation
+    run of its project as the nightly job's are, so the maintenance page shows it. A failure is
+    recorded, then raised; an agent busy with another job (Conflict) is not recorded: nothing ran."""
+    now = now or timezone.now()
+    started = time.monotonic()
+    try:
+        result = consolidation_run(agent=agent, now=now)
+    except Conflict:
+        raise
+    except Exception as exc:
+        seconds = time.monotonic() - started
+        _consolidation_record(
+            agent.project_id, [_failed(agent, exc)], now=now, trigger=trigger, seconds=seconds
+        )
+        raise
+    seconds = time.monotonic() - started
+    _consolidation_record(agent.project_id, [result], now=now, trigger=trigger, seconds=seconds)
+    return result
+
+
+def _failed(agent: Agent, exc: Exception) -> dict:
+    detail = failure_detail(exc)
+    return {"agent": agent.slug, "updated": False, "refused": False, "reason": detail, "error": detail}
 
 
 def _consolidation_record(project_id: int, results: list[dict], *, now, trigger: str, seconds: float) -> None:

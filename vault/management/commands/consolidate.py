@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject.errors import DomainError
-from vault.maintenance.consolidation import consolidation_run, consolidation_run_all
+from vault.maintenance.consolidation import consolidation_run_all, consolidation_run_one
 from vault.models import Agent, Project, RunTrigger
 
 
@@ -23,7 +23,7 @@ class Command(BaseCommand):
                     f"No agent {options['agent']!r} in project {options['project'] or 'default'!r}."
                 )
             try:
-                results = [consolidation_run(agent=agent)]
+                results = [consolidation_run_one(agent=agent, trigger=RunTrigger.COMMAND)]
             except DomainError as exc:  # busy (another job), or a MEMORY.md it cannot write
                 raise CommandError(f"{agent.slug}: MEMORY.md not consolidated ({exc.detail})") from None
         elif options["project"]:

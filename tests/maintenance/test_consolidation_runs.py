@@ -1,0 +1,69 @@
+"""Consolidation of one agent, asked for through the API or the command, is recorded as a consolidation
+run of its project like the nightly job's."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from vault import services
+from vault.models import CompactionRun
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_llm(settings):
+    settings.LLM_BASE_URL = ""
+    settings.LLM_MODEL = ""
+
+
+@pytest.fixture
+def notes(agent_a):
+    for days_ago in (0, 2):
+        services.daily_note_append(
+            agent=agent_a,
+            when=timezone.now() - timedelta(days=days_ago),
+            text="\n## 10:00\n- Deploys happen on Fridays\n",
+            changed_by="t",
+        )
+    return agent_a
+
+
+def runs():
+    return list(CompactionRun.objects.filter(kind="consolidation").order_by("pk"))
+
+
+def test_a_consolidation_through_the_api_is_recorded(notes, api, admin_token, client_a):
+    """POST /agents/{agent}/consolidate only returned its result: the maintenance page, where curators
+    see what consolidation did, never showed it."""
+    body = api.post("/agents/agent-a/consolidate", token=admin_token).json()
+    assert body["updated"] is True
+    [run] = runs()
+    assert run.trigger == "api" and run.project.slug == "acme"
+    assert run.counts == {"agents": 1, "updated": 1, "refused": 0, "failed": 0}
+    [change] = run.changes
+    assert (change["action"], change["target"], change["reason"]) == ("updated", "agent-a", body["reason"])
+    page = client_a.get("/projects/acme/maintenance/").content.decode()
+    assert f"#{run.pk}</a>" in page and "Consolidation" in page and "updated 1" in page
+
+
+def test_a_consolidation_by_the_command_is_recorded(notes, capsys):
+    call_command("consolidate", "--project", "acme", "--agent", "agent-a")
+    assert "agent-a: MEMORY.md updated" in capsys.readouterr().out
+    [run] = runs()
+    assert run.trigger == "command" and run.counts["updated"] == 1
+    assert run.changes[0]["target"] == "agent-a"
+
+
+def test_a_single_agent_run_that_fails_is_recorded_as_failed(notes, api, admin_token, settings):
+    """The merge taking MEMORY.md over MEMORY_MAX_ENTRY_BYTES is answered 413 (the command exits 1),
+    and the run says so, as the nightly job's does."""
+    settings.MEMORY_MAX_ENTRY_BYTES = 64
+    response = api.post("/agents/agent-a/consolidate", token=admin_token)
+    assert response.status_code == 413, response.content
+    with pytest.raises(CommandError, match="agent-a: MEMORY.md not consolidated"):
+        call_command("consolidate", "--project", "acme", "--agent", "agent-a")
+    assert [(run.trigger, run.counts["failed"]) for run in runs()] == [("api", 1), ("command", 1)]
+    assert "TooLarge" in runs()[0].changes[0]["reason"]
