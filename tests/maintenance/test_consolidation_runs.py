@@ -1,5 +1,5 @@
 """Consolidation of one agent, asked for through the API or the command, is recorded as a consolidation
-run of its project like the nightly job's."""
+run of its project like the nightly job's, and shown on the maintenance page in its own words."""
 
 from datetime import timedelta
 
@@ -67,3 +67,15 @@ def test_a_single_agent_run_that_fails_is_recorded_as_failed(notes, api, admin_t
         call_command("consolidate", "--project", "acme", "--agent", "agent-a")
     assert [(run.trigger, run.counts["failed"]) for run in runs()] == [("api", 1), ("command", 1)]
     assert "TooLarge" in runs()[0].changes[0]["reason"]
+
+
+def test_a_consolidation_that_changes_nothing_says_so_in_its_own_words(notes, api, admin_token, client_a):
+    """The run page of a consolidation with no change said "the project is within its limits",
+    compaction's words, which say nothing about MEMORY.md."""
+    api.post("/agents/agent-a/consolidate", token=admin_token)
+    api.post("/agents/agent-a/consolidate", token=admin_token)  # nothing left to add
+    run = runs()[-1]
+    assert run.changes == [] and run.counts["agents"] == 1
+    page = client_a.get(f"/projects/acme/maintenance/runs/{run.pk}/").content.decode()
+    assert "within its limits" not in page
+    assert "Nothing changed: no agent's MEMORY.md needed a change." in page
