@@ -94,3 +94,27 @@ document.addEventListener("htmx:afterSettle", (event) => {
   const target = find(holder.getAttribute("data-focus")) || find(holder.getAttribute("data-focus-else"));
   if (target) target.focus();
 });
+
+// Escape answers "no" to an open confirmation (deleting an entry, revoking a token), as its Cancel
+// does, whether the focus is in it or on the button that opened it; Cancel then puts the focus back.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape" || event.defaultPrevented) return;
+  const main = document.getElementById("main");
+  for (let el = document.activeElement; el && el !== main && el !== document.body; el = el.parentElement) {
+    const cancel = el.querySelector("[role=alertdialog] [data-confirm-cancel]");
+    if (cancel) {
+      event.preventDefault();
+      cancel.click();
+      return;
+    }
+  }
+});
+
+// A link drawn as a button (Edit, Delete, Revoke...) answers Space as a button does, not only Enter.
+document.addEventListener("keydown", (event) => {
+  const target = event.target;
+  if (event.key !== " " || event.defaultPrevented || !target.matches || !target.matches("a.button[href]")) return;
+  if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  event.preventDefault();
+  target.click();
+});
