@@ -148,6 +148,29 @@ def test_the_consolidate_command_keeps_to_the_project_it_names(agent_a, outsider
     assert "acme deploys" in memory(agent_a).content
 
 
+def test_the_consolidate_command_over_every_project_says_which_project_each_agent_is_in(
+    agent_a, outsider_agent, capsys
+):
+    """Both projects have an agent-a: the lines were "agent-a: MEMORY.md updated" twice."""
+    for agent in (agent_a, outsider_agent):
+        for days_ago in (0, 2):
+            note(agent, days_ago, f"\n## 10:00\n- {agent.project.slug} deploys on Fridays\n")
+    call_command("consolidate")
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split(":")[0] for line in lines) == ["acme/agent-a", "globex/agent-a"]
+
+
+def test_an_agent_without_daily_notes_is_told_so(agent_a, capsys):
+    """It was "MEMORY.md already holds what the 0 daily note(s) say"."""
+    services.file_write(
+        agent=agent_a, path="MEMORY.md", content="# MEMORY.md\n- Uses Python\n", changed_by="t"
+    )
+    call_command("consolidate", "--project", "acme", "--agent", "agent-a")
+    assert capsys.readouterr().out == (
+        "agent-a: MEMORY.md unchanged (no daily notes in the last 7 days; nothing to add)\n"
+    )
+
+
 def test_one_agent_that_cannot_be_consolidated_does_not_stop_the_others(agent_a, agent_b, capsys):
     """A MEMORY.md the merge takes over MEMORY_MAX_ENTRY_BYTES raised out of the nightly run: the agents
     after it were not consolidated, and the command ended in a traceback."""
@@ -165,7 +188,7 @@ def test_one_agent_that_cannot_be_consolidated_does_not_stop_the_others(agent_a,
     assert [(r["agent"], r["updated"]) for r in results] == [("agent-a", False), ("agent-b", True)]
     assert "TooLarge" in results[0]["error"] and memory(agent_a).content == big
     assert "Deploys happen on Fridays" in memory(agent_b).content
-    with pytest.raises(CommandError, match="1 agent could not be consolidated: agent-a"):
+    with pytest.raises(CommandError, match="1 agent could not be consolidated: acme/agent-a"):
         call_command("consolidate")
     out = capsys.readouterr().out
     assert "agent-a: MEMORY.md not consolidated (TooLarge: content is " in out

@@ -311,6 +311,8 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
             # Say what happened, not how: the caller sees "updated" beside this.
             if updated:
                 reason = f"merged {len(notes)} daily note(s) into MEMORY.md (duplicates dropped)"
+            elif not notes:
+                reason = f"no daily notes in the last {settings.MEMORY_CONSOLIDATE_DAYS} days; nothing to add"
             else:
                 reason = f"MEMORY.md already holds what the {len(notes)} daily note(s) say; nothing to add"
         state, _ = AgentMaintenance.objects.get_or_create(agent=agent)

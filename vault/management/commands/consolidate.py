@@ -32,7 +32,12 @@ class Command(BaseCommand):
                 raise CommandError(f"No project {options['project']!r}.")
             results = consolidation_run_all(project=project, trigger=RunTrigger.COMMAND)
         else:
-            results = consolidation_run_all(trigger=RunTrigger.COMMAND)
+            # Every project: two projects may each have an agent of the same name, so each line says whose.
+            results = [
+                {**result, "agent": f"{project.slug}/{result['agent']}"}
+                for project in Project.objects.order_by("slug")
+                for result in consolidation_run_all(project=project, trigger=RunTrigger.COMMAND)
+            ]
         for result in results:
             state = "updated" if result["updated"] else "unchanged"
             if "error" in result:
