@@ -193,6 +193,8 @@ AXES_COOLOFF_TIME = env_int("MEMORY_LOGIN_LOCKOUT_MINUTES", 15, minimum=1) / 60
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
+# The lockout in the site's layout, saying for how long (axes' default is a bare line of text).
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # Behind a TLS-terminating proxy that sets X-Forwarded-Proto: HSTS, Secure cookies, HTTPS redirect.
 MEMORY_BEHIND_TLS = env_bool("MEMORY_BEHIND_TLS", False)
 if MEMORY_BEHIND_TLS:
