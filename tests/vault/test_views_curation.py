@@ -446,6 +446,14 @@ def test_it_toggles_enabled_and_sort_order(client_a, agent_a):
     assert client_a.post(url, {"path": "nope.md", "sort_order": "1"}).status_code == 404
 
 
+def test_a_sort_order_out_of_range_is_refused_saying_the_range(client_a, agent_a):
+    """99999999 was refused as "Sort order must be a whole number", which it is."""
+    url = reverse("vault-file-settings", args=["acme", "agent-a"])
+    page = client_a.post(url, {"path": "MEMORY.md", "sort_order": "99999999"}, follow=True).content.decode()
+    assert "MEMORY.md: not saved: the sort order must be a whole number from -1000000 to 1000000." in page
+    assert WorkspaceFile.objects.get(agent=agent_a, path="MEMORY.md").sort_order != 99999999
+
+
 def _settings_form(page: str, path: str) -> dict:
     """What the files table's settings form of `path` sends, as a browser would (an unticked checkbox
     sends nothing)."""

@@ -115,7 +115,12 @@ def file_settings(request, project, agent):
         else:
             messages.success(request, f"{path}: settings saved.")
     else:
-        messages.error(request, "Sort order must be a whole number.")
+        field = FileSettingsForm.base_fields["sort_order"]
+        messages.error(
+            request,
+            f"{path}: not saved: the sort order must be a whole number from {field.min_value} to "
+            f"{field.max_value}.",
+        )
     if back_to_file:
         return redirect(file_page_url(agent.project.slug, agent.slug, path))
     return redirect("vault-file", agent.project.slug, agent.slug)
