@@ -4,9 +4,11 @@ label, and placing a service's error on a form."""
 from functools import wraps
 from urllib.parse import urlsplit
 
+from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
+from django.urls import reverse
 
 from memoryproject.errors import DomainError, NotFound
 from vault import selectors
@@ -27,6 +29,18 @@ def _htmx_page(request) -> str:
     return request.get_full_path()
 
 
+def _page_after_login(request) -> str:
+    """Where the login sends an anonymous curator back to: the page asked for; for a form's POST (a
+    button pressed on a page left open after the login ended), the page the form was on (Referer, on
+    this host), since a GET of the form's own address is a 405; else the dashboard."""
+    if request.method in ("GET", "HEAD"):
+        return request.get_full_path()
+    page = urlsplit(request.headers.get("Referer", ""))
+    if page.path.startswith("/") and page.netloc == request.get_host():
+        return page.path + (f"?{page.query}" if page.query else "")
+    return reverse("dashboard")
+
+
 def actor(request) -> str:
     return f"user:{request.user.get_username()}"
 
@@ -43,7 +57,11 @@ def curator_required(view):
                 response = HttpResponse(status=204)
                 response["HX-Redirect"] = redirect_to_login(_htmx_page(request)).url
                 return response
-            return redirect_to_login(request.get_full_path())
+            if request.method not in ("GET", "HEAD"):
+                messages.info(
+                    request, "Your login had ended, so that was not done: log in, then do it again."
+                )
+            return redirect_to_login(_page_after_login(request))
         if not selectors.user_is_curator(request.user):
             raise PermissionDenied("Curator pages need staff status or the curator group.")
         try:
