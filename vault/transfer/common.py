@@ -12,6 +12,8 @@ from pathlib import Path
 
 from django.db import connection
 
+from memoryproject.errors import InvalidInput
+from vault import services
 from vault.models import (
     EntryStatus,
     Project,
@@ -273,3 +275,15 @@ def _concurrent_clash(exc: Exception) -> str | None:
     if not (state.startswith("23") or state in {"40001", "40P01"}):
         return None
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def agent_map_parse(text: str | None) -> dict[str, str]:
+    """`old=new,old2=new2` -> {"old": "new", ...}; malformed pairs are an InvalidInput."""
+
+    mapping = {}
+    for pair in filter(None, (part.strip() for part in (text or "").split(","))):
+        old, sep, new = pair.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise InvalidInput(f"--agent-map: {pair!r} is not old=new")
+        mapping[old.strip()] = services.slug_check(new.strip(), field="agent")
+    return mapping

@@ -471,18 +471,6 @@ def _too_large(path: Path, exact: bool, report: ImportReport) -> bool:
 # --- Entry points ---------------------------------------------------------------------------------
 
 
-def agent_map_parse(text: str | None) -> dict[str, str]:
-    """`old=new,old2=new2` -> {"old": "new", ...}; malformed pairs are an InvalidInput."""
-
-    mapping = {}
-    for pair in filter(None, (part.strip() for part in (text or "").split(","))):
-        old, sep, new = pair.partition("=")
-        if not sep or not old.strip() or not new.strip():
-            raise InvalidInput(f"--agent-map: {pair!r} is not old=new")
-        mapping[old.strip()] = services.slug_check(new.strip(), field="agent")
-    return mapping
-
-
 def _run(
     project: Project,
     dry_run: bool,

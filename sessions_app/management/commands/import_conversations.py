@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memoryproject.errors import DomainError
 from sessions_app import transfer
 from vault.management.projects import project_get
-from vault.transfer.layouts import agent_map_parse
+from vault.transfer.common import agent_map_parse
 
 
 class Command(BaseCommand):
