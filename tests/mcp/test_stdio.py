@@ -7,6 +7,7 @@ import sys
 import threading
 
 import anyio
+from django.db import connection
 
 from tests.mcp import scenarios
 from tests.mcp.conftest import ROOT, run, stdio_env, stdio_session
@@ -140,6 +141,19 @@ def test_stdout_carries_nothing_but_json_rpc_messages(dev, mcp_project):
         assert message["jsonrpc"] == "2.0"  # ...and a JSON-RPC message
         assert "id" in message or "method" in message
     assert "".join(stderr_chunks).strip(), "the logs went nowhere: expected them on stderr"
+    # An MCP client starts the process with the environment its configuration gives: the first line
+    # on stderr says whose memory and which database, so one started without DATABASE_URL shows.
+    started = "memory MCP over stdio: project 'acme', agent 'dev'; database: "
+    line = next((chunk for chunk in stderr_chunks if chunk.startswith(started)), None)
+    assert line is not None, stderr_chunks[:5]
+    assert f"/{connection.settings_dict['NAME']} (DATABASE_URL)" in line, line
+
+
+def test_the_stdio_server_names_the_embedded_database_it_uses(settings, tmp_path):
+    from memoryproject.management.commands.mcp import _database_describe
+
+    settings.EMBEDDED_DATABASE, settings.MEMORY_DATA_DIR = True, tmp_path
+    assert _database_describe() == f"the embedded PostgreSQL under {tmp_path / 'pg'}"
 
 
 def test_a_token_revoked_while_the_server_runs_is_refused_from_the_next_call(dev, dev_token):

@@ -3,6 +3,7 @@
 import os
 
 import anyio
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from memoryproject.errors import DomainError
@@ -31,9 +32,23 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(exc.detail) from exc
         stdio_caller_set(caller)
+        # MCP clients start this process with their own environment: one that lacks the server's
+        # DATABASE_URL (or MEMORY_DATA_DIR) would read and write another database, silently. Say which.
+        self.stderr.write(
+            f"memory MCP over stdio: {self._acting_as(caller)}; database: {_database_describe()}"
+        )
         server = mcp_server()
         stdout_restore()
         anyio.run(serve_stdio, server)
+
+    @staticmethod
+    def _acting_as(caller: Caller) -> str:
+        principal = caller.principal
+        project = Project.objects.filter(pk=principal.project_id).values_list("slug", flat=True).first()
+        agent = caller.default_agent
+        if principal.agent_id is not None:
+            agent = Agent.objects.filter(pk=principal.agent_id).values_list("slug", flat=True).first()
+        return f"project {project!r}, " + (f"agent {agent!r}" if agent else "no default agent")
 
     def _caller(self, options) -> Caller:
         secret = options["token"] or os.environ.get("MEMORY_TOKEN", "")
@@ -66,3 +81,10 @@ class Command(BaseCommand):
             project_id=project.pk, agent_id=agent.pk, scope=TokenScope.WRITE, label=f"mcp-stdio:{agent.slug}"
         )
         return Caller(principal=principal)
+
+
+def _database_describe() -> str:
+    if settings.EMBEDDED_DATABASE:
+        return f"the embedded PostgreSQL under {settings.MEMORY_DATA_DIR / 'pg'}"
+    db = settings.DATABASES["default"]
+    return f"{db.get('HOST') or 'local socket'}:{db.get('PORT') or 5432}/{db['NAME']} (DATABASE_URL)"
