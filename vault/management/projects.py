@@ -1,5 +1,10 @@
-from django.core.management.base import CommandError
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
+from django.core.management.base import CommandError
+from django.db import transaction
+
+from vault import services
 from vault.models import Project
 
 
@@ -9,3 +14,35 @@ def project_get(slug: str) -> Project:
     if project is None:
         raise CommandError(f"Project {slug!r} does not exist (create it with token_create --create-project).")
     return project
+
+
+class _DryRunRollback(Exception):
+    pass
+
+
+@contextmanager
+def project_for_import(
+    slug: str, *, create: bool, dry_run: bool, say: Callable[[str], None]
+) -> Iterator[Project]:
+    """The project an import command writes into. A missing one is created (through project_create, as
+    token_create --create-project does) when `create` is given, else the error names the flag. On a dry
+    run the project is created in a transaction rolled back with the rest, so a dry run writes nothing."""
+    project = Project.objects.filter(slug=slug).first()
+    if project is not None:
+        yield project
+        return
+    if not create:
+        raise CommandError(f"Project {slug!r} does not exist (add --create-project to create it).")
+    if not dry_run:
+        project = services.project_create(slug=slug)
+        say(f"Created project {project.slug}.")
+        yield project
+        return
+    try:
+        with transaction.atomic():
+            project = services.project_create(slug=slug)
+            say(f"Would create project {project.slug}.")
+            yield project
+            raise _DryRunRollback
+    except _DryRunRollback:
+        pass

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memoryproject.errors import DomainError
 from sessions_app import transfer
 from vault import services
-from vault.management.projects import project_get
+from vault.management.projects import project_for_import
 from vault.transfer.common import agent_map_parse
 
 
@@ -18,6 +18,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", help="the folder to import")
         parser.add_argument("--project", default="default", help="target project slug (default: default)")
+        parser.add_argument(
+            "--create-project", action="store_true", help="create the project if it is missing"
+        )
         parser.add_argument("--agent-map", default="", help="rename agents: old=new,old2=new2")
         parser.add_argument(
             "--agent", default="main", help="agent for what names none (a bare workspace, shared files)"
@@ -34,14 +37,21 @@ class Command(BaseCommand):
             # Checked here, before anything is read: a bad default agent surfaced only as each file that
             # needed it was skipped, with advice to map the name with --agent-map.
             default_agent = services.slug_check(options["agent"], field="--agent")
-            report = transfer.import_memory_dir(
-                path=Path(options["path"]),
-                project=project_get(options["project"]),
-                agent_map=agent_map_parse(options["agent_map"]),
-                default_agent=default_agent,
+            agent_map = agent_map_parse(options["agent_map"])
+            with project_for_import(
+                options["project"],
+                create=options["create_project"],
                 dry_run=options["dry_run"],
-                progress=self.stdout.write,
-            )
+                say=self.stdout.write,
+            ) as project:
+                report = transfer.import_memory_dir(
+                    path=Path(options["path"]),
+                    project=project,
+                    agent_map=agent_map,
+                    default_agent=default_agent,
+                    dry_run=options["dry_run"],
+                    progress=self.stdout.write,
+                )
         except DomainError as exc:
             raise CommandError(exc.detail) from None
         self.stdout.write(report.summary())

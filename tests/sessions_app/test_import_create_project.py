@@ -1,0 +1,86 @@
+"""import_memory_dir and import_conversations into a project that does not exist yet, as the README
+prints them: `--create-project` creates it; without it the error names the flag."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from sessions_app.models import Session
+from vault.models import Project, VaultEntry
+
+COMMANDS = ["import_memory_dir", "import_conversations"]
+
+
+@pytest.fixture
+def memory_folder(tmp_path) -> Path:
+    root = tmp_path / ".memory"
+    (root / "dev").mkdir(parents=True)
+    (root / "dev" / "decisions.md").write_text(
+        "<!-- id:1 -->\n## 2026-03-15T09:00 · #database\nWe decided to use PostgreSQL.\n---\n",
+        encoding="utf-8",
+    )
+    (root / "conversations").mkdir()
+    conversation = {
+        "agentId": "dev",
+        "savedAt": "2026-03-15T23:04:23.463Z",
+        "messages": [
+            {"role": "user", "text": "hi"},
+            {"role": "agent", "text": "We decided to use Redis for caching."},
+        ],
+    }
+    (root / "conversations" / "dev.json").write_text(json.dumps(conversation), encoding="utf-8")
+    return root
+
+
+def run(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", COMMANDS)
+def test_it_refuses_a_missing_project_naming_the_flag(memory_folder, command):
+    with pytest.raises(CommandError) as failure:
+        run(command, str(memory_folder), "--project", "newproj")
+    assert str(failure.value) == "Project 'newproj' does not exist (add --create-project to create it)."
+    assert not Project.objects.filter(slug="newproj").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", COMMANDS)
+def test_it_creates_the_missing_project_and_imports_into_it(memory_folder, command):
+    out = run(command, str(memory_folder), "--project", "newproj", "--create-project")
+    project = Project.objects.get(slug="newproj")
+    assert out.startswith("Created project newproj.\n") and "Import summary:" in out
+    contents = set(VaultEntry.objects.filter(project=project).values_list("content", flat=True))
+    if command == "import_memory_dir":
+        assert any("PostgreSQL" in c for c in contents)
+        assert Session.objects.filter(project=project, agent__slug="dev").exists()
+    else:
+        assert any("Redis" in c for c in contents)
+    # Run again: the project is there now and the flag changes nothing.
+    again = run(command, str(memory_folder), "--project", "newproj", "--create-project")
+    assert "Created project" not in again
+    assert Project.objects.filter(slug="newproj").count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_dry_run_creates_no_project(memory_folder, command):
+    out = run(command, str(memory_folder), "--project", "newproj", "--create-project", "--dry-run")
+    assert out.startswith("Would create project newproj.\n") and "Dry run" in out
+    assert not Project.objects.filter(slug="newproj").exists()
+    assert not VaultEntry.objects.exists() and not Session.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_invalid_project_slug_is_refused_and_nothing_is_created(memory_folder, command):
+    with pytest.raises(CommandError, match="project 'Bad Slug!' is not valid"):
+        run(command, str(memory_folder), "--project", "Bad Slug!", "--create-project")
+    assert not Project.objects.exists()
