@@ -20,7 +20,7 @@ class SearchResultOut(Schema):
     status: str | None = None
     importance: float | None = None
     access_count: int | None = None
-    source: str | None = Field(None, description="Entries: api, ui, import, extraction, compaction...")
+    source: str | None = Field(None, description="Entries: api, mcp, ui, import, extraction, compaction...")
     created_by: str | None = Field(None, description="Entries: the token, curator or process that wrote it")
     confidence: float | None = Field(None, description="Entries: confidence of heuristic or LLM extraction")
     source_session_id: int | None = Field(None, description="Entries: the session it was extracted from")

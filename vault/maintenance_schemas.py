@@ -115,7 +115,7 @@ class ForgetIn(InputSchema):
     )
     since: datetime | None = None
     until: datetime | None = None
-    source: Literal["api", "ui", "import", "extraction", "compaction"] | None = None
+    source: Literal["api", "mcp", "ui", "import", "extraction", "compaction"] | None = None
     kinds: list[Literal["entries", "messages"]] = Field(
         default_factory=lambda: ["entries"], min_length=1, max_length=2
     )

@@ -43,6 +43,7 @@ class EntryStatus(models.TextChoices):
 
 class EntrySource(models.TextChoices):
     API = "api", "API"
+    MCP = "mcp", "MCP"
     UI = "ui", "Curator UI"
     IMPORT = "import", "Import"
     EXTRACTION = "extraction", "Extraction"

@@ -16,7 +16,7 @@ from memoryproject.openapi import AGENT_PATH_SCHEMA
 from vault import selectors, services
 from vault.etags import updated_at_expected
 from vault.maintenance_schemas import FORGET_MAX_IDS, FORGET_MAX_TAGS, ForgetIn, ForgetOut
-from vault.models import EntryStatus, TokenScope
+from vault.models import EntrySource, EntryStatus, TokenScope
 from vault.schemas import EntryIn, EntryOut, EntryPatch
 
 AgentArg = Annotated[
@@ -71,6 +71,7 @@ def memory_save(
         tags=payload.tags,
         importance=payload.importance,
         supersedes_id=payload.supersedes,
+        source=EntrySource.MCP,
     )
     out = dump(EntryOut, entry)
     if entry.duplicate_of:

@@ -67,7 +67,7 @@ async def every_tool(session) -> int:
         tags=["search"],
     )
     entry_id = saved["id"]
-    assert saved["outcome"] == "saved" and saved["agent"] == "dev"
+    assert saved["outcome"] == "saved" and saved["agent"] == "dev" and saved["source"] == "mcp"
     again = await call(
         session,
         "memory_save",
@@ -97,6 +97,7 @@ async def every_tool(session) -> int:
         importance=0.9,
     )
     assert updated["content"].endswith("pgvector comes later.") and updated["importance"] == 0.9
+    assert updated["source"] == "mcp"  # an edit keeps how the entry was written, as a REST PATCH does
     listed_entries = await call(session, "memory_list", category="decisions")
     assert entry_id in [e["id"] for e in listed_entries["items"]]
 

@@ -58,7 +58,10 @@ class EntryChanges:
     status: str | None = None
 
 
-HELD_SOURCES = {EntrySource.API, EntrySource.EXTRACTION, EntrySource.COMPACTION}
+# What an agent writes itself, over REST or MCP: screened for instructions and held by a policy's
+# hold_agent_writes (extraction and compaction by its hold_extracted).
+AGENT_SOURCES = {EntrySource.API, EntrySource.MCP}
+HELD_SOURCES = {*AGENT_SOURCES, EntrySource.EXTRACTION, EntrySource.COMPACTION}
 
 
 def _agent_category_lock(agent_id: int, category: str) -> None:
@@ -89,7 +92,7 @@ def _review_reasons(
     *, agent: Agent, category: str, content: str, source: str, has_policy: bool = True
 ) -> list[tuple[str, object, str]]:
     reasons = []
-    if source in (EntrySource.API, EntrySource.EXTRACTION, EntrySource.COMPACTION):
+    if source in HELD_SOURCES:
         for finding in trust.poisoning_findings(content):
             reasons.append((ReviewKind.POISONING, None, finding))
         policy = (
@@ -102,7 +105,7 @@ def _review_reasons(
             )
         )
         if policy is not None:
-            held = policy.hold_agent_writes if source == EntrySource.API else policy.hold_extracted
+            held = policy.hold_agent_writes if source in AGENT_SOURCES else policy.hold_extracted
             if held:
                 reasons.append((ReviewKind.POLICY, None, f"{policy} holds {source} entries for review"))
     for other, detail in _conflicts_find(agent, category, content):
@@ -120,9 +123,11 @@ def entry_create_for_principal(
     importance: float | None = None,
     confidence: float | None = None,
     supersedes_id: int | None = None,
+    source: str = EntrySource.API,
 ) -> VaultEntry:
     """entry_create on behalf of a caller (the API and the MCP server): the entry it supersedes must
-    be one the caller may read (else 404, as reading it would), and the entry records who wrote it.
+    be one the caller may read (else 404, as reading it would), and the entry records who wrote it and
+    through what (`source`: api, or mcp for the MCP server's tools).
     The entry comes back with what its response shows already loaded."""
     if supersedes_id is not None:
         selectors.entry_get_for_principal(principal, supersedes_id)
@@ -135,6 +140,7 @@ def entry_create_for_principal(
         confidence=confidence,
         supersedes_id=supersedes_id,
         created_by=principal.label,
+        source=source,
     )
     # What the response shows (its review items, what supersedes it) is read here, where losing the
     # database is a 503, not while the response is serialised, where it was a 500. A new entry that
