@@ -66,6 +66,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Inside the ones above, so that its page gets their headers and the user its layout shows.
+    "memoryproject.method_not_allowed.ActionPageMiddleware",
     "memoryproject.middleware.ApiNulParametersMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
