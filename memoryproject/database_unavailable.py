@@ -11,6 +11,7 @@ import logging
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 
 logger = logging.getLogger(__name__)
 
@@ -23,11 +24,23 @@ def is_connection_error(exc: BaseException) -> bool:
     return isinstance(exc, CONNECTION_ERRORS)
 
 
+def _unavailable_page(request) -> str:
+    """The curators' page in the site's layout, rendered without the request (so without the context
+    processors, which would read the session and the user): nothing in it queries. Plain text if even
+    that fails, rather than a 500."""
+    retry_url = request.get_full_path() if request.method == "GET" else None
+    try:
+        return render_to_string("503.html", {"retry_after": RETRY_AFTER_SECONDS, "retry_url": retry_url})
+    except Exception:
+        logger.exception("the database-unavailable page could not be rendered")
+        return DETAIL
+
+
 def unavailable_response(request) -> HttpResponse:
     if request.path.startswith("/api/"):
         response = JsonResponse({"detail": DETAIL}, status=503)
     else:
-        response = HttpResponse(DETAIL, status=503, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(_unavailable_page(request), status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 

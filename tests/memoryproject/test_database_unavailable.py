@@ -39,7 +39,7 @@ def test_curator_pages_answer_503_with_retry_after_when_the_database_is_unreacha
         response = client.get("/")
     assert response.status_code == 503
     assert response["Retry-After"]
-    assert b"database is unavailable" in response.content
+    assert b"memory database is unreachable" in response.content
 
 
 def test_healthz_says_503_with_retry_after_when_the_database_is_unreachable(client):
@@ -83,3 +83,20 @@ def test_a_created_entry_is_serialised_without_touching_the_database(agent_a, to
         out = EntryOut.model_validate(entry).model_dump()
     assert out["review"] == [] and out["superseded_by"] is None
     assert len(queries) == 0, [q["sql"] for q in queries]
+
+
+@pytest.mark.django_db
+def test_a_curator_page_says_the_database_is_unreachable_in_the_sites_layout(client):
+    """It was a plain-text line. The page is rendered without the database: every query fails here, as
+    it would with the server down, and a page that asked for the session or the user would be a 500."""
+    client.force_login(User.objects.create_superuser("root", password="pw-123456789"))
+    with mock.patch(
+        "django.db.backends.base.base.BaseDatabaseWrapper.cursor", side_effect=CONNECTION_REFUSED
+    ):
+        response = client.get("/search/?q=postgres")
+    assert response.status_code == 503
+    assert int(response["Retry-After"]) > 0
+    assert response["Content-Type"].startswith("text/html")
+    html = response.content.decode()
+    assert '<main id="main"' in html and 'href="/static/' in html  # the site's layout and its styles
+    assert "memory database is unreachable" in html and "retry" in html.lower()
