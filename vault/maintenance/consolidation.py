@@ -406,8 +406,8 @@ def _consolidation_record(project_id: int, results: list[dict], *, now, trigger:
             continue
         run_count(run, action)
         details = {}
-        if result.get("facts_dropped_silently"):
-            details["facts_dropped_silently"] = "; ".join(result["facts_dropped_silently"])
+        if result.get("facts_dropped_silently"):  # one a line, as the removals below
+            details["facts_dropped_silently"] = "\n".join(result["facts_dropped_silently"])
         if result.get("removed"):  # what the model removed and why, one a line, for a curator to review
             details["removed"] = "\n".join(
                 f"{item['fact']} (why: {item['why']})" for item in result["removed"]
