@@ -59,5 +59,6 @@ class ActionPageMiddleware:
         back_url = action_page_url(request)
         context = {"back_url": back_url or reverse("dashboard"), "back_known": back_url is not None}
         page = render(request, "405.html", context, status=405)
-        page["Allow"] = response["Allow"]
+        if response.has_header("Allow"):
+            page["Allow"] = response["Allow"]
         return page
