@@ -17,8 +17,9 @@ def test_a_locked_out_login_says_for_how_long_in_the_sites_layout(page, curator,
         page.goto("/login/")
         page.get_by_label("Username").fill("cora")
         page.get_by_label("Password").fill("not-the-password")
-        page.keyboard.press("Enter")
-        page.wait_for_load_state()
+        # Wait for the form's own navigation: a goto while it is in flight aborts one of them.
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Login locked")).to_be_visible()
     expect(page.get_by_role("alert")).to_contain_text("locked for 15 minutes")
     assert page.evaluate(LAYOUT_PROBLEMS_JS) == []
