@@ -6,8 +6,10 @@ from io import StringIO
 
 import psycopg
 import pytest
+import time_machine
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 from django_q.models import Schedule
 
 from search import agent_text_index, ranking, tasks
@@ -45,7 +47,13 @@ def test_a_large_agent_gets_an_index_of_its_own_that_its_searches_use(
         make_entry(agent_a, f"kafka consumer lag note {i}: the retention window")
         make_message(agent_a, f"message {i} about kafka partitions")
     make_entry(agent_b, "kafka at agent b")
-    before = {q: _search(api, token_a, q, kinds="entries,messages") for q in ("kafka", "retention window")}
+    # Both searches run at the same instant: a score's recency factor moves with the clock (its sixth
+    # decimal within seconds on a loaded machine), and the comparison is of the plans, not of time.
+    instant = timezone.now()
+    with time_machine.travel(instant, tick=False):
+        before = {
+            q: _search(api, token_a, q, kinds="entries,messages") for q in ("kafka", "retention window")
+        }
 
     done = _ensure()
     assert done["vault_vaultentry"]["built"] == [agent_a.pk]
@@ -62,7 +70,8 @@ def test_a_large_agent_gets_an_index_of_its_own_that_its_searches_use(
 
     monkeypatch.setattr(ranking, "_fetch", recorded)
     monkeypatch.setattr("search.selectors._fetch", recorded)
-    after = {q: _search(api, token_a, q, kinds="entries,messages") for q in ("kafka", "retention window")}
+    with time_machine.travel(instant, tick=False):
+        after = {q: _search(api, token_a, q, kinds="entries,messages") for q in ("kafka", "retention window")}
     assert after == before  # the clause repeats the scope: the same results, in the same order
     entry_sql, params = next((s, p) for s, p in statements if "FROM vault_vaultentry" in s and "%(cap)s" in s)
     assert f"agent_id + 0 = {agent_a.pk}" in entry_sql
