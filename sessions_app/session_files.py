@@ -3,7 +3,8 @@ model id, status and dates, every message of its tree with its parent, tool call
 branches), and `.vault/checkpoints/{agent}.json` the agent's checkpoint in seed 000's form. The import
 (`session_file_store`) gives the session back as it was, tree and branches included, without replaying
 what an append triggers (the write-ahead scan, daily notes, the working buffer): their results are in
-the export already. Messages keep their client ids; one that had none gets `export:{its id there}`, so a
+the export already (the scan's state rows, the buffer and the status transitions in the session's own
+file: sessions_app.session_history). Messages keep their client ids; one that had none gets `export:{its id there}`, so a
 second import of the same file adds nothing."""
 
 import json
@@ -14,7 +15,7 @@ from django.db import transaction
 
 from memoryproject.copy_rows import ids_allocate, rows_copy
 from memoryproject.errors import DomainError
-from sessions_app import selectors
+from sessions_app import selectors, session_history
 from sessions_app import services as session_services
 from sessions_app.models import Branch, Checkpoint, Message, Role, Session, SessionStatus
 from sessions_app.services.append import _reply_context
@@ -23,7 +24,7 @@ from vault.models import Agent
 from vault.redaction import project_redaction_enabled, redact
 from vault.transfer.common import SESSION_FILE_FORMAT as SESSION_FORMAT
 from vault.transfer.common import ImportReport, ParsedSessionFile, date_parse
-from vault.transfer.export import CHECKPOINTS_DIR, SESSIONS_DIR
+from vault.transfer.export import CHECKPOINTS_DIR, SESSIONS_DIR, marker_ids
 
 _MESSAGE_FIELDS = (
     "id", "parent_id", "client_id", "role", "text", "internal", "tool_calls", "tool_call_id", "state",
@@ -37,10 +38,12 @@ def _iso(value) -> str | None:
     return value if isinstance(value, str) else value.isoformat()
 
 
-def session_data(session: Session) -> dict:
-    """One session as its export file holds it. An archived session's messages come from its archive."""
+def session_data(session: Session, entry_ids: dict[int, str] | None = None) -> dict:
+    """One session as its export file holds it. An archived session's messages come from its archive.
+    `entry_ids`: the agent's entries' ids in the export, which its state rows name (session_history)."""
     branches = list(Branch.objects.filter(session=session).order_by("id"))
     heads = {b.pk: (b.head_id, b.from_message_id) for b in branches}
+    payload = {}
     if session.status == SessionStatus.ARCHIVED:
         payload = selectors.archive_payload(session)
         rows = sorted(payload.get("messages", []), key=lambda row: row["id"])
@@ -57,6 +60,8 @@ def session_data(session: Session) -> dict:
         "last_activity_at": _iso(session.last_activity_at),
         "closed_at": _iso(session.closed_at),
         "max_input_tokens": session.max_input_tokens,
+        "buffer_started_at": _iso(session.buffer_started_at),
+        "status_changed_at": _iso(session.status_changed_at),
         "active_branch": active,
         "branches": [
             {"name": b.name, "head": _key(heads[b.pk][0]), "from": _key(heads[b.pk][1])} for b in branches
@@ -77,6 +82,7 @@ def session_data(session: Session) -> dict:
             }
             for row in rows
         ],
+        **session_history.session_rows(session, entry_ids or {}, payload.get("state", {})),
     }
 
 
@@ -91,8 +97,9 @@ def _key(pk: int | None) -> str | None:
 
 def agent_session_files(agent: Agent, folder: str) -> Iterator[tuple[str, str]]:
     """The agent's sessions and checkpoint as export files (vault.transfer.export's `extra`)."""
+    entry_ids = marker_ids(agent)
     for session in Session.objects.filter(agent=agent).order_by("id"):
-        text = json.dumps(session_data(session), ensure_ascii=False, indent=1)
+        text = json.dumps(session_data(session, entry_ids), ensure_ascii=False, indent=1)
         yield f"{folder}/{SESSIONS_DIR}/{session.pk}.json", text + "\n"
     checkpoint = Checkpoint.objects.filter(agent=agent).first()
     if checkpoint is not None:
@@ -305,11 +312,21 @@ def _session_create(
         last_activity_at=date_parse(data.get("last_activity_at")) or max(dates),
         closed_at=date_parse(data.get("closed_at")),
         max_input_tokens=limit if type(limit) is int and 0 < limit < 2**31 else None,
+        buffer_started_at=date_parse(data.get("buffer_started_at")),
+        status_changed_at=date_parse(data.get("status_changed_at")),
     )
     session.refresh_from_db()
-    if status == SessionStatus.ARCHIVED:
-        session_services.session_archive(session=session, reason="imported archived", by="import")
     return session, ids
+
+
+def _archive_as_exported(session: Session, data: dict) -> None:
+    """A session archived in the export is archived again, once its rows are stored (the archive keeps
+    its state rows' links to its messages), keeping the date its status changed there."""
+    if data.get("status") != SessionStatus.ARCHIVED:
+        return
+    session_services.session_archive(session=session, reason="imported archived", by="import")
+    if (changed := date_parse(data.get("status_changed_at"))) is not None:
+        Session.objects.filter(pk=session.pk).update(status_changed_at=changed)
 
 
 def _found(
@@ -359,6 +376,12 @@ def _branches_follow(
         Session.objects.filter(pk=session.pk, last_activity_at__lt=last).update(last_activity_at=last)
 
 
+def _rows_store(importer, item: ParsedSessionFile, session: Session, agent: Agent) -> None:
+    """The file's state rows, working buffer and transitions, on the session and messages stored here."""
+    _, messages = importer.sessions_found[(item.source_agent or item.agent, item.key)]
+    session_history.session_rows_store(importer, item.source, session, agent, item.data, messages)
+
+
 def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
     """Store one session file of an export: a new session as it was, or the messages a stored session
     (the same chat id, or holding its messages) lacks, hung from their parents. Idempotent."""
@@ -392,6 +415,8 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
             if session is None:
                 session, ids = _session_create(agent, chat_id, data, messages, fallback)
                 _found(importer, item, session, messages, by_key=ids)
+                _rows_store(importer, item, session, agent)
+                _archive_as_exported(session, data)
                 report.counts["sessions created"] += 1
                 report.counts["messages stored"] += len(messages)
                 return
@@ -402,6 +427,8 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
             _found(importer, item, session, messages, by_client=stored)
             new = [m for m in messages if m["client_id"] not in stored]
             report.counts["messages already imported (skipped)"] += len(messages) - len(new)
+            if not new or session.status == SessionStatus.ARCHIVED:
+                _rows_store(importer, item, session, agent)
             if not new:
                 report.counts["sessions already imported (skipped)"] += 1
                 return
@@ -419,6 +446,7 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
             rows, ids = _rows_build(agent, session, new, messages, known, fallback)
             rows_copy(rows)
             _found(importer, item, session, messages, by_key=ids, by_client=stored)
+            _rows_store(importer, item, session, agent)
             _branches_follow(
                 report,
                 item.source,

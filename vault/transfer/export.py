@@ -7,9 +7,12 @@ _project.md                       the project context
 {agent}/{category}.md             entries, newest first (below)
 {agent}/.entries.json             each entry's author, source, provenance, updated_at and access count
 {agent}/.review.json              why entries wait for review (their review items, by the entries' ids here)
+{agent}/.versions.json            the edit history of its entries (by their ids here) and workspace files (by
+                                  path); `.project-versions.json` the project context's (vault.transfer.histories)
 {agent}/workspace/{path}          the agent's workspace files (AGENTS.md, memory/..., memories/..., any path)
 {agent}/workspace/.workspace.json every file's enabled flag and sort order (hidden from Obsidian)
-{agent}/sessions/{id}.json        with sessions_app's `extra`: each session whole (sessions_app.session_files)
+{agent}/sessions/{id}.json        with sessions_app's `extra`: each session whole, its state rows, working buffer
+                                  and transitions included (sessions_app.session_files, session_history)
 .vault/checkpoints/{agent}.json   with sessions_app's `extra`: the agent's checkpoint
 ```
 
@@ -77,7 +80,17 @@ from django.db import connection, transaction
 
 from memoryproject.errors import InvalidInput
 from vault import selectors, services
-from vault.models import Agent, Category, Project, ReviewItem, ReviewPolicy, VaultEntry
+from vault.models import (
+    Agent,
+    Category,
+    EntryVersion,
+    Project,
+    ProjectContextVersion,
+    ReviewItem,
+    ReviewPolicy,
+    VaultEntry,
+    WorkspaceFileVersion,
+)
 
 CATEGORY_TITLES = {
     "decisions": "Decisions",
@@ -94,6 +107,11 @@ EXPORT_MANIFEST = ".export.json"
 REVIEW_FILE = ".review.json"  # an agent's review items: {"format": 1, "items": [...]}
 ENTRIES_FILE = ".entries.json"  # what an agent's entries carry besides their markdown (below)
 ENTRIES_FILE_FORMAT = 1
+VERSIONS_FILE = ".versions.json"  # an agent's entries' and workspace files' versions (below)
+PROJECT_VERSIONS_FILE = ".project-versions.json"  # the project context's earlier texts
+VERSIONS_FILE_FORMAT = 1
+# A delete version's restore_state keys holding this server's ids (they would name other rows elsewhere).
+_RESTORE_STATE_IDS = {"source_session_id", "source_message_ids", "supersedes_id", "reactivated_id"}
 DEFAULT_IMPORTANCE = 0.5
 ZIP_SPOOL_BYTES = 8 * 1024 * 1024  # a zip export larger than this is written to a temporary file
 ENTRY_FORMAT = "2"
@@ -235,6 +253,54 @@ def _entries_file(agent: Agent, ids: dict[int, str]) -> str | None:
     return f'{{"format": {ENTRIES_FILE_FORMAT}, "entries": {{\n' + ",\n".join(lines) + "\n}}\n"
 
 
+def _versions_file(agent: Agent, ids: dict[int, str]) -> str | None:
+    """The edit history of the agent's entries (by their ids in the export) and of its live workspace
+    files (by path), oldest first, each version as stored: action, content, author (`changed_by`) and
+    date, and for an entry its category, tags, status and importance too. None when there is none."""
+    entries: dict[str, list[dict]] = {}
+    rows = EntryVersion.objects.filter(agent=agent, entry_id__in=list(ids)).order_by("changed_at", "id")
+    for version in rows.iterator(chunk_size=2000):
+        state = {k: v for k, v in version.restore_state.items() if k not in _RESTORE_STATE_IDS}
+        entries.setdefault(ids[version.entry_id], []).append(
+            {
+                "action": version.action,
+                "category": version.category,
+                "content": version.content,
+                "tags": list(version.tags),
+                "status": version.status,
+                "importance": version.importance,
+                "changed_by": version.changed_by,
+                "changed_at": _iso(version.changed_at),
+            }
+            | ({"restore_state": state} if state else {})
+        )
+    files: dict[str, list[dict]] = {}
+    rows = WorkspaceFileVersion.objects.filter(file__agent=agent, file__deleted_at__isnull=True)
+    for row in rows.order_by("file__path", "changed_at", "id").values(
+        "file__path", "action", "content", "changed_by", "changed_at"
+    ):
+        files.setdefault(row.pop("file__path"), []).append(row | {"changed_at": _iso(row["changed_at"])})
+    if not entries and not files:
+        return None
+    data = {"format": VERSIONS_FILE_FORMAT, "entries": entries, "files": files}
+    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+
+
+def _project_versions_file(project: Project) -> str | None:
+    """The project context's earlier texts, oldest first (content, author, date); None when none."""
+    rows = ProjectContextVersion.objects.filter(project=project).order_by("changed_at", "id")
+    versions = [
+        row | {"changed_at": _iso(row["changed_at"])}
+        for row in rows.values("content", "changed_by", "changed_at")
+    ]
+    if not versions:
+        return None
+    return (
+        json.dumps({"format": VERSIONS_FILE_FORMAT, "versions": versions}, ensure_ascii=False, indent=1)
+        + "\n"
+    )
+
+
 _ENTRY_META_FIELDS = (
     "id", "created_by", "source", "updated_at", "access_count", "last_accessed_at", "confidence",
     "source_session_id", "source_message_ids",
@@ -262,6 +328,9 @@ def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None)
     }
     yield EXPORT_MANIFEST, json.dumps(manifest, ensure_ascii=False) + "\n"
     yield "_project.md", project.context
+    history = _project_versions_file(project)
+    if history is not None:
+        yield PROJECT_VERSIONS_FILE, history
     known_ids: dict[int, dict[int, str]] = {}
 
     def ids_of(agent: Agent) -> dict[int, str]:
@@ -286,6 +355,9 @@ def _files_read(project: Project, agents: list[Agent], extra: AgentFiles | None)
         review = _review_file(agent, ids, ids_of)
         if review is not None:
             yield f"{folder}/{REVIEW_FILE}", review
+        versions = _versions_file(agent, ids)
+        if versions is not None:
+            yield f"{folder}/{VERSIONS_FILE}", versions
         manifest = {}
         for file in selectors.files_list(agent=agent).order_by("path"):
             manifest[file.path] = {"enabled": file.enabled, "sort_order": file.sort_order}
@@ -393,7 +465,11 @@ def _earlier_files(path: Path, folders: list[str]) -> set[str]:
         found |= {
             f"{folder}/{category}.md" for category in Category.values if (base / f"{category}.md").exists()
         }
-        found |= {f"{folder}/{name}" for name in (REVIEW_FILE, ENTRIES_FILE) if (base / name).exists()}
+        found |= {
+            f"{folder}/{name}"
+            for name in (REVIEW_FILE, ENTRIES_FILE, VERSIONS_FILE)
+            if (base / name).exists()
+        }
         if (base / SESSIONS_DIR).is_dir():
             found |= {f"{folder}/{SESSIONS_DIR}/{p.name}" for p in (base / SESSIONS_DIR).glob("*.json")}
         if (path / CHECKPOINTS_DIR / f"{folder}.json").exists():

@@ -81,6 +81,7 @@ from vault.transfer.export import (
     WORKSPACE_MANIFEST,
     content_unescape,
 )
+from vault.transfer.histories import agent_versions_read, agent_versions_store, project_versions_import
 from vault.transfer.reviews import (
     agent_name_adopt,
     export_manifest_adopt,
@@ -263,6 +264,7 @@ def agent_dir_import(importer: Importer, directory: Path) -> None:
     agent_name_adopt(importer, agent, directory)
     about = directory / ENTRIES_FILE
     meta = entries_meta_read(importer.report, about) if about.is_file() else {}
+    file_versions = agent_versions_read(importer, agent, directory)
     for category in Category.values:
         path = directory / f"{category}.md"
         if path.is_file():
@@ -272,6 +274,7 @@ def agent_dir_import(importer: Importer, directory: Path) -> None:
     if workspace.is_dir() and _source_path(workspace, importer.report) is not None:
         workspace_import(importer, workspace, agent=agent)
     importer.flush()
+    agent_versions_store(importer, agent, file_versions)
     if agent is not None and (directory / REVIEW_FILE).is_file():
         review_file_import(importer, agent, directory / REVIEW_FILE)
     sessions = directory / SESSIONS_DIR
@@ -342,6 +345,7 @@ def memory_vault_import(importer: Importer, root: Path) -> None:
         )
     if (root / "_project.md").is_file():
         project_file_import(importer, root / "_project.md")
+    project_versions_import(importer, root)
     children = sorted(root.iterdir())
     exported = (root / EXPORT_MANIFEST).is_file()
     # Agents that keep their id first: when --agent-map sends another agent onto one of them, its sessions

@@ -39,6 +39,7 @@ from vault.transfer.common import (
     legacy_id_fit,
     then,
 )
+from vault.transfer.histories import entry_changed_here
 from vault.workspace_templates import workspace_default
 
 # --- The writer: agents, entries, files, project context ----------------------------------------
@@ -89,6 +90,9 @@ class Importer:
         self.review_items: list[
             tuple[Agent, dict, str]
         ] = []  # (agent, item, where), linked after the entries
+        # An export's entries' versions (`.versions.json`): agent pk -> entry id in the export -> versions.
+        self.entry_versions: dict[int, dict[str, list[dict]]] = {}
+        self.entry_versions_pending: list[tuple[Agent, dict[str, list[dict]]]] = []  # stored after a flush
 
     def agent_slug(self, source_id: str | None) -> str:
         source_id = (source_id or self.default_agent).strip()
@@ -278,9 +282,10 @@ class Importer:
 
     def _entry_follow(self, pk: int, item: EntryItem, content: str, where) -> None:
         """An entry imported before, met again (a newer export): the source's edit of its content, tags
-        or importance is applied (versioned) unless the entry was changed here too (it has versions), in
-        which case the change made here is kept and counted."""
-        stored = VaultEntry.objects.filter(pk=pk).values("content", "tags", "importance").first()
+        or importance is applied (versioned) unless the entry was changed here too (it has a version
+        that neither an import wrote nor the source's history holds), in which case the change made here
+        is kept and counted."""
+        stored = VaultEntry.objects.filter(pk=pk).values("content", "tags", "importance", "agent_id").first()
         importance = item.importance if item.importance is not None and 0.0 <= item.importance <= 1.0 else 0.5
         changes = {}
         if stored is not None and stored["content"] != content:
@@ -292,7 +297,8 @@ class Importer:
         if not changes:
             self.report.counts["entries already imported (skipped)"] += 1
             return
-        if EntryVersion.objects.filter(entry_id=pk).exists():
+        incoming = self.entry_versions.get(stored["agent_id"], {}).get(item.legacy_id, [])
+        if entry_changed_here(pk, incoming):
             self.report.counts["entries kept as edited here (changed in the source too)"] += 1
             return
         try:

@@ -1,0 +1,283 @@
+"""An export carries what an agent's memory went through, not only where it ended: entries' edit history,
+the project context's and workspace files' earlier texts, sessions' state rows, working buffer and status
+transitions."""
+
+import io
+import json
+from pathlib import Path
+
+from django.core.management import call_command
+
+from sessions_app import services as session_services
+from sessions_app import transfer
+from sessions_app.models import Message, Session, SessionStateEntry, SessionTransition, WorkingBufferEntry
+from sessions_app.selectors import archive_messages, archive_payload
+from tests.sessions_app.test_export_api import agent_memory, import_into, unzip
+from vault import services
+from vault.models import EntryVersion, ProjectContextVersion, VaultEntry, WorkspaceFileVersion
+
+IMPORTER = "import"  # the author of what an import writes itself (its own audit trail here)
+
+
+def export_to(path: Path, project) -> Path:
+    call_command("export_memory_dir", str(path), "--project", project.slug, stdout=io.StringIO())
+    return path
+
+
+def _chats(project) -> dict[int, str]:
+    return {s.pk: s.external_id for s in Session.objects.filter(project=project)}
+
+
+def _messages(project) -> dict[int, str]:
+    """Every message id of the project (those in archives too) -> its client id (or export:<id>)."""
+    names = {
+        pk: client for pk, client in Message.objects.filter(project=project).values_list("pk", "client_id")
+    }
+    for session in Session.objects.filter(project=project):
+        for row in archive_messages(session):
+            names[row["id"]] = row["client_id"] or f"export:{row['id']}"
+    return names
+
+
+def histories(project) -> dict[str, list]:
+    """Every history of the project, ids replaced by what names them in both projects (an entry's
+    content, a session's chat id, a message's client id); what an import wrote itself is left out."""
+    chats, names = _chats(project), _messages(project)
+    entries = dict(VaultEntry.objects.filter(project=project).values_list("pk", "content"))
+    state_links = {}
+    for session in Session.objects.filter(project=project):
+        state_links |= {int(k): v for k, v in archive_payload(session).get("state", {}).items()}
+    return {
+        "entries": sorted(
+            (entries.get(v.entry_id), v.action, v.category, v.content, v.tags, v.status, v.importance)
+            + (v.changed_by, v.changed_at)
+            for v in EntryVersion.objects.filter(agent__project=project).exclude(changed_by=IMPORTER)
+        ),
+        "context": sorted(
+            ProjectContextVersion.objects.filter(project=project)
+            .exclude(changed_by=IMPORTER)
+            .values_list("content", "changed_by", "changed_at")
+        ),
+        "files": sorted(
+            WorkspaceFileVersion.objects.filter(file__project=project)
+            .exclude(changed_by=IMPORTER)
+            .values_list("file__path", "action", "content", "changed_by", "changed_at")
+        ),
+        "state": sorted(
+            (
+                chats[s.session_id],
+                names.get(s.message_id or state_links.get(s.pk)),
+                s.category,
+                s.text,
+                s.trigger,
+                s.durable,
+                entries.get(s.vault_entry_id),
+                s.created_at,
+            )
+            for s in SessionStateEntry.objects.filter(project=project)
+        ),
+        "buffer": sorted(
+            (chats[b.session_id], names.get(b.message_id), b.side, b.text, b.created_at)
+            for b in WorkingBufferEntry.objects.filter(session__project=project)
+        ),
+        "transitions": sorted(
+            (chats.get(t.session_id), t.from_status, t.to_status, t.reason, t.by, t.at)
+            for t in SessionTransition.objects.filter(project=project).exclude(by=IMPORTER)
+        ),
+        "sessions": sorted(
+            (s.external_id, s.buffer_started_at, s.status_changed_at)
+            for s in Session.objects.filter(project=project)
+            if s.status != "archived"  # the import's own archiving sets the date it archived it
+        ),
+    }
+
+
+def memory_with_history(api, token_a, agent_a, project):
+    """agent_memory's entries and sessions, plus an entry edited by two people, deleted and restored,
+    the project context and a workspace file rewritten, a fact the write-ahead scan keeps, and a
+    working buffer."""
+    agent_memory(api, token_a, agent_a)
+    entry = services.entry_create(agent=agent_a, category="lessons", content="Cache keys need a vesion")
+    services.entry_update(
+        entry_id=entry.pk,
+        changes=services.EntryChanges(content="Cache keys need a version"),
+        changed_by="alice",
+    )
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(tags=["cache"], importance=0.8), changed_by="bob"
+    )
+    services.entry_delete(entry_id=entry.pk, deleted_by="carol")
+    services.entry_restore_deleted(entry_id=entry.pk, changed_by="dave")
+    services.project_context_set(project=project, content="# Payments\n", changed_by="alice")
+    services.project_context_set(project=project, content="# Payments v2\n", changed_by="bob")
+    services.file_write(agent=agent_a, path="MEMORY.md", content="- first\n", changed_by="alice")
+    services.file_write(agent=agent_a, path="MEMORY.md", content="- second\n", changed_by="bob")
+    body = api.post(
+        "/agents/agent-a/messages",
+        {"session": "chat-3", "messages": [{"id": "w1", "role": "user", "text": "My name is Bobur."}]},
+        token=token_a,
+    ).json()
+    chat = Session.objects.get(pk=body["session"]["id"])
+    message = Message.objects.get(session=chat, client_id="w1")
+    for side, text in (("human", "My name is Bobur."), ("agent", "Greeted Bobur")):
+        WorkingBufferEntry.objects.create(
+            session=chat, message_id=message.pk, side=side, text=text, created_at=message.created_at
+        )
+    Session.objects.filter(pk=chat.pk).update(buffer_started_at=message.created_at)
+    session_services.session_close(agent=agent_a, session=chat, changed_by="closer")
+    assert SessionStateEntry.objects.filter(session=chat).exists()
+    assert SessionTransition.objects.filter(agent=agent_a).count() >= 2
+
+
+def test_export_then_import_gives_back_every_history(tmp_path, api, project, agent_a, token_a, target):
+    """Moving a team to a new server lost each entry's edit history (GET /entries/{id}/history came back
+    empty), the project context's and workspace files' earlier texts, and sessions' state rows, working
+    buffer and status transitions. The export now carries them (`.versions.json`,
+    `.project-versions.json`, the session files) and the import attaches them to what it stores, with
+    their authors and dates; a second import adds nothing."""
+    memory_with_history(api, token_a, agent_a, project)
+    source = histories(project)
+    assert all(source.values()), source
+    assert any(row[6] for row in source["state"]), "a durable fact names the entry it wrote"
+    folder = export_to(tmp_path / "out", project)
+    dry = transfer.import_memory_dir(path=folder, project=target, dry_run=True)
+    assert dry.counts["entry versions imported"] and dry.counts["session state rows imported"], dry.summary()
+    assert not EntryVersion.objects.filter(agent__project=target).exists()
+    report = transfer.import_memory_dir(path=folder, project=target)
+    assert histories(target) == source, report.summary()
+    assert report.problems == [], report.summary()
+
+    counts = {
+        model: model.objects.count()
+        for model in (
+            EntryVersion,
+            ProjectContextVersion,
+            WorkspaceFileVersion,
+            SessionStateEntry,
+            WorkingBufferEntry,
+            SessionTransition,
+        )
+    }
+    again = transfer.import_memory_dir(path=folder, project=target)
+    assert {model: model.objects.count() for model in counts} == counts, again.summary()
+    assert not [key for key, value in again.counts.items() if value and key.endswith(" imported")], (
+        again.summary()
+    )
+
+
+def test_the_api_zip_carries_the_histories_too(tmp_path, api, project, agent_a, token_a, target):
+    memory_with_history(api, token_a, agent_a, project)
+    folder = unzip(api.get("/agents/agent-a/export", token=token_a), tmp_path / "zip")
+    summary = import_into(folder, target)
+    assert histories(target) == histories(project), summary
+    shown = api.get(
+        f"/entries/{VaultEntry.objects.get(project=project, content='Cache keys need a version').pk}/history",
+        token=token_a,
+    ).json()
+    assert len(shown) >= 4
+
+
+def test_an_export_made_before_the_histories_still_imports(tmp_path, api, project, agent_a, token_a, target):
+    memory_with_history(api, token_a, agent_a, project)
+    folder = export_to(tmp_path / "out", project)
+    (folder / ".project-versions.json").unlink()
+    (folder / "agent-a" / ".versions.json").unlink()
+    for path in (folder / "agent-a" / "sessions").glob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for key in ("state", "buffer", "transitions", "buffer_started_at", "status_changed_at"):
+            data.pop(key)
+        path.write_text(json.dumps(data), encoding="utf-8")
+    report = transfer.import_memory_dir(path=folder, project=target)
+    assert report.problems == [], report.summary()
+    assert sorted(VaultEntry.objects.filter(project=target).values_list("content", flat=True)) == sorted(
+        VaultEntry.objects.filter(project=project).values_list("content", flat=True)
+    )
+    assert Session.objects.filter(project=target).count() == Session.objects.filter(project=project).count()
+    assert not EntryVersion.objects.filter(agent__project=target).exclude(changed_by=IMPORTER).exists()
+
+
+def test_a_malformed_history_is_reported_not_fatal(tmp_path, api, project, agent_a, token_a, target):
+    """A version or a row of the wrong kind is left out and reported; the rest of the history, and the
+    rest of the export, is imported."""
+    memory_with_history(api, token_a, agent_a, project)
+    folder = export_to(tmp_path / "out", project)
+    path = folder / "agent-a" / ".versions.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    entry_id, versions = next(iter(data["entries"].items()))
+    versions.append({"action": "bogus", "content": 3, "changed_at": 12})
+    data["entries"]["nope"] = "not a list"
+    data["files"]["MEMORY.md"].append(["not", "a", "version"])
+    path.write_text(json.dumps(data), encoding="utf-8")
+    (folder / ".project-versions.json").write_text('{"format": 1, "versions": "none"}', encoding="utf-8")
+    session_file = next(
+        p for p in (folder / "agent-a" / "sessions").glob("*.json") if json.loads(p.read_text())["state"]
+    )
+    data = json.loads(session_file.read_text(encoding="utf-8"))
+    data["state"].append({"category": 5, "text": None})
+    data["buffer"] = "nope"
+    data["transitions"].append({"from": "idle", "to": "active", "at": "yesterday"})
+    session_file.write_text(json.dumps(data), encoding="utf-8")
+
+    report = transfer.import_memory_dir(path=folder, project=target)
+    problems = "\n".join(report.problems)
+    assert ".versions.json (entries): 2 version(s) not readable" in problems, problems
+    assert ".versions.json (files): 1 version(s) not readable" in problems, problems
+    assert ".project-versions.json: 1 version(s) not readable" in problems, problems
+    assert "3 state, buffer or transition row(s) of the wrong kind; ignored" in problems, problems
+    assert report.counts["entry versions imported"] == len(histories(project)["entries"])
+    assert report.counts["file versions imported"] == len(histories(project)["files"])
+    assert SessionStateEntry.objects.filter(project=target).count() == len(histories(project)["state"])
+    assert (
+        VaultEntry.objects.filter(project=target).count()
+        == VaultEntry.objects.filter(project=project).count()
+    )
+
+
+def test_a_newer_export_brings_an_edit_of_an_entry_whose_history_came_with_it(
+    tmp_path, project, agent_a, target
+):
+    """The versions an import attached are the source's history, not an edit made here: the source's next
+    edit, in a newer export, is applied, not kept back as "edited here too"."""
+    entry = services.entry_create(agent=agent_a, category="lessons", content="Retry twice")
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="Retry thrice"), changed_by="alice"
+    )
+    transfer.import_memory_dir(path=export_to(tmp_path / "first", project), project=target)
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="Retry once"), changed_by="bob"
+    )
+    report = transfer.import_memory_dir(path=export_to(tmp_path / "second", project), project=target)
+    assert report.counts["entries updated (changed in the source)"] == 1, report.summary()
+    assert VaultEntry.objects.get(project=target).content == "Retry once"
+    assert histories(target)["entries"] == histories(project)["entries"]
+
+
+def test_history_moved_into_a_redacting_project_is_redacted_as_its_entries_are(
+    tmp_path, project, agent_a, target
+):
+    """A project with redaction off moved into one that redacts (and keeps its setting, holding memory):
+    the entries and files came in redacted, and so must their history and the session's state rows and
+    buffer, or the address an entry no longer shows stayed readable in GET /entries/{id}/history."""
+    services.project_redaction_set(project=project, enabled=False)
+    text = "Page ops at alice@example.com"
+    entry = services.entry_create(agent=agent_a, category="lessons", content=text)
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="Page ops"), changed_by="t"
+    )
+    services.file_write(agent=agent_a, path="memories/contacts.md", content=text + "\n", changed_by="t")
+    services.file_write(agent=agent_a, path="memories/contacts.md", content="none\n", changed_by="t")
+    chat = session_services.messages_append(
+        agent=agent_a, session_key="c", messages=[{"role": "user", "text": text, "client_id": "u1"}]
+    ).session
+    WorkingBufferEntry.objects.create(session=chat, side="human", text=text, created_at=chat.created_at)
+    services.entry_create(
+        agent=services.agent_ensure(project=target, slug="ops"), category="lessons", content="x"
+    )
+    report = transfer.import_memory_dir(path=export_to(tmp_path / "out", project), project=target)
+    assert report.counts["entry versions imported"] == 1 and report.counts["file versions imported"] >= 1
+    history = list(EntryVersion.objects.filter(agent__project=target).values_list("content", flat=True))
+    history += list(
+        WorkspaceFileVersion.objects.filter(file__project=target).values_list("content", flat=True)
+    )
+    history += list(WorkingBufferEntry.objects.filter(session__project=target).values_list("text", flat=True))
+    assert history and not [row for row in history if "alice@example.com" in row], history

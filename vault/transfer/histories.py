@@ -1,0 +1,259 @@
+"""The vault's edit histories of an export read back: each entry's versions and each workspace file's
+(`{agent}/.versions.json`), and the project context's (`.project-versions.json`), as
+`vault.transfer.export` writes them:
+
+```
+{agent}/.versions.json     {"format": 1,
+                            "entries": {"42": [{"action", "category", "content", "tags", "status",
+                                                "importance", "changed_by", "changed_at", "restore_state"}]},
+                            "files": {"MEMORY.md": [{"action", "content", "changed_by", "changed_at"}]}}
+.project-versions.json     {"format": 1, "versions": [{"content", "changed_by", "changed_at"}]}
+```
+
+Entries are named by their ids in the export (the markers' ids), files by their paths. A delete version's
+`restore_state` leaves out the ids it holds (session, messages, the entry superseded): they are this
+server's and would name other rows elsewhere. Versions of deleted entries and files are not exported:
+they have no entry or file in the export to belong to.
+
+The import attaches each version to the entry it stored under that id (or the live file at that path,
+or the project), keeping its action, content, author and date. A version already there (same action,
+date and content) is not added again, so a second import adds nothing. The file is untrusted: a version
+of the wrong kind is ignored and reported, a file that is not one is reported, and the import goes on."""
+
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+
+from vault.models import (
+    Agent,
+    Category,
+    EntryVersion,
+    ProjectContextVersion,
+    VersionAction,
+    WorkspaceFile,
+    WorkspaceFileVersion,
+)
+from vault.redaction import project_redaction_enabled, redact
+from vault.text import TAG_RE
+from vault.transfer.common import BATCH_SIZE, _read_json, date_parse
+from vault.transfer.export import PROJECT_VERSIONS_FILE, VERSIONS_FILE, VERSIONS_FILE_FORMAT
+
+CHANGED_BY_MAX = 200
+STATUS_MAX = 16
+
+
+# --- Import: reading ----------------------------------------------------------------------------------
+
+
+def _text(value, limit: int | None = None) -> str | None:
+    ok = isinstance(value, str) and "\x00" not in value and (limit is None or len(value) <= limit)
+    return value if ok else None
+
+
+def _importance(value) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok and 0.0 <= value <= 1.0 else None
+
+
+def _tags(value) -> list[str] | None:
+    ok = isinstance(value, list) and all(isinstance(tag, str) and TAG_RE.match(tag) for tag in value)
+    return value if ok else None
+
+
+def _version_read(raw, *, entry: bool) -> dict | None:
+    """One version record as model fields, or None when a field is missing or of the wrong kind."""
+    if not isinstance(raw, dict):
+        return None
+    changed_at = raw.get("changed_at")
+    fields = {
+        "content": _text(raw.get("content")),
+        "changed_by": _text(raw.get("changed_by", ""), CHANGED_BY_MAX),
+        "changed_at": date_parse(changed_at) if isinstance(changed_at, str) else None,
+    }
+    if entry or "action" in raw:
+        fields["action"] = raw.get("action") if raw.get("action") in VersionAction.values else None
+    if entry:
+        state = raw.get("restore_state", {})
+        fields |= {
+            "category": raw.get("category") if raw.get("category") in Category.values else None,
+            "status": _text(raw.get("status"), STATUS_MAX),
+            "tags": _tags(raw.get("tags", [])),
+            "importance": _importance(raw.get("importance")),
+            "restore_state": state if isinstance(state, dict) else None,
+        }
+    return None if any(value is None for value in fields.values()) else fields
+
+
+def _versions_of(report, where, histories, *, entry: bool) -> dict[str, list[dict]]:
+    """`{key: [record, ...]}` read: the records that can be stored, by key; the others reported."""
+    found: dict[str, list[dict]] = {}
+    if not isinstance(histories, dict):
+        report.problem(where, "its versions are not an object by id or path; ignored")
+        return found
+    bad = 0
+    for key, records in histories.items():
+        read = [_version_read(raw, entry=entry) for raw in records] if isinstance(records, list) else [None]
+        bad += sum(1 for fields in read if fields is None)
+        found[str(key)] = [fields for fields in read if fields is not None]
+    if bad:
+        report.problem(where, f"{bad} version(s) not readable (a field of the wrong kind); ignored")
+    return found
+
+
+def agent_versions_read(importer, agent: Agent | None, directory: Path) -> dict[str, list[dict]]:
+    """An agent folder's `.versions.json`, read before its entries: the entries' versions go to
+    `importer.entry_versions` (an entry met again is "edited here" only by a version the source lacks),
+    the files' versions are returned for `agent_versions_store`. Their texts are redacted when the
+    project redacts, as the entries and files are. Empty when the folder has none (an earlier export)
+    or the file is not one (reported)."""
+    path = directory / VERSIONS_FILE
+    if agent is None or not path.is_file():
+        return {}
+    report = importer.report
+    data = _read_json(path, report)
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or data.get("format") != VERSIONS_FILE_FORMAT:
+        report.problem(path, f"is not a versions file of format {VERSIONS_FILE_FORMAT}; no history imported")
+        return {}
+    entries = _versions_of(report, f"{path} (entries)", data.get("entries", {}), entry=True)
+    files = _versions_of(report, f"{path} (files)", data.get("files", {}), entry=False)
+    if project_redaction_enabled(agent.project_id):  # as the entries and files themselves are stored
+        for records in (*entries.values(), *files.values()):
+            for fields in records:
+                fields["content"] = redact(fields["content"])
+    importer.entry_versions.setdefault(agent.pk, {}).update(entries)
+    importer.entry_versions_pending.append((agent, entries))
+    return files
+
+
+def agent_versions_store(importer, agent: Agent | None, files: dict[str, list[dict]]) -> None:
+    """Once the folder's entries and files are stored: attach the versions read by `agent_versions_read`."""
+    if agent is None:
+        return
+    for owner, entries in importer.entry_versions_pending:
+        pks = importer.entry_pks(owner.pk, list(entries))
+        entry_versions_store(importer.report, owner.pk, entries, pks)
+    importer.entry_versions_pending = []
+    if files:
+        file_versions_store(importer.report, agent, files)
+
+
+def version_key(action: str, changed_at: datetime, content: str) -> tuple:
+    """What makes two versions one: a version already stored with these is not added again."""
+    return (action, changed_at.astimezone(UTC), content)
+
+
+# --- Import: storing ----------------------------------------------------------------------------------
+
+
+def entry_versions_store(
+    report, agent_pk: int, by_export_id: dict[str, list[dict]], pks: dict[str, int]
+) -> None:
+    """Attach the versions to the entries stored under those ids (`pks`: export id -> entry here); the
+    versions of an id with no entry here are counted, not stored."""
+    missing = sum(len(records) for key, records in by_export_id.items() if key not in pks)
+    if missing:
+        report.counts["entry versions skipped (entry not stored under its id)"] += missing
+    stored = {
+        (entry_id, *version_key(action, at, content))
+        for entry_id, action, at, content in EntryVersion.objects.filter(
+            entry_id__in=list(pks.values())
+        ).values_list("entry_id", "action", "changed_at", "content")
+    }
+    new = []
+    for key, records in by_export_id.items():
+        if key not in pks:
+            continue
+        for fields in records:
+            if (pks[key], *version_key(fields["action"], fields["changed_at"], fields["content"])) in stored:
+                report.counts["entry versions already imported (skipped)"] += 1
+                continue
+            stored.add((pks[key], *version_key(fields["action"], fields["changed_at"], fields["content"])))
+            new.append(EntryVersion(entry_id=pks[key], agent_id=agent_pk, **fields))
+    _dated_create(EntryVersion, new)
+    report.counts["entry versions imported"] += len(new)
+
+
+def _dated_create(model, rows: list) -> None:
+    """Store the rows with their own `changed_at` (auto_now_add sets it on insert; it is put back)."""
+    if not rows:
+        return
+    dates = [row.changed_at for row in rows]
+    model.objects.bulk_create(rows, batch_size=BATCH_SIZE)
+    for row, date in zip(rows, dates, strict=True):
+        row.changed_at = date
+    model.objects.bulk_update(rows, ["changed_at"], batch_size=BATCH_SIZE)
+
+
+def file_versions_store(report, agent: Agent, by_path: dict[str, list[dict]]) -> None:
+    """Attach the versions to the agent's live files at those paths; those of a path with no live file
+    here (skipped, deleted here since) are counted, not stored."""
+    files = dict(
+        WorkspaceFile.objects.filter(
+            agent=agent, path__in=list(by_path), deleted_at__isnull=True
+        ).values_list("path", "pk")
+    )
+    stored = {
+        (file_id, *version_key(action, at, content))
+        for file_id, action, at, content in WorkspaceFileVersion.objects.filter(
+            file_id__in=list(files.values())
+        ).values_list("file_id", "action", "changed_at", "content")
+    }
+    new = []
+    for path, records in by_path.items():
+        if path not in files:
+            report.counts["file versions skipped (no such file here)"] += len(records)
+            continue
+        for fields in records:
+            fields = {"action": VersionAction.EDIT, **fields}
+            key = (files[path], *version_key(fields["action"], fields["changed_at"], fields["content"]))
+            if key in stored:
+                report.counts["file versions already imported (skipped)"] += 1
+                continue
+            stored.add(key)
+            new.append(WorkspaceFileVersion(file_id=files[path], **fields))
+    _dated_create(WorkspaceFileVersion, new)
+    report.counts["file versions imported"] += len(new)
+
+
+def project_versions_import(importer, root: Path) -> None:
+    """`.project-versions.json` of an export: the project context's earlier texts, added unless already
+    there. Nothing when the export has none (an earlier one)."""
+    path, report, project = root / PROJECT_VERSIONS_FILE, importer.report, importer.project
+    if not path.is_file():
+        return
+    data = _read_json(path, report)
+    if data is None:
+        return
+    if not isinstance(data, dict) or data.get("format") != VERSIONS_FILE_FORMAT:
+        report.problem(path, f"is not a versions file of format {VERSIONS_FILE_FORMAT}; no history imported")
+        return
+    records = _versions_of(report, path, {"": data.get("versions")}, entry=False)[""]
+    stored = {
+        (at.astimezone(UTC), content)
+        for at, content in ProjectContextVersion.objects.filter(project=project).values_list(
+            "changed_at", "content"
+        )
+    }
+    new = []
+    for fields in records:
+        fields.pop("action", None)
+        if (fields["changed_at"].astimezone(UTC), fields["content"]) in stored:
+            report.counts["project context versions already imported (skipped)"] += 1
+            continue
+        stored.add((fields["changed_at"].astimezone(UTC), fields["content"]))
+        new.append(ProjectContextVersion(project=project, **fields))
+    _dated_create(ProjectContextVersion, new)
+    report.counts["project context versions imported"] += len(new)
+
+
+def entry_changed_here(entry_pk: int, incoming: list[dict]) -> bool:
+    """Whether the stored entry was edited here: it has a version neither the import wrote (applying the
+    source's edit) nor the source's own history holds (`incoming`, imported before)."""
+    known = {version_key(f["action"], f["changed_at"], f["content"]) for f in incoming}
+    versions = EntryVersion.objects.filter(entry_id=entry_pk).exclude(changed_by="import")
+    return any(
+        version_key(action, at, content) not in known
+        for action, at, content in versions.values_list("action", "changed_at", "content")
+    )
