@@ -39,6 +39,12 @@ def message_names(project) -> dict[int, str]:
     return names
 
 
+def session_tag_named(tag: str, chats: dict[int, str]) -> str:
+    """A `session-{id}` tag by its session's chat id: the ids differ between two projects."""
+    number = tag.removeprefix("session-")
+    return f"session:{chats[int(number)]!r}" if number.isdigit() and int(number) in chats else tag
+
+
 def entries(project, slug="agent-a") -> list[tuple]:
     """Every entry of the agent, every field a user sees, provenance by chat id and client ids."""
     chats = {s.pk: s.external_id for s in Session.objects.filter(project=project)}
@@ -48,7 +54,7 @@ def entries(project, slug="agent-a") -> list[tuple]:
             (
                 e.category,
                 e.content,
-                e.tags,
+                [session_tag_named(tag, chats) for tag in e.tags],
                 e.status,
                 e.source,
                 e.importance,

@@ -1,6 +1,6 @@
 """An export carries what an agent's memory went through, not only where it ended: entries' edit history,
 the project context's and workspace files' earlier texts, sessions' state rows, working buffer and status
-transitions."""
+transitions; and the `session-{id}` tags of extracted entries name the sessions stored by the import."""
 
 import io
 import json
@@ -231,6 +231,44 @@ def test_a_malformed_history_is_reported_not_fatal(tmp_path, api, project, agent
         VaultEntry.objects.filter(project=target).count()
         == VaultEntry.objects.filter(project=project).count()
     )
+
+
+def test_session_tags_name_the_sessions_the_import_stored(tmp_path, api, project, agent_a, token_a, target):
+    """Entries extracted from a session carry `session-{id}`, the id on the server that exported them:
+    imported, the tag named another session here (or another agent's). It now names the session the
+    import stored from that session's file; a tag whose session is not in the export is kept, counted."""
+    agent_memory(api, token_a, agent_a)
+    chat = Session.objects.get(agent=agent_a, external_id="chat-1")
+    tagged = VaultEntry.objects.filter(agent=agent_a, tags__contains=[f"session-{chat.pk}"])
+    assert tagged.exists()
+    services.entry_create(
+        agent=agent_a, category="lessons", content="Purged long ago", tags=["session-987654"]
+    )
+    report = transfer.import_memory_dir(path=export_to(tmp_path / "out", project), project=target)
+    here = Session.objects.get(project=target, external_id="chat-1")
+    assert here.pk != chat.pk
+    for entry in tagged:
+        imported = VaultEntry.objects.get(project=target, content=entry.content)
+        assert f"session-{here.pk}" in imported.tags and f"session-{chat.pk}" not in imported.tags, (
+            imported.tags
+        )
+    assert VaultEntry.objects.get(project=target, content="Purged long ago").tags == ["session-987654"]
+    assert report.counts["session tags whose session is not in the export (kept as is)"] == 1
+
+    before = sorted(VaultEntry.objects.filter(project=target).values_list("pk", "tags", "updated_at"))
+    again = transfer.import_memory_dir(path=export_to(tmp_path / "again", project), project=target)
+    assert sorted(VaultEntry.objects.filter(project=target).values_list("pk", "tags", "updated_at")) == before
+    assert again.counts["entries updated (changed in the source)"] == 0, again.summary()
+
+    entry = tagged.first()
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(tags=[*entry.tags, "db"]), changed_by="t"
+    )
+    newer = transfer.import_memory_dir(path=export_to(tmp_path / "newer", project), project=target)
+    assert newer.counts["entries updated (changed in the source)"] == 1, newer.summary()
+    imported = VaultEntry.objects.get(project=target, content=entry.content)
+    assert f"session-{here.pk}" in imported.tags and "db" in imported.tags, imported.tags
+    assert f"session-{chat.pk}" not in imported.tags, imported.tags
 
 
 def test_a_newer_export_brings_an_edit_of_an_entry_whose_history_came_with_it(

@@ -216,6 +216,7 @@ class EntryItem:
     last_accessed_at: datetime | None = None
     confidence: float | None = None
     provenance: tuple[str, str, list[str]] | None = None  # (agent folder, session key, message keys)
+    folder: str = ""  # the agent's folder in our export, whose `sessions/` its `session-{id}` tags name
 
 
 @dataclass

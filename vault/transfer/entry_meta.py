@@ -49,9 +49,9 @@ def _key(value) -> str | None:
 
 def entry_meta_fields(report: ImportReport, where, raw: dict | None, folder: str) -> dict:
     """EntryItem fields from one entry's record (`folder`: the agent's folder in the export, whose
-    `sessions/` its provenance names); {} without one."""
+    `sessions/` its provenance and its `session-{id}` tags name); only the folder without one."""
     if raw is None:
-        return {}
+        return {"folder": folder}
     readers = {
         "author": _text,
         "source": lambda value: value if value in EntrySource.values else None,
@@ -60,7 +60,7 @@ def entry_meta_fields(report: ImportReport, where, raw: dict | None, folder: str
         "last_accessed_at": date_parse,
         "confidence": _fraction,
     }
-    fields, bad = {}, []
+    fields, bad = {"folder": folder}, []
     for name, read in readers.items():
         if raw.get(name) is None:
             continue

@@ -40,7 +40,13 @@ from vault.transfer.common import (
     then,
 )
 from vault.transfer.histories import entry_changed_here
+from vault.transfer.session_tags import SESSION_TAG_RE, session_tags_remap
 from vault.workspace_templates import workspace_default
+
+
+def _without_session_tags(tags: Iterable[str]) -> list[str]:
+    return [tag for tag in tags if not SESSION_TAG_RE.match(tag)]
+
 
 # --- The writer: agents, entries, files, project context ----------------------------------------
 
@@ -93,6 +99,9 @@ class Importer:
         # An export's entries' versions (`.versions.json`): agent pk -> entry id in the export -> versions.
         self.entry_versions: dict[int, dict[str, list[dict]]] = {}
         self.entry_versions_pending: list[tuple[Agent, dict[str, list[dict]]]] = []  # stored after a flush
+        # Entries written with `session-{id}` tags: (agent pk, id stored under, agent folder), remapped to
+        # the sessions stored here once they are (session_tags.session_tags_remap).
+        self.session_tagged: list[tuple[int, str, str]] = []
 
     def agent_slug(self, source_id: str | None) -> str:
         source_id = (source_id or self.default_agent).strip()
@@ -246,8 +255,7 @@ class Importer:
             return
         ids[legacy_id] = None
         keys.add(key)
-        if item.provenance is not None:
-            self._provenance.setdefault(agent.pk, []).append((legacy_id, item.provenance))
+        self._links_note(agent.pk, legacy_id, item)
         importance = item.importance if item.importance is not None and 0.0 <= item.importance <= 1.0 else 0.5
         status = item.status
         if status not in EntryStatus.values:
@@ -280,17 +288,32 @@ class Importer:
         if sum(len(batch) for batch in self._pending.values()) >= BATCH_SIZE:
             self.flush()
 
+    def _links_note(self, agent_pk: int, legacy_id: str, item: EntryItem, *, provenance: bool = True) -> None:
+        """What of an entry stored under `legacy_id` is pointed at the sessions the import stores, once
+        it has: its provenance and its `session-{id}` tags."""
+        if provenance and item.provenance is not None:
+            self._provenance.setdefault(agent_pk, []).append((legacy_id, item.provenance))
+        if item.folder and any(SESSION_TAG_RE.match(str(tag).lstrip("#").lower()) for tag in item.tags):
+            self.session_tagged.append((agent_pk, legacy_id, item.folder))
+
     def _entry_follow(self, pk: int, item: EntryItem, content: str, where) -> None:
         """An entry imported before, met again (a newer export): the source's edit of its content, tags
         or importance is applied (versioned) unless the entry was changed here too (it has a version
         that neither an import wrote nor the source's history holds), in which case the change made here
-        is kept and counted."""
-        stored = VaultEntry.objects.filter(pk=pk).values("content", "tags", "importance", "agent_id").first()
+        is kept and counted. Tags `session-{id}` are left out of the comparison: the import points them
+        at the sessions here (session_tags), the source's tags once written too."""
+        stored = (
+            VaultEntry.objects.filter(pk=pk)
+            .values("content", "tags", "importance", "agent_id", "legacy_id")
+            .first()
+        )
         importance = item.importance if item.importance is not None and 0.0 <= item.importance <= 1.0 else 0.5
         changes = {}
         if stored is not None and stored["content"] != content:
             changes["content"] = content
-        if stored is not None and (tags := self._tags(item.tags, content, where)) != stored["tags"]:
+        if stored is not None and _without_session_tags(
+            tags := self._tags(item.tags, content, where)
+        ) != _without_session_tags(stored["tags"]):
             changes["tags"] = tags
         if stored is not None and item.importance is not None and importance != stored["importance"]:
             changes["importance"] = importance
@@ -312,6 +335,8 @@ class Importer:
             )
             return
         self.report.counts["entries updated (changed in the source)"] += 1
+        if "tags" in changes:
+            self._links_note(stored["agent_id"], stored["legacy_id"], item, provenance=False)
 
     def state_save(self) -> Callable[[], None]:
         """What a rolled-back transaction of the import must forget: returns the function that puts the
@@ -432,6 +457,7 @@ class Importer:
                 )
                 self.report.counts["entries linked to their source session"] += len(linked)
         self._provenance = {}
+        session_tags_remap(self)
 
     # Files and project context -------------------------------------------------------------------
 
