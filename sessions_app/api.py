@@ -293,9 +293,11 @@ def session_stats(request, agent: str, session_id: str):
     summary="The agent's whole memory as a zip (.memory/ layout, sessions included)",
     description=(
         "What `export_memory_dir --agent A` writes, as one zip read from one snapshot: `.export.json`, "
-        "`_project.md`, the agent's category files with `.entries.json` (each entry's author, source, "
-        "provenance, edit date and access count) and `.review.json`, its workspace files, its sessions "
-        "(`{agent}/sessions/{id}.json`: every message of the tree, branches, tool calls, archived ones) "
+        "`_project.md` with `.project-versions.json` (its earlier texts), the agent's category files "
+        "with `.entries.json` (each entry's author, source, provenance, edit date and access count), "
+        "`.review.json` and `.versions.json` (the edit history of its entries and workspace files), its "
+        "workspace files, its sessions (`{agent}/sessions/{id}.json`: every message of the tree, "
+        "branches, tool calls, archived ones, state rows, working buffer, status transitions) "
         "and its checkpoint (`.vault/checkpoints/{agent}.json`). Unzipped, `import_memory_dir` restores the "
         "agent from it."
     ),
