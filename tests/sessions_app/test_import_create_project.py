@@ -84,3 +84,31 @@ def test_an_invalid_project_slug_is_refused_and_nothing_is_created(memory_folder
     with pytest.raises(CommandError, match="project 'Bad Slug!' is not valid"):
         run(command, str(memory_folder), "--project", "Bad Slug!", "--create-project")
     assert not Project.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_failed_import_does_not_leave_the_project_it_created(tmp_path, command):
+    """An import that failed after --create-project had created the project left it behind, empty: the
+    slug taken by a project nobody meant to have. The project it created is removed with it."""
+    (tmp_path / "notes.txt").write_text("nothing an import reads", encoding="utf-8")
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command(command, str(tmp_path), "--project", "newproj", "--create-project", stdout=out)
+    assert not Project.objects.filter(slug="newproj").exists()
+    assert out.getvalue().splitlines() == [
+        "Created project newproj.",
+        "Removed project newproj, which this import created: the import failed.",
+    ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_failed_import_leaves_a_project_that_was_there_as_it_was(tmp_path, memory_folder, command):
+    run(command, str(memory_folder), "--project", "newproj", "--create-project")
+    entries = VaultEntry.objects.filter(project__slug="newproj").count()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CommandError):
+        run(command, str(tmp_path / "empty"), "--project", "newproj", "--create-project")
+    assert Project.objects.filter(slug="newproj").exists()
+    assert VaultEntry.objects.filter(project__slug="newproj").count() == entries > 0

@@ -53,6 +53,21 @@ def project_create(*, slug: str, name: str = "", context: str = "") -> Project:
         raise Conflict(f"Project {slug!r} already exists.") from None
 
 
+def project_created_remove(*, project: Project) -> bool:
+    """Remove a project an import created, with what the import stored in it, when the import failed: a
+    project left behind empty (or holding half an import) took the slug, and running the import again
+    with --create-project went into it. A project someone was given a way in to meanwhile (an API token,
+    a curator's membership) may hold their memory and is kept. Returns whether it was removed."""
+    with transaction.atomic():
+        locked = Project.objects.select_for_update().filter(pk=project.pk).first()
+        if locked is None:
+            return False
+        if locked.tokens.exists() or locked.memberships.exists():
+            return False
+        locked.delete()
+    return True
+
+
 def project_ensure_default() -> tuple[Project, bool]:
     """The project a fresh install starts with; returns (project, created)."""
     return Project.objects.get_or_create(
