@@ -3,17 +3,20 @@ messages, checkpoints become the agent's checkpoint), the whole-folder import wi
 conversation files into handoffs, decisions and lessons."""
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Least
 from django.utils import timezone
 
 from memoryproject.errors import DomainError, InvalidInput
 from sessions_app import services as session_services
 from sessions_app import session_files
-from sessions_app.models import Checkpoint, Message, Session
+from sessions_app.models import Checkpoint, Message, Session, SessionStatus
 from vault.extraction import insights_extract
 from vault.models import (
     Agent,
@@ -32,7 +35,7 @@ from vault.transfer.common import (
     _read_json,
     date_parse,
 )
-from vault.transfer.conversations import _messages_parse
+from vault.transfer.conversations import _messages_parse, sessions_step
 from vault.transfer.layouts import _run, project_file_import
 from vault.transfer.writer import Importer
 
@@ -60,9 +63,10 @@ def _message_storable(report: ImportReport, source: str, label, message: dict) -
 
 
 def _messages_new(report: ImportReport, item: ParsedConversation, session: Session | None) -> list:
-    """The conversation's messages not stored yet (by client id); empty user/system messages and
-    messages the sessions services would refuse are reported and skipped."""
-    messages = []
+    """The conversation's messages not stored yet (by client id; a client id twice in the file is stored
+    once, as an append stores it); empty user/system messages and messages the sessions services would
+    refuse are reported and skipped."""
+    messages, client_ids = [], set()
     for message in item.messages:
         if message.role in ("user", "system") and not message.text.strip():
             report.problem(item.source, f"message {message.client_id} has empty text; skipped")
@@ -74,36 +78,46 @@ def _messages_new(report: ImportReport, item: ParsedConversation, session: Sessi
             {"role": message.role, "text": message.text, "client_id": message.client_id},
         ):
             continue
+        if message.client_id in client_ids:
+            continue
+        client_ids.add(message.client_id)
         messages.append(message)
-    known = (
-        set(
-            Message.objects.filter(
-                session=session, client_id__in=[m.client_id for m in messages]
-            ).values_list("client_id", flat=True)
-        )
-        if session is not None
-        else set()
-    )
+    known = _client_ids_stored(session, client_ids) if session is not None else set()
     new = [m for m in messages if m.client_id not in known]
     report.counts["messages already imported (skipped)"] += len(messages) - len(new)
     return new
 
 
-def conversation_store(importer: Importer, item: ParsedConversation) -> None:
-    """Store a parsed conversation as the session with its `external_id`, through the sessions service
-    `messages_append` (so the write-ahead scan and the daily notes see imported messages too).
+def _client_ids_stored(session: Session, client_ids) -> set[str]:
+    return set(
+        Message.objects.filter(session=session, client_id__in=list(client_ids)).values_list(
+            "client_id", flat=True
+        )
+    )
 
-    Idempotent: messages whose client id is already in that session are skipped, and a conversation with
-    nothing new does not touch (or reopen) its session. Dates are kept: each message keeps its own
-    timestamp (or the conversation's `saved_at` when the source has none), and a session created by the
-    import gets the dates of its first and last messages. Messages are stored in order as one chain on the
-    session's active branch; a source tree whose parent links differ from that order is flattened and
-    reported."""
+
+# The messages of a conversation stored in one transaction: a live agent writing meanwhile waits for one
+# part at most (about a tenth of a second), never for a conversation of thousands of messages.
+CONVERSATION_PART_MESSAGES = 100
+
+
+@dataclass
+class _ConversationPlan:
+    agent: Agent
+    external_id: str
+    new: list[ParsedMessage]  # the messages to store, in order
+    created: bool  # no session has the chat id: the first part creates it
+    # The import's own session (created by it, or holding none but this conversation's messages: an
+    # import stopped midway): it takes the dates of the conversation's messages.
+    own: bool
+
+
+def _conversation_plan(
+    importer: Importer, item: ParsedConversation, agent: Agent
+) -> _ConversationPlan | None:
+    """What storing the conversation does (read only): its chat id here, the messages it adds, whether it
+    creates the session. None, counted or reported, when it stores nothing."""
     report = importer.report
-    agent = _session_agent(importer, item.agent)
-    if agent is None:
-        report.counts["conversations skipped (no valid agent)"] += 1
-        return
     external_id = session_files.chat_id_apart(
         importer,
         agent,
@@ -116,47 +130,112 @@ def conversation_store(importer: Importer, item: ParsedConversation) -> None:
     new = _messages_new(report, item, session)
     if not new:
         report.counts["conversations already imported (skipped)"] += 1
-        return
-    created = session is None
+        return None
+    if session is not None and session.status == SessionStatus.ARCHIVED:
+        report.problem(
+            item.source,
+            f"conversation not stored: session {session.pk} is archived here: restore it, then import again "
+            f"to add {len(new)} message(s)",
+        )
+        return None
+    own = session is None or not (
+        Message.objects.filter(session=session)
+        .exclude(client_id__in=[m.client_id for m in item.messages])
+        .exists()
+    )
+    return _ConversationPlan(agent, external_id, new, session is None, own)
+
+
+def _conversation_part_store(
+    importer: Importer, item: ParsedConversation, plan: _ConversationPlan, part: list[ParsedMessage]
+) -> int:
+    """Store one part of a conversation (its messages not stored yet: a part run again after a clash
+    adds nothing twice) through `messages_append`; returns how many messages it stored."""
+    session = Session.objects.filter(agent=plan.agent, external_id=plan.external_id).first()
+    if session is not None:
+        stored = _client_ids_stored(session, {m.client_id for m in part})
+        part = [m for m in part if m.client_id not in stored]
+    if not part:
+        return 0
     fallback = item.saved_at or timezone.now()
+    result = session_services.messages_append(
+        agent=plan.agent,
+        messages=[
+            {
+                "role": m.role,
+                "text": m.text,
+                "client_id": m.client_id,
+                "internal": m.internal,
+                "created_at": m.created_at or fallback,
+            }
+            for m in part
+        ],
+        session=session,
+        session_key=plan.external_id,
+        model_id=item.model_id[:200],
+        changed_by="import",
+    )
+    if plan.own:
+        # messages_append dated the session now: it takes its conversation's dates (the last part's
+        # last message last).
+        dates = [m.created_at or fallback for m in plan.new]
+        Session.objects.filter(pk=result.session.pk).update(
+            created_at=Least(F("created_at"), min(dates)),
+            last_activity_at=max(m.created_at or fallback for m in part),
+        )
+    return len(result.stored)
+
+
+def conversation_store(importer: Importer, item: ParsedConversation) -> None:
+    """Store a parsed conversation as the session with its `external_id`, through the sessions service
+    `messages_append` (so the write-ahead scan and the daily notes see imported messages too), in parts
+    of CONVERSATION_PART_MESSAGES messages, each one transaction (`sessions_step`): a live agent waits
+    for one part at most. An import stopped midway leaves the parts it stored; run again, it stores the
+    rest (a dry run plans it without writing: the counts of a real run).
+
+    Idempotent: messages whose client id is already in that session are skipped, and a conversation with
+    nothing new does not touch (or reopen) its session. Dates are kept: each message keeps its own
+    timestamp (or the conversation's `saved_at` when the source has none), and a session created by the
+    import gets the dates of its first and last messages. Messages are stored in order as one chain on the
+    session's active branch; a source tree whose parent links differ from that order is flattened and
+    reported."""
+    report = importer.report
+    agent = _session_agent(importer, item.agent)
+    if agent is None:
+        report.counts["conversations skipped (no valid agent)"] += 1
+        return
+    plan = sessions_step(importer, item.source, lambda: _conversation_plan(importer, item, agent))
+    if plan is None:
+        return
+    stored = 0
+    for start in range(0, len(plan.new), CONVERSATION_PART_MESSAGES):
+        part = plan.new[start : start + CONVERSATION_PART_MESSAGES]
+        if report.dry_run:  # a part rolled back would leave the next one no session to go on
+            stored += len(part)
+            continue
+        try:
+            stored += sessions_step(
+                importer,
+                f"{item.source} (messages {start + 1} to {start + len(part)} to store)",
+                lambda part=part: _conversation_part_store(importer, item, plan, part),
+                what="that part of it",
+            )
+        except DomainError as exc:
+            report.problem(
+                item.source,
+                f"conversation not stored from its {start + 1}th new message on: {exc.detail}",
+            )
+            break
+    report.counts["messages stored"] += stored
+    if not stored:
+        return
+    report.counts["sessions created" if plan.created else "sessions updated"] += 1
     previous = None
     flattened = 0
-    for message in new:
+    for message in plan.new:
         if message.parent_client_id and previous is not None and message.parent_client_id != previous:
             flattened += 1
         previous = message.client_id
-    chunk_size = settings.MEMORY_APPEND_MAX_MESSAGES
-    try:
-        with transaction.atomic():
-            for start in range(0, len(new), chunk_size):
-                result = session_services.messages_append(
-                    agent=agent,
-                    messages=[
-                        {
-                            "role": m.role,
-                            "text": m.text,
-                            "client_id": m.client_id,
-                            "internal": m.internal,
-                            "created_at": m.created_at or fallback,
-                        }
-                        for m in new[start : start + chunk_size]
-                    ],
-                    session=session,
-                    session_key=external_id,
-                    model_id=item.model_id[:200],
-                    changed_by="import",
-                )
-                session = result.session
-                report.counts["messages stored"] += len(result.stored)
-            if created:
-                dates = [m.created_at or fallback for m in new]
-                Session.objects.filter(pk=session.pk).update(
-                    created_at=min(dates), last_activity_at=max(dates)
-                )
-    except DomainError as exc:
-        report.problem(item.source, f"conversation not stored: {exc.detail}")
-        return
-    report.counts["sessions created" if created else "sessions updated"] += 1
     if flattened:
         report.problem(
             item.source,
@@ -259,15 +338,18 @@ def sessions_write(
     importer: Importer, item: ParsedConversation | ParsedCheckpoint | ParsedSessionFile
 ) -> None:
     """The sessions writer of an import: a parsed conversation becomes a session with its messages, a
-    checkpoint the agent's Checkpoint, a session file of our export the session it was."""
+    checkpoint the agent's Checkpoint, a session file of our export the session it was; each in
+    transactions of its own (vault.transfer.conversations.sessions_step)."""
     if item.kind == "checkpoint":
-        checkpoint_store(importer, item)
+        sessions_step(importer, item.source, lambda: checkpoint_store(importer, item), what="that checkpoint")
     elif item.kind == "session":
         agent = _session_agent(importer, item.agent)
         if agent is None:
             importer.report.counts["sessions skipped (no valid agent)"] += 1
         else:
-            session_files.session_file_store(importer, item, agent)
+            sessions_step(
+                importer, item.source, lambda: session_files.session_file_store(importer, item, agent)
+            )
     else:
         conversation_store(importer, item)
 

@@ -268,3 +268,213 @@ def test_an_agent_writing_elsewhere_waits_for_one_imported_session_not_the_whole
     assert results[-1].counts["sessions created"] == 2 and results[-1].counts["messages stored"] == 4
     stored = Session.objects.filter(project=target).exclude(external_id="live")
     assert sorted(stored.values_list("external_id", flat=True)) == ["chat-1", "chat-2"]
+
+
+def live_writes(agent) -> dict:
+    """The live writes an agent makes, each by its own connection: an exchange in another chat (logged
+    in today's note), a new chat, a durable fact (MEMORY.md) and a keyless save of a whole
+    conversation."""
+    return {
+        "exchange": lambda: services.messages_append(
+            agent=agent,
+            session_key="live",
+            messages=[{"role": "user", "text": "And the cache?"}, {"role": "assistant", "text": "Redis."}],
+        ),
+        "new chat": lambda: services.messages_append(
+            agent=agent, session_key="brand-new", messages=[{"role": "user", "text": "A new chat"}]
+        ),
+        "durable fact": lambda: services.messages_append(
+            agent=agent,
+            session_key="facts",
+            messages=[{"role": "user", "text": "Please remember that the deploy key rotates weekly."}],
+        ),
+        "keyless save": lambda: services.messages_append(
+            agent=agent,
+            full=True,
+            messages=[{"role": "user", "text": "Keyless chat"}, {"role": "assistant", "text": "Saved."}],
+        ),
+    }
+
+
+def writes_that_waited(agent, seconds: float = 5) -> list[str]:
+    """The live writes (`live_writes`) still waiting after `seconds`, all made at once."""
+    errors, results = [], []
+    threads = {name: in_thread(errors, results, work) for name, work in live_writes(agent).items()}
+    deadline = time.monotonic() + seconds
+    for thread in threads.values():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    waited = [name for name, thread in threads.items() if thread.is_alive()]
+    return waited, threads, errors
+
+
+def long_conversation(tmp_path, count: int) -> Path:
+    """A `.memory/` folder holding one conversation of `count` messages dated today, a durable fact in it."""
+    root = tmp_path / ".memory" / "conversations"
+    root.mkdir(parents=True)
+    now = time.time()
+    messages = [
+        {
+            "id": f"b{i}",
+            "role": "user" if i % 2 == 0 else "agent",
+            "text": "Please remember that the staging host is stage-1."
+            if i == 0
+            else f"Message {i} about Kafka",
+            "timestamp": int((now - count + i) * 1000),
+        }
+        for i in range(count)
+    ]
+    (root / "dev-big.json").write_text(json.dumps({"agentId": "dev", "chatId": "big", "messages": messages}))
+    return tmp_path
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agent_writing_meanwhile_waits_for_one_part_of_a_long_conversation_not_all_of_it(
+    tmp_path, monkeypatch, settings
+):
+    """A conversation of thousands of messages was stored in one transaction: it held the agent's session
+    lock (a new chat, a keyless save), the durable facts' lock and MEMORY.md (a durable fact) and today's
+    note (an exchange in another chat) until it committed, and every live write waited for all of it (18
+    s for 5,000 messages). It is now stored in parts of CONVERSATION_PART_MESSAGES messages, each one
+    transaction: between two parts no live write waits."""
+    monkeypatch.setattr(transfer, "CONVERSATION_PART_MESSAGES", 2, raising=False)
+    settings.MEMORY_APPEND_MAX_MESSAGES = 2  # before parts: the same calls, in one transaction
+    folder = long_conversation(tmp_path, 6)
+    target = vault_services.project_create(slug="target")
+    agent = vault_services.agent_ensure(project=target, slug="dev")
+    services.messages_append(agent=agent, session_key="live", messages=[{"role": "user", "text": "hello"}])
+    second, release = threading.Event(), threading.Event()
+    append = services.messages_append
+    calls = []
+
+    def pause_before_the_second_part(**kwargs):
+        calls.append(kwargs.get("session_key"))
+        if len(calls) == 2:
+            second.set()
+            release.wait(20)
+        return append(**kwargs)
+
+    monkeypatch.setattr(services, "messages_append", pause_before_the_second_part)
+    errors, results = [], []
+    importing = in_thread(errors, results, lambda: transfer.import_memory_dir(path=folder, project=target))
+    try:
+        assert second.wait(20), errors
+        monkeypatch.setattr(services, "messages_append", append)  # the live writes are not paused
+        waited, live, _ = writes_that_waited(agent)
+        assert waited == [], f"waited for the import: {waited}"
+    finally:
+        release.set()
+        importing.join(20)
+        for thread in live.values():
+            thread.join(20)
+    assert errors == []
+    assert results[0].counts["messages stored"] == 6 and results[0].counts["sessions created"] == 1
+    big = Session.objects.get(agent=agent, external_id="big")
+    assert Message.objects.filter(session=big).count() == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_stopped_midway_keeps_its_parts_and_running_it_again_stores_the_rest(tmp_path, monkeypatch):
+    """The parts of a long conversation stored before the import stopped stay (each committed); the same
+    import run again stores the rest, once each, and the session takes the conversation's dates."""
+    monkeypatch.setattr(transfer, "CONVERSATION_PART_MESSAGES", 2, raising=False)
+    folder = long_conversation(tmp_path, 6)
+    target = vault_services.project_create(slug="target")
+    agent = vault_services.agent_ensure(project=target, slug="dev")
+    append = services.messages_append
+    calls = []
+
+    def fail_at_the_second_part(**kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the machine went down")
+        return append(**kwargs)
+
+    monkeypatch.setattr(services, "messages_append", fail_at_the_second_part)
+    with pytest.raises(RuntimeError):
+        transfer.import_memory_dir(path=folder, project=target)
+    big = Session.objects.get(agent=agent, external_id="big")
+    assert sorted(Message.objects.filter(session=big).values_list("client_id", flat=True)) == ["b0", "b1"]
+    monkeypatch.setattr(services, "messages_append", append)
+    report = transfer.import_memory_dir(path=folder, project=target)
+    assert report.counts["messages stored"] == 4 and report.counts["messages already imported (skipped)"] == 2
+    stored = Message.objects.filter(session=big).order_by("created_at")
+    assert list(stored.values_list("client_id", flat=True)) == [f"b{i}" for i in range(6)]
+    big.refresh_from_db()
+    assert big.created_at == stored.first().created_at and big.last_activity_at == stored.last().created_at
+    assert transfer.import_memory_dir(path=folder, project=target).counts["messages stored"] == 0
+
+
+def export_with_two_chats(tmp_path) -> Path:
+    """An export of an agent with two chats (today's note logs their exchanges) and a conversation file."""
+    project = vault_services.project_create(slug="source")
+    agent = vault_services.agent_ensure(project=project, slug="dev")
+    vault_services.entry_create(agent=agent, category="decisions", content="Use SSE for streaming")
+    for chat in ("chat-1", "chat-2"):
+        services.messages_append(
+            agent=agent,
+            session_key=chat,
+            messages=[
+                {"role": "user", "text": f"Shall we cache {chat}?", "client_id": f"{chat}-m1"},
+                {"role": "assistant", "text": "Yes, with Redis.", "client_id": f"{chat}-m2"},
+            ],
+        )
+    out = export_to(tmp_path / "out", project)
+    long_conversation(out.parent / "conv", 5)
+    (out / "conversations").mkdir()
+    (out / "conversations" / "dev-big.json").write_bytes(
+        (out.parent / "conv" / ".memory" / "conversations" / "dev-big.json").read_bytes()
+    )
+    return out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dry_run_makes_no_live_agent_wait_and_reports_what_the_import_then_does(tmp_path, monkeypatch):
+    """A dry run ran the whole import in one transaction and rolled it back: every lock the live write
+    path takes that it took (the agent's session lock of a session it created, today's note it rewrote,
+    MEMORY.md) was held until its end, and live agents waited for all of it. It now runs as a real run
+    does, each session in a savepoint rolled back at once (a long conversation is planned, not stored)
+    and the vault part's rewrites of files rolled back as soon as they are counted: between two sessions
+    no live write waits. Its summary is the real run's."""
+    monkeypatch.setattr(transfer, "CONVERSATION_PART_MESSAGES", 2, raising=False)
+    out = export_with_two_chats(tmp_path)
+    target = vault_services.project_create(slug="target")
+    agent = vault_services.agent_ensure(project=target, slug="dev")
+    services.messages_append(
+        agent=agent,
+        session_key="live",
+        messages=[{"role": "user", "text": "hello"}, {"role": "assistant", "text": "hi"}],
+    )
+    second, release = threading.Event(), threading.Event()
+    store = session_files.session_file_store
+    calls = []
+
+    def pause_before_the_second_session(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            second.set()
+            release.wait(20)
+        return store(*args, **kwargs)
+
+    monkeypatch.setattr(session_files, "session_file_store", pause_before_the_second_session)
+    errors, results = [], []
+    dry = in_thread(
+        errors, results, lambda: transfer.import_memory_dir(path=out, project=target, dry_run=True)
+    )
+    live = {}
+    try:
+        assert second.wait(20), errors
+        waited, live, live_errors = writes_that_waited(agent)
+        assert waited == [], f"waited for the dry run: {waited}"
+    finally:
+        release.set()
+        dry.join(20)
+        for thread in live.values():
+            thread.join(20)
+    assert errors == [] and live_errors == []
+    assert not Session.objects.filter(agent=agent, external_id__in=["chat-1", "chat-2", "big"]).exists()
+    monkeypatch.setattr(session_files, "session_file_store", store)
+    # The live writes changed MEMORY.md and today's note: the dry run that a real run is held to runs now.
+    planned = transfer.import_memory_dir(path=out, project=target, dry_run=True).summary().splitlines()[1:]
+    done = transfer.import_memory_dir(path=out, project=target).summary().splitlines()[1:]
+    assert planned == done, "\n".join(done)
+    assert "  messages stored: 9" in done and "  sessions created: 3" in done

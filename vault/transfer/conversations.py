@@ -2,7 +2,9 @@
 `.vault/checkpoints/*.json`); what they find goes to the importer's sessions writer."""
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
@@ -24,53 +26,75 @@ from vault.transfer.common import (
 )
 from vault.transfer.writer import Importer
 
+T = TypeVar("T")
+
 
 def sessions_store(importer: Importer, item: ParsedConversation | ParsedCheckpoint) -> None:
-    """Hand a parsed conversation or checkpoint to the importer's sessions writer (sessions_app's), or
-    count it as skipped when the import has none."""
+    """Queue a parsed conversation or checkpoint for the importer's sessions writer (sessions_app's),
+    which stores it once the vault part is written (sessions_pending_store), or count it as skipped when
+    the import has none."""
     if importer.sessions_writer is None:
         importer.report.counts[f"{item.kind}s skipped (no sessions writer)"] += 1
         return
-    if importer.sessions_later:
-        importer.sessions_pending.append(item)
-        return
-    importer.sessions_writer(importer, item)
+    importer.sessions_pending.append(item)
 
 
 def sessions_pending_store(importer: Importer, *, attempts: int) -> None:
-    """Store the sessions and checkpoints an import found, once its vault part has committed, each in a
-    transaction of its own under the import lock: an agent writing while a large folder is imported
-    waits for one session's transaction at most (the locks of the live write path its writer takes are
-    held to commit). A clash with a writer that takes no lock rolls that session back, and it is stored
-    again, up to `attempts` times; then the import fails with a Conflict: what it stored before stays,
-    and running it again stores the rest (it is idempotent)."""
-    report = importer.report
+    """Store the sessions and checkpoints an import found, once its vault part is written: the sessions
+    writer stores each in transactions of its own (`sessions_step`), so an agent writing while a large
+    folder is imported waits for one such transaction at most, not for the import. In a dry run this runs
+    inside the dry run's transaction and each of them is rolled back at once (see `sessions_step`)."""
+    importer.attempts = attempts
     for item in importer.sessions_pending:
-        for attempt in range(1, attempts + 1):
-            restore = importer.state_save()
-            try:
-                with transaction.atomic():
-                    _import_lock(importer.project, report)
-                    importer.sessions_writer(importer, item)
-                    importer.flush()
-                break
-            except (IntegrityError, OperationalError) as exc:
-                clash = _concurrent_clash(exc)
-                if clash is None:
-                    raise
-                restore()
-                if attempt == attempts:
-                    raise Conflict(
-                        f"Another writer changed the same memory while this import stored {item.source} "
-                        f"({clash}); that session was rolled back (tried {attempt} time(s)). What the "
-                        "import stored before it stays: run it again when the other writer is done, and it "
-                        "stores the rest."
-                    ) from exc
-                report.say(
-                    f"  ! a concurrent write clashed with this import ({clash}) at {item.source}; rolled "
-                    "back, storing it again"
-                )
+        importer.sessions_writer(importer, item)
     importer.sessions_pending = []
+
+
+class _StepRollback(Exception):
+    def __init__(self, result):
+        super().__init__()
+        self.result = result
+
+
+def sessions_step(importer: Importer, where, work: Callable[[], T], *, what: str = "that session") -> T:
+    """Run `work` (a session, a checkpoint, a part of a long conversation) as one transaction of an
+    import's sessions part, under the import lock, holding the locks of the live write path it takes
+    (the agent's session lock, a day's note, MEMORY.md) only until it ends: committed in a real run; in a
+    dry run a savepoint of the dry run's transaction, rolled back as soon as `work` is done, which
+    releases those locks too (its counts are kept). A clash with a writer that takes no lock rolls it back
+    and runs it again, up to `importer.attempts` times; then the import fails with a Conflict: what it
+    stored before stays, and running it again stores the rest (it is idempotent). Returns what `work`
+    returns."""
+    report = importer.report
+    attempts = importer.attempts
+    for attempt in range(1, attempts + 1):
+        restore = importer.state_save()
+        try:
+            with transaction.atomic():
+                _import_lock(importer.project, report)
+                result = work()
+                importer.flush()
+                if report.dry_run:
+                    raise _StepRollback(result)
+            return result
+        except _StepRollback as done:
+            return done.result
+        except (IntegrityError, OperationalError) as exc:
+            clash = _concurrent_clash(exc)
+            if clash is None:
+                raise
+            restore()
+            if attempt == attempts:
+                raise Conflict(
+                    f"Another writer changed the same memory while this import stored {where} ({clash}); "
+                    f"{what} was rolled back (tried {attempt} time(s)). What the import stored before it "
+                    "stays: run it again when the other writer is done, and it stores the rest."
+                ) from exc
+            report.say(
+                f"  ! a concurrent write clashed with this import ({clash}) at {where}; rolled back, "
+                "storing it again"
+            )
+    raise AssertionError("unreachable")
 
 
 def _message_parse(

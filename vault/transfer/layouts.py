@@ -484,9 +484,11 @@ def _run(
     source: Path,
     **options,
 ) -> ImportReport:
-    """Run an import's `body` in one transaction (rolled back for a dry run), reading files from inside
-    the folder `source` only; the sessions it found are then stored one transaction each
-    (sessions_pending_store; in the body's transaction for a dry run).
+    """Run an import's `body` (its vault part) in one transaction, reading files from inside the folder
+    `source` only; the sessions it found are then stored by the sessions writer in transactions of their
+    own (sessions_pending_store), and entries' provenance pointed at them. A dry run does the same inside
+    one transaction rolled back at the end, each of the sessions' transactions a savepoint rolled back at
+    once, so that it holds the locks of the live write path no longer than a real run does.
 
     Safe against concurrent writers: imports into one project run one at a time (the second waits for the
     first to commit, then finds what it stored), and the sessions writer takes the locks the live write
@@ -497,19 +499,18 @@ def _run(
     for attempt in range(1, IMPORT_ATTEMPTS + 1):
         report = ImportReport(dry_run=dry_run, progress=progress, source_root=Path(source).resolve())
         importer = Importer(project=project, report=report, **options)
-        importer.sessions_later = not dry_run
         try:
             with transaction.atomic():
                 _import_lock(project, report)
                 body(importer)
                 importer.chains_link()
-                if dry_run:  # else the sessions are stored after this transaction: linked then
-                    importer.provenance_link()
                 review_items_link(importer)
-                if dry_run:
+                if dry_run:  # the sessions as a real run stores them, each rolled back at once
+                    sessions_pending_store(importer, attempts=IMPORT_ATTEMPTS)
+                    importer.provenance_link()
                     raise _DryRunRollback
         except _DryRunRollback:
-            pass
+            return report
         except (IntegrityError, OperationalError) as exc:
             clash = _concurrent_clash(exc)
             if clash is None:

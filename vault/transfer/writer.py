@@ -3,7 +3,8 @@ vault's services. Sessions and checkpoints found in a layout go to `sessions_wri
 that owns them (sessions_app.transfer); without one they are counted as skipped."""
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from django.conf import settings
@@ -29,6 +30,7 @@ from vault.redaction import redact_for_project
 from vault.text import TAG_RE, tags_normalise, text_check
 from vault.transfer.common import (
     BATCH_SIZE,
+    IMPORT_ATTEMPTS,
     PROGRESS_EVERY,
     EntryItem,
     ImportReport,
@@ -49,6 +51,10 @@ def _without_session_tags(tags: Iterable[str]) -> list[str]:
 
 
 # --- The writer: agents, entries, files, project context ----------------------------------------
+
+
+class _WriteUndone(Exception):
+    pass
 
 
 class Importer:
@@ -83,11 +89,11 @@ class Importer:
         # target agent pk -> the newest checkpoint this run found for it: of two source agents mapped onto
         # one, the older checkpoint is kept as a handoff entry (sessions_app's writer).
         self.checkpoint_claims: dict[int, ParsedCheckpoint] = {}
-        # With `sessions_later` (an import that is not a dry run) the sessions the parsers find wait here
-        # and are stored once the vault part has committed, each in a transaction of its own
-        # (conversations.sessions_pending_store): a live agent waits for one session, not the import.
-        self.sessions_later = False
+        # The sessions the parsers find wait here and are stored once the vault part is written, in
+        # transactions of their own, each rolled back at once in a dry run
+        # (conversations.sessions_pending_store): a live agent waits for one of them, not the import.
         self.sessions_pending: list = []
+        self.attempts = IMPORT_ATTEMPTS  # runs of one of those transactions that clashed, before giving up
         self.agent_names: dict[str, str] = {}  # an export's agents' display names, by folder
         # An export's session files as the sessions writer stored them: (agent folder, file key) -> (the
         # session's id here, the file's message keys -> their ids here). Entries' provenance maps through it.
@@ -325,7 +331,7 @@ class Importer:
             self.report.counts["entries kept as edited here (changed in the source too)"] += 1
             return
         try:
-            with transaction.atomic():
+            with self._written():
                 services.entry_update(
                     entry_id=pk, changes=services.EntryChanges(**changes), changed_by="import"
                 )
@@ -459,6 +465,24 @@ class Importer:
         self._provenance = {}
         session_tags_remap(self)
 
+    @contextmanager
+    def _written(self) -> Iterator[None]:
+        """A write of the vault part that locks a row the live write path locks too (a workspace file:
+        the day's note an agent's exchanges are logged in, MEMORY.md its durable facts go to; the project;
+        an entry), whose result nothing later in the import reads. In a real run it is committed with the
+        vault part. In a dry run it is a savepoint rolled back as soon as it is done, which releases that
+        lock: a dry run holds none of them to its end, and a live agent does not wait for it."""
+        if not self.report.dry_run:
+            with transaction.atomic():
+                yield
+            return
+        try:
+            with transaction.atomic():
+                yield
+                raise _WriteUndone
+        except _WriteUndone:
+            pass
+
     # Files and project context -------------------------------------------------------------------
 
     def file_put(
@@ -494,7 +518,8 @@ class Importer:
         if existing is not None and existing.content == content:
             self.report.counts["files unchanged"] += 1
             if enabled not in (None, existing.enabled) or sort_order not in (None, existing.sort_order):
-                services.file_settings_set(agent=agent, path=path, enabled=enabled, sort_order=sort_order)
+                with self._written():
+                    services.file_settings_set(agent=agent, path=path, enabled=enabled, sort_order=sort_order)
         elif (
             existing is not None
             and WorkspaceFileVersion.objects.filter(file=existing, content=content).exists()
@@ -504,23 +529,24 @@ class Importer:
             return
         else:
             try:
-                _, created = services.file_write(
-                    agent=agent,
-                    path=path,
-                    content=content,
-                    changed_by="import",
-                    enabled=enabled,
-                    sort_order=sort_order,
-                    markdown_only=not path.startswith("memories/"),
-                    **(
-                        {
-                            "max_bytes": settings.MEMORY_IMPORT_MAX_FILE_BYTES,
-                            "limit_setting": "MEMORY_IMPORT_MAX_FILE_BYTES",
-                        }
-                        if exported
-                        else {}
-                    ),
-                )
+                with self._written():
+                    _, created = services.file_write(
+                        agent=agent,
+                        path=path,
+                        content=content,
+                        changed_by="import",
+                        enabled=enabled,
+                        sort_order=sort_order,
+                        markdown_only=not path.startswith("memories/"),
+                        **(
+                            {
+                                "max_bytes": settings.MEMORY_IMPORT_MAX_FILE_BYTES,
+                                "limit_setting": "MEMORY_IMPORT_MAX_FILE_BYTES",
+                            }
+                            if exported
+                            else {}
+                        ),
+                    )
             except DomainError as exc:
                 self.report.problem(where, then(exc.detail, "File skipped"))
                 return
@@ -561,7 +587,8 @@ class Importer:
             self.report.counts["project context unchanged"] += 1
             return
         try:
-            services.project_context_set(project=project, content=content, changed_by="import")
+            with self._written():
+                services.project_context_set(project=project, content=content, changed_by="import")
         except DomainError as exc:
             self.report.problem(where, exc.detail)
             return
