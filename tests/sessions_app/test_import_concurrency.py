@@ -405,9 +405,16 @@ def test_an_import_stopped_midway_keeps_its_parts_and_running_it_again_stores_th
 
 
 def export_with_two_chats(tmp_path) -> Path:
-    """An export of an agent with two chats (today's note logs their exchanges) and a conversation file."""
+    """An export of an agent with two chats (today's note logs their exchanges), a MEMORY.md of its own and
+    a conversation file."""
     project = vault_services.project_create(slug="source")
     agent = vault_services.agent_ensure(project=project, slug="dev")
+    vault_services.file_write(
+        agent=agent,
+        path="MEMORY.md",
+        content="# MEMORY.md\n\n- The API speaks JSON only\n",
+        changed_by="test",
+    )
     vault_services.entry_create(agent=agent, category="decisions", content="Use SSE for streaming")
     for chat in ("chat-1", "chat-2"):
         services.messages_append(
@@ -433,8 +440,8 @@ def test_a_dry_run_makes_no_live_agent_wait_and_reports_what_the_import_then_doe
     path takes that it took (the agent's session lock of a session it created, today's note it rewrote,
     MEMORY.md) was held until its end, and live agents waited for all of it. It now runs as a real run
     does, each session in a savepoint rolled back at once (a long conversation is planned, not stored)
-    and the vault part's rewrites of files rolled back as soon as they are counted: between two sessions
-    no live write waits. Its summary is the real run's."""
+    and the vault part's rewrites of files (MEMORY.md here) rolled back as soon as they are counted:
+    between two sessions no live write waits. Its summary is the real run's."""
     monkeypatch.setattr(transfer, "CONVERSATION_PART_MESSAGES", 2, raising=False)
     out = export_with_two_chats(tmp_path)
     target = vault_services.project_create(slug="target")
