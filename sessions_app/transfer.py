@@ -223,10 +223,8 @@ def conversation_store(importer: Importer, item: ParsedConversation) -> None:
                 what="that part of it",
             )
         except DomainError as exc:
-            report.problem(
-                item.source,
-                f"conversation not stored from its {start + 1}th new message on: {exc.detail}",
-            )
+            done = f"its first {start} new message(s) stored, the rest" if start else "conversation"
+            report.problem(item.source, f"{done} not stored: {exc.detail}")
             break
     report.counts["messages stored"] += stored
     if not stored:
