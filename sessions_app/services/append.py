@@ -87,9 +87,10 @@ def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> tuple[Se
 
     The frontend saves the whole conversation without a chat id and closes it with `sleep`; a retry or
     replay of that save must land in the same session, not start a new copy of it, in a session opened
-    since by another writer or in a new one. The agent's most recently closed session without a chat id
-    is that session when its first messages have the same roles and texts and the current session's
-    do not.
+    since by another writer or in a new one. The agent's most recently closed session (a named chat the
+    save went to as the current session, closed since, included), else its most recently closed session
+    without a chat id, is that session when its first messages have the same roles and texts and the
+    current session's do not.
 
     Runs in the append's transaction. Unless the current session holds the conversation (the usual
     autosave, which takes no lock here), it takes the agent's session lock, the one session_ensure takes
@@ -106,12 +107,15 @@ def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> tuple[Se
     current = selectors.session_current(agent)  # looked at again under the lock
     if current is not None and _begins_with(current, head):
         return None
-    candidate = (
-        Session.objects.filter(agent=agent, status=SessionStatus.CLOSED, external_id="")
-        .order_by("-last_activity_at", "-id")
-        .first()
+    closed = Session.objects.filter(agent=agent, status=SessionStatus.CLOSED).order_by(
+        "-last_activity_at", "-id"
     )
-    if candidate is None or not _begins_with(candidate, head):
+    # The session closed last, a named chat too (the current session the save was written to, closed
+    # by a sleep since), else the last closed without a chat id (a named chat closed since then must not
+    # hide the conversation a retry replays).
+    candidates = {s.pk: s for s in (closed.first(), closed.filter(external_id="").first()) if s is not None}
+    candidate = next((s for s in candidates.values() if _begins_with(s, head)), None)
+    if candidate is None:
         return None
     # Archived or deleted since it was found: a save after that starts a new session.
     candidate = (

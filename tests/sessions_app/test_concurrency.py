@@ -270,3 +270,68 @@ def test_a_save_waiting_for_its_session_to_close_does_not_copy_it_into_a_new_ses
     assert Session.objects.filter(agent=agent_a).count() == 1
     assert _texts(session) == [m["text"] for m in SAVED_MORE]
     assert Message.objects.filter(agent=agent_a).count() == len(SAVED_MORE)
+
+
+def _named_chat_saved_keyless(agent):
+    """A named chat, current, whose conversation the frontend then saves whole without a chat id."""
+    session = services.messages_append(agent=agent, session_key="chat_orders", messages=SAVED[:1]).session
+    assert services.messages_append(agent=agent, messages=SAVED, full=True).session.pk == session.pk
+    return session
+
+
+def test_a_replay_of_a_closed_named_chat_stays_in_that_chat(agent_a):
+    """A keyless full save of the current session's conversation, retried after a sleep closed that
+    session, went to a new session (a copy of the conversation) when the session was a named chat:
+    only closed sessions without a chat id were looked at. The retry lands in the closed chat, as it
+    does in a closed session without one, and the answer names that (closed) session."""
+    session = _named_chat_saved_keyless(agent_a)
+    services.session_close(agent=agent_a, session=session)
+    result = services.messages_append(agent=agent_a, messages=SAVED_MORE, full=True)
+    assert result.session.pk == session.pk
+    assert result.session.status == "closed"
+    assert Session.objects.filter(agent=agent_a).count() == 1
+    assert _texts(session) == [m["text"] for m in SAVED_MORE]
+    assert Message.objects.filter(agent=agent_a).count() == len(SAVED_MORE)
+
+
+def test_a_save_waiting_for_its_named_chat_to_close_does_not_copy_it_into_a_new_session(agent_a):
+    """As test_a_save_waiting_for_its_session_to_close_does_not_copy_it_into_a_new_session, with the
+    conversation's session a named chat: the save waited for the chat's row while a sleep closed it,
+    then copied the whole conversation into a new session."""
+    session = _named_chat_saved_keyless(agent_a)
+    with transaction.atomic():
+        services.session_close(agent=agent_a, session=session)
+        thread, out = _in_thread(
+            lambda: services.messages_append(agent=agent_a, messages=SAVED_MORE, full=True)
+        )
+        until_another_connection_waits_for_a_lock()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert "error" not in out, out
+    assert out["result"].session.pk == session.pk
+    assert Session.objects.filter(agent=agent_a).count() == 1
+    assert _texts(session) == [m["text"] for m in SAVED_MORE]
+
+
+def test_a_replay_of_an_older_keyless_conversation_is_found_after_a_named_chat_closed(agent_a):
+    """The named chat closed last does not hide the closed conversation without a chat id that a
+    keyless save replays."""
+    closed = _closed_conversation(agent_a)
+    named = services.messages_append(
+        agent=agent_a, session_key="chat_other", messages=[{"role": "user", "text": "Rotate the API keys"}]
+    ).session
+    services.session_close(agent=agent_a, session=named)
+    result = services.messages_append(agent=agent_a, messages=SAVED_MORE, full=True)
+    assert result.session.pk == closed.pk
+    assert _texts(closed) == [m["text"] for m in SAVED_MORE]
+    assert _texts(named) == ["Rotate the API keys"]
+
+
+def test_a_new_keyless_conversation_does_not_go_to_a_closed_named_chat(agent_a):
+    """Only a closed session whose first messages are the save's is a replay."""
+    named = services.messages_append(agent=agent_a, session_key="chat_other", messages=SAVED).session
+    services.session_close(agent=agent_a, session=named)
+    other = [{"role": "user", "text": "Plan the billing export"}, *SAVED[1:]]
+    result = services.messages_append(agent=agent_a, messages=other, full=True)
+    assert result.session.pk != named.pk
+    assert result.session.external_id == ""
