@@ -107,6 +107,16 @@ def extraction_retry_schedule(
     return at
 
 
+def _retries_remove(session_id: int) -> None:
+    """Remove the session's pending retries: the extraction that calls this took the conversation as it
+    is (extracted it, or found it unchanged since it was), so a retry would only skip it. One the
+    scheduler is turning into a task right now (its row locked) is left to it: it deletes it."""
+    retries = Schedule.objects.filter(name=_retry_name(session_id), func=EXTRACTION_TASK)
+    Schedule.objects.filter(
+        pk__in=list(retries.select_for_update(skip_locked=True).values_list("pk", flat=True))
+    ).delete()
+
+
 def _transcript_lines(messages: list[Message]) -> list[str]:
     """The last MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES messages as the model reads them, oldest first."""
     limit = settings.MEMORY_EXTRACTION_MESSAGE_CHARS
@@ -268,6 +278,12 @@ def _extract(agent: Agent, session: Session, messages: list[Message], now: datet
     return result
 
 
+def _extracted_as_is(session: Session, digest: str) -> bool:
+    """Whether the session's last extraction saw the conversation as it is now."""
+    mark = SessionMark.objects.filter(session=session, purpose=SessionMark.Purpose.EXTRACTION).first()
+    return mark is not None and mark.content_hash == digest
+
+
 def extraction_perform(
     *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None
 ) -> dict:
@@ -318,7 +334,13 @@ def extraction_perform(
         }
 
     with transaction.atomic():
-        if not agent_lock_try(agent.pk):
+        locked = agent_lock_try(agent.pk)
+        # Without the lock too: an extraction of this very conversation running now has not written the
+        # mark yet (this one is deferred, and that one removes the retry).
+        if _extracted_as_is(session, digest):
+            _retries_remove(session.pk)  # a retry would find it unchanged too
+            return skipped("the conversation is unchanged since its last extraction")
+        if not locked:
             # The job holding the lock may be another session's extraction, whose cooldown starts now.
             return deferred(
                 "another extraction or consolidation for this agent is running",
@@ -326,9 +348,6 @@ def extraction_perform(
             )
         state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
         state = AgentMaintenance.objects.select_for_update().get(pk=state.pk)
-        mark = SessionMark.objects.filter(session=session, purpose=SessionMark.Purpose.EXTRACTION).first()
-        if mark is not None and mark.content_hash == digest:
-            return skipped("the conversation is unchanged since its last extraction")
         if state.last_extraction_at and now - state.last_extraction_at < cooldown:
             return deferred(
                 f"cooldown: the last extraction for this agent was at {state.last_extraction_at}",
@@ -343,5 +362,5 @@ def extraction_perform(
             defaults={"content_hash": digest, "updated_at": now},
         )
         # A retry deferred by the cooldown has nothing left to do: this run extracted the session.
-        Schedule.objects.filter(name=_retry_name(session.pk), func=EXTRACTION_TASK).delete()
+        _retries_remove(session.pk)
     return {"status": "done", **result}

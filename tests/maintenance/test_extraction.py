@@ -458,3 +458,74 @@ def test_two_deferrals_of_a_session_at_once_leave_one_retry(agent_a):
     assert out["at"] == later
     retries = Schedule.objects.filter(name=f"extraction retry: session {session.pk}")
     assert list(retries.values_list("next_run", "args")) == [(later, repr((agent_a.pk, session.pk, "quiet")))]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_unchanged_conversation_that_finds_the_agent_busy_is_skipped_not_deferred(
+    project, fake_llm, monkeypatch
+):
+    """A session extracted already went quiet while another session's extraction held the agent's job
+    lock: it was deferred (a retry "extraction retry: session N") without looking at whether anything
+    had changed, and the retry ran later only to skip it as unchanged. It is skipped at once, and no
+    retry is made."""
+    agent = services.agent_ensure(project=project, slug="busy")
+    first = session_make(agent, CONVERSATION, external_id="chat-1")
+    second = session_make(agent, KAFKA_CONVERSATION, external_id="chat-2")
+    fake_llm.reply_json({"should_update": False, "reason": "r"})
+    with time_machine.travel(timezone.now() - timedelta(minutes=10)):
+        assert run(agent, first, trigger="close")["status"] == "done"
+    fake_llm.received.clear()
+    fake_llm.reply_json({"should_update": True, "reason": "r", "daily_entry": "- kafka", "memory_update": "",
+                         "profile_update": ""}, delay=1.5)  # fmt: skip
+    results = {}
+
+    def extract_second():
+        try:
+            results["second"] = run(agent, second)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=extract_second)
+    thread.start()
+    assert fake_llm.received.wait(10)
+    try:
+        quiet = run(agent, first, trigger="quiet")
+    finally:
+        thread.join()
+    assert results["second"]["status"] == "done"
+    assert quiet == {"status": "skipped", "reason": "the conversation is unchanged since its last extraction"}
+    assert not Schedule.objects.filter(name__startswith="extraction retry").exists()
+    with time_machine.travel(timezone.now() + timedelta(minutes=10)):
+        assert _due_tasks_run(monkeypatch) == []
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["q-sync", "orm-broker"])
+def test_an_extraction_skipped_as_unchanged_removes_the_sessions_pending_retry(
+    agent_a, settings, monkeypatch, sync
+):
+    """A retry left pending for a session (its deferral committed after the extraction that took the
+    conversation as it is had removed the session's retries) ran later and skipped the conversation as
+    unchanged, as every trigger of the session meanwhile had: an extraction that finds the conversation
+    unchanged removes the session's pending retry, as one that extracts it does."""
+    from django_q.conf import Conf
+
+    from sessions_app.maintenance.extraction import extraction_retry_schedule
+
+    monkeypatch.setattr(Conf, "SYNC", sync)
+    settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 5
+    session = session_make(agent_a, CONVERSATION)
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        assert run(agent_a, session, trigger="close")["status"] == "done"
+        extraction_retry_schedule(
+            agent_id=agent_a.pk,
+            session_id=session.pk,
+            trigger_source="close",
+            at=start + timedelta(minutes=5),
+        )
+    with time_machine.travel(start + timedelta(minutes=2), tick=False):
+        skipped = run(agent_a, session, trigger="quiet")
+    assert skipped["reason"] == "the conversation is unchanged since its last extraction"
+    assert not Schedule.objects.filter(name=f"extraction retry: session {session.pk}").exists()
+    with time_machine.travel(start + timedelta(minutes=6), tick=False):
+        assert _scheduler_pass_run(monkeypatch, sync) == []
