@@ -39,6 +39,12 @@ class Session(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    restored_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When it last came back from the archive: no activity, but the lifecycle counts the quiet "
+        "days before archiving or deleting it from the later of this and the last activity.",
+    )
     max_input_tokens = models.PositiveIntegerField(
         null=True, blank=True, help_text="The model's window as the agent reports it (else the default)."
     )

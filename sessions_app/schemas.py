@@ -184,6 +184,9 @@ class SessionOut(Schema):
     created_at: datetime
     last_activity_at: datetime
     closed_at: datetime | None
+    restored_at: datetime | None = Field(
+        None, description="When it last came back from the archive (a restore is no activity)."
+    )
     max_input_tokens: int | None = None
     buffer_started_at: datetime | None = None
 

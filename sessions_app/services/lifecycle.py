@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput
@@ -102,6 +103,18 @@ _MESSAGE_FIELDS = (
 )  # fmt: skip
 
 
+def _quiet_before(cutoff: datetime) -> Q:
+    """Sessions quiet since before `cutoff`: no activity, and not restored from the archive, since. A
+    restore is no activity, but a session restored on purpose is not archived (or deleted) again before
+    it has been quiet as long again since."""
+    return Q(last_activity_at__lt=cutoff) & (Q(restored_at__isnull=True) | Q(restored_at__lt=cutoff))
+
+
+def _quiet_since(session: Session, cutoff: datetime) -> bool:
+    """_quiet_before for one session in hand."""
+    return session.last_activity_at < cutoff and (session.restored_at is None or session.restored_at < cutoff)
+
+
 def session_archive(
     *, session: Session, reason: str = "", by: str = "", quiet_before: datetime | None = None
 ) -> SessionArchive | None:
@@ -116,7 +129,7 @@ def session_archive(
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session.pk)
         if quiet_before is not None and (
-            session.status == SessionStatus.ARCHIVED or session.last_activity_at >= quiet_before
+            session.status == SessionStatus.ARCHIVED or not _quiet_since(session, quiet_before)
         ):
             return None
         if session.status == SessionStatus.ARCHIVED:
@@ -168,7 +181,9 @@ def session_archive(
 def session_restore(*, session: Session, by: str = "", reason: str = "restored on demand") -> Session:
     """Bring an archived session back: every message row exactly as it was, branch heads and scan links
     re-attached, the archive row removed. The session comes back idle (closed if it was closed) with its
-    activity time set to now, so the lifecycle does not archive it again at once."""
+    last activity as it was (a restore is no activity: the session list, and which open session is the
+    agent's current one, go by what was said) and `restored_at` now, from which the lifecycle counts
+    again before archiving it, so it is not archived again at once."""
 
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session.pk)
@@ -204,8 +219,8 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
         for entry_id, message_id in data["state"].items():
             SessionStateEntry.objects.filter(pk=int(entry_id), session=session).update(message_id=message_id)
         archive.delete()
-        session.last_activity_at = timezone.now()
-        session.save(update_fields=["last_activity_at"])
+        session.restored_at = timezone.now()
+        session.save(update_fields=["restored_at"])
         back = SessionStatus.CLOSED if data.get("status") == SessionStatus.CLOSED else SessionStatus.IDLE
         _status_set(session, back, reason=reason, by=by)
     return session
@@ -227,7 +242,7 @@ def session_delete(
             session = locked.get(pk=session.pk)
         else:
             session = locked.filter(
-                pk=session.pk, status=SessionStatus.ARCHIVED, last_activity_at__lt=quiet_before
+                _quiet_before(quiet_before), pk=session.pk, status=SessionStatus.ARCHIVED
             ).first()
             if session is None:  # restored by a message, or deleted by another run
                 return False
@@ -266,7 +281,8 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
     """One pass of the session lifecycle (the scheduled task): active sessions without activity for
     MEMORY_SESSION_IDLE_MINUTES become idle (and their extraction is queued, trigger "quiet"); sessions
     inactive for MEMORY_SESSION_ARCHIVE_DAYS are archived; archived sessions inactive for
-    MEMORY_SESSION_RETENTION_DAYS (0 = never) are deleted. One session failing does not stop the rest."""
+    MEMORY_SESSION_RETENTION_DAYS (0 = never) are deleted; "inactive" counts from a restore too
+    (_quiet_before). One session failing does not stop the rest."""
 
     now = now or timezone.now()
     counts = {"idle": 0, "archived": 0, "deleted": 0, "errors": 0}
@@ -295,7 +311,7 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
             counts["errors"] += 1
     archive_cutoff = now - timedelta(days=settings.MEMORY_SESSION_ARCHIVE_DAYS)
     for session in list(
-        Session.objects.exclude(status=SessionStatus.ARCHIVED).filter(last_activity_at__lt=archive_cutoff)
+        Session.objects.exclude(status=SessionStatus.ARCHIVED).filter(_quiet_before(archive_cutoff))
     ):
         try:
             if session_archive(
@@ -311,7 +327,7 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
     if days:
         delete_cutoff = now - timedelta(days=days)
         for session in list(
-            Session.objects.filter(status=SessionStatus.ARCHIVED, last_activity_at__lt=delete_cutoff)
+            Session.objects.filter(_quiet_before(delete_cutoff), status=SessionStatus.ARCHIVED)
         ):
             try:
                 if session_delete(

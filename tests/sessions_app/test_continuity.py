@@ -330,6 +330,44 @@ def test_it_moves_sessions_through_the_lifecycle(agent_a, settings, django_captu
     assert steps == [("active", "idle"), ("idle", "archived"), ("archived", "deleted")]
 
 
+def test_restoring_a_session_keeps_its_last_activity_and_the_lifecycle_counts_from_the_restore(
+    agent_a, settings
+):
+    """A restore set the session's last activity to now: the session list and the agent's current
+    session took a restore for a conversation, and the session's real last activity was lost. It keeps
+    its last activity; `restored_at` says when it came back, and the lifecycle counts the quiet days
+    before archiving it again, and before deleting it once archived, from there."""
+    settings.MEMORY_SESSION_ARCHIVE_DAYS = 30
+    settings.MEMORY_SESSION_RETENTION_DAYS = 90
+    with time_machine.travel(T0, tick=False):
+        session = _conversation(agent_a)
+    with time_machine.travel(T0 + timedelta(days=31), tick=False):
+        assert services.lifecycle_run()["archived"] == 1
+    restore_at = T0 + timedelta(days=80)
+    with time_machine.travel(restore_at - timedelta(days=1), tick=False):
+        other = services.messages_append(
+            agent=agent_a, session_key="s2", messages=[{"role": "user", "text": "Rotate the API keys"}]
+        ).session
+    with time_machine.travel(restore_at, tick=False):
+        services.session_restore(session=Session.objects.get(pk=session.pk))
+    session.refresh_from_db()
+    assert session.status == "idle"
+    assert session.last_activity_at == T0 and session.restored_at == restore_at
+    assert selectors.session_current(agent_a).pk == other.pk  # a restore is no activity
+    with time_machine.travel(restore_at + timedelta(days=29, hours=1), tick=False):
+        assert services.lifecycle_run()["archived"] == 1  # the other session, quiet for 30 days
+    assert Session.objects.get(pk=session.pk).status == "idle"
+    with time_machine.travel(restore_at + timedelta(days=30, minutes=1), tick=False):
+        assert services.lifecycle_run()["archived"] == 1
+    assert Session.objects.get(pk=session.pk).status == "archived"
+    with time_machine.travel(restore_at + timedelta(days=89, hours=1), tick=False):
+        assert services.lifecycle_run()["deleted"] == 1  # the other session, inactive for 90 days
+    assert Session.objects.filter(pk=session.pk).exists()
+    with time_machine.travel(restore_at + timedelta(days=90, minutes=1), tick=False):
+        assert services.lifecycle_run()["deleted"] == 1
+    assert not Session.objects.filter(pk=session.pk).exists()
+
+
 @pytest.mark.parametrize("step", ["archive", "delete"])
 def test_the_lifecycle_leaves_a_session_that_a_message_woke_while_it_ran(
     agent_a, settings, monkeypatch, step
@@ -408,6 +446,8 @@ def test_it_restores_an_archived_session_with_identical_messages(api, token_a, a
     response = api.post(f"/agents/agent-a/sessions/{session.pk}/restore", {}, token=token_a)
     assert response.status_code == 200, response.content
     assert response.json()["messages"] == 3 and response.json()["session"]["status"] == "idle"
+    assert response.json()["session"]["restored_at"] is not None
+    assert response.json()["session"]["last_activity_at"] < response.json()["session"]["restored_at"]
     assert _rows(session) == before
     assert list(SessionStateEntry.objects.filter(session=session).values("id", "message_id")) == state_before
     branches = {
