@@ -1,14 +1,19 @@
 from datetime import datetime
+from typing import Literal
 
 from django.conf import settings
 from ninja import Field, Schema
 
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import integer
+from sessions_app.models import Role
+from vault.schemas import SourceName
+
+RoleName = Literal[tuple(Role.values)]
 
 
 class SearchResultOut(Schema):
-    kind: str = Field(description="entry, message or file")
+    kind: Literal["entry", "message", "file"]
     id: int
     agent: str
     category: str | None = None
@@ -20,7 +25,7 @@ class SearchResultOut(Schema):
     status: str | None = None
     importance: float | None = None
     access_count: int | None = None
-    source: str | None = Field(None, description="Entries: api, mcp, ui, import, extraction, compaction...")
+    source: SourceName | None = Field(None, description="Entries: what it was written through")
     created_by: str | None = Field(None, description="Entries: the token, curator or process that wrote it")
     confidence: float | None = Field(None, description="Entries: confidence of heuristic or LLM extraction")
     source_session_id: int | None = Field(None, description="Entries: the session it was extracted from")
@@ -28,7 +33,7 @@ class SearchResultOut(Schema):
     superseded_by: int | None = Field(None, description="Entries: the entry that replaced this one")
     session: str | None = Field(None, description="Messages: the session's external id")
     session_id: int | None = None
-    role: str | None = None
+    role: RoleName | None = Field(None, description="Messages: whose message it is")
     archived: bool | None = None
     path: str | None = Field(None, description="Files: the workspace path")
     arms: list[str] = Field(

@@ -17,6 +17,7 @@ from vault.schemas import (
     EntryVersionOut,
     ProjectContextIn,
     ProjectContextOut,
+    SourceName,
     WhoAmIOut,
 )
 
@@ -88,7 +89,7 @@ def entry_list(
     category: CategoryName | None = None,
     status: Literal["active", "archived", "pending", "superseded", "rejected", "all"] = "active",
     tag: str | None = Query(None, max_length=64),
-    source: str | None = Query(None, max_length=16),
+    source: SourceName | None = Query(None, description="Entries written through this source"),
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0, le=10_000_000),
 ):

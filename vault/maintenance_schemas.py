@@ -6,7 +6,7 @@ from pydantic import ConfigDict
 
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer
-from vault.schemas import CategoryName
+from vault.schemas import CategoryName, SourceName
 from vault.text import NOT_BLANK_PATTERN, TAG_FILTER_MAX, TAG_MAX_CHARS
 
 
@@ -115,7 +115,7 @@ class ForgetIn(InputSchema):
     )
     since: datetime | None = None
     until: datetime | None = None
-    source: Literal["api", "mcp", "ui", "import", "extraction", "compaction"] | None = None
+    source: SourceName | None = None
     kinds: list[Literal["entries", "messages"]] = Field(
         default_factory=lambda: ["entries"], min_length=1, max_length=2
     )

@@ -8,11 +8,13 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from memoryproject.booleans import Boolean
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer, integer, number
-from vault.models import REJECT_REASON_MAX_CHARS, VaultEntry
+from vault.models import REJECT_REASON_MAX_CHARS, EntrySource, VaultEntry
 from vault.text import NOT_BLANK_PATTERN
 
 CategoryName = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
 StatusName = Literal["active", "archived", "pending", "superseded", "rejected"]
+# What an entry was written through (EntrySource): the schema lists them, a filter on another is a 422.
+SourceName = Literal[tuple(EntrySource.values)]
 
 
 class EntryIn(InputSchema):
@@ -73,7 +75,7 @@ class EntryOut(BaseModel):
     content: str
     tags: list[str]
     status: str
-    source: str
+    source: SourceName
     importance: float
     created_by: str
     access_count: int

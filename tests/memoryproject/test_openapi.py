@@ -431,3 +431,49 @@ def test_a_query_boolean_is_documented_as_a_boolean(document):
     parameters = document["paths"]["/api/v1/maintenance/compact"]["post"]["parameters"]
     dry_run = next(p for p in parameters if p["name"] == "dry_run")
     assert dry_run["schema"]["type"] == "boolean" and dry_run["schema"]["default"] is False
+
+
+def _enum(schema: dict) -> list | None:
+    """The enum a (possibly nullable, possibly referenced) property's schema allows, if any."""
+    for option in schema.get("anyOf", [schema]):
+        if "enum" in option:
+            return option["enum"]
+    return None
+
+
+def test_an_entrys_source_is_listed_in_the_schema_as_entries_have_it(document, api, token_a, agent_a):
+    """`source` of an entry, of a search result and of the entry list's filter was a plain string: a
+    client could not tell the values apart from a typo, and a filter `source=API` answered 200 with no
+    entries. The schema lists the sources, and a filter that is none of them is a 422 naming them."""
+    from vault.models import EntrySource
+
+    sources = list(EntrySource.values)
+    schemas = document["components"]["schemas"]
+    assert _enum(schemas["EntryOut"]["properties"]["source"]) == sources
+    assert _enum(schemas["SearchResultOut"]["properties"]["source"]) == sources
+    assert _enum(schemas["ForgetIn"]["properties"]["source"]) == sources
+    [parameter] = [
+        p
+        for p in document["paths"]["/api/v1/agents/{agent}/entries"]["get"]["parameters"]
+        if p["name"] == "source"
+    ]
+    assert _enum(parameter["schema"]) == sources
+    api.post(
+        "/agents/agent-a/entries", {"category": "lessons", "content": "Pin the base image"}, token=token_a
+    )
+    for source in sources:
+        response = api.get("/agents/agent-a/entries", token=token_a, source=source)
+        assert response.status_code == 200, response.content
+        assert response.json()["count"] == (1 if source == "api" else 0)
+    response = api.get("/agents/agent-a/entries", token=token_a, source="API")
+    assert response.status_code == 422, response.content
+    assert response.json()["errors"][0]["loc"] == ["query", "source"]
+    assert all(f"'{source}'" in response.json()["detail"] for source in sources)
+
+
+def test_a_search_results_role_is_listed_in_the_schema_as_messages_have_it(document):
+    from sessions_app.models import Role
+
+    properties = document["components"]["schemas"]["SearchResultOut"]["properties"]
+    assert _enum(properties["role"]) == list(Role.values)
+    assert _enum(properties["kind"]) == ["entry", "message", "file"]
