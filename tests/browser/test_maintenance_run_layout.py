@@ -38,3 +38,38 @@ def test_a_refusals_dropped_facts_fit_a_phone_one_a_line(logged_in, agent_a, fak
     assert details.get_by_role("listitem").all_inner_texts() == FACTS
     problems = page.evaluate(LAYOUT_PROBLEMS_JS)
     assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("width", [390, 1280], ids=["phone", "desktop"])
+def test_a_changes_lists_of_ids_are_shown_one_item_a_line(logged_in, agent_a, settings, width):
+    """A change's list values (the merged_entry_ids of a category cap) were shown as one Python list,
+    "[1, 2, 3, ...]", wrapping wherever the line ran out. Each item is a line of its own, as a text's
+    lines are, on a phone and on a desktop; an empty list says so."""
+    from memoryproject import maintenance
+
+    settings.MEMORY_VAULT_CAP, settings.MEMORY_VAULT_KEEP = 3, 1
+    for n in range(40):
+        services.entry_create(agent=agent_a, category="lessons", content=f"Lesson {n}: pin the base image")
+    run = maintenance.compaction_run(project=agent_a.project, dry_run=False, trigger=RunTrigger.ADMIN)
+    [merge] = [c for c in run.changes if c["action"] == "merge-entries"]
+    merged = merge["details"]["merged_entry_ids"]
+    assert len(merged) == 39
+    run.changes.append({"step": "T", "action": "trim", "target": "x", "reason": "r", "details": {"ids": []}})
+    run.save(update_fields=["changes"])
+    page = logged_in
+    page.set_viewport_size({"width": width, "height": 900})
+    assert page.goto(f"/projects/acme/maintenance/runs/{run.pk}/").ok
+    row = page.locator(".changes tbody tr", has_text="merge-entries")
+    row.get_by_text("details").click()
+    listed = row.locator("dt:text-is('merged_entry_ids') + dd li")
+    assert listed.all_inner_texts() == [str(pk) for pk in merged]
+    tops = [box["y"] for box in (item.bounding_box() for item in listed.all())]
+    assert tops == sorted(tops) and len(set(tops)) == len(tops)  # one a line
+    assert row.locator("dt:text-is('summary_entry_id') + dd").inner_text() == str(
+        merge["details"]["summary_entry_id"]
+    )
+    empty = page.locator(".changes tbody tr", has_text="trim")
+    empty.get_by_text("details").click()
+    assert empty.locator("dt:text-is('ids') + dd").inner_text() == "(none)"
+    problems = page.evaluate(LAYOUT_PROBLEMS_JS)
+    assert problems == [], "\n".join(problems)

@@ -30,3 +30,14 @@ def query_with(context, **changes):
             query[key] = value
     encoded = query.urlencode()
     return f"?{encoded}" if encoded else "?"
+
+
+@register.filter
+def detail_lines(value):
+    """A maintenance run change's detail as the run page lists it, one item a line: a list's items (ids
+    merged, archived...), a text's lines (facts, removals); None for a single value, shown as it is."""
+    if isinstance(value, list | tuple):
+        return [str(item) for item in value]
+    if isinstance(value, str):
+        return value.splitlines()
+    return None
