@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
 
 from memoryproject.copy_rows import ids_allocate, rows_copy
 from memoryproject.errors import DomainError
@@ -62,6 +63,7 @@ def session_data(session: Session, entry_ids: dict[int, str] | None = None) -> d
         "max_input_tokens": session.max_input_tokens,
         "buffer_started_at": _iso(session.buffer_started_at),
         "status_changed_at": _iso(session.status_changed_at),
+        "restored_at": _iso(session.restored_at),
         "active_branch": active,
         "branches": [
             {"name": b.name, "head": _key(heads[b.pk][0]), "from": _key(heads[b.pk][1])} for b in branches
@@ -314,6 +316,7 @@ def _session_create(
         max_input_tokens=limit if type(limit) is int and 0 < limit < 2**31 else None,
         buffer_started_at=date_parse(data.get("buffer_started_at")),
         status_changed_at=date_parse(data.get("status_changed_at")),
+        restored_at=date_parse(data.get("restored_at")),
     )
     session.refresh_from_db()
     return session, ids
@@ -376,6 +379,16 @@ def _branches_follow(
         Session.objects.filter(pk=session.pk, last_activity_at__lt=last).update(last_activity_at=last)
 
 
+def _restore_follow(session: Session, data: dict) -> None:
+    """A stored session restored from an archive at the source since: it takes that later restored_at
+    (the lifecycle counts its quiet days from it), new messages or not; an earlier one changes nothing."""
+    restored = date_parse(data.get("restored_at"))
+    if restored is not None and session.status != SessionStatus.ARCHIVED:
+        Session.objects.filter(pk=session.pk).filter(
+            Q(restored_at__isnull=True) | Q(restored_at__lt=restored)
+        ).update(restored_at=restored)
+
+
 def _rows_store(importer, item: ParsedSessionFile, session: Session, agent: Agent) -> None:
     """The file's state rows, working buffer and transitions, on the session and messages stored here."""
     _, messages = importer.sessions_found[(item.source_agent or item.agent, item.key)]
@@ -425,6 +438,7 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
             else:
                 stored = dict(Message.objects.filter(session=session).values_list("client_id", "pk"))
             _found(importer, item, session, messages, by_client=stored)
+            _restore_follow(session, data)
             new = [m for m in messages if m["client_id"] not in stored]
             report.counts["messages already imported (skipped)"] += len(messages) - len(new)
             if not new or session.status == SessionStatus.ARCHIVED:

@@ -4,6 +4,7 @@ transitions; and the `session-{id}` tags of extracted entries name the sessions 
 
 import io
 import json
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.management import call_command
@@ -85,7 +86,7 @@ def histories(project) -> dict[str, list]:
             for t in SessionTransition.objects.filter(project=project).exclude(by=IMPORTER)
         ),
         "sessions": sorted(
-            (s.external_id, s.buffer_started_at, s.status_changed_at)
+            (s.external_id, s.buffer_started_at, s.status_changed_at, s.restored_at)
             for s in Session.objects.filter(project=project)
             if s.status != "archived"  # the import's own archiving sets the date it archived it
         ),
@@ -124,6 +125,10 @@ def memory_with_history(api, token_a, agent_a, project):
             session=chat, message_id=message.pk, side=side, text=text, created_at=message.created_at
         )
     Session.objects.filter(pk=chat.pk).update(buffer_started_at=message.created_at)
+    # A session restored from an archive says when (its last activity stays that of its messages).
+    Session.objects.filter(project=project, external_id="chat-1").update(
+        restored_at=message.created_at - timedelta(hours=1)
+    )
     session_services.session_close(agent=agent_a, session=chat, changed_by="closer")
     assert SessionStateEntry.objects.filter(session=chat).exists()
     assert SessionTransition.objects.filter(agent=agent_a).count() >= 2
@@ -184,7 +189,8 @@ def test_an_export_made_before_the_histories_still_imports(tmp_path, api, projec
     (folder / "agent-a" / ".versions.json").unlink()
     for path in (folder / "agent-a" / "sessions").glob("*.json"):
         data = json.loads(path.read_text(encoding="utf-8"))
-        for key in ("state", "buffer", "transitions", "buffer_started_at", "status_changed_at"):
+        dates = ("buffer_started_at", "status_changed_at", "restored_at")
+        for key in ("state", "buffer", "transitions", *dates):
             data.pop(key)
         path.write_text(json.dumps(data), encoding="utf-8")
     report = transfer.import_memory_dir(path=folder, project=target)
@@ -319,3 +325,23 @@ def test_history_moved_into_a_redacting_project_is_redacted_as_its_entries_are(
     )
     history += list(WorkingBufferEntry.objects.filter(session__project=target).values_list("text", flat=True))
     assert history and not [row for row in history if "alice@example.com" in row], history
+
+
+def test_a_newer_export_brings_a_later_restore_of_a_session_already_here(
+    tmp_path, api, project, agent_a, token_a, target
+):
+    """A session restored at the source after it was imported: the next import gives the session here its
+    restored_at (the lifecycle counts its quiet days from it), and an older one never replaces a newer."""
+    agent_memory(api, token_a, agent_a)
+    transfer.import_memory_dir(path=export_to(tmp_path / "first", project), project=target)
+    here = Session.objects.get(project=target, external_id="chat-1")
+    assert here.restored_at is None
+    later = here.last_activity_at + timedelta(days=40)
+    Session.objects.filter(project=project, external_id="chat-1").update(restored_at=later)
+    transfer.import_memory_dir(path=export_to(tmp_path / "second", project), project=target)
+    assert Session.objects.get(pk=here.pk).restored_at == later
+    Session.objects.filter(project=project, external_id="chat-1").update(
+        restored_at=later - timedelta(days=1)
+    )
+    transfer.import_memory_dir(path=export_to(tmp_path / "third", project), project=target)
+    assert Session.objects.get(pk=here.pk).restored_at == later
