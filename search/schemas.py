@@ -6,23 +6,21 @@ from ninja import Field, Schema
 
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import integer
-from sessions_app.models import Role
-from vault.schemas import SourceName
-
-RoleName = Literal[tuple(Role.values)]
+from sessions_app.schemas import RoleName
+from vault.schemas import CategoryName, SourceName, StatusName
 
 
 class SearchResultOut(Schema):
     kind: Literal["entry", "message", "file"]
     id: int
     agent: str
-    category: str | None = None
+    category: CategoryName | None = None
     score: float
     snippet: str
     created_at: datetime
     updated_at: datetime | None = None
     tags: list[str] | None = None
-    status: str | None = None
+    status: StatusName | None = None
     importance: float | None = None
     access_count: int | None = None
     source: SourceName | None = Field(None, description="Entries: what it was written through")

@@ -13,7 +13,11 @@ from vault.schemas import EntryOut
 from vault.text import NO_NUL_PATTERN, NOT_BLANK_PATTERN
 
 from .compaction import message_tokens
-from .models import Message
+from .models import Message, Role
+
+# Whose message it is (Role): every stored message has one of these (the append, the imports and the
+# admin take no other), so the schema lists them.
+RoleName = Literal[tuple(Role.values)]
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -143,7 +147,7 @@ class MessageOut(BaseModel):
 
     id: int
     client_id: str
-    role: str
+    role: RoleName
     text: str
     internal: bool
     tool_calls: list
@@ -346,7 +350,7 @@ class CompactIn(InputSchema):
 
 class ContextMessage(Schema):
     id: int
-    role: str
+    role: RoleName
     text: str
     tool_calls: list
     tool_call_id: str

@@ -71,10 +71,10 @@ class EntryOut(BaseModel):
 
     id: int
     agent: str
-    category: str
+    category: CategoryName
     content: str
     tags: list[str]
-    status: str
+    status: StatusName
     source: SourceName
     importance: float
     created_by: str

@@ -477,3 +477,18 @@ def test_a_search_results_role_is_listed_in_the_schema_as_messages_have_it(docum
     properties = document["components"]["schemas"]["SearchResultOut"]["properties"]
     assert _enum(properties["role"]) == list(Role.values)
     assert _enum(properties["kind"]) == ["entry", "message", "file"]
+
+
+def test_roles_statuses_and_categories_are_listed_wherever_an_answer_holds_them(document):
+    """A message's role (messages, context, search), an entry's status and category (entries, search)
+    were plain strings: the schema now lists the values the server stores, so a client's generated
+    types match what it gets."""
+    from sessions_app.models import Role
+    from vault.models import Category, EntryStatus
+
+    schemas = document["components"]["schemas"]
+    assert _enum(schemas["MessageOut"]["properties"]["role"]) == list(Role.values)
+    assert _enum(schemas["ContextMessage"]["properties"]["role"]) == list(Role.values)
+    for name in ("EntryOut", "SearchResultOut"):
+        assert _enum(schemas[name]["properties"]["status"]) == list(EntryStatus.values), name
+        assert _enum(schemas[name]["properties"]["category"]) == list(Category.values), name
