@@ -19,8 +19,7 @@ from memoryproject.errors import DomainError
 from sessions_app import selectors, session_history
 from sessions_app import services as session_services
 from sessions_app.models import Branch, Checkpoint, Message, Role, Session, SessionStatus
-from sessions_app.services.append import _reply_context
-from sessions_app.services.common import _LOCK_SESSION_CREATE, MAIN_BRANCH, _advisory_lock
+from sessions_app.services.common import _LOCK_SESSION_CREATE, MAIN_BRANCH, _advisory_lock, reply_context
 from vault.models import Agent
 from vault.redaction import project_redaction_enabled, redact
 from vault.transfer.common import SESSION_FILE_FORMAT as SESSION_FORMAT
@@ -270,7 +269,7 @@ def _rows_build(
                 state=message["state"],
                 archived=message["archived"],
                 created_at=message["created_at"] or fallback,
-                reply_to_text=_reply_context(parent["text"] if parent else ""),
+                reply_to_text=reply_context(parent["text"] if parent else ""),
             )
         )
     return rows, ids

@@ -29,6 +29,7 @@ from sessions_app.services.common import (
     _session_with_branch,
     _status_set,
     message_input_check,
+    reply_context,
 )
 from sessions_app.services.lifecycle import session_ensure
 from sessions_app.services.window import max_input_tokens_check, working_buffer_update
@@ -166,15 +167,6 @@ def _new_items(
     return unique, duplicates, parent_id
 
 
-REPLY_CONTEXT_CHARS = 300
-
-
-def _reply_context(text: str | None) -> str:
-    """The part of the previous turn stored with a message for search (its end: what is answered)."""
-    text = " ".join((text or "").split())
-    return text if len(text) <= REPLY_CONTEXT_CHARS else text[-REPLY_CONTEXT_CHARS:]
-
-
 def _rows_store(
     agent: Agent, session: Session, items: list[MessageInput], parent_id: int | None, now
 ) -> tuple[list[Message], int | None]:
@@ -182,7 +174,7 @@ def _rows_store(
     rows = []
     # The first row keeps its parent loaded (the daily note's look-back reads it).
     parent = Message.objects.filter(pk=parent_id).first() if parent_id else None
-    previous = _reply_context(parent.text if parent else "")
+    previous = reply_context(parent.text if parent else "")
     for pk, item in zip(ids_allocate(Message, len(items)), items, strict=True):
         rows.append(
             Message(
@@ -205,7 +197,7 @@ def _rows_store(
         if parent is not None and len(rows) == 1:
             rows[0].parent = parent
         parent_id = pk
-        previous = _reply_context(item.text)
+        previous = reply_context(item.text)
     rows_copy(rows)
     return rows, parent_id
 

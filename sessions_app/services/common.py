@@ -30,6 +30,16 @@ MEMORY_FILE = "MEMORY.md"
 MEMORY_FILE_HEADER = "# MEMORY.md\n\n"
 WAL_TAG = "wal"
 # pg_advisory_xact_lock namespaces (first key); the second key is the agent id.
+REPLY_CONTEXT_CHARS = 300
+
+
+def reply_context(text: str | None) -> str:
+    """The part of the previous turn stored with a message for search (its end: what is answered).
+    Every writer of a message row derives it so: an append, an import, a restore from an archive."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= REPLY_CONTEXT_CHARS else text[-REPLY_CONTEXT_CHARS:]
+
+
 _LOCK_SESSION_CREATE = 73_001
 _LOCK_DURABLE_FACTS = 73_002
 

@@ -30,6 +30,7 @@ from sessions_app.services.common import (
     _advisory_lock,
     _session_create,
     _status_set,
+    reply_context,
     transition_record,
 )
 from vault.maintenance.retention import deletion_audit_record
@@ -191,6 +192,9 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
         if session.status != SessionStatus.ARCHIVED or archive is None:
             raise Conflict("The session is not archived.")
         data = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))
+        # The archive keeps the messages as they were written; the turn each answers, which its search
+        # vector holds, is derived from its parent there, as an append derives it.
+        texts = {row["id"]: row["text"] for row in data["messages"]}
         Message.objects.bulk_create(
             [
                 Message(
@@ -208,6 +212,7 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
                     state=row["state"],
                     archived=row["archived"],
                     created_at=datetime.fromisoformat(row["created_at"]),
+                    reply_to_text=reply_context(texts.get(row["parent_id"], "")),
                 )
                 for row in data["messages"]
             ]

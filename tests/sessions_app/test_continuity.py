@@ -289,6 +289,8 @@ def _rows(session):
             "state",
             "archived",
             "created_at",
+            # The turn each message answers, which its search vector holds: derived, not archived.
+            "reply_to_text",
         )
     )
 
