@@ -1,0 +1,56 @@
+"""What migrations took from the code stays as it was, or a new migration brings it to the databases
+migrated before.
+
+Several migrations create SQL functions and triggers from constants of the code (vault/search_text.py,
+search/sql.py), and data migrations store values computed by the code (vault/trust.py's content hashes
+and sketches, the messages' reply context). A database migrated before such a constant or function
+changed keeps what it was given then, while a fresh one gets the change: the upgraded database would
+parse, hash or complete words differently from a new one, and its stored rows would no longer match
+the queries made in Python. The upgrade tests cannot see this (they run today's migrations), so each
+is pinned here. Changing one needs a new migration that applies it again to existing databases and
+recomputes what was derived from it (as vault 0017 does for the search vectors), then a new pin.
+"""
+
+import hashlib
+
+import search.sql
+import vault.search_text
+import vault.search_vectors
+from sessions_app.services.common import reply_context
+from vault.trust import content_hash, sketch, word_set
+
+PINNED_SQL = {
+    (vault.search_text, "FUNCTION_SQL"): "f4c95d4ed0347706",
+    (vault.search_text, "PARTS_FUNCTION_SQL"): "4b880856a2ff0512",
+    (search.sql, "VOCABULARY_ADD_FUNCTION"): "2d1cb9142f7d3e77",
+    (search.sql, "TRIGGER_FUNCTIONS"): "e09a2b7c9e7b1000",
+    (search.sql, "FILE_TRIGGER_FUNCTION"): "d9c72bfaf0fafb28",
+    (search.sql, "MESSAGE_INSERT_TRIGGER"): "1542bedb95ce9200",
+    # Named inside the workspace-file trigger (vault 0015, 0017, 0018).
+    (vault.search_vectors, "VECTOR_GIVEN_SETTING"): "2e73d1f0c160114d",
+}
+
+TEXT = "We decided: run the Quokka billing workers from src/worker/queue_runner.py, not cron!"
+
+
+def test_the_sql_that_migrations_installed_is_what_the_code_holds():
+    changed = [
+        f"{module.__name__}.{name}"
+        for (module, name), pin in PINNED_SQL.items()
+        if hashlib.sha256(str(getattr(module, name)).encode()).hexdigest()[:16] != pin
+    ]
+    assert changed == [], (
+        f"{changed} changed: databases migrated before keep the old definition. Add a migration that "
+        "creates it again and recomputes what it derived (search vectors, vocabulary), then update the pin."
+    )
+
+
+def test_the_values_data_migrations_stored_are_what_the_code_computes():
+    # vault 0003 and 0004 stored these for every entry; the duplicate check compares new ones with them.
+    assert content_hash(TEXT) == "fa95c712004ea50ba1cd348f6d54ecea0f89f8211e53511cad3d5a0b4508f9ec"
+    assert sketch(word_set(TEXT)) == [
+        -1905438104, -1683938196, -1605378216, -1234555939, -929199782, -424892177, -293032171, -267951246,
+    ]  # fmt: skip
+    # sessions_app 0006 and 0012 stored each message's reply context by this rule.
+    assert reply_context("  a\u00a0b\n\tc  ") == "a b c"
+    assert reply_context("x" * 200 + " " + "y" * 200) == "x" * 99 + " " + "y" * 200
