@@ -100,7 +100,7 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
 
 _MESSAGE_FIELDS = (
     "id", "parent_id", "client_id", "role", "text", "internal", "tool_calls", "tool_call_id", "state",
-    "archived", "created_at",
+    "archived", "created_at", "reply_to_text",
 )  # fmt: skip
 
 
@@ -120,8 +120,9 @@ def session_archive(
     *, session: Session, reason: str = "", by: str = "", quiet_before: datetime | None = None
 ) -> SessionArchive | None:
     """Move a session's messages to cold storage: one SessionArchive row holding every message row as
-    zlib-compressed JSON (ids, parents, client ids, timestamps, tool calls, state), the branch heads and
-    the write-ahead-scan links, plus the plain text for search. The Message rows leave the hot table.
+    zlib-compressed JSON (ids, parents, client ids, timestamps, tool calls, state, the turn each
+    answers), the branch heads and the write-ahead-scan links, plus the plain text for search. The
+    Message rows leave the hot table.
 
     With `quiet_before` (the lifecycle, which chose the session as quiet since then) a session that is
     archived already or had activity since is left as it is and None returned: looked at again under
@@ -192,8 +193,9 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
         if session.status != SessionStatus.ARCHIVED or archive is None:
             raise Conflict("The session is not archived.")
         data = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))
-        # The archive keeps the messages as they were written; the turn each answers, which its search
-        # vector holds, is derived from its parent there, as an append derives it.
+        # The turn each message answers, which its search vector holds, is in the archive; archives made
+        # before it was kept derive it from the message's parent there, as an append does (a kept message
+        # after a compaction summary answered the turn before the summary, which this cannot know).
         texts = {row["id"]: row["text"] for row in data["messages"]}
         Message.objects.bulk_create(
             [
@@ -212,7 +214,9 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
                     state=row["state"],
                     archived=row["archived"],
                     created_at=datetime.fromisoformat(row["created_at"]),
-                    reply_to_text=reply_context(texts.get(row["parent_id"], "")),
+                    reply_to_text=row["reply_to_text"]
+                    if "reply_to_text" in row
+                    else reply_context(texts.get(row["parent_id"], "")),
                 )
                 for row in data["messages"]
             ]

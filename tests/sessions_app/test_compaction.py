@@ -239,3 +239,15 @@ def test_a_compaction_whose_conversation_moved_while_it_summarised_gives_up(agen
     assert not Message.objects.filter(session=session, archived=True).exists()
     assert not Message.objects.filter(session=session, internal=True).exists()
     assert [m["text"][:10] for m in result.context][-1] == "question 4"
+
+
+@pytest.mark.django_db
+def test_a_compacted_session_archived_and_restored_keeps_each_messages_reply_context(agent_a):
+    # The first kept message after a summary keeps the turn it answered, though its parent is now the
+    # summary: the restore must give it back as stored, not derive it again from the summary.
+    session = _session(agent_a, turns=8)
+    services.session_compact(session=session, force=True, summariser=lambda m: "They talked about it.")
+    before = dict(Message.objects.filter(session=session).values_list("id", "reply_to_text"))
+    services.session_archive(session=session)
+    services.session_restore(session=session)
+    assert dict(Message.objects.filter(session=session).values_list("id", "reply_to_text")) == before
