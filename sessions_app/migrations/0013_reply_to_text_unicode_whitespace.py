@@ -36,7 +36,7 @@ def reply_contexts_recompute(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0011_identifier_parts"),
+        ("sessions_app", "0012_session_restored_at"),
     ]
 
     operations = [migrations.RunPython(reply_contexts_recompute, migrations.RunPython.noop)]
