@@ -345,3 +345,19 @@ def test_a_newer_export_brings_a_later_restore_of_a_session_already_here(
     )
     transfer.import_memory_dir(path=export_to(tmp_path / "third", project), project=target)
     assert Session.objects.get(pk=here.pk).restored_at == later
+
+
+def test_an_export_into_a_folder_of_an_earlier_one_leaves_no_project_history_it_does_not_hold(
+    tmp_path, project, other_project, target
+):
+    """`.project-versions.json` is written only when the project context has earlier texts: exporting a
+    project without any into the folder of an earlier export (of another project, say) left the earlier
+    one's file, and importing the folder gave the project another project's context history."""
+    services.project_context_set(project=project, content="# Acme v2\n", changed_by="alice")
+    folder = export_to(tmp_path / "out", project)
+    assert (folder / ".project-versions.json").is_file()
+    assert not ProjectContextVersion.objects.filter(project=other_project).exists()
+    export_to(folder, other_project)
+    assert not (folder / ".project-versions.json").exists()
+    transfer.import_memory_dir(path=folder, project=target)
+    assert not ProjectContextVersion.objects.filter(project=target).exclude(changed_by=IMPORTER).exists()

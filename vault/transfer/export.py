@@ -456,10 +456,12 @@ def export_memory_dir(
 def _earlier_files(path: Path, folders: list[str]) -> set[str]:
     """The files an earlier export in `path` wrote for these agents' folders (relative paths): category
     files, the entries and review files, session files, the checkpoint, the workspace files its
-    `.workspace.json` lists and that manifest. Empty when `path` holds no export (`.export.json`)."""
+    `.workspace.json` lists and that manifest, and the project context's history (written only when
+    the context has one: an export of a project without it must not leave another's). Empty when
+    `path` holds no export (`.export.json`)."""
     if not (path / EXPORT_MANIFEST).is_file():
         return set()
-    found = set()
+    found = {PROJECT_VERSIONS_FILE} if (path / PROJECT_VERSIONS_FILE).is_file() else set()
     for folder in folders:
         base = path / folder
         found |= {
