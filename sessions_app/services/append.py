@@ -81,6 +81,19 @@ def _begins_with(session: Session, head: list[tuple[str, str]]) -> bool:
     return list(first[: len(head)]) == head
 
 
+def _holds_conversation(session: Session, items: Sequence[MessageInput]) -> bool:
+    """Whether a closed session's conversation and a keyless full save are one: the conversation on its
+    active branch (compaction summaries left out, as a full save's matching leaves them) is the save's
+    beginning, or the save is its beginning (an earlier save of it, retried late). Two conversations that
+    open alike (one system prompt, then "hi") part further on, and a new one must not take the closed
+    one's session."""
+    if session.active_branch_id is None:
+        return False
+    head_id = Branch.objects.filter(pk=session.active_branch_id).values_list("head_id", flat=True).first()
+    stored = [m for m in selectors.message_path(head_id) if not selectors.is_compaction_summary(m)]
+    return all((m.role, m.text) == (item.role, item.text) for m, item in zip(stored, items, strict=False))
+
+
 def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> tuple[Session, Branch] | None:
     """The closed session a keyless full save is a replay of, locked; None when the agent's current
     session holds that conversation or no session does (the save goes to the current session, a new one
@@ -90,8 +103,9 @@ def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> tuple[Se
     replay of that save must land in the same session, not start a new copy of it, in a session opened
     since by another writer or in a new one. The agent's most recently closed session (a named chat the
     save went to as the current session, closed since, included), else its most recently closed session
-    without a chat id, is that session when its first messages have the same roles and texts and the
-    current session's do not.
+    without a chat id, is that session when its conversation and the save's are one (the same roles and
+    texts up to where the shorter ends: the first two messages, then the whole) and the current
+    session's first messages are not the save's.
 
     Runs in the append's transaction. Unless the current session holds the conversation (the usual
     autosave, which takes no lock here), it takes the agent's session lock, the one session_ensure takes
@@ -115,7 +129,9 @@ def _session_for_replay(agent: Agent, items: Sequence[MessageInput]) -> tuple[Se
     # by a sleep since), else the last closed without a chat id (a named chat closed since then must not
     # hide the conversation a retry replays).
     candidates = {s.pk: s for s in (closed.first(), closed.filter(external_id="").first()) if s is not None}
-    candidate = next((s for s in candidates.values() if _begins_with(s, head)), None)
+    candidate = next(
+        (s for s in candidates.values() if _begins_with(s, head) and _holds_conversation(s, items)), None
+    )
     if candidate is None:
         return None
     # Archived or deleted since it was found: a save after that starts a new session.

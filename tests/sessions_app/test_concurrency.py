@@ -7,7 +7,7 @@ import pytest
 from django.db import connection, transaction
 
 from sessions_app import selectors, services
-from sessions_app.models import Message, Session, SessionTransition
+from sessions_app.models import Branch, Message, Session, SessionTransition
 from sessions_app.services import append as append_services
 from tests.conftest import until_another_connection_waits_for_a_lock
 
@@ -335,3 +335,34 @@ def test_a_new_keyless_conversation_does_not_go_to_a_closed_named_chat(agent_a):
     result = services.messages_append(agent=agent_a, messages=other, full=True)
     assert result.session.pk != named.pk
     assert result.session.external_id == ""
+
+
+GREETING = [
+    {"role": "system", "text": "You are the team's coding assistant."},
+    {"role": "user", "text": "hi"},
+]
+
+
+@pytest.mark.parametrize("chat_id", ["", "chat_orders"])
+def test_a_new_conversation_opening_as_a_closed_one_did_is_not_taken_for_its_replay(agent_a, chat_id):
+    """A replay was recognised by its first two messages alone. Frontends open every conversation the
+    same way (one system prompt, then "hi"), so a new conversation saved whole after a sleep went into
+    the last closed one: it took that session's active branch, and the closed conversation was moved
+    to a preserved branch of a closed session nobody looks at. A replay holds the whole conversation it
+    replays (or is an earlier, shorter save of it): one that departs from it is a new conversation."""
+    first = [*GREETING, {"role": "assistant", "text": "Hello! Shall we look at the orders migration?"}]
+    if chat_id:
+        services.messages_append(agent=agent_a, session_key=chat_id, messages=first[:1])
+    closed = services.messages_append(agent=agent_a, messages=first, full=True).session
+    services.session_close(agent=agent_a, session=closed)
+    # A real replay, longer or shorter (a retry of an earlier save arriving late), lands there.
+    longer = [*first, {"role": "user", "text": "Yes, the orders table first"}]
+    for replay in (first[:2], longer):
+        assert services.messages_append(agent=agent_a, messages=replay, full=True).session.pk == closed.pk
+    assert _texts(closed) == [m["text"] for m in longer]
+    second = [*GREETING, {"role": "assistant", "text": "Hello! What are we building today?"}]
+    result = services.messages_append(agent=agent_a, messages=second, full=True)
+    assert result.session.pk != closed.pk
+    assert _texts(result.session) == [m["text"] for m in second]
+    assert _texts(closed) == [m["text"] for m in longer]
+    assert not Branch.objects.filter(session=closed).exclude(pk=closed.active_branch_id).exists()
