@@ -29,7 +29,6 @@ ROLE_ALIASES = {"agent": Role.ASSISTANT, "human": Role.USER}
 MEMORY_FILE = "MEMORY.md"
 MEMORY_FILE_HEADER = "# MEMORY.md\n\n"
 WAL_TAG = "wal"
-# pg_advisory_xact_lock namespaces (first key); the second key is the agent id.
 REPLY_CONTEXT_CHARS = 300
 
 
@@ -40,6 +39,7 @@ def reply_context(text: str | None) -> str:
     return text if len(text) <= REPLY_CONTEXT_CHARS else text[-REPLY_CONTEXT_CHARS:]
 
 
+# pg_advisory_xact_lock namespaces (first key); the second key is the agent id.
 _LOCK_SESSION_CREATE = 73_001
 _LOCK_DURABLE_FACTS = 73_002
 

@@ -112,3 +112,22 @@ def test_a_failed_import_leaves_a_project_that_was_there_as_it_was(tmp_path, mem
         run(command, str(tmp_path / "empty"), "--project", "newproj", "--create-project")
     assert Project.objects.filter(slug="newproj").exists()
     assert VaultEntry.objects.filter(project__slug="newproj").count() == entries > 0
+
+
+@pytest.mark.django_db
+def test_removing_a_created_project_says_whether_it_is_gone():
+    """The failed import's clean-up reports a project someone else removed meanwhile as gone (it said
+    "Kept project ...: it was given a token or a curator"), and keeps one a token was given to."""
+    from vault import services
+    from vault.models import ApiToken
+
+    gone = services.project_create(slug="gone-meanwhile")
+    Project.objects.filter(pk=gone.pk).delete()
+    assert services.project_created_remove(project=gone) is True
+    kept = services.project_create(slug="given-a-token")
+    ApiToken.objects.create(project=kept, name="ci", prefix="x", token_hash="x" * 64)
+    assert services.project_created_remove(project=kept) is False
+    assert Project.objects.filter(pk=kept.pk).exists()
+    fresh = services.project_create(slug="untouched")
+    assert services.project_created_remove(project=fresh) is True
+    assert not Project.objects.filter(pk=fresh.pk).exists()

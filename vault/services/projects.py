@@ -57,11 +57,12 @@ def project_created_remove(*, project: Project) -> bool:
     """Remove a project an import created, with what the import stored in it, when the import failed: a
     project left behind empty (or holding half an import) took the slug, and running the import again
     with --create-project went into it. A project someone was given a way in to meanwhile (an API token,
-    a curator's membership) may hold their memory and is kept. Returns whether it was removed."""
+    a curator's membership) may hold their memory and is kept. Returns whether it is gone (removed here,
+    or by someone else meanwhile)."""
     with transaction.atomic():
         locked = Project.objects.select_for_update().filter(pk=project.pk).first()
         if locked is None:
-            return False
+            return True
         if locked.tokens.exists() or locked.memberships.exists():
             return False
         locked.delete()
