@@ -31,7 +31,7 @@ from memoryproject.errors import InvalidInput
 from search.abbreviations import cut_variants, other_forms
 from search.models import FOLD_FROM, FOLD_TO
 from search.typos import MAX_NEIGHBOURS, typo_neighbours
-from vault.search_text import search_text, split_identifiers
+from vault.search_text import cjk_pairs, cjk_runs, has_cjk, search_text, split_identifiers
 
 MAX_QUERY_CHARS = 1000
 MAX_WORDS = 32
@@ -108,6 +108,27 @@ class CompiledQuery:
         return [p for term in self.terms for p in term.patterns]
 
 
+def _words(text: str) -> list[str]:
+    """The words of `text` (_WORD_RE), a run of CJK characters as its pairs (vault/search_text.py):
+    "会话缓存" asks for 会话, 话缓 and 缓存, each a word, as a question in English asks for its words.
+    A pair met again is not asked twice."""
+    words = _WORD_RE.findall(text)
+    if not has_cjk(text):
+        return words
+    cut: list[str] = []
+    pairs: set[str] = set()
+    for word in words:
+        for run, cjk in cjk_runs(word):
+            if not cjk:
+                cut += _WORD_RE.findall(run)
+                continue
+            for pair in cjk_pairs(run):
+                if pair not in pairs:
+                    pairs.add(pair)
+                    cut.append(pair)
+    return cut
+
+
 def query_parse(q: str) -> list[Item | str]:
     """Split a query into words, phrases, exclusions and the OR keyword (kept as the string "OR")."""
     parts: list[Item | str] = []
@@ -127,7 +148,7 @@ def query_parse(q: str) -> list[Item | str]:
             continue
         excluded = bool(_EXCLUSION_RE.match(bare))
         bare = _GROUPED_RE.sub(lambda m: m.group(0).replace(",", ""), bare)
-        for word in _WORD_RE.findall(bare[1:] if excluded else bare):
+        for word in _words(bare[1:] if excluded else bare):
             parts.append(Item(word, excluded=excluded))
     return parts
 
@@ -338,14 +359,10 @@ def _phrases_relaxed(groups: list[list[Item]]) -> tuple[list[list[Item]], list[s
             continue
         phrases += [item.text for item in group if item.phrase]
         if len(group) == 1:
-            relaxed += [[Item(word)] for word in _WORD_RE.findall(group[0].text)]
+            relaxed += [[Item(word)] for word in _words(group[0].text)]
         else:  # `"a b" OR c`: the phrase's words join the alternatives
             relaxed.append(
-                [
-                    Item(w)
-                    for item in group
-                    for w in (_WORD_RE.findall(item.text) if item.phrase else [item.text])
-                ]
+                [Item(w) for item in group for w in (_words(item.text) if item.phrase else [item.text])]
             )
     return relaxed, phrases
 
@@ -382,7 +399,7 @@ def text_query(text: str) -> str:
         pass
     words: list[str] = []
     seen: set[str] = set()
-    for word in _WORD_RE.findall(text):
+    for word in _words(text):
         key = word.casefold()
         if key not in seen and key != "or":
             seen.add(key)
@@ -461,6 +478,7 @@ def _joins(groups: list[list[Item]]) -> list[tuple[Item, Item, str]]:
         and not b[0].phrase
         and _JOINABLE_RE.match(a[0].text)
         and _JOINABLE_RE.match(b[0].text)
+        and not has_cjk(a[0].text + b[0].text)
         and len(a[0].text) + len(b[0].text) <= JOINED_MAX_LENGTH
     ][:JOINS_MAX]
 

@@ -104,7 +104,12 @@ def _early_entries(apps, project, dev) -> dict:
             ["performance", "invoices"],
         ),
         ("tasks", "Migrar o banco de dados até sexta-feira: a replicação está atrasada", []),
-        ("projects", "Project narwhal: the ingestion pipeline for partner feeds", ["narwhal"]),
+        # Chinese, stored before search cut CJK runs into their pairs (search 0012 recomputes it).
+        (
+            "projects",
+            "Project narwhal: the ingestion pipeline for partner feeds（合作伙伴数据接入管道）",
+            ["narwhal"],
+        ),
         ("handoffs", "Next session: review the wombat deployment checklist", ["handoff"]),
     ]
     ids = {}
@@ -146,6 +151,7 @@ def _early_files(apps, project, dev) -> dict:
             "- assistant: in services/users.py, next to loadUserProfile\n"
         ),
         "notes/old.md": "Scratch notes about the pangolin migration\n",
+        "otters.md": "カワウソのエクスポーターは毎晩動く\n",
     }
     ids = {}
     for path, content in written.items():
@@ -172,7 +178,12 @@ def _early_session(apps, project, dev):
     session = Session.objects.create(project=project, agent=dev, external_id="chat-early", model_id="model-1")
     turns = [
         ("m1", None, "user", "Where does the platypus exporter keep its cursor?"),
-        ("m2", "m1", "assistant", "It keeps it in exporter_state.cursor_position, flushed every minute."),
+        (
+            "m2",
+            "m1",
+            "assistant",
+            "It keeps it in exporter_state.cursor_position, flushed every minute（每分钟刷新）.",
+        ),
         ("m3", "m2", "user", LONG_QUESTION),
         ("m4", "m3", "assistant", "Three retries, then the checkout fails fast."),
         ("m5", "m3", "assistant", "Five retries with exponential backoff for the mailer."),
@@ -332,7 +343,10 @@ def _halfway_conversation(apps, project, dev) -> dict:
 
 ARCHIVED_TURNS = [
     ("user", "Which port does the axolotl tracer listen on?"),
-    ("assistant", "The axolotl tracer listens on tracer.local:4317 (OTLP over gRPC)"),
+    (
+        "assistant",
+        "The axolotl tracer listens on tracer.local:4317 (OTLP over gRPC), 포트는 추적기 설정에 있다",
+    ),
 ]
 
 

@@ -201,6 +201,8 @@ SEARCHES = [
     ("hit ratio", "messages", ("halfway", "messages", "h2")),
     ("get user by id handler", "files", ("early", "files", "memory/2026-11-20.md")),
     ("redis cluster", "files", ("halfway", "files", "memory/2026-11-21.md")),
+    ("数据接入", "entries", ("early", "entries", "projects")),
+    ("刷新", "messages", ("early", "messages", "m2")),
 ]
 
 

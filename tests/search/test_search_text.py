@@ -36,15 +36,18 @@ def test_the_python_rule_and_the_database_function_agree():
         "End of a sentence. Next one.",
         "e.g. 3.14 and v2.4.1 at 10:30",
         "a..b .hidden trailing. café.py naïve.módulo _private.__init__",
+        "我们决定使用Redis作为会话缓存。明天部署 猫",
+        "セッションキャッシュにRedisを使う／세션 캐시에 Redis를 𠀋𠀌 ｶﾀｶﾅ 々",
         "",
     ]
     rng = random.Random(20261126)
-    alphabet = "aZ9_./\\@:- é\n'"
+    alphabet = "aZ9_./\\@:- é\n'会话缓存をセ세션𠀋。"
     generated = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(3000)]
     texts = fixed + generated
     assert [search_text(t) for t in texts] == _sql_search_text(texts)
     assert search_text("src/worker/queue_runner.py") == "src worker queue_runner py"
     assert search_text("End of a sentence. Next one.") == "End of a sentence. Next one."
+    assert search_text("使用Redis作为缓存。猫") == "使用 Redis 作为 为缓 缓存 。 猫"
 
 
 @pytest.mark.parametrize(
