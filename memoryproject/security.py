@@ -1,12 +1,17 @@
 """Security defaults: the secret key kept in the data folder, and the per-token API rate limit."""
 
+import logging
 import os
 import secrets
+import time
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from redis.exceptions import RedisError
 
 from memoryproject.errors import DomainError
+
+logger = logging.getLogger(__name__)
 
 SECRET_KEY_FILE = "secret_key"
 
@@ -73,6 +78,19 @@ class RateLimited(DomainError):
         self.retry_after = max(1, retry_after)
 
 
+# While Redis is unreachable every request would say so: once in this many seconds per process.
+RATE_LIMIT_WARNING_SECONDS = 60.0
+_rate_limit_warned_at = float("-inf")
+
+
+def _rate_limit_skipped_warn(exc: Exception) -> None:
+    global _rate_limit_warned_at
+    now = time.monotonic()
+    if now - _rate_limit_warned_at >= RATE_LIMIT_WARNING_SECONDS:
+        _rate_limit_warned_at = now
+        logger.warning("API rate limit not counted: the cache (Redis) cannot be reached: %s", exc)
+
+
 def api_rate_check(request, principal) -> None:
     """Count this request against its token's limit (MEMORY_API_RATE_LIMIT, shared by every web process
     through the cache); raise RateLimited when the token is over it."""
@@ -83,14 +101,20 @@ def api_rate_check(request, principal) -> None:
     rate = settings.MEMORY_API_RATE_LIMIT
     if not rate:
         return
-    usage = get_usage(
-        request,
-        group="api-token",
-        key=lambda group, req: str(principal.token_id),
-        rate=rate,
-        method=ALL,
-        increment=True,
-    )
+    try:
+        usage = get_usage(
+            request,
+            group="api-token",
+            key=lambda group, req: str(principal.token_id),
+            rate=rate,
+            method=ALL,
+            increment=True,
+        )
+    except RedisError as exc:
+        # Redis (REDIS_URL) is down or not answering: memory stays available, uncounted, until it is
+        # back. The database cache raises the database's errors, which answer 503 as every request does.
+        _rate_limit_skipped_warn(exc)
+        return
     if usage and usage["should_limit"]:
         raise RateLimited(
             f"Rate limit exceeded: this token may make {rate} requests (MEMORY_API_RATE_LIMIT).",

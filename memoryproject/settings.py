@@ -170,7 +170,14 @@ else:
 CACHE_TABLE = "memory_cache"
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # A rate-limit count takes a millisecond; a Redis host that stops answering (dropped
+            # packets, no refusal) would otherwise hold every API request for the OS's connect
+            # timeout. Past these the request goes on uncounted (memoryproject.security).
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
         if REDIS_URL
         else {
             # Django's database cache, culled by expiry (live rate-limit counters are never dropped,

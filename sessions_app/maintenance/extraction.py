@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
+from redis.exceptions import RedisError
 
 from memoryproject.llm import (
     LLMError,
@@ -50,14 +51,28 @@ def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) ->
         return False
 
     def enqueue():
-        async_task(
-            EXTRACTION_TASK,
-            agent.pk,
-            session_id,
-            trigger_source,
-            task_name=f"extract agent {agent.pk} session {session_id}",
-            group="extraction",
-        )
+        try:
+            async_task(
+                EXTRACTION_TASK,
+                agent.pk,
+                session_id,
+                trigger_source,
+                task_name=f"extract agent {agent.pk} session {session_id}",
+                group="extraction",
+            )
+        except RedisError as exc:
+            # The broker (REDIS_URL) is down: the session has closed, its extraction must not be lost
+            # nor the close answered with a 500. A one-off schedule, kept in the database, queues it
+            # once the scheduler can reach the broker again (it retries a schedule it failed to queue).
+            logger.warning(
+                "extraction of session %s not queued (the job broker is unreachable: %s); "
+                "scheduled in the database instead",
+                session_id,
+                exc,
+            )
+            extraction_retry_schedule(
+                agent_id=agent.pk, session_id=session_id, trigger_source=trigger_source, at=timezone.now()
+            )
 
     transaction.on_commit(enqueue)
     return True
