@@ -163,62 +163,120 @@ class OpenAICompatibleEmbedder:
         return self._embed([prefix + text for text in texts])
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed([settings.MEMORY_EMBEDDINGS_QUERY_PREFIX + text])[0]
+        # On a search's path: one try, within MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS (the search
+        # answers lexically without it); the background job's batches keep the retries.
+        timeout = min(
+            settings.MEMORY_EMBEDDINGS_TIMEOUT_SECONDS, settings.MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS
+        )
+        return self._embed([settings.MEMORY_EMBEDDINGS_QUERY_PREFIX + text], attempts=1, timeout=timeout)[0]
 
-    def _embed(self, texts: list[str]) -> list[list[float]]:
+    def _embed(
+        self, texts: list[str], *, attempts: int | None = None, timeout: float | None = None
+    ) -> list[list[float]]:
         payload = {"model": self.model, "input": texts, "encoding_format": "float"}
         if settings.MEMORY_EMBEDDINGS_SEND_DIMENSIONS:
             payload["dimensions"] = self.dimensions
-        reply = self._post(json.dumps(payload).encode("utf-8"))
-        try:
-            rows = sorted(reply["data"], key=lambda row: row.get("index", 0))
-            vectors = [[float(x) for x in row["embedding"]] for row in rows]
-        except (KeyError, TypeError, ValueError):
-            raise EmbeddingError(
-                f"the embeddings reply has no data[].embedding: {str(reply)[:200]}"
-            ) from None
-        if len(vectors) != len(texts):
-            raise EmbeddingError(f"asked for {len(texts)} embeddings, got {len(vectors)}")
+        reply = self._post(json.dumps(payload).encode("utf-8"), attempts=attempts, timeout=timeout)
+        vectors = [_normalised(vector) for vector in _reply_vectors(reply, len(texts))]
         for vector in vectors:
             if len(vector) != self.dimensions:
                 raise EmbeddingError(
                     f"the model answered {len(vector)} dimensions; MEMORY_EMBEDDINGS_DIMENSIONS is "
                     f"{self.dimensions}"
                 )
-        return [_normalised(vector) for vector in vectors]
+        return vectors
 
-    def _post(self, body: bytes) -> dict:
+    def _post(self, body: bytes, *, attempts: int | None = None, timeout: float | None = None) -> dict:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        attempts = settings.MEMORY_EMBEDDINGS_MAX_RETRIES + 1
+        attempts = attempts or settings.MEMORY_EMBEDDINGS_MAX_RETRIES + 1
+        timeout = timeout or settings.MEMORY_EMBEDDINGS_TIMEOUT_SECONDS
         problem = ""
+        wait = 0.0
         for attempt in range(attempts):
             if attempt:
-                time.sleep(0.5 * (2 ** (attempt - 1)))
+                time.sleep(max(wait, 0.5 * (2 ** (attempt - 1))))
+            wait = 0.0
             request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
             try:
-                with urllib.request.urlopen(
-                    request, timeout=settings.MEMORY_EMBEDDINGS_TIMEOUT_SECONDS
-                ) as response:
+                with urllib.request.urlopen(request, timeout=timeout) as response:
                     raw = response.read()
             except urllib.error.HTTPError as exc:
-                problem = f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', errors='replace')}"
+                problem = self._secret_hidden(
+                    f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', errors='replace')}"
+                )
                 if exc.code not in RETRYABLE_STATUS:
                     raise EmbeddingError(f"the embeddings server refused the request ({problem})") from None
+                # A 429's (or 503's) Retry-After is waited, up to the call's timeout.
+                wait = min(_retry_after_seconds(exc.headers.get("Retry-After")), timeout)
             except TimeoutError:
-                problem = f"no answer within {settings.MEMORY_EMBEDDINGS_TIMEOUT_SECONDS} s"
+                problem = f"no answer within {timeout} s"
             except urllib.error.URLError as exc:
-                problem = f"cannot reach {self.url}: {exc.reason}"
+                if isinstance(exc.reason, TimeoutError):
+                    problem = f"no answer within {timeout} s"
+                else:
+                    problem = self._secret_hidden(f"cannot reach {self.url}: {exc.reason}")
             except (ConnectionError, http.client.HTTPException) as exc:
-                problem = f"connection failed: {exc!r}"
+                problem = self._secret_hidden(f"connection failed: {exc!r}")
             else:
                 try:
                     return json.loads(raw)
                 except (ValueError, UnicodeDecodeError):
-                    raise EmbeddingError(f"the embeddings reply is not JSON: {raw[:200]!r}") from None
+                    raise EmbeddingError(
+                        self._secret_hidden(f"the embeddings reply is not JSON: {raw[:200]!r}")
+                    ) from None
             logger.warning("embeddings call attempt %d/%d failed: %s", attempt + 1, attempts, problem)
         raise EmbeddingError(f"the embeddings call failed after {attempts} attempt(s): {problem}")
+
+    def _secret_hidden(self, text: str) -> str:
+        """`text` (a server's reply, an error) without the API key: a proxy that echoes the request
+        would otherwise put it in a log line or a job's error."""
+        return text.replace(self.api_key, "[MEMORY_EMBEDDINGS_API_KEY]") if self.api_key else text
+
+
+def _retry_after_seconds(value: str | None) -> float:
+    """A Retry-After header's seconds (0 when absent, a date, or not a number)."""
+    try:
+        return max(0.0, float(value)) if value else 0.0
+    except ValueError:
+        return 0.0
+
+
+def _reply_vectors(reply, count: int) -> list[list[float]]:
+    """The vectors of an /embeddings reply, in the order of the inputs. Rows come back in any order,
+    each with the `index` of its input: the indexes must be each input's exactly once (or all absent:
+    the rows' own order), else vectors would be stored against the wrong texts. Every value must be a
+    finite number (PostgreSQL's vector type refuses NaN and infinity) and a vector must have a
+    direction (cosine distance to zero is undefined)."""
+    rows = reply.get("data") if isinstance(reply, dict) else None
+    if not isinstance(rows, list) or not all(
+        isinstance(row, dict)
+        and isinstance(row.get("embedding"), list)
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in row["embedding"])
+        for row in rows
+    ):
+        raise EmbeddingError(
+            f"the embeddings reply has no data[].embedding list of numbers: {str(reply)[:200]}"
+        )
+    if len(rows) != count:
+        raise EmbeddingError(f"asked for {count} embeddings, got {len(rows)}")
+    indexes = [row.get("index") for row in rows]
+    if any(index is not None for index in indexes):
+        if sorted(i for i in indexes if isinstance(i, int) and not isinstance(i, bool)) != list(range(count)):
+            raise EmbeddingError(
+                f"the embeddings reply's index fields are not 0..{count - 1} once each: {indexes[:20]}"
+            )
+        rows = sorted(rows, key=lambda row: row["index"])
+    vectors = [[float(x) for x in row["embedding"]] for row in rows]
+    for vector in vectors:
+        if not all(math.isfinite(x) for x in vector):
+            raise EmbeddingError(
+                "the embeddings reply holds a value that is not a finite number (NaN or infinity)"
+            )
+        if not any(vector):
+            raise EmbeddingError("the embeddings reply holds a zero vector (no direction to compare)")
+    return vectors
 
 
 def _normalised(vector: list[float]) -> list[float]:

@@ -356,6 +356,9 @@ MEMORY_EMBEDDINGS_QUERY_PREFIX = env_str("MEMORY_EMBEDDINGS_QUERY_PREFIX", "")
 MEMORY_EMBEDDINGS_PASSAGE_PREFIX = env_str("MEMORY_EMBEDDINGS_PASSAGE_PREFIX", "")
 MEMORY_EMBEDDINGS_TIMEOUT_SECONDS = env_float("MEMORY_EMBEDDINGS_TIMEOUT_SECONDS", 30, minimum=0.1)
 MEMORY_EMBEDDINGS_MAX_RETRIES = env_int("MEMORY_EMBEDDINGS_MAX_RETRIES", 2, minimum=0, maximum=10)
+# A search's query is embedded once (no retries), within this: a slow or down server costs the search
+# this much, then semantic search is skipped for a while (search.semantic.QUERY_EMBED_PAUSE_SECONDS).
+MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS = env_float("MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS", 5, minimum=0.1)
 # Threads the local model uses for one search query (0: half the CPU cores, at least 1). A query is
 # embedded while the lexical arm runs in PostgreSQL: with every core busy embedding, PostgreSQL
 # and the request wait for a core (docs/benchmarks.md). Batch embedding (the job) uses every core.

@@ -70,6 +70,10 @@ NO_PGVECTOR = (
 QUERY_CACHE_SIZE = settings.MEMORY_SEARCH_QUERY_CACHE
 _query_cache: OrderedDict[tuple[str, str], tuple[float, ...]] = OrderedDict()
 _query_cache_lock = threading.Lock()
+# After a query the embedder could not embed (the remote server down, slow or answering nonsense),
+# searches in this process are lexical for this long rather than each waiting for it again.
+QUERY_EMBED_PAUSE_SECONDS = 30.0
+_query_embed_paused_until = float("-inf")
 # The query is embedded on this one thread while the lexical arm waits on PostgreSQL (the engine
 # releases the GIL). One thread per process, so the process has one team of OpenMP threads rather
 # than one per request thread. Created on first use, so each forked web worker has its own.
@@ -176,10 +180,19 @@ def query_vector(query: str) -> tuple[float, ...] | None:
         if cached is not None:
             _query_cache.move_to_end(key)
             return cached
+    global _query_embed_paused_until
+    if time.monotonic() < _query_embed_paused_until:
+        return None
     try:
         vector = tuple(embedder.embed_query(query))
     except EmbeddingError as exc:
-        logger.warning("semantic search skipped: the query could not be embedded: %s", exc)
+        # Every search would wait for the same slow or down server: asked again after a pause.
+        _query_embed_paused_until = time.monotonic() + QUERY_EMBED_PAUSE_SECONDS
+        logger.warning(
+            "semantic search skipped for %.0f s: the query could not be embedded: %s",
+            QUERY_EMBED_PAUSE_SECONDS,
+            exc,
+        )
         return None
     if QUERY_CACHE_SIZE > 0:
         with _query_cache_lock:
@@ -215,8 +228,11 @@ def background_connections_close() -> None:
 
 
 def query_cache_clear() -> None:
+    """Forget the cached query vectors and a pause after a failed query embedding."""
+    global _query_embed_paused_until
     with _query_cache_lock:
         _query_cache.clear()
+        _query_embed_paused_until = float("-inf")
 
 
 def _scope_rows(cursor, *, project_id: int, agent_id: int | None, model: str, kinds: list[str]) -> int:

@@ -77,6 +77,15 @@ def background_connections_closed(django_db_setup):
     background_connections_close()
 
 
+@pytest.fixture(autouse=True)
+def query_embedding_not_paused():
+    """A test whose embedder failed leaves searches lexical for a while (search.semantic's pause after
+    a failed query embedding): not the next test's."""
+    from search import semantic
+
+    semantic._query_embed_paused_until = float("-inf")
+
+
 @pytest.fixture
 def project(db):
     return ProjectFactory(slug="acme", name="Acme", context="# Acme\nPayments platform.")

@@ -2,6 +2,8 @@
 cache, embedded in the background while the lexical arm runs, and a backend that cannot embed leaves
 hybrid search with its lexical results."""
 
+import time
+
 import pytest
 
 from memoryproject.embeddings import EmbeddingError
@@ -69,9 +71,13 @@ def test_the_background_embedding_gives_the_same_vector(counting):
 def test_a_query_that_cannot_be_embedded_gives_none_and_is_not_cached(monkeypatch):
     embedder = CountingEmbedder(fail=True)
     monkeypatch.setattr(semantic, "embedder_get", lambda: embedder)
+    monkeypatch.setattr(semantic, "QUERY_EMBED_PAUSE_SECONDS", 0.2)
     semantic.query_cache_clear()
     assert semantic.query_vector("x") is None
-    assert semantic.query_vector("x") is None
+    assert semantic.query_vector("x") is None  # within the pause: not asked again
+    assert embedder.calls == ["x"]
+    time.sleep(0.25)
+    assert semantic.query_vector("x") is None  # after it: asked again, the failure was not cached
     assert embedder.calls == ["x", "x"]
 
 

@@ -1,0 +1,157 @@
+"""The openai embeddings backend against a misbehaving server: every bad reply is an EmbeddingError
+saying what is wrong (never a vector that would be stored or searched wrongly), and a server that is
+slow or down costs a search at most MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS, once, not every search."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from memoryproject.embeddings import EmbeddingError, OpenAICompatibleEmbedder
+from search import semantic
+
+KEY = "sk-embeddings-secret-0123456789"
+
+
+class FakeEmbeddings:
+    """An OpenAI-compatible /embeddings server whose replies the test sets: `reply(inputs)` returns
+    (status, body, headers) for each request."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.delay = 0.0
+        self.reply = lambda inputs: (
+            200,
+            {"data": [vector_row(i, [1.0, 0.0]) for i in range(len(inputs))]},
+            {},
+        )
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"auth": self.headers.get("Authorization"), **body})
+                if fake.delay:
+                    time.sleep(fake.delay)
+                status, payload, headers = fake.reply(body["input"])
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def client(self, dimensions=2):
+        return OpenAICompatibleEmbedder(url=self.url, model="m", dimensions=dimensions, api_key=KEY)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def vector_row(index, vector):
+    return {"object": "embedding", "index": index, "embedding": vector}
+
+
+@pytest.fixture
+def fake(settings):
+    settings.MEMORY_EMBEDDINGS_MAX_RETRIES = 2
+    settings.MEMORY_EMBEDDINGS_TIMEOUT_SECONDS = 5
+    server = FakeEmbeddings()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize(
+    "data, complaint",
+    [
+        ([1, 2], "data"),  # rows that are not objects
+        ([{"index": 0, "embedding": "12"}, {"index": 1, "embedding": [0.0, 1.0]}], "data"),
+        ([{"index": 0, "embedding": [True, False]}, {"index": 1, "embedding": [0.0, 1.0]}], "data"),
+        ([{"index": 0, "embedding": [float("nan"), 1.0]}, {"index": 1, "embedding": [0.0, 1.0]}], "finite"),
+        ([{"index": 0, "embedding": [float("inf"), 1.0]}, {"index": 1, "embedding": [0.0, 1.0]}], "finite"),
+        ([{"index": 0, "embedding": [0.0, 0.0]}, {"index": 1, "embedding": [0.0, 1.0]}], "zero"),
+        ([{"index": 0, "embedding": [1.0, 0.0]}, {"index": 0, "embedding": [0.0, 1.0]}], "index"),
+        ([{"index": 0, "embedding": [1.0, 0.0]}, {"index": 2, "embedding": [0.0, 1.0]}], "index"),
+        ([{"index": 1, "embedding": [1.0, 0.0]}, {"embedding": [0.0, 1.0]}], "index"),
+        ([{"index": 0, "embedding": [1.0, 0.0]}], "got 1"),
+        (
+            [{"index": 0, "embedding": [1.0, 0.0, 0.0]}, {"index": 1, "embedding": [0.0, 1.0, 0.0]}],
+            "dimensions",
+        ),
+    ],
+)
+def test_it_refuses_a_reply_it_cannot_trust(fake, data, complaint):
+    fake.reply = lambda inputs: (200, json.dumps({"data": data}), {})  # json.dumps writes NaN, Infinity
+    with pytest.raises(EmbeddingError, match=complaint):
+        fake.client().embed_passages(["a", "b"])
+
+
+def test_it_puts_rows_back_in_the_order_of_their_index(fake):
+    fake.reply = lambda inputs: (200, {"data": [vector_row(1, [0.0, 2.0]), vector_row(0, [3.0, 0.0])]}, {})
+    assert fake.client().embed_passages(["a", "b"]) == [[1.0, 0.0], [0.0, 1.0]]
+
+
+@pytest.mark.parametrize(
+    "status, body, headers",
+    [
+        (200, "<html><body>Welcome to nginx</body></html>", {"Content-Type": "text/html"}),
+        (200, {"error": "model not loaded"}, {}),
+        (200, {"data": "none"}, {}),
+        (500, "upstream failed", {}),
+        (429, "slow down", {"Retry-After": "1"}),
+    ],
+)
+def test_every_other_failure_is_an_embedding_error_that_names_it(fake, status, body, headers):
+    fake.reply = lambda inputs: (status, body, headers)
+    with pytest.raises(EmbeddingError):
+        fake.client().embed_passages(["a"])
+
+
+def test_a_429_waits_as_long_as_retry_after_asks_within_the_timeout(fake, settings):
+    answers = iter([(429, "slow down", {"Retry-After": "2"})])
+    fake.reply = lambda inputs: next(answers, (200, {"data": [vector_row(0, [1.0, 0.0])]}, {}))
+    started = time.monotonic()
+    assert fake.client().embed_passages(["a"]) == [[1.0, 0.0]]
+    assert 2 <= time.monotonic() - started < 4
+    assert len(fake.requests) == 2
+
+
+def test_the_api_key_is_never_in_an_error(fake):
+    # A proxy that echoes what it was sent (some debugging ones do) puts the key in its error body.
+    fake.reply = lambda inputs: (401, f"bad key: Bearer {KEY}", {})
+    with pytest.raises(EmbeddingError) as failure:
+        fake.client().embed_passages(["a"])
+    assert KEY not in str(failure.value) and "HTTP 401" in str(failure.value)
+
+
+def test_a_slow_server_costs_a_query_one_short_wait_and_then_nothing_for_a_while(fake, settings, request):
+    settings.MEMORY_EMBEDDINGS = "openai"
+    settings.MEMORY_EMBEDDINGS_URL = fake.url
+    settings.MEMORY_EMBEDDINGS_MODEL = "m"
+    settings.MEMORY_EMBEDDINGS_DIMENSIONS = 2
+    settings.MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS = 0.5
+    fake.delay = 3
+    semantic.query_cache_clear()
+    request.addfinalizer(semantic.query_cache_clear)  # the pause would outlive the test
+    started = time.monotonic()
+    assert semantic.query_vector("where is the queue configured") is None
+    assert time.monotonic() - started < 1.5  # one try at the query timeout, no retries
+    started = time.monotonic()
+    assert semantic.query_vector("another question") is None  # not asked again at once
+    assert time.monotonic() - started < 0.1
+    assert len(fake.requests) == 1
