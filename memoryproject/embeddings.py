@@ -28,6 +28,8 @@ from typing import Protocol
 
 from django.conf import settings
 
+from memoryproject.outbound import response_read, retry_after_seconds, secret_hidden
+
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -199,9 +201,10 @@ class OpenAICompatibleEmbedder:
                 time.sleep(max(wait, 0.5 * (2 ** (attempt - 1))))
             wait = 0.0
             request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+            started = time.monotonic()
             try:
                 with urllib.request.urlopen(request, timeout=timeout) as response:
-                    raw = response.read()
+                    raw = response_read(response, timeout, started)
             except urllib.error.HTTPError as exc:
                 problem = self._secret_hidden(
                     f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', errors='replace')}"
@@ -209,7 +212,7 @@ class OpenAICompatibleEmbedder:
                 if exc.code not in RETRYABLE_STATUS:
                     raise EmbeddingError(f"the embeddings server refused the request ({problem})") from None
                 # A 429's (or 503's) Retry-After is waited, up to the call's timeout.
-                wait = min(_retry_after_seconds(exc.headers.get("Retry-After")), timeout)
+                wait = retry_after_seconds(exc.headers.get("Retry-After"), most=timeout)
             except TimeoutError:
                 problem = f"no answer within {timeout} s"
             except urllib.error.URLError as exc:
@@ -230,17 +233,7 @@ class OpenAICompatibleEmbedder:
         raise EmbeddingError(f"the embeddings call failed after {attempts} attempt(s): {problem}")
 
     def _secret_hidden(self, text: str) -> str:
-        """`text` (a server's reply, an error) without the API key: a proxy that echoes the request
-        would otherwise put it in a log line or a job's error."""
-        return text.replace(self.api_key, "[MEMORY_EMBEDDINGS_API_KEY]") if self.api_key else text
-
-
-def _retry_after_seconds(value: str | None) -> float:
-    """A Retry-After header's seconds (0 when absent, a date, or not a number)."""
-    try:
-        return max(0.0, float(value)) if value else 0.0
-    except ValueError:
-        return 0.0
+        return secret_hidden(text, self.api_key, "MEMORY_EMBEDDINGS_API_KEY")
 
 
 def _reply_vectors(reply, count: int) -> list[list[float]]:

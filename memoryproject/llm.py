@@ -19,6 +19,7 @@ from string import Template
 
 from django.conf import settings
 
+from memoryproject.outbound import response_read, retry_after_seconds, secret_hidden
 from vault.text import text_bytes, token_estimate
 
 logger = logging.getLogger(__name__)
@@ -58,12 +59,19 @@ def prompt_render(name: str, **values: str) -> str:
 
 def _post(url: str, body: bytes, headers: dict) -> dict:
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    started = time.monotonic()
     with urllib.request.urlopen(request, timeout=settings.LLM_TIMEOUT_SECONDS) as response:
-        raw = response.read()
+        raw = response_read(response, settings.LLM_TIMEOUT_SECONDS, started)
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError):
-        raise LLMError(f"the LLM server answered with something that is not JSON: {raw[:200]!r}") from None
+        raise LLMError(
+            _key_hidden(f"the LLM server answered with something that is not JSON: {raw[:200]!r}")
+        ) from None
+
+
+def _key_hidden(text: str) -> str:
+    return secret_hidden(text, settings.LLM_API_KEY, "LLM_API_KEY")
 
 
 def llm_chat(messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2) -> str:
@@ -122,25 +130,29 @@ def _completion(messages: list[dict], *, max_tokens: int | None, temperature: fl
     url = f"{settings.LLM_BASE_URL}/chat/completions"
     attempts = settings.LLM_MAX_RETRIES + 1
     last_problem = ""
+    wait = 0.0
     for attempt in range(attempts):
         if attempt:
-            time.sleep(settings.LLM_RETRY_BACKOFF_SECONDS * (2 ** (attempt - 1)))
+            time.sleep(max(wait, settings.LLM_RETRY_BACKOFF_SECONDS * (2 ** (attempt - 1))))
+        wait = 0.0
         try:
             reply = _post(url, body, headers)
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode("utf-8", errors="replace")
-            last_problem = f"HTTP {exc.code}: {detail}"
+            last_problem = _key_hidden(f"HTTP {exc.code}: {detail}")
             if exc.code not in RETRYABLE_STATUS:
                 raise LLMError(f"the LLM server refused the request ({last_problem})") from None
+            # A 429's (or 503's) Retry-After is waited, up to the call's timeout.
+            wait = retry_after_seconds(exc.headers.get("Retry-After"), most=settings.LLM_TIMEOUT_SECONDS)
         except TimeoutError:
             last_problem = f"no answer within {settings.LLM_TIMEOUT_SECONDS} s"
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError | socket.timeout):
                 last_problem = f"no answer within {settings.LLM_TIMEOUT_SECONDS} s"
             else:
-                last_problem = f"cannot reach {settings.LLM_BASE_URL}: {exc.reason}"
+                last_problem = _key_hidden(f"cannot reach {settings.LLM_BASE_URL}: {exc.reason}")
         except (ConnectionError, http.client.HTTPException) as exc:
-            last_problem = f"connection failed: {exc!r}"
+            last_problem = _key_hidden(f"connection failed: {exc!r}")
         else:
             return reply
         logger.warning("LLM call attempt %d/%d failed: %s", attempt + 1, attempts, last_problem)
@@ -151,7 +163,9 @@ def _reply_text(reply: dict) -> str:
     try:
         content = reply["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise LLMError(f"the LLM reply has no choices[0].message.content: {str(reply)[:200]}") from None
+        raise LLMError(
+            _key_hidden(f"the LLM reply has no choices[0].message.content: {str(reply)[:200]}")
+        ) from None
     if not isinstance(content, str) or not content.strip():
         raise LLMError("the LLM reply is empty")
     return content
@@ -184,7 +198,7 @@ def json_from_text(text: str) -> dict:
             continue
         if isinstance(value, dict):
             return value
-    raise LLMError(f"the LLM reply is not a JSON object: {text[:200]!r}")
+    raise LLMError(_key_hidden(f"the LLM reply is not a JSON object: {text[:200]!r}"))
 
 
 def llm_json(messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2) -> dict:

@@ -1,6 +1,7 @@
 """A local server speaking the OpenAI chat-completions protocol, for testing the LLM client offline."""
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ BYTES_PER_TOKEN = 4
 
 class FakeLLM:
     def __init__(self):
-        self.replies: list[tuple[int, str, float]] = []
+        self.replies: list[tuple] = []  # (status, text, delay[, headers])
         self.requests: list[dict] = []
         self.received = threading.Event()
         fake = self
@@ -43,7 +44,7 @@ class FakeLLM:
                     {"path": self.path, "headers": dict(self.headers), "json": json.loads(body or b"{}")}
                 )
                 fake.received.set()
-                status, text, delay = fake.replies.pop(0) if len(fake.replies) > 1 else fake.replies[0]
+                status, text, delay, *more = fake.replies.pop(0) if len(fake.replies) > 1 else fake.replies[0]
                 if callable(text):
                     text = text(fake.requests[-1]["json"])
                 if delay:
@@ -52,6 +53,8 @@ class FakeLLM:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
+                    for name, value in (more[0] if more else {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -96,13 +99,53 @@ class FakeLLM:
         self.replies.append((200, reply, 0.0))
         return self
 
-    def reply_raw(self, body: str, *, status: int = 200, delay: float = 0.0) -> "FakeLLM":
-        self.replies.append((status, body, delay))
+    def reply_raw(self, body: str, *, status: int = 200, delay: float = 0.0, headers=None) -> "FakeLLM":
+        self.replies.append((status, body, delay, headers or {}))
         return self
 
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class TricklingServer:
+    """An HTTP server that answers 200 at once, then sends its body a byte every `interval` seconds:
+    each read gets something before a socket timeout, so only a deadline on the whole answer ends it."""
+
+    def __init__(self, body: bytes, interval: float):
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.body, self.interval = body, interval
+        self.stopped = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.socket.getsockname()[1]}/v1"
+
+    def _serve(self):
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.socket.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            try:
+                conn.recv(65536)
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(self.body)}\r\n\r\n"
+                conn.sendall(head.encode())
+                for byte in self.body:
+                    if self.stopped.wait(self.interval):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                pass
+
+    def close(self):
+        self.stopped.set()
+        self.socket.close()
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 import json
+import time
 
 import pytest
 
@@ -14,7 +15,7 @@ from memoryproject.llm import (
     prompt_render,
     prompt_room,
 )
-from tests.fake_llm import completion
+from tests.fake_llm import TricklingServer, completion
 
 
 def test_it_sends_an_openai_chat_completion_request(fake_llm):
@@ -146,3 +147,34 @@ def test_llm_chat_refuses_an_answer_cut_at_max_tokens(fake_llm):
     fake_llm.reply_raw(json.dumps(completion("The user is migrating the ledger to Postg", "length")))
     with pytest.raises(LLMAnswerCut, match=r"cut at max_tokens \(40\)"):
         llm_chat([{"role": "user", "content": "hi"}], max_tokens=40)
+
+
+def test_the_api_key_is_never_in_an_llm_error(fake_llm):
+    # A proxy that echoes the request (some debugging ones do) puts the key in its error body, which
+    # would reach the logs and the llm_error a curator reads.
+    fake_llm.reply_raw('{"error": "invalid key Bearer sk-test"}', status=401)
+    with pytest.raises(LLMError) as failure:
+        llm_chat([{"role": "user", "content": "hi"}])
+    assert "sk-test" not in str(failure.value) and "HTTP 401" in str(failure.value)
+
+
+def test_a_429_is_retried_after_the_wait_it_asks_for(fake_llm, settings):
+    settings.LLM_RETRY_BACKOFF_SECONDS = 0.01
+    fake_llm.reply_raw('{"error": "rate limited"}', status=429, headers={"Retry-After": "2"}).reply("ok")
+    started = time.monotonic()
+    assert llm_chat([{"role": "user", "content": "hi"}]) == "ok"
+    assert 2 <= time.monotonic() - started < 4
+
+
+def test_an_answer_that_trickles_in_is_given_up_at_the_timeout(settings):
+    body = json.dumps(completion("a" * 200)).encode()
+    server = TricklingServer(body, interval=0.05)  # the whole answer would take over 15 s
+    try:
+        settings.LLM_BASE_URL, settings.LLM_MODEL = server.base_url, "m"
+        settings.LLM_TIMEOUT_SECONDS, settings.LLM_MAX_RETRIES = 1, 0
+        started = time.monotonic()
+        with pytest.raises(LLMError, match="no answer within 1"):
+            llm_chat([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 2.5
+    finally:
+        server.close()

@@ -11,6 +11,7 @@ import pytest
 
 from memoryproject.embeddings import EmbeddingError, OpenAICompatibleEmbedder
 from search import semantic
+from tests.fake_llm import TricklingServer
 
 KEY = "sk-embeddings-secret-0123456789"
 
@@ -155,3 +156,15 @@ def test_a_slow_server_costs_a_query_one_short_wait_and_then_nothing_for_a_while
     assert semantic.query_vector("another question") is None  # not asked again at once
     assert time.monotonic() - started < 0.1
     assert len(fake.requests) == 1
+
+
+def test_a_query_whose_answer_trickles_in_is_given_up_at_the_query_timeout(settings, request):
+    body = json.dumps({"data": [vector_row(0, [1.0, 0.0])]}).encode()
+    server = TricklingServer(body, interval=0.05)  # the whole answer would take over 2 s
+    request.addfinalizer(server.close)
+    settings.MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS = 0.5
+    client = OpenAICompatibleEmbedder(url=server.base_url, model="m", dimensions=2)
+    started = time.monotonic()
+    with pytest.raises(EmbeddingError, match="no answer within 0.5"):
+        client.embed_query("where is the queue configured")
+    assert time.monotonic() - started < 1.5
