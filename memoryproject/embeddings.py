@@ -33,11 +33,20 @@ from memoryproject.outbound import response_read, retry_after_seconds, secret_hi
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+# Refusals of what was sent (not of every request): bad input, too large, unprocessable.
+INPUT_STATUS = {400, 413, 422}
 LOCAL_DIMENSIONS = 384
 
 
 class EmbeddingError(Exception):
-    """The embedding backend could not give vectors."""
+    """The embedding backend could not give vectors. `of_input`: the server refused what it was sent
+    (400, 413, 422: a text too long for the model, say) or answered it with vectors that cannot be
+    used, so the same texts sent apart may embed; otherwise it is down, refuses every request (a
+    wrong key or model) or is misconfigured, and sending again now is no use."""
+
+    def __init__(self, message: str, *, of_input: bool = False):
+        super().__init__(message)
+        self.of_input = of_input
 
 
 class Embedder(Protocol):
@@ -210,7 +219,10 @@ class OpenAICompatibleEmbedder:
                     f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', errors='replace')}"
                 )
                 if exc.code not in RETRYABLE_STATUS:
-                    raise EmbeddingError(f"the embeddings server refused the request ({problem})") from None
+                    raise EmbeddingError(
+                        f"the embeddings server refused the request ({problem})",
+                        of_input=exc.code in INPUT_STATUS,
+                    ) from None
                 # A 429's (or 503's) Retry-After is waited, up to the call's timeout.
                 wait = retry_after_seconds(exc.headers.get("Retry-After"), most=timeout)
             except TimeoutError:
@@ -250,25 +262,29 @@ def _reply_vectors(reply, count: int) -> list[list[float]]:
         for row in rows
     ):
         raise EmbeddingError(
-            f"the embeddings reply has no data[].embedding list of numbers: {str(reply)[:200]}"
+            f"the embeddings reply has no data[].embedding list of numbers: {str(reply)[:200]}", of_input=True
         )
     if len(rows) != count:
-        raise EmbeddingError(f"asked for {count} embeddings, got {len(rows)}")
+        raise EmbeddingError(f"asked for {count} embeddings, got {len(rows)}", of_input=True)
     indexes = [row.get("index") for row in rows]
     if any(index is not None for index in indexes):
         if sorted(i for i in indexes if isinstance(i, int) and not isinstance(i, bool)) != list(range(count)):
             raise EmbeddingError(
-                f"the embeddings reply's index fields are not 0..{count - 1} once each: {indexes[:20]}"
+                f"the embeddings reply's index fields are not 0..{count - 1} once each: {indexes[:20]}",
+                of_input=True,
             )
         rows = sorted(rows, key=lambda row: row["index"])
     vectors = [[float(x) for x in row["embedding"]] for row in rows]
     for vector in vectors:
         if not all(math.isfinite(x) for x in vector):
             raise EmbeddingError(
-                "the embeddings reply holds a value that is not a finite number (NaN or infinity)"
+                "the embeddings reply holds a value that is not a finite number (NaN or infinity)",
+                of_input=True,
             )
         if not any(vector):
-            raise EmbeddingError("the embeddings reply holds a zero vector (no direction to compare)")
+            raise EmbeddingError(
+                "the embeddings reply holds a zero vector (no direction to compare)", of_input=True
+            )
     return vectors
 
 

@@ -17,12 +17,12 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection, transaction
 
-from memoryproject.embeddings import Embedder, embedder_get
+from memoryproject.embeddings import Embedder, EmbeddingError, embedder_get
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,8 @@ INDEX_LOCK_KEY = 0x76696478  # "vidx"
 # a server upgraded with large agents already stored must find them once).
 _agent_indexes_checked = float("-inf")
 AGENT_INDEXES_CHECK_SECONDS = 3600
+# A run's result (the admin's Background jobs) lists at most this many reasons items were refused.
+MAX_ERRORS_REPORTED = 5
 
 VECTOR_STORAGE_SQL = """
 DO $$
@@ -81,6 +83,8 @@ class RefreshOutcome:
     pending: int = 0  # items still waiting when the run stopped
     seconds: float = 0.0
     skipped: str = ""  # why the run did nothing (another process refreshing), for whoever reports it
+    failed: int = 0  # items the server refused to embed, even alone: left pending, tried again next run
+    errors: list[str] = field(default_factory=list)  # the first few reasons they were refused
 
 
 def pgvector_installed() -> bool:
@@ -325,7 +329,12 @@ def _batch_store(document: Document, embedder: Embedder, rows: list[tuple]) -> t
         )
     stored = _stored_chunks(document, embedder, [row[0] for row in rows])
     new = [piece for piece in pieces if (piece[0][0], piece[3]) not in stored]
-    made = iter(embedder.embed_passages([chunk for _, _, chunk, _ in new]) if new else [])
+    made, errors = passages_embed(embedder, [chunk for _, _, chunk, _ in new]) if new else ([], [])
+    refused = {piece[0][0] for piece, vector in zip(new, made, strict=True) if vector is None}
+    if refused:  # those items keep what they had and stay pending; the rest of the batch is stored
+        pieces = [piece for piece in pieces if piece[0][0] not in refused]
+        rows = [row for row in rows if row[0] not in refused]
+    made = iter(vector for piece, vector in zip(new, made, strict=True) if piece[0][0] not in refused)
     vectors = [
         stored.get((row[0], chunk_hash)) or _vector_literal(next(made)) for row, _, _, chunk_hash in pieces
     ]
@@ -354,7 +363,38 @@ def _batch_store(document: Document, embedder: Embedder, rows: list[tuple]) -> t
                 for (row, number, _, chunk_hash), vector in zip(pieces, vectors, strict=True)
             ],
         )
-    return len(new), len(pieces) - len(new)
+    embedded = len([piece for piece in new if piece[0][0] not in refused])
+    return embedded, len(pieces) - embedded, len(refused), errors
+
+
+def passages_embed(embedder: Embedder, texts: list[str]) -> tuple[list[list[float] | None], list[str]]:
+    """The vectors of `texts` in one call, and when the server refuses what it was sent (a text too
+    long for its model, an answer it cannot give for one of them) each text alone: None for a text it
+    refuses alone, with the reasons. Without this one such text failed its batch on every run and, the
+    job going newest first, no older item was ever embedded. A server that is down or refuses
+    everything (a wrong key or model; no text of the batch embeds alone) raises EmbeddingError: the
+    run stops and the items wait for the next."""
+    try:
+        return embedder.embed_passages(texts), []
+    except EmbeddingError as exc:
+        if not exc.of_input:
+            raise
+        if len(texts) == 1:
+            return [None], [str(exc)]
+    vectors: list[list[float] | None] = []
+    errors: list[str] = []
+    for text in texts:
+        try:
+            vectors.append(embedder.embed_passages([text])[0])
+        except EmbeddingError as exc:
+            if not exc.of_input:
+                raise
+            vectors.append(None)
+            errors.append(str(exc))
+            logger.warning("a text was not embedded (it stays pending): %s", exc)
+    if all(vector is None for vector in vectors):
+        raise EmbeddingError(f"no text of the batch could be embedded alone either: {errors[0]}")
+    return vectors, errors
 
 
 def embeddings_orphans_remove() -> int:
@@ -422,10 +462,12 @@ def embeddings_refresh(
                     if out_of_time():
                         break
                     rows = page[start : start + batch_size]
-                    embedded, reused = _batch_store(document, embedder, rows)
+                    embedded, reused, failed, errors = _batch_store(document, embedder, rows)
                     outcome.chunks += embedded
                     outcome.reused += reused
-                    outcome.embedded += len(rows)
+                    outcome.embedded += len(rows) - failed
+                    outcome.failed += failed
+                    outcome.errors = (outcome.errors + errors)[:MAX_ERRORS_REPORTED]
                     if progress:
                         progress(outcome.embedded, total)
         outcome.pending = max(total - outcome.embedded, 0)

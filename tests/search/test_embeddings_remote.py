@@ -11,7 +11,15 @@ import pytest
 
 from memoryproject.embeddings import EmbeddingError, OpenAICompatibleEmbedder
 from search import semantic
+from search.embedding_index import (
+    embeddings_pending_count,
+    embeddings_refresh,
+    passages_embed,
+    pgvector_installed,
+)
+from search.models import Embedding
 from tests.fake_llm import TricklingServer
+from tests.search.test_embeddings import hide_starting_files
 
 KEY = "sk-embeddings-secret-0123456789"
 
@@ -168,3 +176,60 @@ def test_a_query_whose_answer_trickles_in_is_given_up_at_the_query_timeout(setti
     with pytest.raises(EmbeddingError, match="no answer within 0.5"):
         client.embed_query("where is the queue configured")
     assert time.monotonic() - started < 1.5
+
+
+def refusing(word: str, status: int = 413):
+    """Vectors for every input, or `status` when an input holds `word` (TEI answers 413 to a text
+    longer than its model's 512 tokens)."""
+
+    def reply(inputs):
+        if any(word in text for text in inputs):
+            return status, {"error": "Input validation error: inputs must have less than 512 tokens"}, {}
+        return 200, {"data": [vector_row(i, [1.0, float(i)]) for i in range(len(inputs))]}, {}
+
+    return reply
+
+
+def test_a_text_the_server_refuses_is_left_out_and_the_rest_of_its_batch_embedded(fake):
+    fake.reply = refusing("POISON")
+    vectors, errors = passages_embed(fake.client(), ["first", "POISON " * 600, "third"])
+    assert vectors[0] is not None and vectors[1] is None and vectors[2] is not None
+    assert len(errors) == 1 and "HTTP 413" in errors[0]
+    assert [len(request["input"]) for request in fake.requests] == [3, 1, 1, 1]
+
+
+@pytest.mark.parametrize("reply", [refusing("", status=401), refusing("", status=404), refusing("")])
+def test_a_server_that_refuses_everything_stops_the_run(fake, reply):
+    # A wrong key or model (401, 404), or every text refused alone: no use sending text after text.
+    fake.reply = reply
+    with pytest.raises(EmbeddingError):
+        passages_embed(fake.client(), ["first", "second"])
+    assert len(fake.requests) <= 3
+
+
+def test_a_server_that_is_down_stops_the_run_without_trying_each_text(fake, settings):
+    settings.MEMORY_EMBEDDINGS_MAX_RETRIES = 0
+    fake.reply = lambda inputs: (503, "unavailable", {})
+    with pytest.raises(EmbeddingError, match="after 1 attempt"):
+        passages_embed(fake.client(), ["first", "second"])
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.django_db
+def test_an_item_the_server_refuses_does_not_keep_the_job_from_older_items(
+    fake, settings, agent_a, make_entry
+):
+    if not pgvector_installed():
+        pytest.skip("this database has no pgvector (the run on the embedded PostgreSQL covers this)")
+    settings.MEMORY_EMBEDDINGS = "openai"
+    settings.MEMORY_EMBEDDINGS_URL = fake.url
+    settings.MEMORY_EMBEDDINGS_MODEL = "m"
+    settings.MEMORY_EMBEDDINGS_DIMENSIONS = 2
+    older = make_entry(agent_a, "the queue runs on PostgreSQL")
+    make_entry(agent_a, "POISON " * 100)  # newest first: its batch came first and failed every run
+    fake.reply = refusing("POISON")
+    hide_starting_files()
+    outcome = embeddings_refresh(batch_size=8)
+    assert (outcome.embedded, outcome.failed) == (1, 1) and "HTTP 413" in outcome.errors[0]
+    assert list(Embedding.objects.values_list("object_id", flat=True)) == [older.pk]
+    assert embeddings_pending_count() == 1  # the refused one waits, and is tried again next run

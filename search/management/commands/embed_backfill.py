@@ -50,6 +50,11 @@ class Command(BaseCommand):
             f"{time.perf_counter() - started:.1f} s; removed {outcome.removed} embedding(s) of deleted items; "
             f"{outcome.pending} still pending."
         )
+        if outcome.failed:
+            self.stderr.write(
+                f"{outcome.failed} item(s) refused by the embeddings server, even alone (they stay pending): "
+                + "; ".join(outcome.errors)
+            )
 
     def _progress(self, done: int, total: int, now: float | None = None) -> None:
         """One progress line. The rate and the time left come from the last RATE_WINDOW seconds, not
