@@ -73,6 +73,8 @@ class EmbeddingsStatusOut(Schema):
     pending: int  # items waiting to be embedded (new, edited, or made by another model)
     enabled: bool  # semantic search runs (embeddings on and pgvector present)
     detail: str | None = None  # why semantic search is off
+    # while this web process searches lexically because the embedder failed on a query: why
+    query_error: str | None = None
 
 
 def search_out(outcome) -> dict:

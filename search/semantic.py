@@ -74,6 +74,7 @@ _query_cache_lock = threading.Lock()
 # searches in this process are lexical for this long rather than each waiting for it again.
 QUERY_EMBED_PAUSE_SECONDS = 30.0
 _query_embed_paused_until = float("-inf")
+_query_embed_error = ""  # why, for /healthz and /stats while the pause lasts
 # The query is embedded on this one thread while the lexical arm waits on PostgreSQL (the engine
 # releases the GIL). One thread per process, so the process has one team of OpenMP threads rather
 # than one per request thread. Created on first use, so each forked web worker has its own.
@@ -139,7 +140,8 @@ def semantic_enabled() -> bool:
 
 def semantic_status(*, project_id: int | None = None, with_pending: bool = True) -> dict:
     """What /healthz and /stats report: {"backend", "model", "pending", "enabled"} plus "detail" when
-    semantic search is off. `pending` counts items of the project (or of every project, then counted
+    semantic search is off, and "query_error" while this process searches lexically because the
+    embedder failed on a query (QUERY_EMBED_PAUSE_SECONDS). `pending` counts items of the project (or of every project, then counted
     at most every PENDING_CACHE_SECONDS by this process) waiting to be embedded."""
     embedder = embedder_get()
     status = {
@@ -155,6 +157,11 @@ def semantic_status(*, project_id: int | None = None, with_pending: bool = True)
         status["detail"] = NO_PGVECTOR
         return status
     status["enabled"] = True
+    if time.monotonic() < _query_embed_paused_until:
+        status["query_error"] = (
+            f"searches of this web process are lexical for now: the last query could not be embedded "
+            f"({_query_embed_error})"
+        )
     if with_pending and project_id is not None:
         status["pending"] = embeddings_pending_count(project_id=project_id, model=embedder.model_id)
     elif with_pending:
@@ -180,7 +187,7 @@ def query_vector(query: str) -> tuple[float, ...] | None:
         if cached is not None:
             _query_cache.move_to_end(key)
             return cached
-    global _query_embed_paused_until
+    global _query_embed_paused_until, _query_embed_error
     if time.monotonic() < _query_embed_paused_until:
         return None
     try:
@@ -188,6 +195,7 @@ def query_vector(query: str) -> tuple[float, ...] | None:
     except EmbeddingError as exc:
         # Every search would wait for the same slow or down server: asked again after a pause.
         _query_embed_paused_until = time.monotonic() + QUERY_EMBED_PAUSE_SECONDS
+        _query_embed_error = str(exc)[:300]
         logger.warning(
             "semantic search skipped for %.0f s: the query could not be embedded: %s",
             QUERY_EMBED_PAUSE_SECONDS,

@@ -8,6 +8,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.test import Client
 
 from memoryproject.embeddings import EmbeddingError, OpenAICompatibleEmbedder
 from search import semantic
@@ -233,3 +234,24 @@ def test_an_item_the_server_refuses_does_not_keep_the_job_from_older_items(
     assert (outcome.embedded, outcome.failed) == (1, 1) and "HTTP 413" in outcome.errors[0]
     assert list(Embedding.objects.values_list("object_id", flat=True)) == [older.pk]
     assert embeddings_pending_count() == 1  # the refused one waits, and is tried again next run
+
+
+@pytest.mark.django_db
+def test_healthz_says_while_searches_are_lexical_because_the_server_failed(
+    fake, settings, monkeypatch, request
+):
+    settings.MEMORY_EMBEDDINGS = "openai"
+    settings.MEMORY_EMBEDDINGS_URL = fake.url
+    settings.MEMORY_EMBEDDINGS_MODEL = "m"
+    settings.MEMORY_EMBEDDINGS_DIMENSIONS = 2
+    settings.MEMORY_EMBEDDINGS_API_KEY = KEY
+    monkeypatch.setattr(semantic, "_pgvector_ready", lambda: True)  # the query path alone is exercised
+    monkeypatch.setattr(semantic, "embeddings_pending_count", lambda **kwargs: 0)
+    request.addfinalizer(semantic.query_cache_clear)
+    client = Client()
+    assert "query_error" not in client.get("/api/v1/healthz").json()["embeddings"]
+    fake.reply = lambda inputs: (401, f"invalid key Bearer {KEY}", {})
+    assert semantic.query_vector("where is the queue configured") is None
+    body = client.get("/api/v1/healthz").content.decode()
+    assert KEY not in body
+    assert "HTTP 401" in json.loads(body)["embeddings"]["query_error"]
