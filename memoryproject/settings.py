@@ -161,7 +161,14 @@ Q_CLUSTER = {
 if REDIS_URL:
     if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured("REDIS_URL must start with redis://, rediss:// or unix://")
-    Q_CLUSTER["redis"] = REDIS_URL
+    # A broker host that drops packets would hold the request that queues a job (a session's close)
+    # for the OS's connect timeout; after this the job is kept in the database instead
+    # (sessions_app.maintenance.extraction). Only the connect: the cluster's reads block by design.
+    Q_CLUSTER["redis"] = (
+        REDIS_URL
+        if "socket_connect_timeout=" in REDIS_URL
+        else REDIS_URL + ("&" if "?" in REDIS_URL else "?") + "socket_connect_timeout=2"
+    )
 else:
     Q_CLUSTER["orm"] = "default"
 # The cache holds the rate-limit counters, so it must be shared by every web process and host: Redis

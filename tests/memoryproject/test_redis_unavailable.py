@@ -62,10 +62,13 @@ def test_it_keeps_answering_while_redis_is_unreachable_and_counts_again_once_it_
     assert limited.status_code == 429 and int(limited["Retry-After"]) >= 1
 
 
-def test_the_redis_cache_gives_up_on_a_host_that_does_not_answer():
-    """A Redis host that drops packets (no refusal) would hold every API request for the OS's connect
-    timeout (minutes): the cache's connections give up after a second."""
-    script = "from django.conf import settings; print(json.dumps(settings.CACHES['default']))"
+def test_the_redis_cache_and_broker_give_up_on_a_host_that_does_not_answer():
+    """A Redis host that drops packets (no refusal) would hold every API request (and a session's close,
+    which queues its extraction) for the OS's connect timeout (minutes): connections give up first."""
+    script = (
+        "from django.conf import settings; "
+        "print(json.dumps([settings.CACHES['default'], settings.Q_CLUSTER['redis']]))"
+    )
     env = {
         **os.environ,
         "REDIS_URL": "redis://10.255.255.1:6379/0",
@@ -78,7 +81,8 @@ def test_the_redis_cache_gives_up_on_a_host_that_does_not_answer():
         text=True,
         check=True,
     )
-    cache = json.loads(out.stdout.strip().splitlines()[-1])
+    cache, broker = json.loads(out.stdout.strip().splitlines()[-1])
+    assert broker == "redis://10.255.255.1:6379/0?socket_connect_timeout=2"  # the job broker too
     assert cache["LOCATION"] == "redis://10.255.255.1:6379/0"
     assert 0 < cache["OPTIONS"]["socket_connect_timeout"] <= 2
     assert 0 < cache["OPTIONS"]["socket_timeout"] <= 2
