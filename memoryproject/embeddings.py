@@ -232,7 +232,7 @@ class OpenAICompatibleEmbedder:
                     problem = f"no answer within {timeout} s"
                 else:
                     problem = self._secret_hidden(f"cannot reach {self.url}: {exc.reason}")
-            except (ConnectionError, http.client.HTTPException) as exc:
+            except (OSError, http.client.HTTPException) as exc:  # ssl.SSLError too, not a ConnectionError
                 problem = self._secret_hidden(f"connection failed: {exc!r}")
             else:
                 try:

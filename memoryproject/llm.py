@@ -151,7 +151,7 @@ def _completion(messages: list[dict], *, max_tokens: int | None, temperature: fl
                 last_problem = f"no answer within {settings.LLM_TIMEOUT_SECONDS} s"
             else:
                 last_problem = _key_hidden(f"cannot reach {settings.LLM_BASE_URL}: {exc.reason}")
-        except (ConnectionError, http.client.HTTPException) as exc:
+        except (OSError, http.client.HTTPException) as exc:  # ssl.SSLError too, not a ConnectionError
             last_problem = _key_hidden(f"connection failed: {exc!r}")
         else:
             return reply

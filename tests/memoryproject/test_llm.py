@@ -1,5 +1,7 @@
 import json
+import ssl
 import time
+import urllib.request
 
 import pytest
 
@@ -178,3 +180,15 @@ def test_an_answer_that_trickles_in_is_given_up_at_the_timeout(settings):
         assert time.monotonic() - started < 2.5
     finally:
         server.close()
+
+
+def test_a_tls_error_mid_answer_is_an_llm_error(fake_llm, monkeypatch):
+    """ssl.SSLError (a proxy cutting a TLS stream) is an OSError but not a ConnectionError: it escaped
+    the client, and the extraction task failed instead of falling back to its heuristics."""
+
+    def broken(*args, **kwargs):
+        raise ssl.SSLError("decryption failed or bad record mac")
+
+    monkeypatch.setattr(urllib.request, "urlopen", broken)
+    with pytest.raises(LLMError, match="after 3 attempt"):
+        llm_chat([{"role": "user", "content": "hi"}])

@@ -3,8 +3,10 @@ saying what is wrong (never a vector that would be stored or searched wrongly), 
 slow or down costs a search at most MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS, once, not every search."""
 
 import json
+import ssl
 import threading
 import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -255,3 +257,15 @@ def test_healthz_says_while_searches_are_lexical_because_the_server_failed(
     body = client.get("/api/v1/healthz").content.decode()
     assert KEY not in body
     assert "HTTP 401" in json.loads(body)["embeddings"]["query_error"]
+
+
+def test_a_tls_error_mid_answer_is_an_embedding_error(fake, monkeypatch):
+    """ssl.SSLError is an OSError but not a ConnectionError: it escaped the client, and a search whose
+    query met it answered 500."""
+
+    def broken(*args, **kwargs):
+        raise ssl.SSLError("decryption failed or bad record mac")
+
+    monkeypatch.setattr(urllib.request, "urlopen", broken)
+    with pytest.raises(EmbeddingError):
+        fake.client().embed_query("x")
