@@ -28,7 +28,7 @@ from typing import Protocol
 
 from django.conf import settings
 
-from memoryproject.outbound import response_read, retry_after_seconds, secret_hidden
+from memoryproject.outbound import AnswerTooLarge, response_read, retry_after_seconds, secret_hidden
 
 logger = logging.getLogger(__name__)
 
@@ -225,6 +225,8 @@ class OpenAICompatibleEmbedder:
                     ) from None
                 # A 429's (or 503's) Retry-After is waited, up to the call's timeout.
                 wait = retry_after_seconds(exc.headers.get("Retry-After"), most=timeout)
+            except AnswerTooLarge as exc:
+                raise EmbeddingError(f"the embeddings server's answer is too large: {exc}") from None
             except TimeoutError:
                 problem = f"no answer within {timeout} s"
             except urllib.error.URLError as exc:

@@ -19,7 +19,7 @@ from string import Template
 
 from django.conf import settings
 
-from memoryproject.outbound import response_read, retry_after_seconds, secret_hidden
+from memoryproject.outbound import AnswerTooLarge, response_read, retry_after_seconds, secret_hidden
 from vault.text import text_bytes, token_estimate
 
 logger = logging.getLogger(__name__)
@@ -144,6 +144,8 @@ def _completion(messages: list[dict], *, max_tokens: int | None, temperature: fl
                 raise LLMError(f"the LLM server refused the request ({last_problem})") from None
             # A 429's (or 503's) Retry-After is waited, up to the call's timeout.
             wait = retry_after_seconds(exc.headers.get("Retry-After"), most=settings.LLM_TIMEOUT_SECONDS)
+        except AnswerTooLarge as exc:
+            raise LLMError(f"the LLM server's answer is too large: {exc}") from None
         except TimeoutError:
             last_problem = f"no answer within {settings.LLM_TIMEOUT_SECONDS} s"
         except urllib.error.URLError as exc:

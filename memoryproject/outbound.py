@@ -3,18 +3,31 @@ within one deadline, a 429's Retry-After, and the API key kept out of what they 
 
 import time
 
+# No answer of either is near this (an LLM's at most LLM_REWRITE_MAX_TOKENS, a batch of vectors a few
+# MB); a server sending more is broken or is not the server meant, and would fill the worker's memory.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
+class AnswerTooLarge(Exception):
+    """The server sent more than MAX_ANSWER_BYTES (not retried: it would again)."""
+
 
 def response_read(response, timeout: float, started: float) -> bytes:
     """The whole body of `response`, or TimeoutError once `timeout` seconds have passed since `started`
-    (time.monotonic()). urlopen's timeout bounds each read, not the answer: a server that sends a byte
-    now and then would hold the caller for as long as it likes."""
+    (time.monotonic()), or AnswerTooLarge past MAX_ANSWER_BYTES. urlopen's timeout bounds each read,
+    not the answer: a server that sends a byte now and then would hold the caller for as long as it
+    likes."""
     parts = []
+    size = 0
     while True:
         if time.monotonic() - started > timeout:
             raise TimeoutError(f"the answer took more than {timeout} s")
         part = response.read1(65536)
         if not part:
             return b"".join(parts)
+        size += len(part)
+        if size > MAX_ANSWER_BYTES:
+            raise AnswerTooLarge(f"the answer is more than {MAX_ANSWER_BYTES} bytes")
         parts.append(part)
 
 

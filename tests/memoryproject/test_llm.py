@@ -5,6 +5,7 @@ import urllib.request
 
 import pytest
 
+from memoryproject import outbound
 from memoryproject.llm import (
     LLMAnswerCut,
     LLMError,
@@ -192,3 +193,13 @@ def test_a_tls_error_mid_answer_is_an_llm_error(fake_llm, monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", broken)
     with pytest.raises(LLMError, match="after 3 attempt"):
         llm_chat([{"role": "user", "content": "hi"}])
+
+
+def test_an_endless_answer_is_given_up_before_it_fills_the_memory(fake_llm, monkeypatch):
+    """A broken server (or the wrong URL: a file server, a stream) that sends more than any answer
+    could be was read whole into memory until the timeout: at loopback speed, gigabytes."""
+    monkeypatch.setattr(outbound, "MAX_ANSWER_BYTES", 1024 * 1024, raising=False)
+    fake_llm.reply_raw("x" * (5 * 1024 * 1024))
+    with pytest.raises(LLMError, match="more than 1048576 bytes"):
+        llm_chat([{"role": "user", "content": "hi"}])
+    assert len(fake_llm.requests) == 1  # not asked again: it would answer the same

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.test import Client
 
+from memoryproject import outbound
 from memoryproject.embeddings import EmbeddingError, OpenAICompatibleEmbedder
 from search import semantic
 from search.embedding_index import (
@@ -269,3 +270,11 @@ def test_a_tls_error_mid_answer_is_an_embedding_error(fake, monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", broken)
     with pytest.raises(EmbeddingError):
         fake.client().embed_query("x")
+
+
+def test_an_endless_answer_is_given_up_before_it_fills_the_memory(fake, monkeypatch):
+    monkeypatch.setattr(outbound, "MAX_ANSWER_BYTES", 1024 * 1024, raising=False)
+    fake.reply = lambda inputs: (200, "[" + "0.5," * (2 * 1024 * 1024), {})
+    with pytest.raises(EmbeddingError, match="too large"):
+        fake.client().embed_passages(["a"])
+    assert len(fake.requests) == 1
