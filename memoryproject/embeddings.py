@@ -28,7 +28,13 @@ from typing import Protocol
 
 from django.conf import settings
 
-from memoryproject.outbound import AnswerTooLarge, response_read, retry_after_seconds, secret_hidden
+from memoryproject.outbound import (
+    AnswerTooLarge,
+    error_body,
+    response_read,
+    retry_after_seconds,
+    secret_hidden,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -215,9 +221,7 @@ class OpenAICompatibleEmbedder:
                 with urllib.request.urlopen(request, timeout=timeout) as response:
                     raw = response_read(response, timeout, started)
             except urllib.error.HTTPError as exc:
-                problem = self._secret_hidden(
-                    f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', errors='replace')}"
-                )
+                problem = self._secret_hidden(f"HTTP {exc.code}: {error_body(exc)}")
                 if exc.code not in RETRYABLE_STATUS:
                     raise EmbeddingError(
                         f"the embeddings server refused the request ({problem})",

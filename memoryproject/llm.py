@@ -19,7 +19,13 @@ from string import Template
 
 from django.conf import settings
 
-from memoryproject.outbound import AnswerTooLarge, response_read, retry_after_seconds, secret_hidden
+from memoryproject.outbound import (
+    AnswerTooLarge,
+    error_body,
+    response_read,
+    retry_after_seconds,
+    secret_hidden,
+)
 from vault.text import text_bytes, token_estimate
 
 logger = logging.getLogger(__name__)
@@ -138,8 +144,7 @@ def _completion(messages: list[dict], *, max_tokens: int | None, temperature: fl
         try:
             reply = _post(url, body, headers)
         except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode("utf-8", errors="replace")
-            last_problem = _key_hidden(f"HTTP {exc.code}: {detail}")
+            last_problem = _key_hidden(f"HTTP {exc.code}: {error_body(exc)}")
             if exc.code not in RETRYABLE_STATUS:
                 raise LLMError(f"the LLM server refused the request ({last_problem})") from None
             # A 429's (or 503's) Retry-After is waited, up to the call's timeout.

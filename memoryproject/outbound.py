@@ -1,6 +1,7 @@
 """What the LLM and embeddings clients share when they call an operator's server: the answer read
 within one deadline, a 429's Retry-After, and the API key kept out of what they report."""
 
+import http.client
 import time
 
 # No answer of either is near this (an LLM's at most LLM_REWRITE_MAX_TOKENS, a batch of vectors a few
@@ -43,3 +44,12 @@ def secret_hidden(text: str, secret: str, name: str) -> str:
     """`text` (a server's reply, an error) with `secret` replaced by `name`: a proxy that echoes the
     request would otherwise put the key in a log line, a job's result or a page."""
     return text.replace(secret, f"[{name}]") if secret else text
+
+
+def error_body(exc) -> str:
+    """The start of an HTTP error's body, to say what the server said; "" when it cannot be read (the
+    proxy cut it): reporting an error must not raise another."""
+    try:
+        return exc.read()[:300].decode("utf-8", errors="replace")
+    except (OSError, http.client.HTTPException):
+        return ""

@@ -1,6 +1,8 @@
+import io
 import json
 import ssl
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -203,3 +205,20 @@ def test_an_endless_answer_is_given_up_before_it_fills_the_memory(fake_llm, monk
     with pytest.raises(LLMError, match="more than 1048576 bytes"):
         llm_chat([{"role": "user", "content": "hi"}])
     assert len(fake_llm.requests) == 1  # not asked again: it would answer the same
+
+
+class _CutBody(io.BytesIO):
+    def read(self, *args):
+        raise ConnectionResetError("connection reset by peer")
+
+
+def test_an_error_whose_body_is_cut_is_an_llm_error(fake_llm, monkeypatch):
+    """A 502 whose body the proxy cut: reading the body to report it raised, and the ConnectionResetError
+    escaped the client (the caller's fallback never ran)."""
+
+    def cut(*args, **kwargs):
+        raise urllib.error.HTTPError("http://x/v1", 502, "Bad Gateway", {}, _CutBody())
+
+    monkeypatch.setattr(urllib.request, "urlopen", cut)
+    with pytest.raises(LLMError, match="HTTP 502"):
+        llm_chat([{"role": "user", "content": "hi"}])

@@ -2,10 +2,12 @@
 saying what is wrong (never a vector that would be stored or searched wrongly), and a server that is
 slow or down costs a search at most MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS, once, not every search."""
 
+import io
 import json
 import ssl
 import threading
 import time
+import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -278,3 +280,16 @@ def test_an_endless_answer_is_given_up_before_it_fills_the_memory(fake, monkeypa
     with pytest.raises(EmbeddingError, match="too large"):
         fake.client().embed_passages(["a"])
     assert len(fake.requests) == 1
+
+
+def test_an_error_whose_body_is_cut_is_an_embedding_error(fake, monkeypatch):
+    class CutBody(io.BytesIO):
+        def read(self, *args):
+            raise ConnectionResetError("connection reset by peer")
+
+    def cut(*args, **kwargs):
+        raise urllib.error.HTTPError("http://x/v1", 502, "Bad Gateway", {}, CutBody())
+
+    monkeypatch.setattr(urllib.request, "urlopen", cut)
+    with pytest.raises(EmbeddingError, match="HTTP 502"):
+        fake.client().embed_passages(["a"])
