@@ -4,10 +4,12 @@
 import importlib
 
 from django.apps import apps
-from django.db import transaction
+from django.db import connection, transaction
 from django_q.models import Schedule
 
 OUR_APPS = ("memoryproject", "vault", "sessions_app", "search")
+# pg_advisory_xact_lock key ("sched" in ASCII): hosts starting at once apply the schedules in turn.
+SCHEDULES_LOCK = 0x7363686564
 
 
 def schedules_declared() -> list[dict]:
@@ -27,8 +29,13 @@ def schedules_declared() -> list[dict]:
 
 @transaction.atomic
 def schedules_apply() -> list[tuple[str, str]]:
-    """Create or update every declared schedule by name; never duplicates. Returns (name, action)."""
+    """Create or update every declared schedule by name; never duplicates. Returns (name, action).
 
+    Hosts started at once (README, Running on several hosts) take turns: a schedule has no unique
+    name in django-q2, so two of them that both found none would each create it, and every job would
+    run twice until the next start."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEDULES_LOCK])
     results = []
     for spec in schedules_declared():
         spec = dict(spec)
