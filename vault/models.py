@@ -454,6 +454,9 @@ class SessionMark(models.Model):
     purpose = models.CharField(max_length=16, choices=Purpose.choices)
     content_hash = models.CharField(max_length=64)
     updated_at = models.DateTimeField()
+    # The durable-fact lines the session's extractions wrote to daily notes: a conversation extracted
+    # again after it grew writes only the facts its new messages bring.
+    facts = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [

@@ -244,7 +244,13 @@ def _core_files_write(
     return written
 
 
-def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:
+def _extract_with_heuristics(
+    agent: Agent, session: Session, messages: list[Message], now: datetime, facts_written: list[str]
+) -> dict:
+    """Decisions and lessons as entries (insights_store: none stored twice) and the durable facts of the
+    user's messages, listed in the daily note; the facts in `facts_written` (the session's earlier
+    extractions wrote them) are left out, so a conversation extracted again after it grew lists only
+    what its new messages say (result "facts": every fact the session's extractions listed)."""
     created, _ = services.insights_store(
         agent=agent,
         texts=[m.text for m in messages],
@@ -258,8 +264,9 @@ def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Mess
             for match in scan_message(message.text):
                 if match.category in DURABLE_CATEGORIES and match.text not in facts:
                     facts.append(f"{match.category.replace('_', ' ')}: {match.text}")
+    facts = [fact for fact in dict.fromkeys(facts) if fact not in facts_written]
     lines = [f"- {entry.category[:-1].capitalize()}: {entry.content}" for entry in created]
-    lines += [f"- {fact}" for fact in dict.fromkeys(facts)]
+    lines += [f"- {fact}" for fact in facts]
     written = []
     if lines:
         note = services.daily_note_append(
@@ -275,10 +282,13 @@ def _extract_with_heuristics(agent: Agent, session: Session, messages: list[Mess
         "reason": f"{len(created)} insight(s), {len(facts)} durable fact(s)" if lines else "nothing found",
         "entry_ids": [entry.pk for entry in created],
         "written": written,
+        "facts": [*facts_written, *facts],
     }
 
 
-def _extract(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:
+def _extract(
+    agent: Agent, session: Session, messages: list[Message], now: datetime, facts_written: list[str]
+) -> dict:
     """By the LLM when one is configured, by the heuristics when there is none or it fails."""
     result = None
     if llm_configured():
@@ -289,14 +299,13 @@ def _extract(agent: Agent, session: Session, messages: list[Message], now: datet
             logger.warning("LLM extraction failed for %s, falling back to heuristics: %s", agent, exc)
             result = {"llm_error": str(exc)}
     if result is None or "llm_error" in result:
-        result = {**(result or {}), **_extract_with_heuristics(agent, session, messages, now)}
+        result = {**(result or {}), **_extract_with_heuristics(agent, session, messages, now, facts_written)}
     return result
 
 
-def _extracted_as_is(session: Session, digest: str) -> bool:
-    """Whether the session's last extraction saw the conversation as it is now."""
-    mark = SessionMark.objects.filter(session=session, purpose=SessionMark.Purpose.EXTRACTION).first()
-    return mark is not None and mark.content_hash == digest
+def _extraction_mark(session: Session) -> SessionMark | None:
+    """What the session's last extraction read (its digest) and the facts its extractions listed."""
+    return SessionMark.objects.filter(session=session, purpose=SessionMark.Purpose.EXTRACTION).first()
 
 
 def extraction_perform(
@@ -352,7 +361,8 @@ def extraction_perform(
         locked = agent_lock_try(agent.pk)
         # Without the lock too: an extraction of this very conversation running now has not written the
         # mark yet (this one is deferred, and that one removes the retry).
-        if _extracted_as_is(session, digest):
+        mark = _extraction_mark(session)
+        if mark is not None and mark.content_hash == digest:
             _retries_remove(session.pk)  # a retry would find it unchanged too
             return skipped("the conversation is unchanged since its last extraction")
         if not locked:
@@ -370,11 +380,12 @@ def extraction_perform(
             )
         state.last_extraction_at = now
         state.save(update_fields=["last_extraction_at"])
-        result = _extract(agent, session, messages, now)
+        facts_written = list(mark.facts) if mark is not None else []
+        result = _extract(agent, session, messages, now, facts_written)
         SessionMark.objects.update_or_create(
             session=session,
             purpose=SessionMark.Purpose.EXTRACTION,
-            defaults={"content_hash": digest, "updated_at": now},
+            defaults={"content_hash": digest, "updated_at": now, "facts": result.pop("facts", facts_written)},
         )
         # A retry deferred by the cooldown has nothing left to do: this run extracted the session.
         _retries_remove(session.pk)

@@ -529,3 +529,17 @@ def test_an_extraction_skipped_as_unchanged_removes_the_sessions_pending_retry(
     assert not Schedule.objects.filter(name=f"extraction retry: session {session.pk}").exists()
     with time_machine.travel(start + timedelta(minutes=6), tick=False):
         assert _scheduler_pass_run(monkeypatch, sync) == []
+
+
+def test_a_conversation_extracted_again_after_it_grew_does_not_repeat_its_facts_in_the_daily_note(agent_a):
+    session = session_make(agent_a, CONVERSATION)
+    assert run(agent_a, session)["status"] == "done"
+    Message.objects.create(project_id=agent_a.project_id, agent=agent_a, session=session, role="user",
+                           text="Also, I prefer tabs over spaces in every repository.", created_at=timezone.now())  # fmt: skip
+    with time_machine.travel(timezone.now() + timedelta(minutes=6)):
+        result = run(agent_a, session)
+    assert result["status"] == "done" and result["reason"] == "0 insight(s), 1 durable fact(s)"
+    note = daily(agent_a)
+    assert note.count("proper noun: Hi, I'm Sardor") == 1
+    assert note.count("remember: Please remember that my email") == 1
+    assert note.count("preference: Also, I prefer tabs over spaces") == 1
