@@ -49,3 +49,31 @@ def test_admin_shows_runs_audits_and_schedules(agent_a, django_user_model):
     assert "trim-session" in page and "MEMORY_CONVERSATION_KEEP" in page
     assert client.get("/admin/vault/deletionaudit/").status_code == 200
     assert "vault: compaction" in client.get("/admin/django_q/schedule/").content.decode()
+
+
+def test_a_run_whose_worker_died_midway_says_so_and_what_it_did(agent_a, admin_token, api, monkeypatch):
+    """A worker killed or timed out mid-run (a BaseException here: no step's failure handler sees it)
+    leaves a record of the steps that finished, marked unfinished, not "nothing changed"."""
+    from memoryproject import maintenance
+
+    session_make(agent_a, [f"message {i}" for i in range(25)])
+
+    def worker_killed(run, project, now):
+        raise KeyboardInterrupt
+
+    steps = (
+        maintenance.compaction_step_trim_sessions,
+        worker_killed,
+        maintenance.compaction_step_search_index,
+    )
+    monkeypatch.setattr(maintenance, "COMPACTION_STEPS", steps)
+    with pytest.raises(KeyboardInterrupt):
+        tasks.compaction_scheduled()
+    last = api.get("/maintenance/compact", token=admin_token).json()
+    assert last["counts"]["messages_archived"] == 5
+    assert [change["action"] for change in last["changes"]] == ["trim-session"]
+    assert any("did not finish" in note for note in last["notes"]), last["notes"]
+    monkeypatch.undo()
+    tasks.compaction_scheduled()  # the next run finishes and says nothing of the earlier one
+    last = api.get("/maintenance/compact", token=admin_token).json()
+    assert not any("did not finish" in note for note in last["notes"]), last["notes"]

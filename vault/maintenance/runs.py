@@ -16,6 +16,10 @@ logger = logging.getLogger(__name__)
 ACTOR = "maintenance"
 # Advisory lock namespace for per-agent memory jobs (extraction, consolidation): "mem" in ASCII.
 AGENT_LOCK_CLASS = 0x6D656D
+UNFINISHED = (
+    "this run did not finish (its worker was stopped or timed out): listed is what it did before the "
+    "step or agent it stopped in; the next run does the rest"
+)
 
 
 def run_change(run: CompactionRun, step: str, action: str, target: str, reason: str, **details) -> None:
@@ -51,9 +55,15 @@ def run_steps(
                 _run_step(run, step, project, now, savepoint=True)
             transaction.set_rollback(True)
     else:
-        run.save()
+        # Stored before each step with what the steps before it did, and marked unfinished until the
+        # end: a worker killed or timed out midway (the steps' units of work are committed one by one)
+        # leaves a record of what it changed, not one that says nothing changed.
+        run.notes.append(UNFINISHED)
         for step in steps:
+            run.duration_ms = round((time.monotonic() - started) * 1000, 2)
+            run.save()
             _run_step(run, step, project, now, savepoint=False)
+        run.notes.remove(UNFINISHED)
     run.duration_ms = round((time.monotonic() - started) * 1000, 2)
     if not dry_run:
         run.save()
