@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from vault import services
+from vault import selectors, services
 from vault.models import CompactionRun
 
 pytestmark = pytest.mark.django_db
@@ -79,3 +79,37 @@ def test_a_consolidation_that_changes_nothing_says_so_in_its_own_words(notes, ap
     page = client_a.get(f"/projects/acme/maintenance/runs/{run.pk}/").content.decode()
     assert "within its limits" not in page
     assert "Nothing changed: no agent's MEMORY.md needed a change." in page
+
+
+def test_agents_a_stopped_nightly_run_did_not_reach_are_consolidated_first_next_time(project, monkeypatch):
+    """The nightly task over many agents can outlast Q_TIMEOUT (a local model taking a minute an agent):
+    django-q2 kills it, and the next night started again from the first agent, so the agents after
+    where it was stopped were never consolidated, and no run was recorded."""
+    from vault import tasks
+    from vault.maintenance import consolidation
+
+    agents = [services.agent_ensure(project=project, slug=f"agent-{n}") for n in range(3)]
+    for agent in agents:
+        for days_ago in (0, 1):
+            services.daily_note_append(agent=agent, when=timezone.now() - timedelta(days=days_ago),
+                                       text="\n## 10:00\n- Deploys happen on Fridays\n", changed_by="t")  # fmt: skip
+    real = consolidation.consolidation_run
+    done = []
+
+    def one_agent_then_killed(*, agent, now=None):
+        if len(done) == 1:
+            raise KeyboardInterrupt  # the worker is killed at its timeout: no handler of ours runs
+        done.append(agent.slug)
+        return real(agent=agent, now=now)
+
+    monkeypatch.setattr(consolidation, "consolidation_run", one_agent_then_killed)
+    for night in range(3):
+        done.clear()
+        with pytest.raises(KeyboardInterrupt):
+            tasks.consolidation_scheduled()
+        assert len(runs()) == night + 1  # recorded as it went: the agent it did, and that it stopped
+        run = runs()[-1]
+        assert [change["target"] for change in run.changes] == done
+        assert any("did not finish" in note for note in run.notes), run.notes
+    memory = {a.slug: selectors.file_content(a.pk, "MEMORY.md") or "" for a in agents}
+    assert all("Deploys happen on Fridays" in content for content in memory.values()), memory

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, DomainError
@@ -23,7 +24,7 @@ from memoryproject.llm import (
 from memoryproject.resilience import failure_detail
 from vault import selectors, services
 from vault.maintenance.facts import fact_clean, fact_key, fact_lines, rewrite_review
-from vault.maintenance.runs import ACTOR, agent_lock_try, run_change, run_count
+from vault.maintenance.runs import ACTOR, UNFINISHED, agent_lock_try, run_change, run_count
 from vault.models import Agent, AgentMaintenance, CompactionRun, Project, RunKind, RunTrigger, WorkspaceFile
 from vault.text import text_check, token_estimate
 
@@ -326,14 +327,20 @@ def consolidation_run_all(
     """Consolidate every agent (of `project`, else of every project) that has daily notes in the
     window (what the daily schedule runs). An agent whose run fails gets a result with `error`; the
     agents after it are still consolidated. Each project's results are recorded as its consolidation
-    run (the maintenance page lists it): agents, updated, refused and failed counted."""
+    run (the maintenance page lists it): agents, updated, refused and failed counted.
+
+    The agents consolidated longest ago go first, and each project's run is stored after each agent,
+    marked unfinished until the end: a run its worker's timeout stopped (Q_TIMEOUT, a slow model and
+    many agents) says what it did, and the next run begins with the agents it did not reach, where it
+    started again from the first agent and never reached the last ones."""
     now = now or timezone.now()
     results = []
-    by_project: dict[int, tuple[list[dict], list[float]]] = {}
+    by_project: dict[int, tuple[list[dict], list[float], CompactionRun | None]] = {}
     agents = Agent.objects.filter(files__path__startswith="memory/")
     if project is not None:
         agents = agents.filter(project=project)
-    for agent in agents.distinct().order_by("pk"):
+    agents = agents.distinct().order_by(F("maintenance__last_consolidation_at").asc(nulls_first=True), "pk")
+    for agent in agents:
         if not daily_notes_recent(agent, now, settings.MEMORY_CONSOLIDATE_DAYS):
             continue
         started = time.monotonic()
@@ -347,11 +354,16 @@ def consolidation_run_all(
             logger.exception("consolidation of %s failed", agent)
             result = _failed(agent, exc)
         results.append(result)
-        project_results, took = by_project.setdefault(agent.project_id, ([], []))
+        project_results, took, run = by_project.get(agent.project_id, ([], [], None))
         project_results.append(result)
         took.append(time.monotonic() - started)
-    for project_id, (project_results, took) in by_project.items():
-        _consolidation_record(project_id, project_results, now=now, trigger=trigger, seconds=sum(took))
+        run = _consolidation_record(agent.project_id, project_results, now=now, trigger=trigger,
+                                    seconds=sum(took), run=run, finished=False)  # fmt: skip
+        by_project[agent.project_id] = (project_results, took, run)
+    for project_id, (project_results, took, run) in by_project.items():
+        _consolidation_record(
+            project_id, project_results, now=now, trigger=trigger, seconds=sum(took), run=run
+        )
     return results
 
 
@@ -381,20 +393,26 @@ def _failed(agent: Agent, exc: Exception) -> dict:
     return {"agent": agent.slug, "updated": False, "refused": False, "reason": detail, "error": detail}
 
 
-def _consolidation_record(project_id: int, results: list[dict], *, now, trigger: str, seconds: float) -> None:
+def _consolidation_record(
+    project_id: int,
+    results: list[dict],
+    *,
+    now,
+    trigger: str,
+    seconds: float,
+    run: CompactionRun | None = None,
+    finished: bool = True,
+) -> CompactionRun:
     """A project's consolidation results as a maintenance run: what changed (updated, refused, failed)
     with the reason (and the facts a refusal would have lost, or an update removed saying why), and the
-    counts."""
-    run = CompactionRun(
-        project_id=project_id,
-        kind=RunKind.CONSOLIDATION,
-        trigger=trigger,
-        started_at=now,
-        duration_ms=round(seconds * 1000, 2),
-        counts={"agents": len(results), "updated": 0, "refused": 0, "failed": 0},
-        changes=[],
-        notes=[],
+    counts. `run` is the record stored for these results so far (rewritten), `finished` False while
+    agents remain (the record says it did not finish, in case its worker is stopped before it does)."""
+    run = run or CompactionRun(
+        project_id=project_id, kind=RunKind.CONSOLIDATION, trigger=trigger, started_at=now
     )
+    run.duration_ms = round(seconds * 1000, 2)
+    run.counts = {"agents": len(results), "updated": 0, "refused": 0, "failed": 0}
+    run.changes, run.notes = [], [] if finished else [UNFINISHED]
     for result in results:
         if "error" in result:
             action = "failed"
@@ -414,3 +432,4 @@ def _consolidation_record(project_id: int, results: list[dict], *, now, trigger:
             )
         run_change(run, "consolidation", action, result["agent"], result["reason"], **details)
     run.save()
+    return run
