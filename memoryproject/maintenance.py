@@ -119,13 +119,18 @@ def agent_stored_bytes(agent: Agent) -> int:
 
 
 def _agent_shrink(run: CompactionRun, agent: Agent, now: datetime) -> None:
+    if agent_stored_bytes(agent) <= settings.MEMORY_AGENT_MAX_BYTES:
+        return
+    active = list(VaultEntry.objects.select_for_update().filter(agent=agent, status=EntryStatus.ACTIVE))
+    # Measured again under the entries' locks: another run at once (the schedule and the command) that
+    # held them has shrunk the agent already, and this one would archive a share of what it kept.
     before = agent_stored_bytes(agent)
     if before <= settings.MEMORY_AGENT_MAX_BYTES:
         return
     items = [
         (relevance(category=e.category, created_at=e.updated_at, importance=e.importance,
                     access_count=e.access_count, now=now), "entry", e.pk)
-        for e in VaultEntry.objects.select_for_update().filter(agent=agent, status=EntryStatus.ACTIVE)
+        for e in active
     ] + [
         (relevance(category="messages", created_at=m.created_at, importance=0.5, access_count=0, now=now),
          "message", m.pk)

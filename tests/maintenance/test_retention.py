@@ -516,3 +516,31 @@ def test_api_retention_run_needs_a_project_admin(api, admin_token, token_a, outs
     assert api.post("/maintenance/retention", token=outsider_token).json()["project"] == "globex"
     assert api.post("/maintenance/retention", token=admin_token).json()["kind"] == "retention"
     assert api.get("/maintenance/retention", token=admin_token).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_size_limits_at_once_archive_the_agents_overflow_once(agent_a, settings):
+    """The schedule and `manage.py retention` (or POST /maintenance/retention) at once: the second had
+    measured the agent over the limit before the first archived its overflow, waited for its row locks,
+    then archived a fifth of what was left too, though the first had brought the agent within the
+    limit (10 entries of 200 bytes over 1,700: 4 archived, not 2)."""
+    settings.MEMORY_AGENT_MAX_BYTES = 1700
+    for i in range(10):
+        services.entry_create(agent=agent_a, category="lessons", content=f"{i} " + "x" * 198)
+    out = {}
+
+    def second_run():
+        try:
+            out["run"] = maintenance.retention_run(project=agent_a.project, dry_run=False)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        first = maintenance.retention_run(project=agent_a.project, dry_run=False)
+        thread = threading.Thread(target=second_run)
+        thread.start()
+        until_another_connection_waits_for_a_lock()
+    thread.join(20)
+    assert first.counts["entries_archived_for_size"] == 2
+    assert out["run"].counts["entries_archived_for_size"] == 0
+    assert VaultEntry.objects.filter(status="archived").count() == 2
