@@ -156,6 +156,9 @@ Q_CLUSTER = {
     "retry": env_int("Q_TIMEOUT", 300, minimum=10) + 60,
     "catch_up": False,
     "max_attempts": 2,
+    # The last 250 successful tasks of each group (a schedule's tasks are grouped by its name), not of
+    # all: the every-minute jobs pushed the nightly ones' results out of the admin within two hours.
+    "save_limit_per": "group",
     "label": "Background jobs",
 }
 if REDIS_URL:

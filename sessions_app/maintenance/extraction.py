@@ -115,6 +115,9 @@ def extraction_retry_schedule(
             name=_retry_name(session_id),
             func=EXTRACTION_TASK,
             args=repr((agent_id, session_id, trigger_source)),
+            # Its task in the group of every extraction (not one named after this schedule), so that
+            # the successful tasks kept per group (Q_CLUSTER save_limit_per) stay bounded.
+            kwargs=repr({"q_options": {"group": "extraction"}}),
             schedule_type=Schedule.ONCE,
             repeats=-1,  # deleted by the scheduler once the task is queued
             next_run=at,

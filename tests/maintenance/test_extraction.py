@@ -543,3 +543,23 @@ def test_a_conversation_extracted_again_after_it_grew_does_not_repeat_its_facts_
     assert note.count("proper noun: Hi, I'm Sardor") == 1
     assert note.count("remember: Please remember that my email") == 1
     assert note.count("preference: Also, I prefer tabs over spaces") == 1
+
+
+def test_a_retrys_task_is_in_the_extraction_group(agent_a, settings, monkeypatch):
+    """A retry's task was in a group named after its schedule, one per session: with the successful
+    tasks kept per group (Q_CLUSTER save_limit_per), every deferred session would have kept its own."""
+    from django_q.brokers import get_broker
+    from django_q.models import OrmQ
+    from django_q.scheduler import scheduler
+
+    settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 5
+    first = session_make(agent_a, CONVERSATION, external_id="chat-1")
+    second = session_make(agent_a, KAFKA_CONVERSATION, external_id="chat-2")
+    assert run(agent_a, first)["status"] == "done"
+    assert run(agent_a, second)["status"] == "deferred"
+    monkeypatch.setattr("django_q.scheduler.close_old_django_connections", lambda: None)
+    with time_machine.travel(timezone.now() + timedelta(minutes=6)):
+        scheduler(broker=get_broker())
+    [queued] = OrmQ.objects.all()
+    assert queued.task["group"] == "extraction"
+    assert queued.task["args"] == (agent_a.pk, second.pk, "web") and queued.task["kwargs"] == {}

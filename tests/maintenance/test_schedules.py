@@ -77,3 +77,25 @@ def test_a_run_whose_worker_died_midway_says_so_and_what_it_did(agent_a, admin_t
     tasks.compaction_scheduled()  # the next run finishes and says nothing of the earlier one
     last = api.get("/maintenance/compact", token=admin_token).json()
     assert not any("did not finish" in note for note in last["notes"]), last["notes"]
+
+
+def test_last_nights_jobs_results_outlive_a_day_of_the_every_minute_jobs():
+    """django-q2 keeps the last 250 successful tasks: the daily-note writer and the embedding refresh,
+    every minute each, had pushed the nightly consolidation's and retention's results out of the admin
+    (Background jobs: Successful tasks) two hours after they ran. Each schedule keeps its own 250."""
+    from django.utils import timezone
+    from django_q.brokers import get_broker
+    from django_q.models import Success
+    from django_q.monitor import save_task
+
+    broker = get_broker()
+
+    def finished(n: int, name: str, func: str) -> None:
+        now = timezone.now()
+        save_task({"id": f"{n:032x}", "name": f"task-{n}", "func": func, "args": (), "kwargs": {},
+                   "group": name, "started": now, "stopped": now, "result": 1, "success": True, "sync": True}, broker)  # fmt: skip
+
+    finished(0, "vault: consolidation", "vault.tasks.consolidation_scheduled")
+    for n in range(1, 262):
+        finished(n, "vault: write queued daily-note exchanges", "vault.tasks.daily_notes_flush_scheduled")
+    assert Success.objects.filter(group="vault: consolidation").exists()
