@@ -311,6 +311,14 @@ def _extraction_mark(session: Session) -> SessionMark | None:
     return SessionMark.objects.filter(session=session, purpose=SessionMark.Purpose.EXTRACTION).first()
 
 
+def _extraction_mark_store(session: Session, *, digest: str, now: datetime, facts: list[str]) -> None:
+    SessionMark.objects.update_or_create(
+        session=session,
+        purpose=SessionMark.Purpose.EXTRACTION,
+        defaults={"content_hash": digest, "updated_at": now, "facts": facts},
+    )
+
+
 def extraction_perform(
     *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None
 ) -> dict:
@@ -385,11 +393,7 @@ def extraction_perform(
         state.save(update_fields=["last_extraction_at"])
         facts_written = list(mark.facts) if mark is not None else []
         result = _extract(agent, session, messages, now, facts_written)
-        SessionMark.objects.update_or_create(
-            session=session,
-            purpose=SessionMark.Purpose.EXTRACTION,
-            defaults={"content_hash": digest, "updated_at": now, "facts": result.pop("facts", facts_written)},
-        )
+        _extraction_mark_store(session, digest=digest, now=now, facts=result.pop("facts", facts_written))
         # A retry deferred by the cooldown has nothing left to do: this run extracted the session.
         _retries_remove(session.pk)
     return {"status": "done", **result}
