@@ -12,6 +12,7 @@ from ninja.security import HttpBearer
 
 from memoryproject.database_unavailable import CONNECTION_ERRORS, unavailable_response
 from memoryproject.errors import DomainError, PermissionDenied, PreconditionFailed
+from memoryproject.jobs_health import jobs_status
 from memoryproject.maintenance_api import router as maintenance_router
 from memoryproject.openapi import DocumentedNinjaAPI
 from memoryproject.security import RateLimited, api_rate_check
@@ -173,14 +174,15 @@ def on_unexpected_error(request, exc: Exception):
 
 def health_status() -> tuple[int, dict]:
     """200 and "ok" when the database answers; 503 otherwise (reported, never raised). Also says
-    whether semantic search runs, and how many items wait to be embedded."""
+    whether semantic search runs, how many items wait to be embedded, and how the background jobs fare
+    (jobs_health: schedules no worker has taken, tasks failed in the last day)."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except Exception as exc:  # any database failure means "not healthy"
         logger.warning("health check failed: %s", exc)
         return 503, {"status": "error", "database": "unavailable"}
-    return 200, {"status": "ok", "database": "ok", "embeddings": semantic_status()}
+    return 200, {"status": "ok", "database": "ok", "embeddings": semantic_status(), "jobs": jobs_status()}
 
 
 class DailyNoteQueueOut(Schema):
@@ -218,6 +220,7 @@ _HEALTH = {
                     "status": {"type": "string"},
                     "database": {"type": "string"},
                     "embeddings": {"type": "object"},
+                    "jobs": {"type": "object"},
                 },
                 "required": ["status", "database"],
             }
