@@ -13,7 +13,7 @@ from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
-from memoryproject.timestamps import utc
+from memoryproject.timestamps import bound
 from sessions_app.maintenance.retention import (
     message_erase,
     retention_step_expire_messages,
@@ -334,7 +334,7 @@ def forget(
     """
     now = now or timezone.now()
     kinds = kinds or ["entries"]
-    since, until = utc(since), utc(until)
+    since, until = bound(since), bound(until)
     # As stored (so that they match), each one checked; a blank one is refused, not dropped, which
     # would widen what is deleted.
     tags = tags_filter_check(tags, blank_ok=False) if tags else tags

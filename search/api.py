@@ -1,8 +1,8 @@
-from datetime import datetime
 from typing import Annotated, Literal
 
 from ninja import Field, Query, Router
 
+from memoryproject.timestamps import SINCE, UNTIL, InstantBound
 from search import selectors, services
 from search.query import MAX_QUERY_CHARS
 from search.schemas import ContextIn, ContextOut, SearchOut, search_out
@@ -32,8 +32,8 @@ def search(
         f"each 1-{TAG_MAX_CHARS} letters, digits, '_', '.' or '-' (a leading '#' is ignored)",
     ),
     tags_mode: Literal["any", "all"] = "any",
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: InstantBound | None = Query(None, description=SINCE),
+    until: InstantBound | None = Query(None, description=UNTIL),
     kinds: str = Query("entries,messages,files", max_length=100),
     status: Literal["active", "archived", "pending", "superseded", "rejected", "all"] = Query(
         "active", description="Entries with this status; 'all' ranks non-active ones lower"

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from memoryproject.timestamps import utc
+from memoryproject.timestamps import bound
 from search.agent_text_index import agent_clause
 from search.bm25 import TermStats, bm25_score_sql, term_stats
 from search.query import CompiledQuery
@@ -41,7 +41,7 @@ class SearchFilters:
     mode: str | None = None  # hybrid, lexical or semantic (search/fusion.py); None: the default
 
     def __post_init__(self):
-        self.since, self.until = utc(self.since), utc(self.until)
+        self.since, self.until = bound(self.since), bound(self.until)
 
 
 @dataclass

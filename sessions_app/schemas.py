@@ -9,6 +9,7 @@ from memoryproject.booleans import Boolean
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
+from memoryproject.timestamps import EARLIEST_TEXT, Instant
 from vault.schemas import EntryOut
 from vault.text import NO_NUL_PATTERN, NOT_BLANK_PATTERN
 
@@ -81,7 +82,14 @@ class MessageIn(InputSchema):
         None, max_length=200, validation_alias=_alias("tool_call_id", "toolCallId"), json_schema_extra=NO_NUL
     )
     state: dict = Field(default_factory=dict)
-    timestamp: datetime | None = None
+    timestamp: Instant | None = Field(
+        None,
+        description=(
+            "When it was said: ISO 8601 (an offset, Z, or none: UTC; a date alone: its midnight UTC) or "
+            f"seconds since 1970. At or after {EARLIEST_TEXT}; a time later than the server's clock is "
+            "stored as the time the message was received. Default: the time it is received"
+        ),
+    )
 
     def as_input(self) -> dict:
         return {

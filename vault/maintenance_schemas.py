@@ -6,6 +6,7 @@ from pydantic import ConfigDict
 
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer
+from memoryproject.timestamps import SINCE, UNTIL_INCLUSIVE, InstantBound
 from vault.schemas import CategoryName, SourceName
 from vault.text import NOT_BLANK_PATTERN, TAG_FILTER_MAX, TAG_MAX_CHARS
 
@@ -113,8 +114,8 @@ class ForgetIn(InputSchema):
             "items": {"type": "string", "maxLength": TAG_MAX_CHARS, "pattern": NOT_BLANK_PATTERN}
         },
     )
-    since: datetime | None = None
-    until: datetime | None = None
+    since: InstantBound | None = Field(None, description=SINCE)
+    until: InstantBound | None = Field(None, description=UNTIL_INCLUSIVE)
     source: SourceName | None = None
     kinds: list[Literal["entries", "messages"]] = Field(
         default_factory=lambda: ["entries"], min_length=1, max_length=2

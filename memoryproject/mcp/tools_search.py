@@ -1,6 +1,5 @@
 """Search tools: the context block for a new session and full-text search (as the REST API does)."""
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from django.conf import settings
@@ -11,6 +10,7 @@ from memoryproject.mcp.annotations import READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, current_caller, nul_refuse, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, CategoryFilter
 from memoryproject.numbers import integer
+from memoryproject.timestamps import SINCE, UNTIL, InstantBound
 from search import selectors, services
 from search.query import MAX_QUERY_CHARS
 from search.schemas import ContextIn, ContextOut, SearchOut, search_out
@@ -73,12 +73,8 @@ def memory_search(
             "letters, digits, '_', '.' or '-')",
         ),
     ] = None,
-    since: Annotated[
-        datetime | None, Field(description="Only what was created at or after this instant (ISO 8601)")
-    ] = None,
-    until: Annotated[
-        datetime | None, Field(description="Only what was created before this instant (ISO 8601)")
-    ] = None,
+    since: Annotated[InstantBound | None, Field(description=SINCE)] = None,
+    until: Annotated[InstantBound | None, Field(description=UNTIL)] = None,
     limit: Annotated[
         integer(ge=1, le=100) | None,
         Field(description=f"Results to return (default {settings.MEMORY_SEARCH_DEFAULT_LIMIT})"),

@@ -13,6 +13,7 @@ from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDE
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
 from memoryproject.numbers import Integer, integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
+from memoryproject.timestamps import SINCE, UNTIL_INCLUSIVE, InstantBound
 from vault import selectors, services
 from vault.etags import updated_at_expected
 from vault.maintenance_schemas import FORGET_MAX_IDS, FORGET_MAX_TAGS, ForgetIn, ForgetOut
@@ -156,12 +157,8 @@ def memory_forget(
             description="Only entries with all of these tags (each 1-64 letters, digits, '_', '.' or '-')",
         ),
     ] = None,
-    since: Annotated[
-        datetime | None, Field(description="Only what was created at or after this instant (ISO 8601)")
-    ] = None,
-    until: Annotated[
-        datetime | None, Field(description="Only what was created at or before this instant (ISO 8601)")
-    ] = None,
+    since: Annotated[InstantBound | None, Field(description=SINCE)] = None,
+    until: Annotated[InstantBound | None, Field(description=UNTIL_INCLUSIVE)] = None,
     agent: AgentArg = None,
     all_agents: Annotated[
         Boolean,

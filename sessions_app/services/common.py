@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, TooLarge
 from memoryproject.resilience import failure_detail, guarded
-from memoryproject.timestamps import utc
+from memoryproject.timestamps import stored
 from sessions_app import selectors
 from sessions_app.models import Branch, Role, Session, SessionStatus, SessionTransition
 from vault.models import Agent
@@ -108,7 +108,10 @@ def message_input_check(raw: MessageInput | dict, index: int) -> MessageInput:
     if not isinstance(item.state, dict):
         raise invalid("state must be an object", "state")
     if isinstance(item.created_at, datetime):
-        item.created_at = utc(item.created_at)
+        try:
+            item.created_at = stored(item.created_at)
+        except ValueError as exc:
+            raise invalid(f"timestamp {exc}", "timestamp") from None
     _message_size_check(item, index)
     item.role = role
     return item

@@ -13,6 +13,7 @@ from pathlib import Path
 from django.db import connection
 
 from memoryproject.errors import InvalidInput
+from memoryproject.timestamps import stored
 from vault import services
 from vault.models import (
     EntryStatus,
@@ -69,14 +70,16 @@ def legacy_id_fit(value: str) -> str:
 
 
 def date_parse(value) -> datetime | None:
-    """ISO 8601 (with or without seconds, zone, 'Z'), a date alone, or epoch milliseconds/seconds.
-    Dates without a zone are UTC, as the seed wrote them (`toISOString`)."""
+    """ISO 8601 (with or without seconds, zone, 'Z'), a date alone, or epoch milliseconds/seconds, as
+    the instant is stored (memoryproject.timestamps.stored): in UTC, a date to come as now. Dates without
+    a zone are UTC, as the seed wrote them (`toISOString`). None for what is none of these, or before
+    0001-01-02 (an offset PostgreSQL refuses, or a year it stores but Python cannot read back)."""
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int | float):
         seconds = value / 1000 if value > 1e11 else value
         try:
-            return datetime.fromtimestamp(seconds, tz=UTC)
+            return stored(datetime.fromtimestamp(seconds, tz=UTC))
         except (OverflowError, OSError, ValueError):
             return None
     if not isinstance(value, str):
@@ -85,14 +88,13 @@ def date_parse(value) -> datetime | None:
     if text.isdigit() and len(text) in (10, 13):
         return date_parse(int(text))
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1))
+        return stored(datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1)))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    return stored(datetime.fromtimestamp(path.stat().st_mtime, tz=UTC))
 
 
 def _source_path(path: Path, report: "ImportReport") -> Path | None:
