@@ -338,3 +338,38 @@ def test_messages_with_one_timestamp_keep_their_order_in_every_page_and_the_expo
     zipped = zipfile.ZipFile(io.BytesIO(api.get("/agents/agent-a/export", token=token_a).getvalue()))
     [name] = [n for n in zipped.namelist() if "/sessions/" in f"/{n}" and n.endswith(".json")]
     assert [m["text"] for m in json.loads(zipped.read(name))["messages"]] == expected
+
+
+def test_an_imported_conversation_keeps_each_timestamp_as_the_instant_it_names(tmp_path, target):
+    """A timestamp whose UTC time is before year 1 (0001-01-01T00:00+14:00) failed the whole import with
+    an OverflowError; it is now read as no timestamp (the conversation's savedAt), one to come as the
+    import's time, one past +15:59 as its instant."""
+    import json
+
+    from sessions_app import transfer
+
+    stamps = {
+        "2026-03-01T10:00:00+16:00": datetime(2026, 2, 28, 18, 0, tzinfo=UTC),
+        "2026-03-01T10:00:00": datetime(2026, 3, 1, 10, 0, tzinfo=UTC),
+        "0001-01-01T00:00:00+14:00": datetime(2026, 3, 15, 10, 0, tzinfo=UTC),  # none: the savedAt
+        "2100-01-01T00:00:00Z": NOW,
+    }
+    conversation = {
+        "agentId": "dev",
+        "savedAt": "2026-03-15T10:00:00Z",
+        "messages": [
+            {"id": f"m{n}", "role": "user", "text": f"message {n}", "timestamp": stamp}
+            for n, stamp in enumerate(stamps)
+        ],
+    }
+    root = tmp_path / ".memory"
+    (root / "conversations").mkdir(parents=True)
+    (root / "dev").mkdir()
+    (root / "dev" / "decisions.md").write_text("")
+    (root / "conversations" / "dev.json").write_text(json.dumps(conversation))
+    with time_machine.travel(NOW, tick=False):
+        report = transfer.import_memory_dir(path=root, project=target)
+    assert report.counts["messages stored"] == 4, report.counts
+    stored = {m.text: m.created_at for m in Message.objects.filter(project=target)}
+    assert stored == {f"message {n}": instant for n, instant in enumerate(stamps.values())}
+    assert Session.objects.get(project=target).last_activity_at == NOW
