@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from memoryproject.errors import InvalidInput, PreconditionFailed
-from memoryproject.timestamps import shown
+from memoryproject.timestamps import shown, utc
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -104,7 +104,9 @@ def updated_at_expected(value: datetime | None) -> Expected | None:
             "it (e.g. 2026-11-26T14:49:18.731Z).",
             [{"loc": ["expected_updated_at"], "msg": "no UTC offset"}],
         )
-    return Expected(updated_at=value)
+    # In UTC here: one Python cannot hold in UTC (year 1 at +14:00) matches no state, where comparing
+    # it raised OverflowError.
+    return Expected(updated_at=utc(value))
 
 
 def entry_precondition_check(entry, expected: Expected | None) -> None:

@@ -39,3 +39,32 @@ def test_session_log_and_memory_search_take_instants_as_the_api_does(mcp_live_ur
 
     run(body)
     assert Message.objects.get().created_at <= timezone.now() + timedelta(seconds=1)
+
+
+def test_memory_update_and_forget_take_any_expected_updated_at(mcp_live_url, dev, dev_token):
+    """An expected_updated_at whose UTC time is before year 1 was "Internal server error" (an
+    OverflowError comparing it); it is a state the entry was never in, so the write is refused as
+    changed since."""
+    from vault import services
+    from vault.models import VaultEntry
+
+    entry = services.entry_create(agent=dev, category="lessons", content="Deploys wait for Monday")
+    never = "0001-01-01T00:00:00+14:00"
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            refused = await scenarios.refused(
+                session,
+                "memory_update",
+                id=entry.pk,
+                content="Deploys wait for Tuesday",
+                expected_updated_at=never,
+            )
+            assert "has changed since it was read" in refused, refused
+            refused = await scenarios.refused(
+                session, "memory_forget", ids=[entry.pk], expected_updated_at=never
+            )
+            assert "has changed since it was read" in refused, refused
+
+    run(body)
+    assert VaultEntry.objects.get(pk=entry.pk).content == "Deploys wait for Monday"
