@@ -373,3 +373,31 @@ def test_an_imported_conversation_keeps_each_timestamp_as_the_instant_it_names(t
     stored = {m.text: m.created_at for m in Message.objects.filter(project=target)}
     assert stored == {f"message {n}": instant for n, instant in enumerate(stamps.values())}
     assert Session.objects.get(project=target).last_activity_at == NOW
+
+
+def test_an_entry_imported_with_a_date_to_come_is_not_the_newest_for_ever(api, token_a, target, tmp_path):
+    """An entry's header dated 2100 was stored so: first in every newest-first list until then."""
+    from sessions_app import transfer
+    from vault.models import TokenScope
+    from vault.services import token_create
+
+    root = tmp_path / ".memory"
+    (root / "agent-a").mkdir(parents=True)
+    (root / "agent-a" / "decisions.md").write_text(
+        "<!-- id:1 -->\n## 2100-01-01T00:00 · #future\nWe decided to ship on Fridays.\n---\n\n"
+        "<!-- id:2 -->\n## 2026-03-01T10:00:00.123456\nWe decided to use SSE.\n---\n"
+    )
+    with time_machine.travel(NOW, tick=False):
+        transfer.import_memory_dir(path=root, project=target)
+    token = token_create(project=target, scope=TokenScope.ADMIN)[1]
+    with time_machine.travel(NOW + timedelta(minutes=1), tick=False):
+        created = api.post(
+            "/agents/agent-a/entries", {"category": "decisions", "content": "We decided on gRPC"}, token=token
+        )
+    assert created.status_code == 201, created.content
+    listed = api.get("/agents/agent-a/entries", token=token).json()["items"]
+    assert [(e["content"], e["created_at"]) for e in listed] == [
+        ("We decided on gRPC", shown(NOW + timedelta(minutes=1))),
+        ("We decided to ship on Fridays.", shown(NOW)),
+        ("We decided to use SSE.", "2026-03-01T10:00:00.123Z"),
+    ]
