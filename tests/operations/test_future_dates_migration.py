@@ -1,4 +1,4 @@
-"""sessions_app 0014 and vault 0023: rows dated after the upgrade (stored before a date to come was
+"""sessions_app 0014 and vault 0024: rows dated after the upgrade (stored before a date to come was
 stored as the time it was received) get the upgrade's time; every other date is left as it was."""
 
 from datetime import UTC, datetime
@@ -16,7 +16,7 @@ from vault.models import VaultEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = [("sessions_app", "0013_reply_to_text_unicode_whitespace"), ("vault", "0022_entry_source_mcp")]
+BEFORE = [("sessions_app", "0013_reply_to_text_unicode_whitespace"), ("vault", "0023_sessionmark_facts")]
 FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 PAST = datetime(2020, 1, 1, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ SQL = (
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("vault", "0022_entry_source_mcp"),
+        ("vault", "0023_sessionmark_facts"),
     ]
 
     operations = [migrations.RunSQL(SQL, migrations.RunSQL.noop)]
