@@ -13,6 +13,7 @@ from sessions_app import services as session_services
 from sessions_app import transfer
 from sessions_app.models import Message, Session, SessionStateEntry, SessionTransition, WorkingBufferEntry
 from sessions_app.selectors import archive_messages, archive_payload
+from tests.conftest import _token
 from tests.sessions_app.test_export_api import agent_memory, import_into, unzip
 from vault import services
 from vault.models import EntryVersion, ProjectContextVersion, VaultEntry, WorkspaceFileVersion
@@ -361,3 +362,37 @@ def test_an_export_into_a_folder_of_an_earlier_one_leaves_no_project_history_it_
     assert not (folder / ".project-versions.json").exists()
     transfer.import_memory_dir(path=folder, project=target)
     assert not ProjectContextVersion.objects.filter(project=target).exclude(changed_by=IMPORTER).exists()
+
+
+def test_an_applied_source_edit_shows_each_earlier_text_once_with_its_author(
+    tmp_path, api, project, agent_a, target
+):
+    """An import that applied the source's edit of an entry wrote its own version of the text it replaced
+    (by "import", dated now) and then attached the source's version of that same text: GET
+    /entries/{id}/history showed it twice. The import's version now takes the source's author and date
+    when the source's history holds that text, for entries, workspace files and the project context."""
+    entry = services.entry_create(agent=agent_a, category="lessons", content="Retry twice")
+    services.file_write(agent=agent_a, path="MEMORY.md", content="- first\n", changed_by="alice")
+    transfer.import_memory_dir(path=export_to(tmp_path / "first", project), project=target)
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="Retry thrice"), changed_by="alice"
+    )
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="Retry once"), changed_by="bob"
+    )
+    services.file_write(agent=agent_a, path="MEMORY.md", content="- second\n", changed_by="bob")
+    services.project_context_set(project=project, content="# Acme v2\n", changed_by="carol")
+    report = transfer.import_memory_dir(path=export_to(tmp_path / "second", project), project=target)
+    assert report.counts["entries updated (changed in the source)"] == 1, report.summary()
+
+    here = VaultEntry.objects.get(project=target)
+    token = _token(target, here.agent)
+    shown = api.get(f"/entries/{here.pk}/history", token=token).json()
+    source = api.get(f"/entries/{entry.pk}/history", token=_token(project, agent_a)).json()
+    assert [(v["content"], v["changed_by"], v["changed_at"]) for v in shown] == [
+        (v["content"], v["changed_by"], v["changed_at"]) for v in source
+    ]
+    assert histories(target) == histories(project)
+    for model, where in ((WorkspaceFileVersion, "file__project"), (ProjectContextVersion, "project")):
+        rows = list(model.objects.filter(**{where: target}).values_list("content", "changed_by"))
+        assert len(rows) == len({content for content, _ in rows}), rows

@@ -40,6 +40,7 @@ from vault.transfer.common import BATCH_SIZE, _read_json, date_parse
 from vault.transfer.export import PROJECT_VERSIONS_FILE, VERSIONS_FILE, VERSIONS_FILE_FORMAT
 
 CHANGED_BY_MAX = 200
+IMPORT_AUTHOR = "import"  # the author of the versions an import writes itself, applying a source's edit
 STATUS_MAX = 16
 
 
@@ -125,6 +126,7 @@ def agent_versions_read(importer, agent: Agent | None, directory: Path) -> dict[
                 fields["content"] = redact(fields["content"])
     importer.entry_versions.setdefault(agent.pk, {}).update(entries)
     importer.entry_versions_pending.append((agent, entries))
+    importer.file_versions[agent.pk] = files
     return files
 
 
@@ -227,6 +229,7 @@ def project_versions_import(importer, root: Path) -> None:
         report.problem(path, f"is not a versions file of format {VERSIONS_FILE_FORMAT}; no history imported")
         return
     records = _versions_of(report, path, {"": data.get("versions")}, entry=False)[""]
+    importer.project_versions = records
     stored = {
         (at.astimezone(UTC), content)
         for at, content in ProjectContextVersion.objects.filter(project=project).values_list(
@@ -245,11 +248,28 @@ def project_versions_import(importer, root: Path) -> None:
     report.counts["project context versions imported"] += len(new)
 
 
+def import_version_drop(versions, records: list[dict]) -> None:
+    """Applying the source's edit, the import versioned the text it replaced (`versions`: the entry's,
+    file's or project's versions): that version is deleted when the source's history (`records`, read
+    from the export) holds the same text, whose record, with its author and date, is attached instead
+    (`entry_versions_store`, `file_versions_store`, `project_versions_import`). Kept both, the history
+    showed the text twice, once by "import" dated the import."""
+    version = versions.filter(changed_by=IMPORT_AUTHOR).order_by("-id").first()
+    if version is None:
+        return
+    action = getattr(version, "action", VersionAction.EDIT)
+    if any(
+        fields["content"] == version.content and fields.get("action", VersionAction.EDIT) == action
+        for fields in records
+    ):
+        version.delete()
+
+
 def entry_changed_here(entry_pk: int, incoming: list[dict]) -> bool:
     """Whether the stored entry was edited here: it has a version neither the import wrote (applying the
     source's edit) nor the source's own history holds (`incoming`, imported before)."""
     known = {version_key(f["action"], f["changed_at"], f["content"]) for f in incoming}
-    versions = EntryVersion.objects.filter(entry_id=entry_pk).exclude(changed_by="import")
+    versions = EntryVersion.objects.filter(entry_id=entry_pk).exclude(changed_by=IMPORT_AUTHOR)
     return any(
         version_key(action, at, content) not in known
         for action, at, content in versions.values_list("action", "changed_at", "content")

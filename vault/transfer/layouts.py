@@ -343,9 +343,9 @@ def memory_vault_import(importer: Importer, root: Path) -> None:
         export_manifest_adopt(
             importer, _read_json(root / EXPORT_MANIFEST, report), where=root / EXPORT_MANIFEST
         )
+    project_versions_import(importer, root)  # first: the context's rewrite drops a version they hold
     if (root / "_project.md").is_file():
         project_file_import(importer, root / "_project.md")
-    project_versions_import(importer, root)
     children = sorted(root.iterdir())
     exported = (root / EXPORT_MANIFEST).is_file()
     # Agents that keep their id first: when --agent-map sends another agent onto one of them, its sessions

@@ -1,10 +1,8 @@
-"""The writer of an import: agents, entries, files and the project context, idempotently, through the
-vault's services. Sessions and checkpoints found in a layout go to `sessions_writer`, given by the app
+"""The writer of an import: agents, entries, files and the project context (these two in
+`files_writer`), idempotently, through the vault's services. Sessions and checkpoints found in a layout go to `sessions_writer`, given by the app
 that owns them (sessions_app.transfer); without one they are counted as skipped."""
 
-import sys
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from django.conf import settings
@@ -23,8 +21,6 @@ from vault.models import (
     Project,
     VaultEntry,
     VersionAction,
-    WorkspaceFile,
-    WorkspaceFileVersion,
 )
 from vault.redaction import redact_for_project
 from vault.text import TAG_RE, tags_normalise, text_check
@@ -41,23 +37,19 @@ from vault.transfer.common import (
     legacy_id_fit,
     then,
 )
-from vault.transfer.histories import entry_changed_here
+from vault.transfer.files_writer import FilesWriter
+from vault.transfer.histories import IMPORT_AUTHOR, entry_changed_here, import_version_drop
 from vault.transfer.session_tags import SESSION_TAG_RE, session_tags_remap
-from vault.workspace_templates import workspace_default
 
 
 def _without_session_tags(tags: Iterable[str]) -> list[str]:
     return [tag for tag in tags if not SESSION_TAG_RE.match(tag)]
 
 
-# --- The writer: agents, entries, files, project context ----------------------------------------
+# --- The writer: agents and entries (workspace files and the project context: FilesWriter) -------
 
 
-class _WriteUndone(Exception):
-    pass
-
-
-class Importer:
+class Importer(FilesWriter):
     """Writes what the source-kind functions found, idempotently, through the vault's services."""
 
     def __init__(
@@ -105,6 +97,9 @@ class Importer:
         # An export's entries' versions (`.versions.json`): agent pk -> entry id in the export -> versions.
         self.entry_versions: dict[int, dict[str, list[dict]]] = {}
         self.entry_versions_pending: list[tuple[Agent, dict[str, list[dict]]]] = []  # stored after a flush
+        # Its workspace files' (agent pk -> path -> versions) and the project context's (`.project-versions.json`).
+        self.file_versions: dict[int, dict[str, list[dict]]] = {}
+        self.project_versions: list[dict] = []
         # Entries written with `session-{id}` tags: (agent pk, id stored under, agent folder), remapped to
         # the sessions stored here once they are (session_tags.session_tags_remap).
         self.session_tagged: list[tuple[int, str, str]] = []
@@ -333,8 +328,9 @@ class Importer:
         try:
             with self._written():
                 services.entry_update(
-                    entry_id=pk, changes=services.EntryChanges(**changes), changed_by="import"
+                    entry_id=pk, changes=services.EntryChanges(**changes), changed_by=IMPORT_AUTHOR
                 )
+                import_version_drop(EntryVersion.objects.filter(entry_id=pk), incoming)
         except DomainError as exc:
             self.report.problem(
                 where, f"the source's edit of entry {item.legacy_id} not applied: {exc.detail}"
@@ -464,132 +460,3 @@ class Importer:
                 self.report.counts["entries linked to their source session"] += len(linked)
         self._provenance = {}
         session_tags_remap(self)
-
-    @contextmanager
-    def _written(self) -> Iterator[None]:
-        """A write of the vault part that locks a row the live write path locks too (a workspace file:
-        the day's note an agent's exchanges are logged in, MEMORY.md its durable facts go to; the project;
-        an entry), whose result nothing later in the import reads. In a real run it is committed with the
-        vault part. In a dry run it is a savepoint rolled back as soon as it is done, which releases that
-        lock: a dry run holds none of them to its end, and a live agent does not wait for it."""
-        if not self.report.dry_run:
-            with transaction.atomic():
-                yield
-            return
-        try:
-            with transaction.atomic():
-                yield
-                raise _WriteUndone
-        except _WriteUndone:
-            pass
-
-    # Files and project context -------------------------------------------------------------------
-
-    def file_put(
-        self,
-        agent: Agent | None,
-        path: str,
-        content: str,
-        *,
-        enabled: bool | None = None,
-        sort_order: int | None = None,
-        exported: bool = False,
-        where,
-    ) -> None:
-        """Create or update a workspace file (`exported`: one our export wrote, held to
-        MEMORY_IMPORT_MAX_FILE_BYTES, since appends grow a note past MEMORY_MAX_ENTRY_BYTES). A file deleted
-        here since holding this content stays deleted.
-        A file that already holds this content is unchanged (its
-        enabled flag and sort order are set only when they differ, so its date stays); one that held it
-        before a later edit is left alone (the edit wins); otherwise the import overwrites it and the
-        previous content is versioned."""
-        if agent is None:
-            self.report.counts["files skipped (no valid agent)"] += 1
-            return
-        try:  # before the lookups below: a NUL in the text failed them with a DataError traceback
-            text_check(content, allow_empty=True, max_bytes=sys.maxsize)
-        except DomainError as exc:
-            self.report.problem(where, then(exc.detail, "File skipped"))
-            return
-        existing = WorkspaceFile.objects.filter(agent=agent, path=path, deleted_at__isnull=True).first()
-        if existing is None and self._file_deleted_since(agent, path, content):
-            self.report.counts["files deleted here since (skipped)"] += 1
-            return
-        if existing is not None and existing.content == content:
-            self.report.counts["files unchanged"] += 1
-            if enabled not in (None, existing.enabled) or sort_order not in (None, existing.sort_order):
-                with self._written():
-                    services.file_settings_set(agent=agent, path=path, enabled=enabled, sort_order=sort_order)
-        elif (
-            existing is not None
-            and WorkspaceFileVersion.objects.filter(file=existing, content=content).exists()
-            and not workspace_default(path, existing.content)
-        ):
-            self.report.counts["files skipped (edited since an earlier import)"] += 1
-            return
-        else:
-            try:
-                with self._written():
-                    _, created = services.file_write(
-                        agent=agent,
-                        path=path,
-                        content=content,
-                        changed_by="import",
-                        enabled=enabled,
-                        sort_order=sort_order,
-                        markdown_only=not path.startswith("memories/"),
-                        **(
-                            {
-                                "max_bytes": settings.MEMORY_IMPORT_MAX_FILE_BYTES,
-                                "limit_setting": "MEMORY_IMPORT_MAX_FILE_BYTES",
-                            }
-                            if exported
-                            else {}
-                        ),
-                    )
-            except DomainError as exc:
-                self.report.problem(where, then(exc.detail, "File skipped"))
-                return
-            self.report.counts["files created" if created else "files updated"] += 1
-
-    @staticmethod
-    def _file_deleted_since(agent: Agent, path: str, content: str) -> bool:
-        """Whether the file at `path` was deleted here while holding this content (or holding it before an
-        edit): an import run again must not bring back what a curator deleted."""
-        versions = WorkspaceFileVersion.objects.filter(
-            file__agent=agent, file__path=path, file__deleted_at__isnull=False
-        )
-        return (
-            versions.filter(content=content).exists()
-            and versions.filter(action=VersionAction.DELETE).exists()
-        )
-
-    def redaction_off_adopt(self, *, where) -> None:
-        """The exported project had redaction switched off: its memory holds addresses and keys as they
-        are. A project holding no entry yet takes that setting, so that they are not redacted on the way
-        in; one that holds memory keeps its own setting, and the report says what that means."""
-        project = Project.objects.get(pk=self.project.pk)
-        if not project.redaction_enabled:
-            return
-        if VaultEntry.objects.filter(project=project).exists():
-            self.report.problem(
-                where,
-                "the exported project had redaction off; this project redacts what is imported into it (switch "
-                "its redaction off first, on its settings page, to keep the text as it was)",
-            )
-            return
-        services.project_redaction_set(project=project, enabled=False)
-        self.report.counts["project redaction switched off, as in the exported project"] += 1
-
-    def project_context(self, content: str, *, where) -> None:
-        project = Project.objects.get(pk=self.project.pk)
-        if project.context == content:
-            self.report.counts["project context unchanged"] += 1
-            return
-        try:
-            with self._written():
-                services.project_context_set(project=project, content=content, changed_by="import")
-        except DomainError as exc:
-            self.report.problem(where, exc.detail)
-            return
-        self.report.counts["project context replaced (previous text versioned)"] += 1
