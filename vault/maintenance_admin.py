@@ -58,7 +58,7 @@ class EntryMergeAdmin(ReadOnlyAdmin):
 
 @admin.register(DeletionAudit)
 class DeletionAuditAdmin(ReadOnlyAdmin):
-    list_display = ["deleted_at", "project", "agent_slug", "kind", "object_id", "category", "reason",
+    list_display = ["deleted_at", "project", "project_slug", "agent_slug", "kind", "object_id", "category", "reason",
                     "deleted_by"]  # fmt: skip
     list_filter = ["reason", "kind", "project"]
     search_fields = ["agent_slug", "object_id", "deleted_by", "content_sha256"]

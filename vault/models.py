@@ -504,8 +504,12 @@ class DeletionAudit(models.Model):
     class Reason(models.TextChoices):
         FORGET = "forget", "Forget request"
         PURGE = "purge", "Retention purge"
+        UNDONE = "undone", "Failed import undone"
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    # Null once the project is removed (the row outlives it: an audit of the removal itself, kind
+    # "project", names it by `project_slug`).
+    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, related_name="+")
+    project_slug = models.CharField(max_length=64, blank=True)
     agent_slug = models.CharField(max_length=64, blank=True)
     kind = models.CharField(max_length=8)
     object_id = models.BigIntegerField()

@@ -7,9 +7,10 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from sessions_app.models import Message
-from vault.maintenance.retention import deletion_audit_record, retention_marks_due
+from vault.maintenance.retention import retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
 from vault.models import CompactionRun, DeletionAudit, Project, RetentionMark
+from vault.services.audit import deletion_audit_record
 
 
 def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:

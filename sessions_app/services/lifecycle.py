@@ -33,8 +33,8 @@ from sessions_app.services.common import (
     reply_context,
     transition_record,
 )
-from vault.maintenance.retention import deletion_audit_record
 from vault.models import Agent, DeletionAudit
+from vault.services.audit import deletion_audit_record
 
 logger = logging.getLogger(__name__)
 

@@ -131,3 +131,32 @@ def test_removing_a_created_project_says_whether_it_is_gone():
     fresh = services.project_create(slug="untouched")
     assert services.project_created_remove(project=fresh) is True
     assert not Project.objects.filter(pk=fresh.pk).exists()
+
+
+@pytest.mark.django_db
+def test_removing_the_project_a_failed_import_created_is_audited(tmp_path, memory_folder, monkeypatch):
+    """Every deletion of memory writes a deletion-audit row (forget, purge, a session's retention), but the
+    removal of the project a failed --create-project import had created, with the half import it held,
+    wrote none: the memory was gone without a trace. It now writes one, kept after the project is gone
+    (the row names the project by its slug), hash and size of its context, counts of what it held."""
+    from vault.models import DeletionAudit
+    from vault.services.audit import content_sha
+    from vault.transfer import layouts
+
+    def fail_after_the_vault_part(*args, **kwargs):  # committed: the sessions are stored after it
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(layouts, "sessions_pending_store", fail_after_the_vault_part)
+    with pytest.raises(RuntimeError):
+        run("import_memory_dir", str(memory_folder), "--project", "newproj", "--create-project")
+    assert not Project.objects.filter(slug="newproj").exists()
+    audit = DeletionAudit.objects.get(kind="project")
+    assert (audit.project_id, audit.project_slug, audit.reason, audit.deleted_by) == (
+        None,
+        "newproj",
+        "undone",
+        "import",
+    )
+    assert audit.content_sha256 == content_sha("") and audit.content_chars == 0
+    assert audit.criteria["why"] == "the import that created it failed"
+    assert (audit.criteria["agents"], audit.criteria["entries"]) == (1, 1) and audit.criteria["files"] > 0

@@ -1,7 +1,6 @@
 """Retention of entries: what is older than its category's retention is archived, and purged for good
 (with an audit row) after a grace period unless it was restored."""
 
-import hashlib
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -19,46 +18,8 @@ from vault.models import (
     RetentionMark,
     VaultEntry,
 )
+from vault.services.audit import deletion_audit_record
 from vault.services.chains import chain_join, chain_neighbours_lock
-
-
-def content_sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
-
-
-def deletion_audit_record(
-    *,
-    project_id: int,
-    agent_slug: str,
-    kind: str,
-    object_id: int,
-    category: str,
-    reason: str,
-    criteria: dict,
-    content: str,
-    item_created_at: datetime,
-    deleted_by: str,
-    now: datetime,
-    versions_deleted: int = 0,
-    content_sha256: str | None = None,
-) -> DeletionAudit:
-    """The audit row of something deleted for good: what, why, by whom, and the hash and size of its
-    content, never the content itself. Every deletion of memory (entries, messages, sessions) writes one."""
-    return DeletionAudit.objects.create(
-        project_id=project_id,
-        agent_slug=agent_slug,
-        kind=kind,
-        object_id=object_id,
-        category=category,
-        reason=reason,
-        criteria=criteria,
-        content_sha256=content_sha256 or content_sha(content),
-        content_chars=len(content),
-        versions_deleted=versions_deleted,
-        item_created_at=item_created_at,
-        deleted_by=deleted_by[:200],
-        deleted_at=now,
-    )
 
 
 def entry_erase(entry: VaultEntry, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:

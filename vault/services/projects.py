@@ -13,13 +13,16 @@ from vault.etags import Expected, project_context_precondition_check
 from vault.models import (
     Agent,
     ApiToken,
+    DeletionAudit,
     Project,
     ProjectContextVersion,
     TokenScope,
+    VaultEntry,
     WorkspaceFile,
     path_segment_validator,
     slug_validator,
 )
+from vault.services.audit import deletion_audit_record
 from vault.services.files import file_write
 from vault.text import text_check
 from vault.tokens import TOKEN_PREFIX, token_hash
@@ -65,6 +68,25 @@ def project_created_remove(*, project: Project) -> bool:
             return True
         if locked.tokens.exists() or locked.memberships.exists():
             return False
+        deletion_audit_record(
+            project_id=None,
+            project_slug=locked.slug,
+            agent_slug="",
+            kind="project",
+            object_id=locked.pk,
+            category="",
+            reason=DeletionAudit.Reason.UNDONE,
+            criteria={
+                "why": "the import that created it failed",
+                "agents": locked.agents.count(),
+                "entries": VaultEntry.objects.filter(project=locked).count(),
+                "files": WorkspaceFile.objects.filter(project=locked).count(),
+            },
+            content=locked.context,
+            item_created_at=locked.created_at,
+            deleted_by="import",
+            now=timezone.now(),
+        )
         locked.delete()
     return True
 

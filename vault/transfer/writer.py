@@ -10,7 +10,6 @@ from django.db import transaction
 
 from memoryproject.errors import DomainError
 from vault import services, trust
-from vault.maintenance.retention import content_sha
 from vault.models import (
     Agent,
     Category,
@@ -23,6 +22,7 @@ from vault.models import (
     VersionAction,
 )
 from vault.redaction import redact_for_project
+from vault.services.audit import content_sha
 from vault.text import TAG_RE, tags_normalise, text_check
 from vault.transfer.common import (
     BATCH_SIZE,
