@@ -391,7 +391,9 @@ def _restore_follow(session: Session, data: dict) -> None:
 def _rows_store(importer, item: ParsedSessionFile, session: Session, agent: Agent) -> None:
     """The file's state rows, working buffer and transitions, on the session and messages stored here."""
     _, messages = importer.sessions_found[(item.source_agent or item.agent, item.key)]
-    session_history.session_rows_store(importer, item.source, session, agent, item.data, messages)
+    session_history.session_rows_store(
+        importer, item.source, session, agent, item.data, messages, folder=item.source_agent or item.agent
+    )
 
 
 def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:

@@ -137,7 +137,7 @@ _TRANSITIONS = {
 
 
 def session_rows_store(
-    importer, source: str, session: Session, agent: Agent, data: dict, messages: dict
+    importer, source: str, session: Session, agent: Agent, data: dict, messages: dict, *, folder: str
 ) -> None:
     """Store the file's state rows, working buffer and transitions on `session` (stored from the file),
     each row's message mapped through `messages` (the file's message keys -> ids here), a state row's
@@ -153,12 +153,14 @@ def session_rows_store(
         for row in (*state, *buffer):
             row["text"] = redact(row["text"])
     with transaction.atomic():
-        _state_store(importer, session, agent, state, messages)
+        _state_store(importer, session, agent, state, messages, folder)
         _buffer_store(report, session, buffer, messages)
         _transitions_store(report, session, agent, transitions)
 
 
-def _state_store(importer, session: Session, agent: Agent, rows: list[dict], messages: dict) -> None:
+def _state_store(
+    importer, session: Session, agent: Agent, rows: list[dict], messages: dict, folder: str
+) -> None:
     stored = set(
         SessionStateEntry.objects.filter(session=session).values_list("category", "text", "created_at")
     )
@@ -169,7 +171,7 @@ def _state_store(importer, session: Session, agent: Agent, rows: list[dict], mes
             session=session, pk__in=[messages.get(row["message"]) for row in rows]
         ).values_list("pk", flat=True)
     )
-    entries = importer.entry_pks(agent.pk, [row["entry"] for row in rows if row["entry"]])
+    entries = importer.entry_pks(agent.pk, [row["entry"] for row in rows if row["entry"]], folder)
     created = SessionStateEntry.objects.bulk_create(
         [
             SessionStateEntry(

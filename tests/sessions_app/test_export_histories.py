@@ -396,3 +396,58 @@ def test_an_applied_source_edit_shows_each_earlier_text_once_with_its_author(
     for model, where in ((WorkspaceFileVersion, "file__project"), (ProjectContextVersion, "project")):
         rows = list(model.objects.filter(**{where: target}).values_list("content", "changed_by"))
         assert len(rows) == len({content for content, _ in rows}), rows
+
+
+def test_two_agents_merged_by_agent_map_keep_their_entries_of_one_id_apart(
+    tmp_path, project, agent_a, agent_b, target
+):
+    """Two source agents whose entries share an id (both imported from seed folders numbering from 1),
+    merged onto one agent with --agent-map: the first import kept them apart (the second one's stored
+    under a new id, the clash reported), but running the import again took agent-b's entry for
+    agent-a's, "edited in the source", and overwrote agent-a's text with agent-b's. agent-b's history
+    was read as agent-a's too. Each now follows its own entry, with its own history, however often the
+    import runs."""
+    first = services.entry_create(agent=agent_a, category="lessons", content="Retry twice")
+    services.entry_update(
+        entry_id=first.pk, changes=services.EntryChanges(content="Retry thrice"), changed_by="alice"
+    )
+    second = services.entry_create(agent=agent_b, category="lessons", content="Deploy on Fridays")
+    VaultEntry.objects.filter(pk__in=[first.pk, second.pk]).update(legacy_id="1")
+    VaultEntry.objects.filter(pk=second.pk).update(created_at=second.created_at + timedelta(minutes=5))
+    folder = export_to(tmp_path / "out", project)
+    merge = {"agent-a": "team", "agent-b": "team"}
+
+    def stored():
+        return sorted(
+            VaultEntry.objects.filter(project=target).values_list("content", "updated_at", "legacy_id")
+        )
+
+    def history():
+        return sorted(
+            EntryVersion.objects.filter(agent__project=target).values_list(
+                "entry__content", "content", "changed_by"
+            )
+        )
+
+    report = transfer.import_memory_dir(path=folder, project=target, agent_map=merge)
+    assert [content for content, *_ in stored()] == ["Deploy on Fridays", "Retry thrice"], report.summary()
+    assert history() == [("Retry thrice", "Retry twice", "alice")]
+    before = (stored(), history())
+    for _ in range(2):
+        again = transfer.import_memory_dir(path=folder, project=target, agent_map=merge)
+        assert (stored(), history()) == before, again.summary()
+        assert again.counts["entries updated (changed in the source)"] == 0, again.summary()
+        assert again.counts["entries kept as edited here (changed in the source too)"] == 0, again.summary()
+
+    services.entry_update(
+        entry_id=second.pk, changes=services.EntryChanges(content="Never deploy on Fridays"), changed_by="bob"
+    )
+    newer = transfer.import_memory_dir(
+        path=export_to(tmp_path / "newer", project), project=target, agent_map=merge
+    )
+    assert newer.counts["entries updated (changed in the source)"] == 1, newer.summary()
+    assert [content for content, *_ in stored()] == ["Never deploy on Fridays", "Retry thrice"]
+    assert history() == [
+        ("Never deploy on Fridays", "Deploy on Fridays", "bob"),
+        ("Retry thrice", "Retry twice", "alice"),
+    ]

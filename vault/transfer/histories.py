@@ -124,8 +124,8 @@ def agent_versions_read(importer, agent: Agent | None, directory: Path) -> dict[
         for records in (*entries.values(), *files.values()):
             for fields in records:
                 fields["content"] = redact(fields["content"])
-    importer.entry_versions.setdefault(agent.pk, {}).update(entries)
-    importer.entry_versions_pending.append((agent, entries))
+    importer.entry_versions[(agent.pk, directory.name)] = entries
+    importer.entry_versions_pending.append((agent, directory.name, entries))
     importer.file_versions[agent.pk] = files
     return files
 
@@ -134,8 +134,8 @@ def agent_versions_store(importer, agent: Agent | None, files: dict[str, list[di
     """Once the folder's entries and files are stored: attach the versions read by `agent_versions_read`."""
     if agent is None:
         return
-    for owner, entries in importer.entry_versions_pending:
-        pks = importer.entry_pks(owner.pk, list(entries))
+    for owner, folder, entries in importer.entry_versions_pending:
+        pks = importer.entry_pks(owner.pk, list(entries), folder)
         entry_versions_store(importer.report, owner.pk, entries, pks)
     importer.entry_versions_pending = []
     if files:

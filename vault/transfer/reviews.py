@@ -116,7 +116,7 @@ def review_items_link(importer: Importer) -> None:
         ):
             report.problem(where, f"review item {str(raw)[:200]} is not one this version reads; skipped")
             continue
-        entry_pk = importer.entry_pks(agent.pk, [raw["entry"]]).get(raw["entry"])
+        entry_pk = importer.entry_pks(agent.pk, [raw["entry"]], Path(where).parent.name).get(raw["entry"])
         if entry_pk is None:
             report.counts["review items skipped (entry not stored under its id)"] += 1
             continue
@@ -130,7 +130,7 @@ def review_items_link(importer: Importer) -> None:
             slug = importer.agent_slug(other["agent"])
             other_agent = Agent.objects.filter(project=importer.project, slug=slug).first()
             if other_agent is not None:
-                other_pk = importer.entry_pks(other_agent.pk, [other["id"]]).get(other["id"])
+                other_pk = importer.entry_pks(other_agent.pk, [other["id"]], other["agent"]).get(other["id"])
             if other_pk is None:
                 report.problem(
                     where,

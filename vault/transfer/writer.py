@@ -1,9 +1,10 @@
 """The writer of an import: agents, entries, files and the project context (these two in
-`files_writer`), idempotently, through the vault's services. Sessions and checkpoints found in a layout go to `sessions_writer`, given by the app
-that owns them (sessions_app.transfer); without one they are counted as skipped."""
+`files_writer`), idempotently, through the vault's services. Sessions and checkpoints found in a layout
+go to `sessions_writer`, given by the app that owns them (sessions_app.transfer); without one they are
+counted as skipped."""
 
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -69,8 +70,13 @@ class Importer(FilesWriter):
         self._agents: dict[str, Agent | None] = {}
         self._seen: dict[int, tuple[set[str], set[tuple]]] = {}
         self._pending: dict[int, list[VaultEntry]] = {}
-        self._links: dict[int, list[tuple[str, str, str]]] = {}  # agent pk -> (successor, predecessor, where)
-        self._renamed: dict[tuple[int, str], str] = {}
+        # agent pk -> (successor, predecessor, where, the source's folder)
+        self._links: dict[int, list[tuple[str, str, str, str]]] = {}
+        # (agent pk, the source's agent folder, source id) -> the id an entry whose source id was already
+        # another entry's was stored under. By folder: two source agents mapped onto one (--agent-map)
+        # may both use an id, and each folder's supersede links, versions, review items and session state
+        # rows name its own entry.
+        self._renamed: dict[tuple[int, str, str], str] = {}
         self._gone: dict[
             int, tuple[set[tuple], set[tuple]]
         ] = {}  # (agent pk, source id) -> the id it was stored under
@@ -95,8 +101,11 @@ class Importer(FilesWriter):
             tuple[Agent, dict, str]
         ] = []  # (agent, item, where), linked after the entries
         # An export's entries' versions (`.versions.json`): agent pk -> entry id in the export -> versions.
-        self.entry_versions: dict[int, dict[str, list[dict]]] = {}
-        self.entry_versions_pending: list[tuple[Agent, dict[str, list[dict]]]] = []  # stored after a flush
+        # By (agent pk, folder): two source agents mapped onto one keep their histories apart.
+        self.entry_versions: dict[tuple[int, str], dict[str, list[dict]]] = {}
+        self.entry_versions_pending: list[
+            tuple[Agent, str, dict[str, list[dict]]]
+        ] = []  # stored after a flush
         # Its workspace files' (agent pk -> path -> versions) and the project context's (`.project-versions.json`).
         self.file_versions: dict[int, dict[str, list[dict]]] = {}
         self.project_versions: list[dict] = []
@@ -129,13 +138,13 @@ class Importer(FilesWriter):
         """The agent's stored entries: legacy id -> pk (None for one queued by this import), and the
         category + content + date keys."""
         if agent.pk not in self._seen:
-            ids, keys = {}, set()
+            ids, keys = {}, {}
             for pk, legacy_id, category, content, created_at in VaultEntry.objects.filter(
                 agent=agent
             ).values_list("pk", "legacy_id", "category", "content", "created_at"):
                 if legacy_id:
                     ids[legacy_id] = pk
-                keys.add(self._key(category, content, created_at))
+                keys[self._key(category, content, created_at)] = legacy_id
             self._seen[agent.pk] = (ids, keys)
         return self._seen[agent.pk]
 
@@ -174,14 +183,47 @@ class Importer(FilesWriter):
             key in deleted or (category, content_sha(content), created_at.replace(microsecond=0)) in forgotten
         )
 
+    def _stored_renamed(
+        self, agent: Agent, legacy_id: str, item: EntryItem, content: str, holder: str | None
+    ) -> str | None:
+        """Where an entry whose source id `legacy_id` is already stored goes: None, the entry holding
+        `legacy_id` is it; an id `legacy_id#...`, another entry took `legacy_id` first and this one was
+        stored under that id, by an earlier run or earlier in this one (the one holding its category, text
+        and date, `holder`, or, its text edited in the source since, of its category and date to the
+        second); "", it is another entry, not stored yet. Without the second a run again took it for the
+        entry holding `legacy_id` (another source agent's, mapped onto the same agent) and applied its
+        text to that one as the source's edit."""
+        prefix = f"{legacy_id}#"
+        if holder is not None:
+            return holder if holder.startswith(prefix) else None
+        ids, _ = self._seen_for(agent)
+        if self._same_entry(ids[legacy_id], content, item.created_at):
+            return None
+        second = item.created_at.replace(microsecond=0)
+        earlier = (
+            VaultEntry.objects.filter(
+                agent=agent,
+                category=item.category,
+                legacy_id__startswith=prefix,
+                created_at__gte=second,
+                created_at__lt=second + timedelta(seconds=1),
+            )
+            .values_list("legacy_id", flat=True)
+            .first()
+        )
+        return earlier or ""
+
     @staticmethod
     def _same_entry(pk: int | None, content: str, created_at: datetime) -> bool:
         """Whether the stored entry `pk`, which holds the id an imported entry has, is that entry: the
         same date (to the second), or a content it has or had before an edit. Another source's entry
         that happens to use the same id (an earlier export's small numbers, a hand-written `id:1`) is
-        not."""
+        not, nor is one this run queued under that id (`pk` None) with another category, text or date
+        (another source agent's, mapped onto the same agent)."""
+        if pk is None:
+            return False
         entry = VaultEntry.objects.filter(pk=pk).values("content", "created_at").first()
-        if pk is None or entry is None:
+        if entry is None:
             return True
         if entry["created_at"].replace(microsecond=0) == created_at.replace(microsecond=0):
             return True
@@ -229,21 +271,20 @@ class Importer(FilesWriter):
         ids, keys = self._seen_for(agent)
         legacy_id = legacy_id_fit(item.legacy_id)
         key = self._key(item.category, content, item.created_at)
-        if (
-            key not in keys
-            and legacy_id in ids
-            and not self._same_entry(ids[legacy_id], content, item.created_at)
-        ):
-            self.report.problem(
-                where,
-                f"id {item.legacy_id} is already that of another entry of {agent.slug} (another date and "
-                "content); stored as a new entry",
-            )
-            renamed = legacy_id_fit(f"{legacy_id}#{_hash(item.category, content)[:16]}")
-            self._renamed[(agent.pk, legacy_id)] = legacy_id = renamed
+        if legacy_id in ids:
+            renamed = self._stored_renamed(agent, legacy_id, item, content, keys.get(key))
+            if renamed == "":
+                self.report.problem(
+                    where,
+                    f"id {item.legacy_id} is already that of another entry of {agent.slug} (another date and "
+                    "content); stored as a new entry",
+                )
+                renamed = legacy_id_fit(f"{legacy_id}#{_hash(item.category, content)[:16]}")
+            if renamed is not None:
+                self._renamed[(agent.pk, item.folder, legacy_id)] = legacy_id = renamed
         if item.supersedes:
             self._links.setdefault(agent.pk, []).append(
-                (legacy_id, legacy_id_fit(item.supersedes), str(where))
+                (legacy_id, legacy_id_fit(item.supersedes), str(where), item.folder)
             )
         if ids.get(legacy_id) is not None:  # stored before this run, and the same entry (a clash was renamed)
             self._entry_follow(ids[legacy_id], item, content, where)
@@ -255,7 +296,7 @@ class Importer(FilesWriter):
             self.report.counts["entries deleted or forgotten here since (skipped)"] += 1
             return
         ids[legacy_id] = None
-        keys.add(key)
+        keys[key] = legacy_id
         self._links_note(agent.pk, legacy_id, item)
         importance = item.importance if item.importance is not None and 0.0 <= item.importance <= 1.0 else 0.5
         status = item.status
@@ -321,7 +362,7 @@ class Importer(FilesWriter):
         if not changes:
             self.report.counts["entries already imported (skipped)"] += 1
             return
-        incoming = self.entry_versions.get(stored["agent_id"], {}).get(item.legacy_id, [])
+        incoming = self.entry_versions.get((stored["agent_id"], item.folder), {}).get(item.legacy_id, [])
         if entry_changed_here(pk, incoming):
             self.report.counts["entries kept as edited here (changed in the source too)"] += 1
             return
@@ -366,11 +407,11 @@ class Importer(FilesWriter):
                 self.report.say(f"  ... {self._created_total} entries stored")
         self._pending = {}
 
-    def entry_pks(self, agent_pk: int, source_ids: Iterable[str]) -> dict[str, int]:
-        """The stored entries of the agent under these source ids (an id that clashed, under the id it was
-        stored as), by source id; an id not stored is left out."""
+    def entry_pks(self, agent_pk: int, source_ids: Iterable[str], folder: str = "") -> dict[str, int]:
+        """The stored entries of the agent under these source ids of the source's agent `folder` (an id
+        that clashed, under the id it was stored as), by source id; an id not stored is left out."""
         stored_as = {
-            source: self._renamed.get((agent_pk, legacy_id_fit(source)), legacy_id_fit(source))
+            source: self._renamed.get((agent_pk, folder, legacy_id_fit(source)), legacy_id_fit(source))
             for source in source_ids
         }
         rows = dict(
@@ -390,8 +431,8 @@ class Importer(FilesWriter):
         self.flush()
         for agent_pk, links in self._links.items():
             links = [
-                (successor, self._renamed.get((agent_pk, predecessor), predecessor), where)
-                for successor, predecessor, where in links
+                (successor, self._renamed.get((agent_pk, folder, predecessor), predecessor), where)
+                for successor, predecessor, where, folder in links
             ]
             wanted = {source for link in links for source in link[:2]}
             rows = dict(
