@@ -451,3 +451,54 @@ def test_two_agents_merged_by_agent_map_keep_their_entries_of_one_id_apart(
         ("Never deploy on Fridays", "Deploy on Fridays", "bob"),
         ("Retry thrice", "Retry twice", "alice"),
     ]
+
+
+def test_a_deleted_entrys_history_moves_with_the_export_and_can_be_restored(
+    tmp_path, project, agent_a, target
+):
+    """A curator sees a deleted entry's history (its page, /entries/{id}/) and can restore it from there;
+    moved to a new server, the deleted entries were gone, their history with them (the export left them
+    out: no entry to attach it to). The export now carries them (`.versions.json`, "deleted"), and the
+    import stores each under a new id, its page showing the same versions and restoring it as it was;
+    a second import adds nothing, and the entry is not brought back as live."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from tests.factories import CuratorFactory
+
+    entry = services.entry_create(agent=agent_a, category="decisions", content="Use Redis for sessions")
+    services.entry_update(
+        entry_id=entry.pk, changes=services.EntryChanges(content="Use Redis for caching"), changed_by="alice"
+    )
+    services.entry_delete(entry_id=entry.pk, deleted_by="carol")
+    source = list(
+        EntryVersion.objects.filter(entry_id=entry.pk).values_list(
+            "action", "content", "changed_by", "changed_at"
+        )
+    )
+    folder = export_to(tmp_path / "out", project)
+    report = transfer.import_memory_dir(path=folder, project=target)
+    assert report.counts["deleted entries' histories imported"] == 1, report.summary()
+    deletion = EntryVersion.objects.get(agent__project=target, action="delete")
+    assert not VaultEntry.objects.filter(pk=deletion.entry_id).exists()
+    assert sorted(
+        EntryVersion.objects.filter(entry_id=deletion.entry_id).values_list(
+            "action", "content", "changed_by", "changed_at"
+        )
+    ) == sorted(source)
+
+    client = Client()
+    client.force_login(CuratorFactory(username="tina", project=target))
+    html = client.get(reverse("vault-entry-detail", args=[deletion.entry_id])).content.decode()
+    assert f"Entry #{deletion.entry_id} (deleted)" in html and "by carol" in html
+    again = transfer.import_memory_dir(path=folder, project=target)
+    assert again.counts["deleted entries' histories already imported (skipped)"] == 1, again.summary()
+    assert EntryVersion.objects.filter(agent__project=target).count() == len(source)
+    assert not VaultEntry.objects.filter(project=target).exists()
+
+    oldest = EntryVersion.objects.filter(entry_id=deletion.entry_id).earliest("changed_at")
+    client.post(reverse("vault-entry-restore", args=[deletion.entry_id, oldest.pk]))
+    restored = VaultEntry.objects.get(pk=deletion.entry_id)
+    assert (restored.content, restored.created_at) == ("Use Redis for sessions", entry.created_at)
+    third = transfer.import_memory_dir(path=folder, project=target)
+    assert VaultEntry.objects.filter(project=target).count() == 1, third.summary()

@@ -7,8 +7,9 @@ _project.md                       the project context
 {agent}/{category}.md             entries, newest first (below)
 {agent}/.entries.json             each entry's author, source, provenance, updated_at and access count
 {agent}/.review.json              why entries wait for review (their review items, by the entries' ids here)
-{agent}/.versions.json            the edit history of its entries (by their ids here) and workspace files (by
-                                  path); `.project-versions.json` the project context's (vault.transfer.histories)
+{agent}/.versions.json            the edit history of its entries (by their ids here), of its deleted entries
+                                  and of its workspace files (by path); `.project-versions.json` the project
+                                  context's (vault.transfer.histories)
 {agent}/workspace/{path}          the agent's workspace files (AGENTS.md, memory/..., memories/..., any path)
 {agent}/workspace/.workspace.json every file's enabled flag and sort order (hidden from Obsidian)
 {agent}/sessions/{id}.json        with sessions_app's `extra`: each session whole, its state rows, working buffer
@@ -77,6 +78,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 
 from memoryproject.errors import InvalidInput
 from vault import selectors, services
@@ -253,36 +255,48 @@ def _entries_file(agent: Agent, ids: dict[int, str]) -> str | None:
     return f'{{"format": {ENTRIES_FILE_FORMAT}, "entries": {{\n' + ",\n".join(lines) + "\n}}\n"
 
 
+def _entry_version(version: EntryVersion) -> dict:
+    state = {k: v for k, v in version.restore_state.items() if k not in _RESTORE_STATE_IDS}
+    return {
+        "action": version.action,
+        "category": version.category,
+        "content": version.content,
+        "tags": list(version.tags),
+        "status": version.status,
+        "importance": version.importance,
+        "changed_by": version.changed_by,
+        "changed_at": _iso(version.changed_at),
+    } | ({"restore_state": state} if state else {})
+
+
 def _versions_file(agent: Agent, ids: dict[int, str]) -> str | None:
     """The edit history of the agent's entries (by their ids in the export) and of its live workspace
     files (by path), oldest first, each version as stored: action, content, author (`changed_by`) and
-    date, and for an entry its category, tags, status and importance too. None when there is none."""
+    date, and for an entry its category, tags, status and importance too; and the history of its deleted
+    entries (`deleted`, by their ids here), which a curator sees on a deleted entry's page and restores
+    it from. None when there is none. Deleted workspace files' versions are not exported: nothing shows
+    them or brings such a file back."""
     entries: dict[str, list[dict]] = {}
     rows = EntryVersion.objects.filter(agent=agent, entry_id__in=list(ids)).order_by("changed_at", "id")
     for version in rows.iterator(chunk_size=2000):
-        state = {k: v for k, v in version.restore_state.items() if k not in _RESTORE_STATE_IDS}
-        entries.setdefault(ids[version.entry_id], []).append(
-            {
-                "action": version.action,
-                "category": version.category,
-                "content": version.content,
-                "tags": list(version.tags),
-                "status": version.status,
-                "importance": version.importance,
-                "changed_by": version.changed_by,
-                "changed_at": _iso(version.changed_at),
-            }
-            | ({"restore_state": state} if state else {})
-        )
+        entries.setdefault(ids[version.entry_id], []).append(_entry_version(version))
+    deleted: dict[str, list[dict]] = {}
+    rows = EntryVersion.objects.filter(agent=agent).exclude(
+        Exists(VaultEntry.objects.filter(pk=OuterRef("entry_id")))
+    )
+    for version in rows.order_by("entry_id", "changed_at", "id").iterator(chunk_size=2000):
+        deleted.setdefault(str(version.entry_id), []).append(_entry_version(version))
     files: dict[str, list[dict]] = {}
     rows = WorkspaceFileVersion.objects.filter(file__agent=agent, file__deleted_at__isnull=True)
     for row in rows.order_by("file__path", "changed_at", "id").values(
         "file__path", "action", "content", "changed_by", "changed_at"
     ):
         files.setdefault(row.pop("file__path"), []).append(row | {"changed_at": _iso(row["changed_at"])})
-    if not entries and not files:
+    if not entries and not files and not deleted:
         return None
     data = {"format": VERSIONS_FILE_FORMAT, "entries": entries, "files": files}
+    if deleted:
+        data["deleted"] = deleted
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 

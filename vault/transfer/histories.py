@@ -6,14 +6,18 @@
 {agent}/.versions.json     {"format": 1,
                             "entries": {"42": [{"action", "category", "content", "tags", "status",
                                                 "importance", "changed_by", "changed_at", "restore_state"}]},
-                            "files": {"MEMORY.md": [{"action", "content", "changed_by", "changed_at"}]}}
+                            "files": {"MEMORY.md": [{"action", "content", "changed_by", "changed_at"}]},
+                            "deleted": {"17": [... as entries' ...]}}
 .project-versions.json     {"format": 1, "versions": [{"content", "changed_by", "changed_at"}]}
 ```
 
 Entries are named by their ids in the export (the markers' ids), files by their paths. A delete version's
 `restore_state` leaves out the ids it holds (session, messages, the entry superseded): they are this
-server's and would name other rows elsewhere. Versions of deleted entries and files are not exported:
-they have no entry or file in the export to belong to.
+server's and would name other rows elsewhere. Deleted entries' histories (`deleted`, by their ids at the
+source) are exported, since a curator reads a deleted entry's history and restores it from there: the
+import stores each under a new id, unless its delete version is here already or an entry of the agent
+holds its id (the entry is live here). Deleted workspace files' versions are not exported: nothing
+shows them or brings such a file back.
 
 The import attaches each version to the entry it stored under that id (or the live file at that path,
 or the project), keeping its action, content, author and date. A version already there (same action,
@@ -24,19 +28,22 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
+from django.db import connection
+
 from memoryproject.copy_rows import rows_create
 from vault.models import (
     Agent,
     Category,
     EntryVersion,
     ProjectContextVersion,
+    VaultEntry,
     VersionAction,
     WorkspaceFile,
     WorkspaceFileVersion,
 )
 from vault.redaction import project_redaction_enabled, redact
 from vault.text import TAG_RE
-from vault.transfer.common import BATCH_SIZE, _read_json, date_parse
+from vault.transfer.common import BATCH_SIZE, _read_json, date_parse, legacy_id_fit
 from vault.transfer.export import PROJECT_VERSIONS_FILE, VERSIONS_FILE, VERSIONS_FILE_FORMAT
 
 CHANGED_BY_MAX = 200
@@ -120,13 +127,15 @@ def agent_versions_read(importer, agent: Agent | None, directory: Path) -> dict[
         return {}
     entries = _versions_of(report, f"{path} (entries)", data.get("entries", {}), entry=True)
     files = _versions_of(report, f"{path} (files)", data.get("files", {}), entry=False)
+    deleted = _versions_of(report, f"{path} (deleted entries)", data.get("deleted", {}), entry=True)
     if project_redaction_enabled(agent.project_id):  # as the entries and files themselves are stored
-        for records in (*entries.values(), *files.values()):
+        for records in (*entries.values(), *files.values(), *deleted.values()):
             for fields in records:
                 fields["content"] = redact(fields["content"])
     importer.entry_versions[(agent.pk, directory.name)] = entries
     importer.entry_versions_pending.append((agent, directory.name, entries))
     importer.file_versions[agent.pk] = files
+    importer.deleted_versions_pending.append((agent, deleted))
     return files
 
 
@@ -138,6 +147,9 @@ def agent_versions_store(importer, agent: Agent | None, files: dict[str, list[di
         pks = importer.entry_pks(owner.pk, list(entries), folder)
         entry_versions_store(importer.report, owner.pk, entries, pks)
     importer.entry_versions_pending = []
+    for owner, deleted in importer.deleted_versions_pending:
+        deleted_versions_store(importer.report, owner, deleted)
+    importer.deleted_versions_pending = []
     if files:
         file_versions_store(importer.report, agent, files)
 
@@ -176,6 +188,47 @@ def entry_versions_store(
             new.append(EntryVersion(entry_id=pks[key], agent_id=agent_pk, **fields))
     _dated_create(new)
     report.counts["entry versions imported"] += len(new)
+
+
+def deleted_versions_store(report, agent: Agent, by_source_id: dict[str, list[dict]]) -> None:
+    """Each deleted entry's history under a new entry id (from the entries' sequence, so that no entry
+    ever takes it and a restore brings the entry back under it), its deletion's restore_state giving it
+    its id at the source as its legacy id (as an import of the live entry would have). Skipped: one with
+    no delete version, one whose delete version is here already (imported before), one whose id an entry
+    of the agent holds (the entry is live here: imported before its deletion, or restored)."""
+    deletions = {
+        version_key(action, at, content)
+        for action, at, content in EntryVersion.objects.filter(
+            agent=agent, action=VersionAction.DELETE
+        ).values_list("action", "changed_at", "content")
+    }
+    live = set(
+        VaultEntry.objects.filter(agent=agent, legacy_id__in=list(by_source_id)).values_list(
+            "legacy_id", flat=True
+        )
+    )
+    new = []
+    for source_id, records in by_source_id.items():
+        last = next((f for f in reversed(records) if f["action"] == VersionAction.DELETE), None)
+        if last is None or not last["restore_state"].get("created_at"):
+            report.counts["deleted entries' histories skipped (no deletion to restore from)"] += 1
+            continue
+        legacy_id = legacy_id_fit(last["restore_state"].get("legacy_id") or source_id)
+        if version_key(last["action"], last["changed_at"], last["content"]) in deletions:
+            report.counts["deleted entries' histories already imported (skipped)"] += 1
+            continue
+        if legacy_id in live or source_id in live:
+            report.counts["deleted entries' histories skipped (the entry is live here)"] += 1
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [VaultEntry._meta.db_table])
+            entry_id = cursor.fetchone()[0]
+        for fields in records:
+            if fields["action"] == VersionAction.DELETE:
+                fields = fields | {"restore_state": fields["restore_state"] | {"legacy_id": legacy_id}}
+            new.append(EntryVersion(entry_id=entry_id, agent_id=agent.pk, **fields))
+        report.counts["deleted entries' histories imported"] += 1
+    _dated_create(new)
 
 
 def _dated_create(rows: list) -> None:

@@ -100,15 +100,14 @@ class Importer(FilesWriter):
         self.review_items: list[
             tuple[Agent, dict, str]
         ] = []  # (agent, item, where), linked after the entries
-        # An export's entries' versions (`.versions.json`): agent pk -> entry id in the export -> versions.
-        # By (agent pk, folder): two source agents mapped onto one keep their histories apart.
+        # An export's versions (`.versions.json`), by (agent pk, source folder): two source agents mapped
+        # onto one keep their histories apart. Entries' (export id -> versions), stored after a flush;
+        # deleted entries' (their ids at the source -> versions); workspace files' (path -> versions).
         self.entry_versions: dict[tuple[int, str], dict[str, list[dict]]] = {}
-        self.entry_versions_pending: list[
-            tuple[Agent, str, dict[str, list[dict]]]
-        ] = []  # stored after a flush
-        # Its workspace files' (agent pk -> path -> versions) and the project context's (`.project-versions.json`).
+        self.entry_versions_pending: list[tuple[Agent, str, dict[str, list[dict]]]] = []
+        self.deleted_versions_pending: list[tuple[Agent, dict[str, list[dict]]]] = []
         self.file_versions: dict[int, dict[str, list[dict]]] = {}
-        self.project_versions: list[dict] = []
+        self.project_versions: list[dict] = []  # the project context's (`.project-versions.json`)
         # Entries written with `session-{id}` tags: (agent pk, id stored under, agent folder), remapped to
         # the sessions stored here once they are (session_tags.session_tags_remap).
         self.session_tagged: list[tuple[int, str, str]] = []
