@@ -44,8 +44,7 @@ from vault.transfer.writer import Importer
 
 def _session_agent(importer: Importer, slug: str) -> Agent | None:
     # `slug` is already mapped (--agent-map) and the agent already ensured by the parser.
-    agent = importer._agents.get(slug)
-    return agent if agent is not None else Agent.objects.filter(project=importer.project, slug=slug).first()
+    return importer.agent_known(slug)
 
 
 def _message_storable(report: ImportReport, source: str, label, message: dict) -> bool:

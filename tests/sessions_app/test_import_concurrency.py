@@ -485,3 +485,48 @@ def test_a_dry_run_makes_no_live_agent_wait_and_reports_what_the_import_then_doe
     done = transfer.import_memory_dir(path=out, project=target).summary().splitlines()[1:]
     assert planned == done, "\n".join(done)
     assert "  messages stored: 9" in done and "  sessions created: 3" in done
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dry_run_creating_an_agent_makes_no_live_agent_of_that_name_wait(tmp_path, monkeypatch):
+    """A dry run of an import that creates an agent inserted the agent's row in its transaction, held to
+    its end: the agent's own first request (a project-wide token creates it on first use) waited on that
+    insert until the dry run was over (measured: 27.8 s of a 29 s dry run of 4,000 entries). A dry run now
+    stores a new agent under a name of its own, so the live agent is created at once and writes."""
+    out = export_with_two_chats(tmp_path)
+    target = vault_services.project_create(slug="target")
+    paused, release = threading.Event(), threading.Event()
+    store = session_files.session_file_store
+
+    def pause(*args, **kwargs):
+        if not paused.is_set():
+            paused.set()
+            release.wait(20)
+        return store(*args, **kwargs)
+
+    monkeypatch.setattr(session_files, "session_file_store", pause)
+    errors, results, live_errors, live_results = [], [], [], []
+    dry = in_thread(
+        errors, results, lambda: transfer.import_memory_dir(path=out, project=target, dry_run=True)
+    )
+
+    def first_request():
+        agent = vault_services.agent_ensure(project=target, slug="dev")
+        return services.messages_append(
+            agent=agent, session_key="live", messages=[{"role": "user", "text": "hi"}]
+        )
+
+    try:
+        assert paused.wait(20), errors
+        live = in_thread(live_errors, live_results, first_request)
+        live.join(5)
+        assert not live.is_alive(), "the agent's first request waited for the dry run"
+    finally:
+        release.set()
+        dry.join(20)
+        live.join(20)
+    assert errors == [] and live_errors == [], (errors, live_errors)
+    report = results[0]
+    assert report.counts["sessions created"] == 3 and report.problems == [], report.summary()
+    assert list(target.agents.values_list("slug", flat=True)) == ["dev"]
+    assert Session.objects.filter(agent__project=target).count() == 1

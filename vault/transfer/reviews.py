@@ -128,7 +128,7 @@ def review_items_link(importer: Importer) -> None:
             and isinstance(other.get("id"), str)
         ):
             slug = importer.agent_slug(other["agent"])
-            other_agent = Agent.objects.filter(project=importer.project, slug=slug).first()
+            other_agent = importer.agent_known(slug)
             if other_agent is not None:
                 other_pk = importer.entry_pks(other_agent.pk, [other["id"]], other["agent"]).get(other["id"])
             if other_pk is None:

@@ -3,6 +3,7 @@
 go to `sessions_writer`, given by the app that owns them (sessions_app.transfer); without one they are
 counted as skipped."""
 
+import secrets
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
@@ -116,13 +117,17 @@ class Importer(FilesWriter):
         source_id = (source_id or self.default_agent).strip()
         return self.agent_map.get(source_id, source_id)
 
+    def agent_known(self, slug: str) -> Agent | None:
+        """The agent `slug` (already mapped) as this import writes to it, or None when there is none."""
+        if slug in self._agents:
+            return self._agents[slug]
+        return Agent.objects.filter(project=self.project, slug=slug).first()
+
     def agent(self, source_id: str | None, *, where="") -> Agent | None:
         slug = self.agent_slug(source_id)
         if slug not in self._agents:
             try:
-                agent = services.agent_ensure(
-                    project=self.project, slug=services.slug_check(slug, field="agent")
-                )
+                agent = self._agent_ensure(services.slug_check(slug, field="agent"))
             except DomainError as exc:
                 self.report.problem(
                     where or slug, then(exc.detail, f"Map it with --agent-map {slug}=new-id; skipped")
@@ -130,6 +135,18 @@ class Importer(FilesWriter):
                 agent = None
             self._agents[slug] = agent
         return self._agents[slug]
+
+    def _agent_ensure(self, slug: str) -> Agent:
+        """The project's agent `slug`, created when missing. A dry run stores a new one under a name of
+        its own (`dry-run-...`, the object keeping `slug`): the row it inserts is held to its end, and an
+        agent of that name created meanwhile (its first request, by a project-wide token) waited on
+        that insert for the whole dry run."""
+        agent = Agent.objects.filter(project=self.project, slug=slug).first()
+        if agent is not None or not self.report.dry_run:
+            return agent or services.agent_ensure(project=self.project, slug=slug)
+        agent = services.agent_ensure(project=self.project, slug=f"dry-run-{secrets.token_hex(8)}", name=slug)
+        agent.slug = slug
+        return agent
 
     # Entries -------------------------------------------------------------------------------------
 
