@@ -502,3 +502,39 @@ def test_a_deleted_entrys_history_moves_with_the_export_and_can_be_restored(
     assert (restored.content, restored.created_at) == ("Use Redis for sessions", entry.created_at)
     third = transfer.import_memory_dir(path=folder, project=target)
     assert VaultEntry.objects.filter(project=target).count() == 1, third.summary()
+
+
+def test_a_hand_edited_export_says_what_it_left_out_and_stores_nothing_half(
+    tmp_path, api, project, agent_a, token_a, target
+):
+    """An export edited by hand, as people do: a category file renamed (`decisions (copy).md`) was
+    skipped without a word, its entries gone; a truncated `.entries.json` was reported "skipped" while
+    the folder's entries were stored without their author, source, edit date, access counts and
+    provenance, which no later import gives back. A file of an agent folder the export does not write is
+    now reported, and a `.entries.json` that is not JSON keeps the folder's entries out (reported, with
+    what to do): the import run again with the file restored stores them whole."""
+    memory_with_history(api, token_a, agent_a, project)
+    folder = export_to(tmp_path / "out", project)
+    good = (folder / "agent-a" / ".entries.json").read_bytes()
+    (folder / "agent-a" / "decisions.md").rename(folder / "agent-a" / "decisions (copy).md")
+    (folder / "agent-a" / ".entries.json").write_bytes(good[: len(good) // 2])
+    report = transfer.import_memory_dir(path=folder, project=target)
+    problems = "\n".join(report.problems)
+    assert "decisions (copy).md: not a file this export writes" in problems, problems
+    assert ".entries.json: corrupt JSON" in problems and "entries are not imported" in problems, problems
+    assert not VaultEntry.objects.filter(project=target).exists()
+    assert Session.objects.filter(project=target).count() == Session.objects.filter(project=project).count()
+
+    (folder / "agent-a" / "decisions (copy).md").rename(folder / "agent-a" / "decisions.md")
+    (folder / "agent-a" / ".entries.json").write_bytes(good)
+    again = transfer.import_memory_dir(path=folder, project=target)
+    assert again.problems == [], again.summary()
+
+    def entries(where):
+        return sorted(
+            VaultEntry.objects.filter(project=where).values_list(
+                "content", "source", "created_at", "updated_at", "access_count", "confidence"
+            )
+        )
+
+    assert entries(target) == entries(project)

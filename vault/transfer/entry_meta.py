@@ -13,11 +13,12 @@ AUTHOR_MAX = 200  # VaultEntry.created_by
 ACCESS_COUNT_MAX = 2**31 - 1
 
 
-def entries_meta_read(report: ImportReport, path: Path) -> dict[str, dict]:
-    """The records of `.entries.json` by entry id; empty, reported, when the file is not one."""
+def entries_meta_read(report: ImportReport, path: Path) -> dict[str, dict] | None:
+    """The records of `.entries.json` by entry id; empty, reported, when the file is not one of this
+    format; None, reported, when it cannot be read or is not JSON."""
     data = _read_json(path, report)
     if data is None:
-        return {}
+        return None
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, dict) or data.get("format") != ENTRIES_FILE_FORMAT:
         report.problem(

@@ -70,9 +70,8 @@ from vault.transfer.conversations import (
     sessions_pending_store,
     sessions_store,
 )
-from vault.transfer.entry_meta import entries_meta_read, entry_meta_fields
+from vault.transfer.entry_meta import entry_meta_fields
 from vault.transfer.export import (
-    ENTRIES_FILE,
     ENTRY_FORMAT,
     EXPORT_MANIFEST,
     REVIEW_FILE,
@@ -81,6 +80,7 @@ from vault.transfer.export import (
     WORKSPACE_MANIFEST,
     content_unescape,
 )
+from vault.transfer.folders import agent_entries_meta, agent_folder_check
 from vault.transfer.histories import agent_versions_read, agent_versions_store, project_versions_import
 from vault.transfer.reviews import (
     agent_name_adopt,
@@ -262,12 +262,12 @@ def flat_agent_file_import(importer: Importer, path: Path) -> None:
 def agent_dir_import(importer: Importer, directory: Path) -> None:
     agent = importer.agent(directory.name, where=directory)
     agent_name_adopt(importer, agent, directory)
-    about = directory / ENTRIES_FILE
-    meta = entries_meta_read(importer.report, about) if about.is_file() else {}
+    agent_folder_check(importer.report, directory)
+    meta = agent_entries_meta(importer.report, directory)
     file_versions = agent_versions_read(importer, agent, directory)
     for category in Category.values:
         path = directory / f"{category}.md"
-        if path.is_file():
+        if path.is_file() and meta is not None:
             importer.report.say(f"{path}")
             vault_category_file_import(importer, agent, category, path, meta)
     workspace = directory / WORKSPACE_DIR
