@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('vault', '0022_entry_source_mcp'),
+        ('vault', '0024_future_dates_clamped'),
     ]
 
     operations = [
