@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.core.management import call_command
+from django.db.models import F
 
 from sessions_app import services as session_services
 from sessions_app import transfer
@@ -335,6 +336,11 @@ def test_a_newer_export_brings_a_later_restore_of_a_session_already_here(
     restored_at (the lifecycle counts its quiet days from it), and an older one never replaces a newer."""
     agent_memory(api, token_a, agent_a)
     transfer.import_memory_dir(path=export_to(tmp_path / "first", project), project=target)
+    # Both sessions' activity 60 days back, so that a restore 40 days after it is in the past (an import
+    # stores no date to come: memoryproject/timestamps.py).
+    Session.objects.filter(external_id="chat-1").update(
+        last_activity_at=F("last_activity_at") - timedelta(days=60)
+    )
     here = Session.objects.get(project=target, external_id="chat-1")
     assert here.restored_at is None
     later = here.last_activity_at + timedelta(days=40)
@@ -413,7 +419,7 @@ def test_two_agents_merged_by_agent_map_keep_their_entries_of_one_id_apart(
     )
     second = services.entry_create(agent=agent_b, category="lessons", content="Deploy on Fridays")
     VaultEntry.objects.filter(pk__in=[first.pk, second.pk]).update(legacy_id="1")
-    VaultEntry.objects.filter(pk=second.pk).update(created_at=second.created_at + timedelta(minutes=5))
+    VaultEntry.objects.filter(pk=second.pk).update(created_at=second.created_at - timedelta(minutes=5))
     folder = export_to(tmp_path / "out", project)
     merge = {"agent-a": "team", "agent-b": "team"}
 
