@@ -102,7 +102,7 @@ def _entries(
     # are read for the rows that make the page only.
     sql = f"""
         WITH {_candidates_sql("vault_vaultentry", where, compiled, params, windows, stats)},
-        texted AS (
+        texted AS MATERIALIZED (
             SELECT e.id, e.category, e.created_at, e.importance, e.last_accessed_at, e.access_count,
                    e.status, {_text_score_sql("e", compiled, params)} AS ts
             FROM cand JOIN vault_vaultentry e ON e.id = cand.id
