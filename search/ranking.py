@@ -76,15 +76,21 @@ def _text_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
 
 
 def _term_stats(
-    table: str, where: list[str], compiled: CompiledQuery, params: dict, scope: SearchScope
+    table: str,
+    where: list[str],
+    compiled: CompiledQuery,
+    params: dict,
+    scope: SearchScope,
+    extra: dict[str, str] | None = None,
 ) -> TermStats:
     """Document frequencies of the query's terms in the scope (search/bm25.py); the rare terms are
-    then scanned over the whole scope (`q_rare`), so no row holding one can be lost to the caps."""
+    then scanned over the whole scope (`q_rare`), so no row holding one can be lost to the caps.
+    `extra`: more columns read in the same statement (TermStats.extra)."""
     # Only the scope's own column, so that the count is an index-only scan of its b-tree.
     scope_where = (
         ["agent_id = ANY(%(agents)s)"] if scope.agent_ids is not None else ["project_id = %(project)s"]
     )
-    stats = term_stats(table, where, scope_where, compiled, params, scope_tsquery(scope), _fetch)
+    stats = term_stats(table, where, scope_where, compiled, params, scope_tsquery(scope), _fetch, extra)
     if stats.rare and not stats.exhaustive:
         rare = [compiled.terms[i].tsquery for i in stats.rare]
         # Only the rare terms' posting lists (and the required phrases', and the exclusions) are read.
@@ -191,8 +197,24 @@ WIDE_WINDOW_FACTOR = 2
 MAX_WINDOW_LEXEMES = 96
 
 
-def _epoch_windows(scope: SearchScope) -> EpochWindows:
-    """The recency windows of an entry search.
+def newest_entry_sql(scope: SearchScope) -> str:
+    """SQL of the scope's newest entry id (one probe of the newest-first agent or project index), with
+    the `project` and `agents` parameters of _common_params: read with the term counts (TermStats.extra)
+    so that the recency windows cost no statement of their own."""
+    if scope.agent_ids is None:
+        return "(SELECT max(id) FROM vault_vaultentry WHERE project_id = %(project)s)"
+    return (
+        "(SELECT max(m) FROM unnest(%(agents)s::bigint[]) AS a(agent),"
+        " LATERAL (SELECT max(id) AS m FROM vault_vaultentry WHERE agent_id = a.agent) newest)"
+    )
+
+
+_PROBE = object()
+
+
+def _epoch_windows(scope: SearchScope, top: int | None = _PROBE) -> EpochWindows:
+    """The recency windows of an entry search, below the scope's newest id `top` (newest_entry_sql;
+    probed here when not given).
 
     Searching every row of a large agent that matches a common word costs in proportion to the
     agent's whole history (at 1,000,000 entries: 25,000 matching rows and 100+ ms for one question).
@@ -204,17 +226,9 @@ def _epoch_windows(scope: SearchScope) -> EpochWindows:
     recent = settings.MEMORY_SEARCH_RECENT_IDS
     if recent <= 0:
         return EpochWindows()
-    # The scope's newest id (one probe of the newest-first agent or project index).
-    with connection.cursor() as cursor:
-        if scope.agent_ids is None:
-            cursor.execute("SELECT max(id) FROM vault_vaultentry WHERE project_id = %s", [scope.project_id])
-        else:
-            cursor.execute(
-                "SELECT max(m) FROM unnest(%s::bigint[]) AS a(agent),"
-                " LATERAL (SELECT max(id) AS m FROM vault_vaultentry WHERE agent_id = a.agent) newest",
-                [sorted(set(scope.agent_ids))],
-            )
-        (top,) = cursor.fetchone()
+    if top is _PROBE:
+        params = {"project": scope.project_id, "agents": sorted(set(scope.agent_ids or []))}
+        (top,) = _fetch(f"SELECT {newest_entry_sql(scope)} AS top", params)[0].values()
     if top is None:
         return EpochWindows()
     if scope.agent_ids is None:

@@ -50,6 +50,7 @@ from search.ranking import (
     _term_stats,
     _text_score_sql,
     entry_where,
+    newest_entry_sql,
 )
 from search.snippets import snippet_build
 from sessions_app.selectors import archived_messages_matching
@@ -91,10 +92,12 @@ def _entries(
         wanted, partition = "%(n)s", ""
         top = "SELECT id, score, factor FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
     params["prune"] = _prune_ratio(filters)
-    stats = _term_stats("vault_vaultentry", where, compiled, params, scope)
+    # The scope's newest id is read with the counts: the recency windows need no statement of their own.
+    newest = {"newest": newest_entry_sql(scope)} if settings.MEMORY_SEARCH_RECENT_IDS > 0 else None
+    stats = _term_stats("vault_vaultentry", where, compiled, params, scope, extra=newest)
     if stats.matches_nothing:  # a kind the query finds nothing in costs one statement, not two
         return []
-    windows = EpochWindows() if stats.exhaustive else _epoch_windows(scope)
+    windows = EpochWindows() if stats.exhaustive else _epoch_windows(scope, stats.extra.get("newest"))
     # Text relevance is computed for every candidate; the other factors only for the candidates
     # that can still reach the page: a row whose text score is below (the n-th best text score) x
     # (smallest / largest possible product of the other factors) cannot outrank the n-th row, so
