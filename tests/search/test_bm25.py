@@ -235,10 +235,15 @@ def test_a_large_scopes_mean_length_is_a_sample_spread_over_its_history(agent_a,
     assert _mean_length(agent_a)[1] == avglen  # read again: the same rows, the same sample
 
 
-def test_the_same_messages_stored_in_another_order_get_the_same_scores(agent_a, agent_b, frequencies):
+def test_the_same_messages_stored_in_another_order_get_the_same_scores(
+    agent_a, agent_b, frequencies, monkeypatch
+):
     """Two agents holding the same messages, stored in opposite orders (so a scan meets them in
     opposite orders), score every result the same."""
     now = timezone.now()
+    # Both searches at the same moment: a search's recency is measured from its own clock, and the
+    # time between the two (0.1-0.5 s on a loaded machine) moved a score across its sixth decimal.
+    monkeypatch.setattr(timezone, "now", lambda: now + timedelta(seconds=1))
     filler = ["harbour", "meadow", "lantern", "orchard", "pebble", "quarry", "ribbon", "saddle", "thimble"]
     # matching turns of several lengths, so that the length normalisation orders them
     texts = [SHORT] * 250 + [LONG.format(i) + " " + " ".join(filler[: i % 9]) for i in range(250)]
