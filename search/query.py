@@ -31,8 +31,9 @@ from django.db import connection
 from memoryproject.errors import InvalidInput
 from search.abbreviations import cut_variants, other_forms
 from search.models import FOLD_FROM, FOLD_TO
+from search.query_syntax import Item, phrases_relaxed, query_groups, query_parse, query_words
 from search.typos import MAX_NEIGHBOURS, typo_neighbours
-from vault.search_text import cjk_pairs, cjk_runs, has_cjk, search_text, split_identifiers
+from vault.search_text import has_cjk, search_text, split_identifiers
 
 MAX_QUERY_CHARS = 1000
 MAX_WORDS = 32
@@ -41,14 +42,8 @@ PREFIX_MIN_LENGTH = 4
 MAX_COMPLETIONS = 10
 FOLD_MIN_LENGTH = 3
 
-_TOKEN_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
-_WORD_RE = re.compile(r"\w+(?:[.'’\-]\w+)*")
 _LEXEME_RE = re.compile(r"'((?:[^']|'')*)'")
 _ALPHA_RE = re.compile(r"^[^\W\d_]+$")
-# "-word" excludes. A command line's options ("--maxfail=1", "-k", "rm -rf") and negative numbers
-# ("-1") are searched as words: an agent pasting a command would otherwise exclude the very memory that
-# holds it. So an exclusion is one dash, then a letter and at least two more characters.
-_EXCLUSION_RE = re.compile(r"-[^\W\d_]\S\S")
 # A whole number: PostgreSQL's parser reads the "-123" of a ticket key ("PAY-123") as a signed number,
 # so a number asked also matches itself with a minus ("123", "pay 123" find PAY-123), and a number of
 # four digits or more also matches itself written in groups of three ("1200" finds "$1,200" and
@@ -60,20 +55,10 @@ _JOINABLE_RE = re.compile(r"^[^\W_]+$")
 JOINED_MAX_LENGTH = 24
 JOINS_MAX = 8
 VOCABULARY_MIN_LENGTH, VOCABULARY_MAX_LENGTH = 4, 32  # search/sql.py, WORD_FILTER
-# A whole number typed in comma-separated groups of three ("1,250,000"): searched as its digits, whose
-# forms include the grouped ones. (PostgreSQL's parser would read three numbers, found anywhere.)
-_GROUPED_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|[.,]\d)")
 # A letter followed by a number in a cut ("PAY 123" of "PAY123"): the stored "PAY-123" holds "-123".
 _LETTER_NUMBER_RE = re.compile(r"(?<=[^\W\d_]) (?=[0-9]+\b)")
 # The "v" of a version written "v2.4.1": the stored text may say "2.4.1" (or "version 2.4.1").
 _VERSION_V_RE = re.compile(r"(?<![\w.])[vV](?=(?:\d+\.)+\d+\b(?!\.\d))")
-
-
-@dataclass
-class Item:
-    text: str
-    phrase: bool = False
-    excluded: bool = False
 
 
 @dataclass
@@ -107,70 +92,6 @@ class CompiledQuery:
     @property
     def patterns(self) -> list[str]:
         return [p for term in self.terms for p in term.patterns]
-
-
-def _words(text: str) -> list[str]:
-    """The words of `text` (_WORD_RE), a run of CJK characters as its pairs (vault/search_text.py):
-    "会话缓存" asks for 会话, 话缓 and 缓存, each a word, as a question in English asks for its words.
-    A pair met again is not asked twice."""
-    words = _WORD_RE.findall(text)
-    if not has_cjk(text):
-        return words
-    cut: list[str] = []
-    pairs: set[str] = set()
-    for word in words:
-        for run, cjk in cjk_runs(word):
-            if not cjk:
-                cut += _WORD_RE.findall(run)
-                continue
-            for pair in cjk_pairs(run):
-                if pair not in pairs:
-                    pairs.add(pair)
-                    cut.append(pair)
-    return cut
-
-
-def query_parse(q: str) -> list[Item | str]:
-    """Split a query into words, phrases, exclusions and the OR keyword (kept as the string "OR")."""
-    parts: list[Item | str] = []
-    for match in _TOKEN_RE.finditer(q):
-        minus, phrase, bare = match.groups()
-        if phrase is not None:
-            words = _WORD_RE.findall(phrase)
-            if len(words) == 1 and words[0] == phrase.strip():
-                parts.append(Item(words[0], excluded=bool(minus)))
-            elif words:
-                # The phrase as typed, so that PostgreSQL's parser splits it as it split the stored
-                # text: "11/22/63" is one token there, not the three words 11, 22 and 63.
-                parts.append(Item(" ".join(phrase.split()), phrase=True, excluded=bool(minus)))
-            continue
-        if bare in ("OR", "|"):
-            parts.append("OR")
-            continue
-        excluded = bool(_EXCLUSION_RE.match(bare))
-        bare = _GROUPED_RE.sub(lambda m: m.group(0).replace(",", ""), bare)
-        for word in _words(bare[1:] if excluded else bare):
-            parts.append(Item(word, excluded=excluded))
-    return parts
-
-
-def _groups(parts: list[Item | str]) -> tuple[list[list[Item]], list[Item]]:
-    groups: list[list[Item]] = []
-    excluded: list[Item] = []
-    join_next = False
-    for part in parts:
-        if part == "OR":
-            join_next = bool(groups)
-            continue
-        if part.excluded:
-            excluded.append(part)
-            continue
-        if join_next and groups:
-            groups[-1].append(part)
-        else:
-            groups.append([part])
-        join_next = False
-    return groups, excluded
 
 
 def _analyse(
@@ -355,24 +276,6 @@ def _compiled(terms: list[Term], exclusions: list[str], excluded_items: list[Ite
     )
 
 
-def _phrases_relaxed(groups: list[list[Item]]) -> tuple[list[list[Item]], list[str]]:
-    """The groups with each quoted phrase replaced by its words (optional, like unquoted ones)."""
-    relaxed: list[list[Item]] = []
-    phrases: list[str] = []
-    for group in groups:
-        if not any(item.phrase for item in group):
-            relaxed.append(group)
-            continue
-        phrases += [item.text for item in group if item.phrase]
-        if len(group) == 1:
-            relaxed += [[Item(word)] for word in _words(group[0].text)]
-        else:  # `"a b" OR c`: the phrase's words join the alternatives
-            relaxed.append(
-                [Item(w) for item in group for w in (_words(item.text) if item.phrase else [item.text])]
-            )
-    return relaxed, phrases
-
-
 def _words_check(items: list) -> None:
     if len(items) > MAX_WORDS:
         raise InvalidInput(
@@ -385,7 +288,7 @@ def query_size_check(q: str) -> None:
     """The checks of query_compile that need no database (empty, NUL, length, number of words): run
     before a search starts embedding its query, so a query refused costs no embedding."""
     _query_check(q)
-    groups, excluded_items = _groups(query_parse(q))
+    groups, excluded_items = query_groups(query_parse(q))
     _words_check([item for group in groups for item in group] + excluded_items)
 
 
@@ -405,7 +308,7 @@ def text_query(text: str) -> str:
         pass
     words: list[str] = []
     seen: set[str] = set()
-    for word in _words(text):
+    for word in query_words(text):
         key = word.casefold()
         if key not in seen and key != "or":
             seen.add(key)
@@ -506,7 +409,7 @@ def _joined_forms(forms: _Forms, joins: list[tuple[Item, Item, str]]) -> dict[in
     return joined_forms
 
 
-def _typo_words(meaningful: list[list[Item]], analysed: dict) -> list[str]:
+def _typoquery_words(meaningful: list[list[Item]], analysed: dict) -> list[str]:
     """The words to find neighbours within one edit for: five letters or more, in no stored text."""
     return sorted(
         {
@@ -577,10 +480,10 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     back to when a required phrase matches nothing: a title written differently, other punctuation);
     the CompiledQuery names them in `relaxed`."""
     _query_check(q)
-    groups, excluded_items = _groups(query_parse(q))
+    groups, excluded_items = query_groups(query_parse(q))
     relaxed: list[str] = []
     if relax_phrases:
-        groups, relaxed = _phrases_relaxed(groups)
+        groups, relaxed = phrases_relaxed(groups)
     items = [item for group in groups for item in group] + excluded_items
     _words_check(items)
     # Completions are looked up for every word that could end up prefix-matched: four letters or
@@ -609,7 +512,7 @@ def query_compile(q: str, *, relax_phrases: bool = False) -> CompiledQuery:
     forms.joined_forms = _joined_forms(forms, joins)
     words_last = [item for group in meaningful for item in group if not item.phrase]
     forms.last_word = words_last[-1] if words_last else None
-    forms.neighbours, forms.neighbour_stems = typo_neighbours(_typo_words(meaningful, forms.analysed))
+    forms.neighbours, forms.neighbour_stems = typo_neighbours(_typoquery_words(meaningful, forms.analysed))
     terms = _terms(forms, meaningful)
     exclusions = []
     for item in excluded_items:
