@@ -88,7 +88,7 @@ def test_a_long_cjk_text_for_the_context_is_cut_to_the_words_limit(api, agent_a,
     q = text_query(task)
     assert q and len(q.split()) <= MAX_WORDS
     query_compile(q)  # accepted
-    wanted = make_entry(agent_a, DECISION_ZH)
+    make_entry(agent_a, DECISION_ZH)
     response = api.post("/agents/agent-a/context", {"command": task, "budget_tokens": 2000}, token=token_a)
     assert response.status_code == 200, response.json()
     assert DECISION_ZH in response.json()["text"]
