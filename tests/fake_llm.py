@@ -26,6 +26,19 @@ def completion(content: str, finish_reason: str = "stop") -> dict:
 BYTES_PER_TOKEN = 4
 
 
+def reply_write(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict) -> None:
+    """Answer a fake server's request; a client that gave up meanwhile (a timeout test) is no error."""
+    try:
+        handler.send_response(status)
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 class FakeLLM:
     def __init__(self):
         self.replies: list[tuple] = []  # (status, text, delay[, headers])
@@ -49,17 +62,8 @@ class FakeLLM:
                     text = text(fake.requests[-1]["json"])
                 if delay:
                     time.sleep(delay)
-                data = text.encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    for name, value in (more[0] if more else {}).items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                headers = {"Content-Type": "application/json", **(more[0] if more else {})}
+                reply_write(self, status, text.encode(), headers)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

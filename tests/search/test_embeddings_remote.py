@@ -24,7 +24,7 @@ from search.embedding_index import (
     pgvector_installed,
 )
 from search.models import Embedding
-from tests.fake_llm import TricklingServer
+from tests.fake_llm import TricklingServer, reply_write
 from tests.search.test_embeddings import hide_starting_files
 
 KEY = "sk-embeddings-secret-0123456789"
@@ -55,15 +55,7 @@ class FakeEmbeddings:
                     time.sleep(fake.delay)
                 status, payload, headers = fake.reply(body["input"])
                 data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    for name, value in headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                reply_write(self, status, data, headers)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
