@@ -419,6 +419,8 @@ def _typoquery_words(meaningful: list[list[Item]], analysed: dict) -> list[str]:
             if not item.phrase
             and len(item.text) >= TYPO_MIN_LENGTH
             and _ALPHA_RE.match(item.text)
+            # a quoted CJK word ("キャッシュ", "使用Redis") is searched as its pairs: no neighbours
+            and not has_cjk(item.text)
             and not analysed[item.text][2]
         }
     )

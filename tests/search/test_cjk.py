@@ -105,3 +105,12 @@ def test_a_stored_vector_holds_the_pairs_and_the_latin_word_apart(agent_a, make_
         lexemes = set(cursor.fetchone()[0])
     assert {"使用", "作为", "为缓", "缓存", "redi"} <= lexemes  # "redis", stemmed
     assert not any(len(lexeme) > 2 and lexeme[0] >= "\u3000" for lexeme in lexemes), lexemes
+
+
+@pytest.mark.parametrize("q", ['"キャッシュ"', '"使用Redis"', '"会话缓存abc"'])
+def test_a_quoted_cjk_word_of_five_characters_or_more_is_searched_not_refused(
+    api, agent_a, token_a, make_entry, q
+):
+    """It was looked up for typo neighbours by the text as typed, not as cut: a 500."""
+    wanted = make_entry(agent_a, "セッションキャッシュには使用Redis会话缓存abcを使う")
+    assert _found(api, token_a, q) == [wanted.pk]
