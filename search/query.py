@@ -33,7 +33,7 @@ from search.abbreviations import cut_variants, other_forms
 from search.models import FOLD_FROM, FOLD_TO
 from search.query_syntax import Item, phrases_relaxed, query_groups, query_parse, query_words
 from search.typos import MAX_NEIGHBOURS, typo_neighbours
-from vault.search_text import has_cjk, search_text, split_identifiers
+from vault.search_text import cjk_character, has_cjk, search_text, split_identifiers
 
 MAX_QUERY_CHARS = 1000
 MAX_WORDS = 32
@@ -225,6 +225,10 @@ def _item_query(
     for form in forms:
         options += [form[0], form[1]]
     patterns = [re.escape(raw)] + [re.escape(x) for x in _lexemes(en) + _lexemes(pt)]
+    if not item.phrase and en and cjk_character(item.text):
+        # Stored text holds a CJK run as its pairs and its last character (vault/search_text.py): the
+        # pairs that start with the character and that last character are every place it stands.
+        return f"{en}:*", patterns
     if item.phrase:
         patterns = [re.escape(w) for w in raw.split()]
         return _alternatives(*options), patterns

@@ -4,16 +4,17 @@ tsqueries).
 `"a phrase"` is one item; `-word` and `-"a phrase"` exclude (a dash, a letter and at least two more
 characters, so a command's options and negative numbers stay words); `a OR b` (or `a | b`) makes one
 group of alternatives. A run of Chinese, Japanese or Korean characters outside quotes is its pairs
-(vault/search_text.py), each a word.
+(vault/search_text.py), each a word, and so is a run of Thai, Lao, Myanmar or Khmer, whose vowel and
+tone marks are part of its words (not of Python's word characters).
 """
 
 import re
 from dataclasses import dataclass
 
-from vault.search_text import cjk_pairs, cjk_runs, has_cjk
+from vault.search_text import UNSPACED_CLASS, cjk_pairs, cjk_runs, has_cjk
 
 _TOKEN_RE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
-_WORD_RE = re.compile(r"\w+(?:[.'’\-]\w+)*")
+_WORD_RE = re.compile(rf"[\w{UNSPACED_CLASS}]+(?:[.'’\-][\w{UNSPACED_CLASS}]+)*")
 # "-word" excludes. A command line's options ("--maxfail=1", "-k", "rm -rf") and negative numbers
 # ("-1") are searched as words: an agent pasting a command would otherwise exclude the very memory that
 # holds it. So an exclusion is one dash, then a letter and at least two more characters.

@@ -107,6 +107,61 @@ def test_a_stored_vector_holds_the_pairs_and_the_latin_word_apart(agent_a, make_
     assert not any(len(lexeme) > 2 and lexeme[0] >= "\u3000" for lexeme in lexemes), lexemes
 
 
+@pytest.mark.parametrize(
+    ("text", "q"),
+    [
+        ("我养了一只猫，它每天睡十个小时。", "猫"),  # the last character of its run
+        ("猫粮放在厨房的柜子里。", "猫"),  # the first
+        ("服务器机房的冷却水管漏了。", "水"),
+        ("ドキュメントは日本語で書く。", "語"),
+        ("이 문서는 집에서 썼다", "집"),  # a Korean word of one syllable, alone
+    ],
+)
+def test_a_one_character_query_finds_the_memories_holding_that_character(
+    api, agent_a, token_a, make_entry, text, q
+):
+    wanted = make_entry(agent_a, text)
+    make_entry(agent_a, OTHER_ZH)
+    make_entry(agent_a, "The deploy runbook lives in the ops wiki")
+    assert _found(api, token_a, q) == [wanted.pk]
+
+
+def test_the_single_characters_do_not_make_a_quoted_phrase_match_across_runs(
+    api, agent_a, token_a, make_entry
+):
+    wanted = make_entry(agent_a, DECISION_ZH)
+    assert _found(api, token_a, '"会话缓存"') == [wanted.pk]
+    assert _found(api, token_a, '"使用Redis"') == [wanted.pk]
+    assert _found(api, token_a, '"会缓"') == []  # both single characters are stored, not next to each other
+
+
+THAI = "เราตัดสินใจใช้Redisเป็นแคชของเซสชัน"  # we decided to use Redis as the session cache
+LAO = "ພວກເຮົາຕັດສິນໃຈໃຊ້ຖານຂໍ້ມູນໃໝ່"  # we decided to use a new database
+KHMER = "យើងសម្រេចចិត្តប្រើឃ្លាំងសម្ងាត់"  # we decided to use the cache
+MYANMAR = "ကျွန်ုပ်တို့သည်ဒေတာဘေ့စ်အသစ်ကိုသုံးရန်ဆုံးဖြတ်ခဲ့သည်"  # we decided to use a new database
+
+
+@pytest.mark.parametrize(
+    ("text", "queries"),
+    [
+        (THAI, ["แคช", "เซสชัน", "Redis", "ตัดสินใจ"]),
+        (LAO, ["ຖານຂໍ້ມູນ", "ຕັດສິນໃຈ"]),
+        (KHMER, ["ឃ្លាំងសម្ងាត់", "សម្រេចចិត្ត"]),
+        (MYANMAR, ["ဒေတာဘေ့စ်", "ဆုံးဖြတ်"]),
+    ],
+    ids=["thai", "lao", "khmer", "myanmar"],
+)
+def test_a_memory_in_a_script_without_spaces_is_found_by_a_word_inside_it(
+    api, agent_a, token_a, make_entry, text, queries
+):
+    wanted = make_entry(agent_a, text)
+    make_entry(agent_a, OTHER_ZH)
+    make_entry(agent_a, "The deploy runbook lives in the ops wiki")
+    for q in queries:
+        assert _found(api, token_a, q) == [wanted.pk], q
+        assert _found(api, token_a, f'"{q}"') == [wanted.pk], q
+
+
 @pytest.mark.parametrize("q", ['"キャッシュ"', '"使用Redis"', '"会话缓存abc"'])
 def test_a_quoted_cjk_word_of_five_characters_or_more_is_searched_not_refused(
     api, agent_a, token_a, make_entry, q

@@ -11,7 +11,7 @@ from django.db import connection
 
 from search.query import query_compile
 from vault import services
-from vault.search_text import search_text
+from vault.search_text import search_text, stored_text
 
 pytestmark = pytest.mark.django_db
 
@@ -38,16 +38,20 @@ def test_the_python_rule_and_the_database_function_agree():
         "a..b .hidden trailing. café.py naïve.módulo _private.__init__",
         "我们决定使用Redis作为会话缓存。明天部署 猫",
         "セッションキャッシュにRedisを使う／세션 캐시에 Redis를 𠀋𠀌 ｶﾀｶﾅ 々",
+        "เราตัดสินใจใช้Redisเป็นแคช ພາສາລາວ ភាសាខ្មែរ မြန်မာဘာသာ 猫ภา",
         "",
     ]
     rng = random.Random(20261126)
-    alphabet = "aZ9_./\\@:- é\n'会话缓存をセ세션𠀋。"
+    alphabet = "aZ9_./\\@:- é\n'会话缓存をセ세션𠀋。ภาี่ພາភ្မြ"
     generated = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(3000)]
     texts = fixed + generated
-    assert [search_text(t) for t in texts] == _sql_search_text(texts)
-    assert search_text("src/worker/queue_runner.py") == "src worker queue_runner py"
-    assert search_text("End of a sentence. Next one.") == "End of a sentence. Next one."
+    assert [stored_text(t) for t in texts] == _sql_search_text(texts)
+    assert stored_text("src/worker/queue_runner.py") == "src worker queue_runner py"
+    assert stored_text("End of a sentence. Next one.") == "End of a sentence. Next one."
+    # The pairs where the run was, then the last character of each run longer than one.
+    assert stored_text("使用Redis作为缓存。猫") == "使用 Redis 作为 为缓 缓存 。 猫 用 存"
     assert search_text("使用Redis作为缓存。猫") == "使用 Redis 作为 为缓 缓存 。 猫"
+    assert stored_text("ใช้Redis") == "ใช ช้ Redis"
 
 
 @pytest.mark.parametrize(
