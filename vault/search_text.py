@@ -61,6 +61,8 @@ CJK_RANGES = (
     (0x20000, 0x3134F),
 )
 CJK_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
+# Of which Hangul (Korean, written with spaces between words).
+HANGUL_RANGES = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xAC00, 0xD7AF))
 # Thai, Lao, Myanmar and Khmer (with their extensions), combining marks included: written without
 # spaces between words like CJK, and a run of them a single token of the parser, so cut into pairs
 # too. Not into single characters as well: a letter of these scripts is a sound, not a word.

@@ -10,7 +10,20 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-_WORD_RE = re.compile(r"[^\W_]+(?:[.+#-][^\W_]+)*", re.UNICODE)
+from vault.search_text import CJK_RANGES, HANGUL_RANGES, UNSPACED_CLASS, UNSPACED_RANGES, cjk_pairs
+
+# Thai, Lao, Myanmar and Khmer letters with their vowel and tone marks, which Python does not count as
+# word characters and accent folding would drop: ข้าว (rice) and ข่าว (news) are different words.
+_LETTER = rf"(?:[^\W_]|[{UNSPACED_CLASS}])"
+_WORD_RE = re.compile(rf"{_LETTER}+(?:[.+#-]{_LETTER}+)*")
+_UNSPACED = re.compile(f"[{UNSPACED_CLASS}]")
+# Scripts written without spaces between words (Korean has them): compared by character pairs.
+PAIRS_COMPARED_CLASS = "".join(
+    f"{chr(low)}-{chr(high)}"
+    for low, high in [*(r for r in CJK_RANGES if r not in HANGUL_RANGES), *UNSPACED_RANGES]
+)
+_PAIRED = re.compile(f"[{PAIRS_COMPARED_CLASS}]")
+_PAIRED_RUNS = re.compile(f"[{PAIRS_COMPARED_CLASS}]+|[^{PAIRS_COMPARED_CLASS}]+")
 _STOPWORDS = frozenset(
     [
         "a",
@@ -131,7 +144,11 @@ def text_normalise(text: str) -> str:
     """Case, accents, markdown punctuation and whitespace removed: 'the same words' compare equal."""
     folded = text.casefold()
     if not folded.isascii():
-        folded = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))
+        folded = "".join(
+            ch
+            for ch in unicodedata.normalize("NFKD", folded)
+            if not unicodedata.combining(ch) or _UNSPACED.match(ch)
+        )
     return " ".join(_WORD_RE.findall(folded))
 
 
@@ -140,15 +157,36 @@ def content_hash(text: str) -> str:
 
 
 def word_set(text: str) -> frozenset[str]:
-    """Meaningful words of a text, with a crude plural fold, for set similarity."""
+    """Meaningful words of a text, with a crude plural fold, for set similarity. A run of Chinese,
+    Japanese, Thai, Lao, Myanmar or Khmer, which has no spaces between its words, gives its character
+    pairs (as search cuts it, vault/search_text.py): without them a clause was one word."""
     words = set()
-    for word in text_normalise(text).split():
-        if word in _STOPWORDS or (len(word) < 2 and not word.isdigit()):
+    for token in text_normalise(text).split():
+        if not _PAIRED.search(token):
+            _word_add(words, token)
             continue
-        if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        words.add(word)
+        for run in _PAIRED_RUNS.findall(token):
+            if _PAIRED.match(run):
+                words.update(cjk_pairs(run))
+            else:
+                for word in _WORD_RE.findall(run):
+                    _word_add(words, word)
     return frozenset(words)
+
+
+def _word_add(words: set[str], word: str) -> None:
+    if word in _STOPWORDS or (len(word) < 2 and not word.isdigit()):
+        return
+    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    words.add(word)
+
+
+def compared_by_pairs(words: frozenset[str]) -> bool:
+    """Whether a word set holds character pairs (word_set). Two different decisions can share most
+    of their pairs (使用PostgreSQL / 使用MySQL作为主数据库: 92%) as a restatement does, so such a
+    similarity may send an entry to review, never drop it."""
+    return any(_PAIRED.search(word) for word in words)
 
 
 NEAR_DUPLICATE_MIN_WORDS = 5

@@ -122,7 +122,10 @@ def _duplicate_check(agent: Agent, category: str, digest: str, words: frozenset[
     """(the existing entry, bumped, when this is a duplicate; else None, and the borderline-duplicate
     review reason or None)."""
     existing, score = _duplicate_find(agent, category, digest, words)
-    if existing is not None and score >= DUPLICATE_THRESHOLD:
+    same_text = existing is not None and existing.content_hash == digest
+    if same_text or (
+        existing is not None and score >= DUPLICATE_THRESHOLD and not trust.compared_by_pairs(words)
+    ):
         VaultEntry.objects.filter(pk=existing.pk).update(
             access_count=F("access_count") + 1, last_accessed_at=now
         )
