@@ -174,7 +174,18 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(words)
 
 
+# Words that turn a statement into its opposite: never dropped as stopwords, and two texts that differ
+# in them are not duplicates ("we decided not to use Redis" is not "we decided to use Redis"). The "t"
+# of "can't" or "doesn't", cut off at its apostrophe, is a "not".
+_NEGATIONS = frozenset(["not", "never", "nao", "nunca", "nem", "jamais"])
+
+
 def _word_add(words: set[str], word: str) -> None:
+    if word == "t":
+        word = "not"
+    if word in _NEGATIONS:
+        words.add(word)
+        return
     if word in _STOPWORDS or (len(word) < 2 and not word.isdigit()):
         return
     if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
@@ -226,12 +237,13 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
 def near_duplicate_score(a: frozenset[str], b: frozenset[str]) -> float:
     """Similarity for duplicate detection, 0.0 where word overlap would mislead.
 
-    Short texts ("port is 5432") carry their meaning in one or two words, and texts whose numbers
-    differ state different values: neither is a near-duplicate, whatever the overlap.
+    Short texts ("port is 5432") carry their meaning in one or two words, texts whose numbers
+    differ state different values, and texts whose negations differ opposite ones: none is a
+    near-duplicate, whatever the overlap.
     """
     if len(a) < NEAR_DUPLICATE_MIN_WORDS or len(b) < NEAR_DUPLICATE_MIN_WORDS:
         return 0.0
-    if _numbers(a) != _numbers(b):
+    if _numbers(a) != _numbers(b) or a & _NEGATIONS != b & _NEGATIONS:
         return 0.0
     return similarity(a, b)
 

@@ -52,8 +52,8 @@ def test_the_values_data_migrations_stored_are_what_the_code_computes():
     # vault 0003 and 0004 stored these for every entry; the duplicate check compares new ones with them.
     assert content_hash(TEXT) == "fa95c712004ea50ba1cd348f6d54ecea0f89f8211e53511cad3d5a0b4508f9ec"
     assert sketch(word_set(TEXT)) == [
-        -1905438104, -1683938196, -1605378216, -1234555939, -929199782, -424892177, -293032171, -267951246,
-    ]  # fmt: skip
+        -1905438104, -1683938196, -1605378216, -1234555939, -1207657902, -929199782, -424892177, -293032171,
+    ]  # fmt: skip  # vault 0026: "not" counted
     # vault 0026 stored them again for entries in scripts without spaces (character pairs, Thai marks).
     assert content_hash(CJK_TEXT) == "916cff98b9ed5b2b545fc110504f638ab32b6b1dea68229d4c689cfb5e454b48"
     assert sketch(word_set(CJK_TEXT)) == [

@@ -718,3 +718,19 @@ def test_a_reject_reason_over_the_limit_is_refused_not_cut(agent_a):
     with pytest.raises(services.InvalidInput):
         services.review_reject(entry_id=entry.pk, by="t", reason="x" * 501)
     assert VaultEntry.objects.get(pk=entry.pk).status == "pending"
+
+
+@pytest.mark.parametrize(
+    "negated",
+    [
+        "We decided not to use Redis for the session cache, deploying to production tomorrow.",
+        "We decided we can't use Redis for the session cache, deploying to production tomorrow.",
+        "We decided to never use Redis for the session cache, deploying to production tomorrow.",
+    ],
+)
+def test_a_negated_decision_is_not_a_duplicate_of_the_decision(api, token_a, negated):
+    """ "not" was a stopword: the two texts had the same words, and the second was dropped."""
+    _create(api, token_a, "We decided to use Redis for the session cache, deploying to production tomorrow.")
+    response = _create(api, token_a, negated)
+    assert response.status_code == 201 and response.json()["status"] == "active"
+    assert VaultEntry.objects.count() == 2
