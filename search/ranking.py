@@ -257,9 +257,10 @@ def _candidates_sql(
     params: dict,
     windows: EpochWindows | None = None,
     stats: TermStats | None = None,
+    columns: str = "id",
 ) -> str:
-    """CTEs ending in `cand`: the ids to rank, straight from the GIN index and cut by the scope (and
-    the recency windows) inside the scan.
+    """CTEs ending in `cand`: the ids to rank (with `columns`, those columns of each row, one row per
+    id), straight from the GIN index and cut by the scope (and the recency windows) inside the scan.
 
     When the terms' document frequencies (`stats`) add up to at most k, every matching row is a
     candidate (one scan of the scope, no windows). Otherwise the rows holding one of the rare terms
@@ -270,30 +271,43 @@ def _candidates_sql(
     are never lost to the cap. With windows (entries of a large table): any term in the near
     window, every term in the wide one, and any term in the whole scope only when those two give
     less than a page. The conditions on other CTEs' counts are one-time filters: a scan they
-    turn off is not run at all."""
+    turn off is not run at all.
+
+    `columns` (the ranking's columns of the table, `id` among them) are read by the scans themselves,
+    which visit each candidate's heap row anyway to check the scope and filters: the ranking then
+    needs no second visit of the row by primary key (three index pages and the heap page again, for
+    each of up to several hundred candidates)."""
     windows = windows or EpochWindows()
     condition = " AND ".join(where)
     multi = compiled.match_all != compiled.match
 
     def scan(query_param: str, gate: str = "") -> str:
         return (
-            f"SELECT id FROM {table} WHERE {gate + ' AND ' if gate else ''}{condition}"
+            f"SELECT {columns} FROM {table} WHERE {gate + ' AND ' if gate else ''}{condition}"
             f" AND search_vector @@ %({query_param})s::tsquery LIMIT %(k)s"
         )
 
+    def union(*scans: str) -> str:
+        """The rows of these scans (CTE names or subqueries), each id once."""
+        if columns == "id":
+            return " UNION ".join(f"SELECT id FROM {name}" for name in scans)
+        rows = " UNION ALL ".join(f"SELECT * FROM {name}" for name in scans)
+        return f"SELECT DISTINCT ON (id) * FROM ({rows}) u"
+
     if stats is not None and stats.exhaustive:
         return f"cand AS ({scan('q_scoped')})"
-    rare, rare_union = "", ""
+    rare = ""
+    rares: tuple[str, ...] = ()
     if "q_rare" in params:
-        rare, rare_union = f"rareq AS ({scan('q_rare')}),", " UNION SELECT id FROM rareq"
+        rare, rares = f"rareq AS ({scan('q_rare')}),", ("rareq",)
     if windows.near is None:
         if not multi:
-            return f"{rare} cand AS (SELECT id FROM ({scan('q_scoped')}) a{rare_union})"
+            return f"{rare} cand AS ({union('(' + scan('q_scoped') + ') a', *rares)})"
         return f"""
             {rare}
             anyq AS MATERIALIZED ({scan("q_scoped")}),
             allq AS ({scan("q_all_scoped", "(SELECT count(*) FROM anyq) >= %(k)s")}),
-            cand AS (SELECT id FROM anyq UNION SELECT id FROM allq{rare_union})
+            cand AS ({union("anyq", "allq", *rares)})
         """
     params["q_near"] = f"( {compiled.match} ) & {windows.near}"
     if multi:
@@ -312,7 +326,7 @@ def _candidates_sql(
         fullq AS (
             {scan("q_scoped", "(SELECT count(*) FROM (SELECT id FROM anyq UNION SELECT id FROM allq) w) < %(page)s")}
         ),
-        cand AS (SELECT id FROM anyq UNION SELECT id FROM allq UNION SELECT id FROM fullq{rare_union})
+        cand AS ({union("anyq", "allq", "fullq", *rares)})
     """
 
 

@@ -62,6 +62,9 @@ from vault.models import (
 from vault.principal import Principal
 from vault.selectors import agent_get_for_principal
 
+# What the ranking reads of an entry: read by the candidate scans (search.ranking._candidates_sql).
+RANKED_COLUMNS = "id, category, created_at, importance, last_accessed_at, access_count, status, search_vector"
+
 
 def _entries(
     compiled: CompiledQuery,
@@ -104,11 +107,11 @@ def _entries(
     # its decay and access arithmetic is skipped. The display columns (and the supersede lookup)
     # are read for the rows that make the page only.
     sql = f"""
-        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, windows, stats)},
+        WITH {_candidates_sql("vault_vaultentry", where, compiled, params, windows, stats, RANKED_COLUMNS)},
         texted AS MATERIALIZED (
             SELECT e.id, e.category, e.created_at, e.importance, e.last_accessed_at, e.access_count,
                    e.status, {_text_score_sql("e", compiled, params)} AS ts
-            FROM cand JOIN vault_vaultentry e ON e.id = cand.id
+            FROM cand e
         ),
         bounded AS (
             SELECT t.*, nth_value(ts, {wanted}) OVER (
