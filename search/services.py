@@ -1,9 +1,11 @@
 """Context injection (the memory block and the workspace-file prompt) and vocabulary upkeep.
 
 The context block keeps the headings. When it is over budget, lessons go first (least relevant
-first), then decisions, then the handoff; if it is still over, the workspace files, recovery snapshot,
-tasks, project context and finally the instructions are shortened, so the returned text never exceeds
-the budget. Every section is built on its own: one that fails is logged and reported in `warnings`,
+first), then decisions (the seed's order); if it is still over, the workspace files (no layer of the
+seed's), then the handoff, the recovery snapshot, tasks, project context and finally the instructions are
+shortened from their end (a text cut keeps its head and says so; an item is dropped only when under 20
+bytes of it would be left), so the returned text never exceeds the budget and the must-have layers
+(handoff, tasks, project context) outlive the filler. Every section is built on its own: one that fails is logged and reported in `warnings`,
 never failing the request.
 
 Memory is injected as reference data, never as instructions (in the spirit of the
@@ -296,17 +298,24 @@ def _render(sections: dict[str, _Section]) -> str:
     return f"{memory}\n---\n{tail}" if tail else memory
 
 
+# Over budget: whole items of these go first, least relevant first (seed 000: lessons, then decisions)...
+DROPPED_FIRST = ("lessons", "decisions")
+# ...then these are shortened from their end, the least essential first: the workspace files are no layer of
+# the seed's; a handoff too long for the room left keeps its head rather than vanishing whole.
+SHORTENED_NEXT = ("workspace", "handoff", "recovery", "tasks", "project", "instructions")
+
+
 def _fit_to_budget(sections: dict[str, _Section], budget: int) -> str:
     """The rendered context within `budget` tokens: the least relevant items dropped first (lessons,
-    decisions, the handoff), then what is left shortened, the least essential first."""
+    then decisions), then what is left shortened, the least essential first."""
     text = _render(sections)
-    for name in ("lessons", "decisions", "handoff"):
+    for name in DROPPED_FIRST:
         section = sections[name]
         while section.items and token_estimate(text) > budget:
             section.items.pop()
             section.dropped += 1
             text = _render(sections)
-    for name in ("workspace", "recovery", "tasks", "project", "instructions"):
+    for name in SHORTENED_NEXT:
         section = sections[name]
         while section.items and token_estimate(text) > budget:
             _shorten(section, text_bytes(text) - budget * 4)

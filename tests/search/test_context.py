@@ -386,3 +386,36 @@ def test_text_query_keeps_a_query_and_shortens_prose():
     assert query_compile(query).terms  # accepted as a query
     long_words = " ".join(f"{'x' * 60}{chr(97 + i % 26)}{i}" for i in range(40))
     assert len(text_query(long_words)) <= MAX_QUERY_CHARS
+
+
+def test_a_handoff_larger_than_the_room_left_is_cut_not_dropped(agent_a, make_entry):
+    """A handoff over the budget was dropped whole, even with most of the budget unused: the new session
+    lost its last session entirely. Its head is kept, marked as cut, and it is still cited."""
+    from search.services import TRUNCATED, context_build
+
+    handoff = make_entry(agent_a, "We shipped the ledger migration. " + "Then more detail. " * 800,
+                         category="handoffs")  # fmt: skip
+    body = context_build(agent=agent_a, command="ledger", budget_tokens=2000)
+    text = body["text"]
+    assert "Last Session:\nWe shipped the ledger migration." in text and TRUNCATED in text
+    assert body["sections"]["handoff"] | {"entry_ids": None} == {
+        "included": 1, "dropped": 0, "truncated": True, "entry_ids": None
+    }  # fmt: skip
+    assert handoff.pk in body["cited"]
+    assert 1900 < body["token_estimate"] == token_estimate(text) <= 2000
+
+
+def test_the_handoff_outlives_the_workspace_files(agent_a, make_entry):
+    """Workspace files (not one of the seed's layers) were shortened only after the handoff was dropped:
+    a long AGENTS.md pushed the latest handoff out of a 2,000-token context."""
+    from search.services import context_build
+
+    services.file_write(agent=agent_a, path="AGENTS.md", content="Be thorough. " * 1500, changed_by="t",
+                        enabled=True, sort_order=1)  # fmt: skip
+    handoff = make_entry(agent_a, "Last time we migrated the ledger to PostgreSQL 16.", category="handoffs")
+    body = context_build(agent=agent_a, command="ledger", budget_tokens=2000)
+    assert (
+        f"Last Session:\nLast time we migrated the ledger to PostgreSQL 16. (#{handoff.pk}," in body["text"]
+    )
+    assert body["sections"]["workspace"]["truncated"] and "--- AGENTS.md ---\nBe thorough." in body["text"]
+    assert body["token_estimate"] <= 2000
