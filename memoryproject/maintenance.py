@@ -13,7 +13,7 @@ from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
-from memoryproject.timestamps import bound
+from memoryproject.timestamps import bound, time_range_check
 from sessions_app.maintenance.retention import (
     message_erase,
     retention_step_expire_messages,
@@ -247,8 +247,7 @@ def _forget_criteria(*, by_id: bool, agent, category, tags, since, until, source
             "Say what to forget: ids, message_ids, or at least one criterion "
             "(agent, category, tags, since, until, source)."
         )
-    if since and until and since > until:
-        raise InvalidInput("'since' must not be after 'until'.", [{"loc": ["since"], "msg": "after until"}])
+    time_range_check(since, until)
     if "messages" in kinds and (category or tags or source):
         raise InvalidInput("category, tags and source apply to entries only; remove 'messages' from kinds.")
     return criteria
@@ -299,8 +298,8 @@ def _forget_filtered(
         entries = entries.filter(source=source)
     if since:
         entries, messages = entries.filter(created_at__gte=since), messages.filter(created_at__gte=since)
-    if until:
-        entries, messages = entries.filter(created_at__lte=until), messages.filter(created_at__lte=until)
+    if until:  # before `until`, as /search reads it: a forget deletes what the same search shows
+        entries, messages = entries.filter(created_at__lt=until), messages.filter(created_at__lt=until)
     if "entries" not in kinds:
         entries = entries.none()
     if "messages" not in kinds:

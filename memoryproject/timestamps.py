@@ -12,6 +12,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 from pydantic import AfterValidator
 
+from memoryproject.errors import InvalidInput
+
 # A day inside Python's range at both ends: every time zone's local date and time of an instant between
 # them exists (the day a daily note is filed under, a page's local time). Python cannot hold 0001-01-01
 # 00:00Z in America/New_York, nor 9999-12-31 23:00Z in Asia/Tokyo.
@@ -64,10 +66,16 @@ def stored(value: datetime, *, now: datetime | None = None) -> datetime:
     return min(value, now or timezone.now())
 
 
+def time_range_check(since: datetime | None, until: datetime | None) -> None:
+    """InvalidInput unless `since` comes before `until`: every time filter (search, forget) is the
+    half-open range since <= created_at < until, so equal bounds would select nothing."""
+    if since and until and since >= until:
+        raise InvalidInput("since must be earlier than until", [{"loc": ["since"], "msg": "after until"}])
+
+
 _FORMAT = "ISO 8601 with an offset or Z (none: UTC; a date alone: its midnight UTC)"
 SINCE = f"Only what was created at or after this instant: {_FORMAT}"
 UNTIL = f"Only what was created before this instant: {_FORMAT}"
-UNTIL_INCLUSIVE = f"Only what was created at or before this instant: {_FORMAT}"
 
 # A timestamp a caller gives to be stored (a message's `timestamp`), and a filter's bound.
 Instant = Annotated[datetime, AfterValidator(earliest_check)]

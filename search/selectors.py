@@ -30,6 +30,7 @@ from dataclasses import replace
 from django.conf import settings
 
 from memoryproject.errors import InvalidInput
+from memoryproject.timestamps import time_range_check
 from search import conversation, fusion
 from search.bm25 import TermStats
 from search.query import CompiledQuery, query_compile, query_size_check
@@ -328,8 +329,7 @@ def _filters_check(filters: SearchFilters) -> None:
             f"Unknown category {filters.category!r}; use one of: {', '.join(Category.values)}.",
             [{"loc": ["category"], "msg": "unknown category"}],
         )
-    if filters.since and filters.until and filters.since >= filters.until:
-        raise InvalidInput("since must be earlier than until", [{"loc": ["since"], "msg": "after until"}])
+    time_range_check(filters.since, filters.until)
     if filters.tags_mode not in ("any", "all"):
         raise InvalidInput("tags_mode must be 'any' or 'all'", [{"loc": ["tags_mode"], "msg": "unknown"}])
 

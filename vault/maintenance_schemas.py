@@ -6,7 +6,7 @@ from pydantic import ConfigDict
 
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import Integer
-from memoryproject.timestamps import SINCE, UNTIL_INCLUSIVE, InstantBound
+from memoryproject.timestamps import SINCE, UNTIL, InstantBound
 from vault.schemas import CategoryName, SourceName
 from vault.text import NOT_BLANK_PATTERN, TAG_FILTER_MAX, TAG_MAX_CHARS
 
@@ -115,7 +115,7 @@ class ForgetIn(InputSchema):
         },
     )
     since: InstantBound | None = Field(None, description=SINCE)
-    until: InstantBound | None = Field(None, description=UNTIL_INCLUSIVE)
+    until: InstantBound | None = Field(None, description=UNTIL)
     source: SourceName | None = None
     kinds: list[Literal["entries", "messages"]] = Field(
         default_factory=lambda: ["entries"], min_length=1, max_length=2

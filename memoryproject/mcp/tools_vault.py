@@ -13,7 +13,7 @@ from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDE
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
 from memoryproject.numbers import Integer, integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
-from memoryproject.timestamps import SINCE, UNTIL_INCLUSIVE, InstantBound
+from memoryproject.timestamps import SINCE, UNTIL, InstantBound
 from vault import selectors, services
 from vault.etags import updated_at_expected
 from vault.maintenance_schemas import FORGET_MAX_IDS, FORGET_MAX_TAGS, ForgetIn, ForgetOut
@@ -158,7 +158,7 @@ def memory_forget(
         ),
     ] = None,
     since: Annotated[InstantBound | None, Field(description=SINCE)] = None,
-    until: Annotated[InstantBound | None, Field(description=UNTIL_INCLUSIVE)] = None,
+    until: Annotated[InstantBound | None, Field(description=UNTIL)] = None,
     agent: AgentArg = None,
     all_agents: Annotated[
         Boolean,

@@ -464,6 +464,31 @@ def test_forget_messages_in_a_time_range(api, admin_token, agent_a):
     assert body["messages"] == 2 and Message.objects.count() == 1
 
 
+def test_forget_and_search_read_one_time_range_alike(api, admin_token, agent_a):
+    """`until` was "before" in /search and "at or before" in /forget: a forget with the range a search had
+    previewed also deleted what was written at `until` itself, which the preview never showed."""
+    at = "2026-03-01T10:00:00Z"
+    edge = services.entry_create(agent=agent_a, category="lessons", content="the rollout checklist")
+    earlier = services.entry_create(agent=agent_a, category="lessons", content="the rollout plan")
+    VaultEntry.objects.filter(pk=edge.pk).update(created_at=timezone.datetime.fromisoformat(at))
+    VaultEntry.objects.filter(pk=earlier.pk).update(
+        created_at=timezone.datetime.fromisoformat(at) - timedelta(seconds=1)
+    )
+    since = "2026-02-01T00:00:00Z"
+    found = api.get("/search", token=admin_token, q="rollout", since=since, until=at).json()["results"]
+    assert [r["id"] for r in found] == [earlier.pk]
+    body = api.post("/forget", {"category": "lessons", "since": since, "until": at}, token=admin_token).json()
+    assert body["count"] == 1 and list(VaultEntry.objects.values_list("pk", flat=True)) == [edge.pk]
+    for path in ("/search", "/forget"):  # an empty range is refused alike
+        response = (
+            api.get(path, token=admin_token, q="rollout", since=at, until=at)
+            if path == "/search"
+            else api.post(path, {"category": "lessons", "since": at, "until": at}, token=admin_token)
+        )
+        assert response.status_code == 422 and "since must be earlier than until" in response.json()["detail"]
+    assert VaultEntry.objects.count() == 1
+
+
 def test_forget_and_search_read_any_utc_offset_as_its_instant(api, admin_token, agent_a):
     """Python reads offsets up to 23:59; PostgreSQL refused those past 15:59 (400 from the database)."""
     from vault.models import VaultEntry
@@ -500,7 +525,10 @@ def test_forget_tenancy(api, token_a, read_token_a, outsider_token, project, ent
     [
         ({}, "Say what to forget"),
         ({"ids": [1], "category": "lessons"}, "not both"),
-        ({"since": "2026-02-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "'since' must not be after"),
+        (
+            {"since": "2026-02-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"},
+            "since must be earlier than until",
+        ),
         ({"kinds": ["messages"], "category": "lessons"}, "entries only"),
         ({"category": "nope"}, "Invalid input"),
     ],
