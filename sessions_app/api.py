@@ -151,6 +151,7 @@ def sleep(request, agent: str, payload: SleepIn):
         "handoff": result.handoff,
         "decisions": result.decisions,
         "lessons": result.lessons,
+        "warnings": result.appended.warnings if result.appended else [],
     }
 
 

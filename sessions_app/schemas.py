@@ -226,6 +226,12 @@ class StateEntryOut(Schema):
         return obj.message_id
 
 
+WARNINGS = (
+    "Steps that failed (logged), and a stored message's timestamp that was later than the server's clock "
+    "(source 'timestamp', with its loc: stored as the time it was received)"
+)
+
+
 class AppendOut(Schema):
     session: SessionOut
     stored: int
@@ -236,7 +242,7 @@ class AppendOut(Schema):
     saved_branch: str | None = Field(
         None, description="Branch created to keep messages a divergent save left"
     )
-    warnings: list[dict] = Field(default_factory=list, description="Sources that failed (logged)")
+    warnings: list[dict] = Field(default_factory=list, description=WARNINGS)
     recovery: dict | None = Field(None, description="Recovery block when the user seems to have lost context")
     buffer_logged: int = 0
 
@@ -310,6 +316,7 @@ class SleepOut(Schema):
     handoff: EntryOut | None
     decisions: list[EntryOut]
     lessons: list[EntryOut]
+    warnings: list[dict] = Field(default_factory=list, description=WARNINGS)
 
 
 class BranchIn(InputSchema):

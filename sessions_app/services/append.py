@@ -311,6 +311,7 @@ def messages_append(
         if session.status == SessionStatus.IDLE:
             _status_set(session, SessionStatus.ACTIVE, reason="new messages", by=changed_by)
         warnings, recovery, state, logged = _side_steps(agent, session, rows, changed_by)
+    warnings = [item.warning for item in unique if item.warning] + warnings
     return AppendResult(
         session, rows, duplicates, state, parent_id, saved_branch, warnings, recovery, len(logged)
     )

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, TooLarge
 from memoryproject.resilience import failure_detail, guarded
-from memoryproject.timestamps import stored
+from memoryproject.timestamps import earliest_check, shown, stored
 from sessions_app import selectors
 from sessions_app.models import Branch, Role, Session, SessionStatus, SessionTransition
 from vault.models import Agent
@@ -62,6 +62,9 @@ class MessageInput:
     tool_call_id: str = ""
     state: dict = field(default_factory=dict)
     created_at: datetime | None = None
+    # Set by message_input_check when the timestamp sent was later than the clock (stored as received):
+    # the warning the reply carries for it, if the message is stored.
+    warning: dict | None = None
 
 
 def message_input_check(raw: MessageInput | dict, index: int) -> MessageInput:
@@ -109,9 +112,17 @@ def message_input_check(raw: MessageInput | dict, index: int) -> MessageInput:
         raise invalid("state must be an object", "state")
     if isinstance(item.created_at, datetime):
         try:
-            item.created_at = stored(item.created_at)
+            sent = earliest_check(item.created_at)
         except ValueError as exc:
             raise invalid(f"timestamp {exc}", "timestamp") from None
+        item.created_at = stored(sent)
+        if item.created_at != sent:
+            item.warning = {
+                "source": "timestamp",
+                "loc": [*loc, "timestamp"],
+                "detail": f"messages[{index}]: timestamp {shown(sent)} is later than the server's clock; "
+                f"stored as the time it was received, {shown(item.created_at)}",
+            }
     _message_size_check(item, index)
     item.role = role
     return item

@@ -16,7 +16,8 @@ def test_session_log_and_memory_search_take_instants_as_the_api_does(mcp_live_ur
     async def body():
         async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
             message = {"role": "user", "text": "the rollout checklist", "timestamp": "2100-01-01T00:00:00Z"}
-            await scenarios.call(session, "session_log", session="s", messages=[message])
+            logged = await scenarios.call(session, "session_log", session="s", messages=[message])
+            assert [w["loc"] for w in logged["warnings"]] == [["messages", 0, "timestamp"]], logged
             early = {"role": "user", "text": "hello", "timestamp": "0001-01-01T00:00:00+14:00"}
             refused = await scenarios.refused(session, "session_log", session="s", messages=[early])
             assert "timestamp" in refused and "0001-01-02T00:00:00Z" in refused, refused

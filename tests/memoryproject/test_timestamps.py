@@ -109,6 +109,33 @@ def test_a_message_dated_in_the_future_does_not_come_before_what_was_said_after_
     assert notes == {"memory/2026-03-16.md"}
 
 
+def test_the_reply_says_a_timestamp_to_come_was_stored_as_received(api, token_a, agent_a):
+    """A timestamp later than the clock was clamped to the receive time silently: the caller kept
+    believing its message was stored under the date it sent."""
+    with time_machine.travel(NOW, tick=False):
+        body = append(api, token_a, "2026-03-16T11:00:00Z", "2100-01-01T00:00:00Z").json()
+        again = append(api, token_a, "2026-03-16T11:00:00Z", session="other").json()
+    assert body["stored"] == 2 and again["warnings"] == []
+    assert body["warnings"] == [
+        {
+            "source": "timestamp",
+            "loc": ["messages", 1, "timestamp"],
+            "detail": "messages[1]: timestamp 2100-01-01T00:00:00Z is later than the server's clock; "
+            "stored as the time it was received, 2026-03-16T12:00:00Z",
+        }
+    ]
+
+
+def test_sleep_says_a_timestamp_to_come_was_stored_as_received(api, token_a, agent_a):
+    messages = [{"role": "user", "text": "we decided to ship", "timestamp": "2100-01-01T00:00:00Z"}]
+    with time_machine.travel(NOW, tick=False):
+        body = api.post("/agents/agent-a/sleep", {"session": "s", "messages": messages}, token=token_a).json()
+    assert body["stored"] == 1
+    assert [(w["source"], w["loc"]) for w in body["warnings"]] == [
+        ("timestamp", ["messages", 0, "timestamp"])
+    ]
+
+
 def test_an_imported_session_dated_in_the_future_is_archived_in_its_turn(
     api, token_a, agent_a, target, tmp_path, settings
 ):
