@@ -105,6 +105,19 @@ def test_import_and_file_writes_are_redacted(agent_a):
     assert WorkspaceFile.objects.filter(content__contains="jane@").count() == 0
 
 
+def test_the_project_context_is_redacted_before_it_is_stored_and_injected(api, admin_token, token_a, project):
+    """The project context, injected into every agent's prompt, was the one text stored as sent on a
+    redacting project: a password put there reached every new session."""
+    response = api.put("/project/context", {"content": "Deploy with password: swordfish"}, token=admin_token)
+    assert response.status_code == 200 and response.json()["content"] == "Deploy with password: [REDACTED]"
+    text = api.post("/agents/agent-a/context", {"command": "deploy"}, token=token_a).json()["text"]
+    assert "Deploy with password: [REDACTED]" in text and "swordfish" not in text
+    project.redaction_enabled = False
+    project.save(update_fields=["redaction_enabled"])
+    response = api.put("/project/context", {"content": "Deploy with password: swordfish"}, token=admin_token)
+    assert response.json()["content"] == "Deploy with password: swordfish"
+
+
 @pytest.mark.django_db
 def test_a_project_can_switch_redaction_off(agent_a):
     agent_a.project.redaction_enabled = False

@@ -22,6 +22,7 @@ from vault.models import (
     path_segment_validator,
     slug_validator,
 )
+from vault.redaction import redact_for_project
 from vault.services.audit import deletion_audit_record
 from vault.services.files import file_write
 from vault.text import text_check
@@ -106,7 +107,8 @@ def project_context_set(
     seen_changed_at: datetime | None = None,
     expected: Expected | None = None,
 ) -> Project:
-    """Replace the project context (_project.md), keeping the previous text as a version.
+    """Replace the project context (_project.md), keeping the previous text as a version; redacted
+    when the project redacts.
 
     With `seen_changed_at`, the context's `context_changed_at` when the writer read it (the settings
     page's and the admin's forms), a context changed since is refused (Conflict, loc
@@ -114,6 +116,8 @@ def project_context_set(
     saved after it put back the text it had shown. With `expected` (the API's If-Match), the same
     under the same lock, refused as PreconditionFailed (412) rather than as a form's Conflict."""
     text_check(content, field="content", allow_empty=True)
+    # Injected into every agent's prompt: redacted as the entries and files are.
+    content = redact_for_project(content, project.pk)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         if seen_changed_at is not None and locked.context_changed_at != seen_changed_at:
