@@ -103,9 +103,10 @@ class _Item:
     tag: str = ""  # the source tag, rendered with the text and never truncated with it
 
     def render(self, bullet: str) -> str:
-        if "\n" in self.text and self.entry_id is not None:
+        lines = self.text.splitlines()  # every line break a reader may take as one, not only "\n"
+        if len(lines) > 1 and self.entry_id is not None:
             # Multi-line entry text: the tag on its own line, every line of the text indented.
-            body = "\n".join(ENTRY_INDENT + line if line.strip() else "" for line in self.text.splitlines())
+            body = "\n".join(ENTRY_INDENT + line if line.strip() else "" for line in lines)
             return f"{bullet}{self.tag}\n{body}" if self.tag else f"{bullet}{body}"
         return f"{bullet}{self.text} {self.tag}" if self.tag else f"{bullet}{self.text}"
 
