@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
-from sessions_app.models import Message
+from sessions_app.models import Checkpoint, Message, WorkingBufferEntry
 from vault.maintenance.retention import retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
 from vault.models import CompactionRun, DeletionAudit, Project, RetentionMark
@@ -28,7 +28,22 @@ def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: 
         now=now,
     )
     RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE, object_id=message.pk).delete()
+    _message_copies_erase(message)
     message.delete()
+
+
+def _message_copies_erase(message: Message) -> None:
+    """Erase the copies of a message's text kept beside it, which the recovery block and the context
+    injection read: its working-buffer rows, and its text in its agent's checkpoint (which holds texts,
+    not ids: every copy of that text goes, the safe side for a message someone asked to forget)."""
+    WorkingBufferEntry.objects.filter(session_id=message.session_id, message_id=message.pk).delete()
+    checkpoint = Checkpoint.objects.select_for_update().filter(agent_id=message.agent_id).first()
+    if checkpoint is None or not isinstance(checkpoint.messages, list):
+        return
+    kept = [m for m in checkpoint.messages if not (isinstance(m, dict) and m.get("text") == message.text)]
+    if len(kept) != len(checkpoint.messages):
+        checkpoint.messages = kept
+        checkpoint.save(update_fields=["messages"])
 
 
 def _messages_mark(project: Project, ids: list[int], now: datetime) -> list[int]:

@@ -202,3 +202,30 @@ def test_entries_never_cited_for_long_sink_in_ranking(agent_a, make_entry, setti
     assert stale_score == pytest.approx(fresh_score * 0.9, rel=1e-4)
     services.entries_mark_accessed([entry.pk])  # cited once: no longer penalised
     assert results(agent_a, "kafka retention")[0]["score"] > fresh_score
+
+
+def test_a_forgotten_message_leaves_no_copy_in_the_context(api, admin_token, token_a, agent_a):
+    """Forgetting a message deleted the row but not its copies: the agent's checkpoint (texts, not ids)
+    kept injecting it under "Recovering previous session", and its working-buffer row kept it too."""
+    from sessions_app.models import Message, Session, WorkingBufferEntry
+    from sessions_app.services import checkpoint_save
+
+    said = [
+        {"id": "m1", "role": "user", "text": "my locker code is 4417"},
+        {"id": "m2", "role": "assistant", "text": "noted the locker"},
+    ]
+    assert (
+        api.post("/agents/agent-a/messages", {"session": "s", "messages": said}, token=token_a).status_code
+        == 200
+    )
+    session = Session.objects.get(agent=agent_a)
+    secret = Message.objects.get(client_id="m1")
+    WorkingBufferEntry.objects.create(session=session, message_id=secret.pk, side="human", text=secret.text,
+                                      created_at=secret.created_at)  # fmt: skip
+    checkpoint_save(agent=agent_a, session=session)
+    assert "4417" in context(agent_a)["text"]
+    assert api.post("/forget", {"message_ids": [secret.pk]}, token=admin_token).json()["messages"] == 1
+    assert "4417" not in context(agent_a)["text"]
+    assert "noted the locker" in context(agent_a)["text"]
+    assert "4417" not in str(api.get("/agents/agent-a/checkpoint", token=token_a).json())
+    assert not WorkingBufferEntry.objects.filter(message_id=secret.pk).exists()
