@@ -103,12 +103,16 @@ class _Item:
     tag: str = ""  # the source tag, rendered with the text and never truncated with it
 
     def render(self, bullet: str) -> str:
-        lines = self.text.splitlines()  # every line break a reader may take as one, not only "\n"
+        text = self.text
+        fence = _fence_open(text)
+        if fence:  # a block the text opened and never closed would turn the rest of the context into code
+            text = f"{text}\n{fence}"
+        lines = text.splitlines()  # every line break a reader may take as one, not only "\n"
         if len(lines) > 1 and self.entry_id is not None:
             # Multi-line entry text: the tag on its own line, every line of the text indented.
             body = "\n".join(ENTRY_INDENT + line if line.strip() else "" for line in lines)
             return f"{bullet}{self.tag}\n{body}" if self.tag else f"{bullet}{body}"
-        return f"{bullet}{self.text} {self.tag}" if self.tag else f"{bullet}{self.text}"
+        return f"{bullet}{text} {self.tag}" if self.tag else f"{bullet}{text}"
 
 
 def source_tag(entry_id: int, source: str, created_at, source_session_id: int | None = None) -> str:

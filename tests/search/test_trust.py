@@ -229,3 +229,21 @@ def test_a_forgotten_message_leaves_no_copy_in_the_context(api, admin_token, tok
     assert "noted the locker" in context(agent_a)["text"]
     assert "4417" not in str(api.get("/agents/agent-a/checkpoint", token=token_a).json())
     assert not WorkingBufferEntry.objects.filter(message_id=secret.pk).exists()
+
+
+@pytest.mark.parametrize("category", ["handoffs", "project", "workspace"])
+def test_a_code_fence_left_open_is_closed_where_its_text_ends(agent_a, make_entry, category):
+    """A handoff (or project context, or workspace file) that opened a ``` block and never closed it
+    turned the rest of the block, the instructions included, into code."""
+    text = "Notes:\n```python\nprint('ledger')"
+    if category == "handoffs":
+        make_entry(agent_a, text, category="handoffs")
+    elif category == "project":
+        agent_a.project.context = text
+        agent_a.project.save()
+    else:
+        services.file_write(agent=agent_a, path="AGENTS.md", content=text, changed_by="t", enabled=True)
+    body = context(agent_a)["text"]
+    fences = [line for line in body.splitlines() if line.lstrip().startswith("```")]
+    assert len(fences) == 2, body
+    assert body.index(fences[1].strip(), body.index("print('ledger')")) < body.index("## MEMORY: When asked")
