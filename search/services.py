@@ -5,8 +5,8 @@ first), then decisions (the seed's order); if it is still over, the workspace fi
 seed's), then the handoff, the recovery snapshot, tasks, project context and finally the instructions are
 shortened from their end (a text cut keeps its head and says so; an item is dropped only when under 20
 bytes of it would be left), so the returned text never exceeds the budget and the must-have layers
-(handoff, tasks, project context) outlive the filler. Every section is built on its own: one that fails is logged and reported in `warnings`,
-never failing the request.
+(handoff, tasks, project context) outlive the workspace files. Every section is built on its own: one
+that fails is logged and reported in `warnings`, never failing the request.
 
 Memory is injected as reference data, never as instructions (in the spirit of the
 summary prefix): a REFERENCE_NOTE line opens the block, only active entries are injected (pending,
