@@ -3,6 +3,7 @@ admin token of another project), plus a project admin token and a small JSON API
 
 import json
 import time
+import types
 
 # numpy is imported here, before any test, not first by the embedding model in a query-embed thread
 # while a test runs: pytest.approx looks numpy up in sys.modules and failed on the half-imported module
@@ -223,3 +224,14 @@ def until_another_connection_waits_for_a_lock(seconds: float = 10) -> None:
             if cursor.fetchone()[1]:
                 return
         time.sleep(0.02)
+
+
+@pytest.fixture
+def one_rate_window(monkeypatch):
+    """django-ratelimit counts in fixed windows: requests that straddle the end of one start a new
+    count, and a test counting up to a limit would then see 200 where it expects 429. Its clock
+    stands still for the test."""
+    import django_ratelimit.core
+
+    now = time.time()
+    monkeypatch.setattr(django_ratelimit.core, "time", types.SimpleNamespace(time=lambda: now))

@@ -6,8 +6,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -60,17 +58,6 @@ def test_the_server_refuses_to_start_with_the_old_public_key():
     )
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stderr
-
-
-@pytest.fixture
-def one_rate_window(monkeypatch):
-    """django-ratelimit counts in fixed windows: requests that straddle the end of one start a new
-    count, and a test counting up to a limit would then see 200 where it expects 429. Its clock
-    stands still for the test."""
-    import django_ratelimit.core
-
-    now = time.time()
-    monkeypatch.setattr(django_ratelimit.core, "time", types.SimpleNamespace(time=lambda: now))
 
 
 @override_settings(MEMORY_API_RATE_LIMIT="3/m")
