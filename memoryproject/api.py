@@ -36,7 +36,7 @@ class BearerAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
         principal = token_authenticate(token)
         if principal is not None:
-            api_rate_check(request, principal)
+            api_rate_check(principal)
         return principal
 
 

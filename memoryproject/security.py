@@ -91,9 +91,10 @@ def _rate_limit_skipped_warn(exc: Exception) -> None:
         logger.warning("API rate limit not counted: the cache (Redis) cannot be reached: %s", exc)
 
 
-def api_rate_check(request, principal) -> None:
-    """Count this request against its token's limit (MEMORY_API_RATE_LIMIT, shared by every web process
-    through the cache); raise RateLimited when the token is over it."""
+def api_rate_check(principal) -> None:
+    """Count a request of this token against its limit (MEMORY_API_RATE_LIMIT, shared by every web process
+    through the cache); raise RateLimited when the token is over it. The REST API and MCP over HTTP
+    count on the same counter: a token has one allowance, whichever way it calls."""
     from django.conf import settings
     from django_ratelimit import ALL
     from django_ratelimit.core import get_usage
@@ -103,9 +104,9 @@ def api_rate_check(request, principal) -> None:
         return
     try:
         usage = get_usage(
-            request,
+            None,  # counted whatever the method; the key is the token's, not the request's
             group="api-token",
-            key=lambda group, req: str(principal.token_id),
+            key=lambda group, request: str(principal.token_id),
             rate=rate,
             method=ALL,
             increment=True,

@@ -199,7 +199,8 @@ CACHES = {
 }
 
 # --- Security: rate limits, login throttling, HTTPS, Content-Security-Policy -------------------
-# Requests per token ("<count>/<s|m|h|d>", django-ratelimit syntax; empty = no limit): 429 + Retry-After.
+# Requests per token, REST API and /mcp on one counter ("<count>/<s|m|h|d>", django-ratelimit syntax;
+# empty = no limit): 429 + Retry-After.
 MEMORY_API_RATE_LIMIT = env_str("MEMORY_API_RATE_LIMIT", "3000/m", keep_empty=True)  # empty: no limit
 if MEMORY_API_RATE_LIMIT and not re.fullmatch(r"\d+/\d*[smhd]", MEMORY_API_RATE_LIMIT):
     raise ImproperlyConfigured("MEMORY_API_RATE_LIMIT must look like 3000/m (count/period), or be empty")

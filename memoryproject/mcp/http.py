@@ -1,8 +1,9 @@
 """Streamable HTTP at /mcp: the SDK's Starlette app (stateless, JSON responses) behind the bearer check.
 
 `BearerGate` authenticates `Authorization: Bearer <token>` with the REST API's token_authenticate and
-answers 401 as the REST API does; the Caller it resolves (with `?agent=` from the URL) rides in the ASGI
-scope's state to the tools (memoryproject/mcp/caller.py).
+answers 401 as the REST API does; it counts the request against the token's rate limit on the REST
+API's counter (429 with Retry-After and a JSON-RPC error when over it); the Caller it resolves (with
+`?agent=` from the URL) rides in the ASGI scope's state to the tools (memoryproject/mcp/caller.py).
 """
 
 import json
@@ -16,8 +17,9 @@ from starlette.responses import JSONResponse
 
 from memoryproject.database_unavailable import CONNECTION_ERRORS, DETAIL, RETRY_AFTER_SECONDS
 from memoryproject.mcp.caller import Caller, in_database_thread
-from memoryproject.mcp.protocol import early_answer
+from memoryproject.mcp.protocol import early_answer, rate_limited_answer
 from memoryproject.mcp.server import mcp_server
+from memoryproject.security import RateLimited, api_rate_check
 from vault.selectors import token_authenticate
 
 MCP_PATH = "/mcp"
@@ -25,10 +27,18 @@ MCP_PATH = "/mcp"
 logger = logging.getLogger(__name__)
 
 
-def _authenticate(secret: str):
+def _admit(secret: str):
+    """The token's principal (None when unknown) and, when the request puts it over MEMORY_API_RATE_LIMIT,
+    the RateLimited refusal: the REST API's check, on its counter."""
     close_old_connections()
     try:
-        return token_authenticate(secret)
+        principal = token_authenticate(secret)
+        if principal is not None:
+            try:
+                api_rate_check(principal)
+            except RateLimited as exc:
+                return principal, exc
+        return principal, None
     finally:
         close_old_connections()
 
@@ -97,6 +107,21 @@ def _replay(body: bytes, receive):
     return replay
 
 
+async def _rate_limited(exc: RateLimited, headers, scope, receive, send):
+    """429 with Retry-After, as the REST API answers, and the JSON-RPC error under the request's id."""
+    body = None
+    declared = headers.get(b"content-length", b"")
+    if scope["method"] == "POST" and not (
+        declared.isdigit() and int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    ):
+        body = await _body_read(receive)
+        if body is None:  # the client left
+            return None
+    answer = rate_limited_answer(body, exc.detail, exc.retry_after)
+    response = JSONResponse(answer, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+    return await response(scope, receive, send)
+
+
 class BearerGate:
     def __init__(self, app):
         self.app = app
@@ -111,10 +136,10 @@ class BearerGate:
         send = _json_errors(send)
         headers = dict(scope.get("headers") or [])
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-        principal = None
+        principal = limited = None
         if scheme.lower() == "bearer" and secret.strip():
             try:
-                principal = await in_database_thread(_authenticate, secret.strip())
+                principal, limited = await in_database_thread(_admit, secret.strip())
             except CONNECTION_ERRORS as exc:  # as the REST API: retry later, not a server fault
                 logger.warning("database unavailable for %s %s: %s", scope["method"], scope["path"], exc)
                 response = JSONResponse(
@@ -128,6 +153,8 @@ class BearerGate:
                 headers={"WWW-Authenticate": "Bearer"},
             )
             return await response(scope, receive, send)
+        if limited is not None:
+            return await _rate_limited(limited, headers, scope, receive, send)
         if scope["method"] == "GET":
             # The event stream GET would open carries nothing in a stateless server (it never sends
             # unasked) and never ends; the protocol's other answer is 405.

@@ -72,3 +72,26 @@ def null_id_answer(body: bytes) -> dict | None:
 def early_answer(body: bytes) -> dict | None:
     """What a transport answers for `body` itself, or None to hand the message to the SDK."""
     return null_id_answer(body) or lone_surrogate_answer(body)
+
+
+# A token over MEMORY_API_RATE_LIMIT. MCP defines no code for it: one of the JSON-RPC server-error band
+# that the MCP schema leaves to implementations (-32000..-32019; the SDK keeps -32000 and -32001).
+RATE_LIMITED = -32005
+
+
+def request_id(body: bytes | None):
+    """The id of the JSON-RPC request in `body`, or None (a notification, a batch, not JSON)."""
+    try:
+        message = json.loads(body) if body else None
+    except ValueError:
+        return None
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def rate_limited_answer(body: bytes | None, detail: str, retry_after: int) -> dict:
+    """The JSON-RPC error for a request refused by the rate limit, under its id: the SDK's client takes
+    the error of a non-2xx answer from its body (a body without one becomes "Server returned an error
+    response"), and other clients show the body; the message is the REST API's 429 `detail`."""
+    error = {"code": RATE_LIMITED, "message": detail, "data": {"status": 429, "retry_after": retry_after}}
+    return {"jsonrpc": "2.0", "id": request_id(body), "error": error}
