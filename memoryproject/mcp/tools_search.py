@@ -79,6 +79,13 @@ def memory_search(
         integer(ge=1, le=100) | None,
         Field(description=f"Results to return (default {settings.MEMORY_SEARCH_DEFAULT_LIMIT})"),
     ] = None,
+    mode: Annotated[
+        Literal["hybrid", "lexical", "semantic"] | None,
+        Field(
+            description="Retrieval: lexical (words), semantic (meaning) or hybrid (both, fused); default "
+            "hybrid when semantic search is on, else lexical. Each result's `arms` says which found it"
+        ),
+    ] = None,
     agent: AgentArg = None,
 ) -> dict:
     caller = current_caller()
@@ -92,6 +99,7 @@ def memory_search(
         until=until,
         kinds=tuple(kinds) if kinds else selectors.KINDS,
         limit=limit or selectors.default_limit(),
+        mode=mode,
     )
     outcome = selectors.search_for_principal(
         caller.principal, q=query, agent=agent or caller.default_agent, filters=filters

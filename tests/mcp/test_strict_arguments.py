@@ -40,7 +40,7 @@ def test_every_tool_refuses_an_argument_it_does_not_take(mcp_live_url, dev, dev_
             message = {"role": "user", "text": "hello"}
             return listed, [
                 await scenarios.refused(session, "memory_save", **save, importnace=0.9),
-                await scenarios.refused(session, "memory_search", query="x", mode="lexical"),
+                await scenarios.refused(session, "memory_search", query="x", mdoe="lexical"),
                 await scenarios.refused(
                     session, "workspace_edit", path="notes.md", old_text="one", new_text="1", all=True
                 ),
@@ -56,7 +56,7 @@ def test_every_tool_refuses_an_argument_it_does_not_take(mcp_live_url, dev, dev_
     } == dict.fromkeys(scenarios.TOOLS, False)
     log = next(tool for tool in listed.tools if tool.name == "session_log")
     assert log.input_schema["$defs"]["MessageIn"]["additionalProperties"] is False
-    fields = ["importnace", "mode", "all", "messages.0.intenral", "depth"]
+    fields = ["importnace", "mdoe", "all", "messages.0.intenral", "depth"]
     assert refused == [f"Invalid input: {field}: {EXTRA}" for field in fields]
     assert not VaultEntry.objects.exists()
     assert WorkspaceFile.objects.get(agent=dev, path="notes.md").content == "one two one\n"
