@@ -4,7 +4,6 @@ import logging
 from functools import wraps
 
 from django.db import close_old_connections
-from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
@@ -23,30 +22,12 @@ from vault.models import TokenScope
 logger = logging.getLogger(__name__)
 
 
-def _resource_adapter(fn):
-    """As tool_adapter, for resources: a domain error becomes a ResourceError with the same text."""
-
-    @wraps(fn)
-    def run(*args, **kwargs):
-        close_old_connections()
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            text = describe_error(exc)
-            if text is None:
-                raise
-            raise ResourceError(text) from exc
-        finally:
-            close_old_connections()
-
-    return on_database_thread(run)
-
-
-def _prompt_adapter(fn):
-    """As tool_adapter, for prompts: a domain error becomes a JSON-RPC invalid-params error (-32602, the
-    code the SDK gives a resource that does not exist) whose message is the REST API's `detail` and whose
-    data holds the REST API's status (404, 422...). The SDK would turn any exception of a prompt into a
-    code 0 error saying only that rendering failed, and log it as a server fault."""
+def _refusal_adapter(fn):
+    """As tool_adapter, for resources and prompts: a domain error becomes a JSON-RPC invalid-params error
+    (-32602, the code the SDK gives a resource that does not exist) whose message is the REST API's
+    `detail` and whose data holds the REST API's status (404, 422...). The SDK would answer a resource's
+    refusal -32603, an internal error, and turn any exception of a prompt into a code 0 error saying
+    only that rendering failed, logged as a server fault."""
 
     @wraps(fn)
     def run(*args, **kwargs):
@@ -58,7 +39,7 @@ def _prompt_adapter(fn):
         except Exception as exc:
             text = describe_error(exc)
             if text is None:
-                logger.exception("MCP prompt %s failed", fn.__name__)
+                logger.exception("MCP resource or prompt %s failed", fn.__name__)
                 raise MCPError(INTERNAL_ERROR, "Internal server error; it has been logged.") from exc
             status = error_status(exc)
             code = INTERNAL_ERROR if status >= 500 else INVALID_PARAMS  # 503: the database is unreachable
@@ -69,7 +50,7 @@ def _prompt_adapter(fn):
     return on_database_thread(run)
 
 
-@_resource_adapter
+@_refusal_adapter
 def workspace_file(path: str) -> str:
     nul_refuse("path", path)
     target = agent_for_read(current_caller(), None)
@@ -77,21 +58,21 @@ def workspace_file(path: str) -> str:
     return selectors.file_get(agent=target, path=path).content
 
 
-@_resource_adapter
+@_refusal_adapter
 def project_context() -> str:
     caller = current_caller()
     caller.principal.require(TokenScope.READ)
     return selectors.project_for_principal(caller.principal).context
 
 
-@_resource_adapter
+@_refusal_adapter
 def handoff_latest() -> str:
     target = agent_for_read(current_caller(), None)
     entry = selectors.handoff_latest(target)
     return entry.content if entry is not None else "No handoff yet: no session of this agent has been closed."
 
 
-@_prompt_adapter
+@_refusal_adapter
 def start_session(task: str = "") -> str:
     built = context_for(None, task, None)
     return built["text"]
