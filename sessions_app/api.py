@@ -110,7 +110,9 @@ def session_state(request, agent: str, session: str | None = Query(None, max_len
 @router.post("/agents/{agent}/checkpoint", response=CheckpointOut, summary="Save the session checkpoint")
 def checkpoint_save(request, agent: str, payload: CheckpointIn):
     target = agent_for_write(request, agent)
-    session = selectors.session_find(target, payload.session or payload.chat_id)
+    session = selectors.session_find(
+        target, payload.session or payload.chat_id, field="session" if payload.session else "chat_id"
+    )
     if payload.session and session is None:
         raise NotFound(f"Session {payload.session!r} of agent {agent!r} not found.")
     return services.checkpoint_save(

@@ -12,7 +12,7 @@ from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from memoryproject.errors import NotFound
+from memoryproject.errors import InvalidInput, NotFound
 from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
 from vault import selectors as vault_selectors
 from vault import stats as vault_stats
@@ -104,11 +104,17 @@ def session_key_is_current(key: str | None) -> bool:
     return not key or key.strip() in ("", CURRENT_SESSION)
 
 
-def session_find(agent: Agent, key: str | None) -> Session | None:
+def session_find(agent: Agent, key: str | None, *, field: str = "session") -> Session | None:
     """A session of the agent by external chat id, then by numeric id; the current one when key is empty
-    or "current"."""
+    or "current". A key with a NUL, which no chat id holds (PostgreSQL text cannot), is refused naming
+    `field`, before the database refuses it with a message that names nothing."""
     if session_key_is_current(key):
         return session_current(agent)
+    if "\x00" in key:
+        raise InvalidInput(
+            f"{field} must not contain NUL (\\u0000) characters",
+            [{"loc": [field], "msg": "contains NUL characters"}],
+        )
     session = Session.objects.filter(agent=agent, external_id=key).first()
     if session is None and key.isascii() and key.isdigit() and 1 <= int(key) <= MAX_ID:
         session = Session.objects.filter(agent=agent, pk=int(key)).first()

@@ -57,11 +57,6 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
         raise InvalidInput(
             "session must be at most 200 characters", [{"loc": ["session"], "msg": "too long"}]
         )
-    if "\x00" in external_id:
-        raise InvalidInput(
-            "session must not contain NUL (\\u0000) characters",
-            [{"loc": ["session"], "msg": "contains NUL characters"}],
-        )
     if len(model_id or "") > 200:
         raise InvalidInput(
             "model_id must be at most 200 characters", [{"loc": ["model_id"], "msg": "too long"}]
