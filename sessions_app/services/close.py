@@ -19,6 +19,7 @@ from sessions_app.services.common import (
     _session_lock,
     _status_set,
     message_input_check,
+    session_label_check,
 )
 from vault import services as vault_services
 from vault.extraction import insights_extract
@@ -47,9 +48,8 @@ def checkpoint_save(
     """Save the agent's checkpoint (replacing the previous one): the last MEMORY_CHECKPOINT_MESSAGES
     non-internal messages of `messages`, or of the session's conversation when none are given, with the
     chat id and model id."""
-    for name, value in (("chat_id", chat_id), ("model_id", model_id)):
-        if len(value or "") > 200:
-            raise InvalidInput(f"{name} must be at most 200 characters", [{"loc": [name], "msg": "too long"}])
+    session_label_check("chat_id", chat_id)
+    session_label_check("model_id", model_id)
     if messages is not None:
         items = [message_input_check(raw, index) for index, raw in enumerate(messages)]
         kept = [

@@ -67,6 +67,18 @@ class MessageInput:
     warning: dict | None = None
 
 
+def session_label_check(name: str, value: str | None) -> None:
+    """A chat id or model id stored on a session or checkpoint: at most 200 characters, no NUL (which
+    PostgreSQL text cannot hold: its refusal named nothing)."""
+    if len(value or "") > 200:
+        raise InvalidInput(f"{name} must be at most 200 characters", [{"loc": [name], "msg": "too long"}])
+    if "\x00" in (value or ""):
+        raise InvalidInput(
+            f"{name} must not contain NUL (\\u0000) characters",
+            [{"loc": [name], "msg": "contains NUL characters"}],
+        )
+
+
 def message_input_check(raw: MessageInput | dict, index: int) -> MessageInput:
     """One message (the `index`th of a call) checked and normalised against the rules every stored
     message meets: role, text (characters, MEMORY_MAX_MESSAGE_BYTES), ids, tool calls and state. Raises

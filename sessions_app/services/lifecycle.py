@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memoryproject.errors import Conflict, InvalidInput
+from memoryproject.errors import Conflict
 from sessions_app import selectors
 from sessions_app.maintenance.extraction import extraction_enqueue
 from sessions_app.models import (
@@ -31,6 +31,7 @@ from sessions_app.services.common import (
     _session_create,
     _status_set,
     reply_context,
+    session_label_check,
     transition_record,
 )
 from vault.models import Agent, DeletionAudit
@@ -53,14 +54,8 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
     "current" is no chat id: it names the current session, as it does for reads (session_find), so a
     write to "current" never reopens a closed session nor creates one called "current"."""
     external_id = "" if selectors.session_key_is_current(external_id) else external_id.strip()
-    if len(external_id) > 200:
-        raise InvalidInput(
-            "session must be at most 200 characters", [{"loc": ["session"], "msg": "too long"}]
-        )
-    if len(model_id or "") > 200:
-        raise InvalidInput(
-            "model_id must be at most 200 characters", [{"loc": ["model_id"], "msg": "too long"}]
-        )
+    session_label_check("session", external_id)
+    session_label_check("model_id", model_id)
     # Most writes go to an open session that needs no change: found without the lock and a transaction
     # of their own (the append locks the session row next). Creating, reopening, restoring or changing
     # one takes the lock, so first writes that race create one session.
