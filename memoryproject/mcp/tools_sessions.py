@@ -14,6 +14,7 @@ from memoryproject.mcp.annotations import (
 )
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, EntryText
+from memoryproject.numbers import integer
 from sessions_app import selectors, services
 from sessions_app.schemas import APPEND_MAX_ITEMS, AppendOut, CheckpointOut, MessageIn, SleepOut
 
@@ -42,6 +43,16 @@ def session_log(
             json_schema_extra=APPEND_MAX_ITEMS,  # MEMORY_APPEND_MAX_MESSAGES, refused beyond by the service
         ),
     ],
+    model_id: Annotated[
+        str | None, Field(max_length=200, description="The model you run on, remembered on the session")
+    ] = None,
+    max_input_tokens: Annotated[
+        integer(ge=1000, le=100_000_000) | None,
+        Field(
+            description="Your model's context window in tokens, remembered on the session: past half of it "
+            "every exchange is also kept in the working buffer, for recovery after a context loss"
+        ),
+    ] = None,
     agent: AgentArg = None,
 ) -> dict:
     caller = current_caller()
@@ -50,7 +61,9 @@ def session_log(
         agent=target,
         messages=[m.as_input() for m in messages],
         session_key=session,
+        model_id=model_id or "",
         changed_by=caller.principal.label,
+        max_input_tokens=max_input_tokens,
     )
     out = dump(AppendOut, result.as_dict())
     out.pop("items")  # the caller sent them; ids and counts are what it needs back

@@ -59,6 +59,8 @@ def test_every_tools_advertised_limits_are_the_ones_the_server_enforces():
         "session_log": {
             "session": session,
             "messages": {"minItems": 1, "maxItems": min(10_000, settings.MEMORY_APPEND_MAX_MESSAGES)},
+            "model_id": {"maxLength": 200},
+            "max_input_tokens": {"minimum": 1000, "maximum": 100_000_000},
             "agent": agent,
         },
         "session_checkpoint": {"session": session, "agent": agent},
