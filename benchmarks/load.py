@@ -67,23 +67,55 @@ def proc_table() -> dict[int, tuple[int, float, str]]:
     return table
 
 
-def cpu_by_role(table: dict[int, tuple[int, float, str]], server_pid: int | None, client_pid: int) -> dict:
-    """CPU seconds of the server (its process and every descendant), PostgreSQL (every `postgres`
-    process) and this load client, from a `proc_table()`."""
+def database_pid() -> int | None:
+    """The pid of the embedded PostgreSQL server (its postmaster, from the data folder's postmaster.pid);
+    None when it is not running here or DATABASE_URL names another server."""
+    if not settings.EMBEDDED_DATABASE:
+        return None
+    try:
+        first = (settings.MEMORY_DATA_DIR / "pg" / "postmaster.pid").read_text().split("\n", 1)[0]
+        return int(first)
+    except (OSError, ValueError):
+        return None
+
+
+def _descendants(table: dict[int, tuple[int, float, str]], root: int | None) -> set[int]:
+    """`root` and every process below it in a `proc_table()` (empty when it is not there)."""
     children: dict[int, list[int]] = {}
     for pid, (parent, _, _) in table.items():
         children.setdefault(parent, []).append(pid)
-    server = set()
-    pending = [server_pid] if server_pid in table else []
+    found = set()
+    pending = [root] if root in table else []
     while pending:
         pid = pending.pop()
-        server.add(pid)
+        found.add(pid)
         pending += children.get(pid, [])
+    return found
+
+
+def cpu_by_role(
+    table: dict[int, tuple[int, float, str]],
+    server_pid: int | None,
+    client_pid: int,
+    database_pid: int | None = None,
+) -> dict:
+    """CPU seconds of the server (its process and every descendant), PostgreSQL and this load client,
+    from a `proc_table()`. PostgreSQL is the server `database_pid` names and its backends when it is
+    known (the embedded one), else every `postgres` process: other servers on a shared machine then
+    count too."""
+    server = _descendants(table, server_pid)
+    database = _descendants(table, database_pid) if database_pid else None
+
+    def is_database(pid: int, command: str) -> bool:
+        if database is not None:
+            return pid in database
+        return command.startswith("postgres") or "/postgres " in command or command.endswith("/postgres")
+
     totals = {"server": 0.0, "database": 0.0, "client": 0.0}
     for pid, (_, seconds, command) in table.items():
         if pid in server:
             totals["server"] += seconds
-        elif command.startswith("postgres") or "/postgres " in command or command.endswith("/postgres"):
+        elif is_database(pid, command):
             totals["database"] += seconds
         elif pid == client_pid:
             totals["client"] += seconds
@@ -206,6 +238,7 @@ def run_phase(
     client used during it."""
     result = PhaseResult(name=name)
     before = proc_table() if server_pid else {}
+    postmaster = database_pid()
     lock = threading.Lock()
     threads = [
         threading.Thread(target=_client, args=(port, token, requests, result, lock))
@@ -226,8 +259,8 @@ def run_phase(
             pid: (parent, before.get(pid, (0, 0.0, ""))[1], command)
             for pid, (parent, _, command) in after.items()
         }
-        begin = cpu_by_role(start, server_pid, os.getpid())
-        end = cpu_by_role(after, server_pid, os.getpid())
+        begin = cpu_by_role(start, server_pid, os.getpid(), postmaster)
+        end = cpu_by_role(after, server_pid, os.getpid(), postmaster)
         result.cpu = {role: end[role] - begin[role] for role in end}
     return result
 

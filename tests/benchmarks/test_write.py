@@ -6,7 +6,7 @@ import os
 import pytest
 from django.core.management import call_command
 
-from benchmarks.load import PhaseResult, cpu_by_role, proc_table
+from benchmarks.load import PhaseResult, cpu_by_role, database_pid, proc_table
 from vault.models import Agent, VaultEntry
 
 
@@ -49,6 +49,35 @@ def test_the_load_report_splits_cpu_between_server_database_and_client():
     mine = proc_table().get(os.getpid())
     if os.path.isdir("/proc"):
         assert mine is not None and mine[1] > 0 and "python" in mine[2]
+
+
+def test_it_counts_only_its_own_database_server_when_it_knows_it():
+    # Other PostgreSQL servers on the machine (another data folder's, the system one) were counted as
+    # this load's database CPU: on a shared machine the figure was twice what the load cost.
+    table = {
+        10: (1, 1.0, "python manage.py serve --no-cluster"),
+        20: (1, 2.0, "/opt/pgserver/bin/postgres -D /data/pg"),
+        21: (20, 3.0, "postgres: postgres memory [local] COPY"),
+        50: (1, 4.0, "/opt/pgserver/bin/postgres -D /other/pg"),
+        51: (50, 6.0, "postgres: postgres other [local] COPY"),
+        60: (1, 8.0, "postgres: 15/main: postgres test_x 127.0.0.1(38958) idle"),
+        30: (1, 0.5, "python manage.py bench_write --clients 8"),
+    }
+    assert cpu_by_role(table, server_pid=10, client_pid=30, database_pid=20)["database"] == 5.0
+    assert cpu_by_role(table, server_pid=10, client_pid=30)["database"] == 23.0  # unknown: every one
+
+
+def test_it_finds_the_embedded_database_servers_pid_in_its_data_folder(settings, tmp_path):
+    settings.EMBEDDED_DATABASE = True
+    settings.MEMORY_DATA_DIR = tmp_path
+    assert database_pid() is None  # not started
+    (tmp_path / "pg").mkdir()
+    (tmp_path / "pg" / "postmaster.pid").write_text("4321\n/data/pg\n1700000000\n5432\n")
+    assert database_pid() == 4321
+    (tmp_path / "pg" / "postmaster.pid").write_text("")
+    assert database_pid() is None
+    settings.EMBEDDED_DATABASE = False  # DATABASE_URL: a server this machine may not even run
+    assert database_pid() is None
 
 
 @pytest.mark.django_db
