@@ -2,7 +2,8 @@
 
 `rows_create` is `bulk_create` done that way: the rows' primary keys taken from their sequence in one
 statement, then one COPY. `rows_copy` stores rows whose keys the caller already took (`ids_allocate`),
-for rows that must point at each other (a batch of messages, each the parent of the next).
+for rows that must point at each other (a batch of messages, each the parent of the next). `row_insert`
+is `save()` of one new row with the values prepared the same way, for a hot path's single INSERT.
 
 A 50-message append spent 3.2 ms of Python in `bulk_create` (the compiler prepares and quotes each of
 the 750 values into one long INSERT, which PostgreSQL then parses) against 0.7 ms handing the same rows
@@ -62,6 +63,19 @@ def rows_create(rows: list[Model], *, using: str = "default") -> list[Model]:
     return rows
 
 
+def _preparers(model: type[Model]) -> list[tuple]:
+    """(field, attname, its preparation, the type its value goes as it is) of each stored column."""
+    return [
+        (field, field.attname, field.get_db_prep_save, _PLAIN.get(type(field)))
+        for field in model._meta.concrete_fields
+        if not field.generated
+    ]
+
+
+def _prepared(value, prepare, plain, connection):
+    return value if value is None or type(value) is plain else prepare(value, connection)
+
+
 def rows_copy(rows: Sequence[Model], *, using: str = "default") -> None:
     """Store `rows` (new instances of one model, primary keys already set) with one COPY, values
     prepared by their fields as `save` would, generated columns left to the database. Afterwards the
@@ -71,12 +85,11 @@ def rows_copy(rows: Sequence[Model], *, using: str = "default") -> None:
         return
     model = type(rows[0])
     connection = connections[using]
-    fields = [field for field in model._meta.concrete_fields if not field.generated]
+    preparers = _preparers(model)
     if any(row.pk is None for row in rows):
         raise ValueError("rows_copy needs the primary keys set (allocate them first)")
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    columns = ", ".join(connection.ops.quote_name(field.column) for field, *_ in preparers)
     table = connection.ops.quote_name(model._meta.db_table)
-    preparers = [(field.attname, field.get_db_prep_save, _PLAIN.get(type(field))) for field in fields]
     # COPY is psycopg's own (Django's cursor has no copy): its errors are wrapped as Django's would be,
     # so that a lost connection is handled like any other (503, and the connection replaced).
     statement = f"COPY {table} ({columns}) FROM STDIN"
@@ -86,11 +99,38 @@ def rows_copy(rows: Sequence[Model], *, using: str = "default") -> None:
         cursor.cursor.copy(statement) as copy,
     ):
         for row in rows:
-            values = []
-            for attname, prepare, plain in preparers:
-                value = getattr(row, attname)
-                values.append(value if value is None or type(value) is plain else prepare(value, connection))
-            copy.write_row(values)
+            copy.write_row(
+                [
+                    _prepared(getattr(row, attname), prepare, plain, connection)
+                    for _, attname, prepare, plain in preparers
+                ]
+            )
     for row in rows:
         row._state.adding = False
         row._state.db = using
+
+
+def row_insert(row: Model, *, using: str = "default") -> Model:
+    """Store one new row as `save()` stores a new instance (each field's pre_save, so auto_now
+    applies; the primary key from its sequence unless set; generated columns left to the database),
+    with an INSERT written here instead of by Django's compiler: for a new vault entry (20 columns)
+    0.26-0.30 ms of Python against 0.41-0.50 ms for `objects.create`. No signals are sent (the
+    project has no receivers)."""
+    connection = connections[using]
+    model = type(row)
+    preparers = [entry for entry in _preparers(model) if not (entry[0].primary_key and row.pk is None)]
+    values = [
+        _prepared(field.pre_save(row, True), prepare, plain, connection)
+        for field, _, prepare, plain in preparers
+    ]
+    quote = connection.ops.quote_name
+    statement = (
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f, *_ in preparers)}) "
+        f"VALUES ({', '.join(['%s'] * len(values))}) RETURNING {quote(model._meta.pk.column)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, values)
+        row.pk = cursor.fetchone()[0]
+    row._state.adding = False
+    row._state.db = using
+    return row

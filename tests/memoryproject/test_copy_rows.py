@@ -1,13 +1,14 @@
 """rows_copy stores new rows with COPY exactly as bulk_create would: every column, generated columns,
-triggers, constraints, and Django's errors."""
+triggers, constraints, and Django's errors; row_insert stores one row as save() would."""
 
 import datetime
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from memoryproject.copy_rows import ids_allocate, rows_copy, rows_create
+from memoryproject.copy_rows import ids_allocate, row_insert, rows_copy, rows_create
 from sessions_app.models import Message, Session, WorkingBufferEntry
+from vault.models import VaultEntry, WorkspaceFile
 
 
 def _message(session, pk, **fields) -> Message:
@@ -113,3 +114,43 @@ def test_rows_create_takes_keys_from_the_sequence_and_stores_rows_as_bulk_create
     after = WorkingBufferEntry.objects.create(session=session, side="human", text="x", created_at=at)
     assert after.pk > max(keys)
     assert rows_create([]) == []
+
+
+def test_row_insert_stores_a_row_as_save_would(agent_a):
+    at = datetime.datetime(2026, 11, 24, 10, 0, tzinfo=datetime.UTC)
+    values = {
+        "project_id": agent_a.project_id,
+        "agent": agent_a,
+        "category": "lessons",
+        "content": 'Deploy the quokka cluster\ttonight, "quoted" back\\slash açúcar 東京 🚀',
+        "content_hash": "ab" * 32,
+        "sketch": [-5, 3, 2_000_000_000],
+        "tags": ["ops", "deploy"],
+        "importance": 0.75,
+        "source_message_ids": [1, 2],
+        "confidence": None,
+        "created_at": at,
+        "updated_at": at,
+    }
+    saved = VaultEntry.objects.create(**{**values, "content": values["content"] + " (saved)"})
+    row = VaultEntry(**values)
+    assert row_insert(row) is row
+    assert row.pk > saved.pk and not row._state.adding and row._state.db == "default"
+    stored = VaultEntry.objects.get(pk=row.pk)
+    for field in VaultEntry._meta.concrete_fields:
+        if not field.generated:
+            assert getattr(stored, field.attname) == getattr(row, field.attname), field.name
+    assert VaultEntry.objects.filter(pk=row.pk, search_vector="quokka").exists()  # the generated vector
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM search_vocabularyword WHERE word = 'quokka'")
+        assert cursor.fetchone()[0] == 1  # the insert trigger ran
+
+
+def test_row_insert_applies_auto_now_and_raises_djangos_errors(agent_a):
+    # WorkspaceFile's created_at is auto_now_add and its updated_at auto_now: set as save() sets them.
+    row = row_insert(WorkspaceFile(project_id=agent_a.project_id, agent=agent_a, path="notes.md", content="x"))
+    stored = WorkspaceFile.objects.get(pk=row.pk)
+    assert stored.created_at is not None and stored.updated_at == row.updated_at
+    with pytest.raises(IntegrityError), transaction.atomic():
+        row_insert(WorkspaceFile(project_id=agent_a.project_id, agent=agent_a, path="notes.md", content="y"))
+    assert WorkspaceFile.objects.get(agent=agent_a, path="notes.md").content == "x"
