@@ -207,3 +207,31 @@ def test_unknown_query_parameters_are_left_alone(api, token_a, entry_a):
     """Many HTTP clients add a cache-buster; README says so."""
     response = api.get("/agents/agent-a/entries", token=token_a, _="1700000000", limit="5")
     assert response.status_code == 200 and response.json()["count"] == 1
+
+
+def test_each_part_of_a_body_is_validated_once():
+    # ninja's Schema validated a schema refusing unknown fields twice, and a nested one twice within
+    # each: each message of an append went through its validators four times.
+    from pydantic import field_validator
+
+    from memoryproject.input_schema import InputSchema
+
+    seen = []
+
+    class Part(InputSchema):
+        text: str
+
+        @field_validator("text")
+        @classmethod
+        def counted(cls, value):
+            seen.append(value)
+            return value
+
+    class Body(InputSchema):
+        parts: list[Part]
+
+    body = Body.model_validate({"parts": [{"text": "one"}, {"text": "two"}]})
+    assert [part.text for part in body.parts] == ["one", "two"]
+    assert seen == ["one", "two"]
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        Body.model_validate({"parts": [{"text": "one", "txet": "typo"}]})
