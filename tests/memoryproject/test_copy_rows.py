@@ -148,7 +148,9 @@ def test_row_insert_stores_a_row_as_save_would(agent_a):
 
 def test_row_insert_applies_auto_now_and_raises_djangos_errors(agent_a):
     # WorkspaceFile's created_at is auto_now_add and its updated_at auto_now: set as save() sets them.
-    row = row_insert(WorkspaceFile(project_id=agent_a.project_id, agent=agent_a, path="notes.md", content="x"))
+    row = row_insert(
+        WorkspaceFile(project_id=agent_a.project_id, agent=agent_a, path="notes.md", content="x")
+    )
     stored = WorkspaceFile.objects.get(pk=row.pk)
     assert stored.created_at is not None and stored.updated_at == row.updated_at
     with pytest.raises(IntegrityError), transaction.atomic():
