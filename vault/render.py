@@ -8,6 +8,7 @@ javascript: links survive.
 
 import difflib
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import markdown
@@ -15,6 +16,7 @@ import nh3
 from django.utils.html import escape, format_html, linebreaks
 from django.utils.safestring import SafeString, mark_safe
 
+from vault.search_text import CJK_CLASS, cjk_pairs, cjk_runs
 from vault.text import task_lines, task_text
 
 ALLOWED_TAGS = {
@@ -139,23 +141,89 @@ def diff_html(before: str, after: str, *, before_label: str, after_label: str) -
     return mark_safe(table)  # noqa: S308 - difflib escapes the content lines; labels escaped above
 
 
-def _query_words(query: str) -> list[str]:
-    return [w for w in re.findall(r"\w+", query.lower()) if w not in {"or", "and", "not"}]
+def _query_terms(query: str) -> tuple[list[str], list[str]]:
+    """The query's words to mark: its other words, and its runs of CJK characters as the pairs search
+    matches them by (vault/search_text.py)."""
+    words, pairs = [], []
+    for word in re.findall(r"\w+", query.lower()):
+        for run, cjk in cjk_runs(word):
+            if cjk:
+                pairs += cjk_pairs(run)
+            elif run not in {"or", "and", "not"}:
+                words.append(run)
+    return words, pairs
+
+
+# A letter or digit that is not CJK: a word starts after none (nor inside an entity such as `&amp;`),
+# and a marked word runs on over them, never into the CJK characters written after it without a space.
+_WORD_CHAR = f"[^\\W{CJK_CLASS}]"
+
+
+def _match_spans(text: str, query: str) -> list[tuple[int, int]]:
+    """Where the query's words are in `text`, in order, overlapping and touching spans merged: a word
+    from its start (what follows it in the same word included), a CJK pair wherever it is."""
+    words, pairs = _query_terms(query)
+    spans = []
+    if words:
+        alternation = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+        pattern = re.compile(rf"(?<![&#])(?<!{_WORD_CHAR})(?:{alternation}){_WORD_CHAR}*", re.IGNORECASE)
+        spans += [m.span() for m in pattern.finditer(text)]
+    for pair in set(pairs):
+        spans += [(m.start(), m.start() + len(pair)) for m in re.finditer(f"(?={re.escape(pair)})", text)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _marked(text: str, query: str) -> str:
+    """`text` (escaped already) with the query's words in <mark>."""
+    out, done = [], 0
+    for start, end in _match_spans(text, query):
+        out += [text[done:start], "<mark>", text[start:end], "</mark>"]
+        done = end
+    return "".join(out) + text[done:]
+
+
+def _cut_point(text: str, index: int) -> int:
+    """`index`, moved back to the start of the character a reader sees: never between a letter and its
+    combining accent, an emoji and its modifier or joiner, or the two halves of a flag."""
+    index = max(0, min(index, len(text)))
+    while 0 < index < len(text) and (
+        unicodedata.combining(text[index])
+        or unicodedata.category(text[index]) in ("Mn", "Me", "Mc")
+        or text[index] in "\u200d\ufe0e\ufe0f"
+        or text[index - 1] == "\u200d"
+        or 0x1F3FB <= ord(text[index]) <= 0x1F3FF
+    ):
+        index -= 1
+    if 0 < index < len(text) and _REGIONAL.match(text[index]):  # flags: pairs counted from the run's start
+        run_start = index
+        while run_start > 0 and _REGIONAL.match(text[run_start - 1]):
+            run_start -= 1
+        index -= (index - run_start) % 2
+    return index
+
+
+_REGIONAL = re.compile("[\U0001f1e6-\U0001f1ff]")
+
+
+def _first_match(text: str, query: str) -> tuple[int, int]:
+    spans = _match_spans(text, query)
+    return spans[0] if spans else (0, 0)
 
 
 def highlight(text: str, query: str, *, length: int = 240) -> SafeString:
     """An escaped excerpt of text around the first match of the query's words, matches in <mark>."""
-    words = _query_words(query)
-    lowered = text.lower()
-    first = min((lowered.find(w) for w in words if w in lowered), default=0)
-    start = max(0, first - length // 3)
-    excerpt = text[start : start + length]
-    html = escape(excerpt)
-    if words:
-        pattern = re.compile("(" + "|".join(re.escape(escape(w)) for w in words) + r")\w*", re.IGNORECASE)
-        html = pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", html)
+    first, _ = _first_match(text, query)
+    start = _cut_point(text, first - length // 3)
+    end = _cut_point(text, start + length)
+    html = _marked(escape(text[start:end]), query)
     prefix = "…" if start > 0 else ""
-    suffix = "…" if start + length < len(text) else ""
+    suffix = "…" if end < len(text) else ""
     return mark_safe(prefix + html + suffix)  # noqa: S308 - built from escaped text
 
 
@@ -168,11 +236,10 @@ def snippet_markdown(text: str, query: str, *, length: int = 240) -> SafeString:
     pages render it (sanitised; task boxes shown, not tickable), matches in <mark>.
 
     The excerpt starts at the beginning of a line when one is near the match, so lists and
-    headings keep their markup, and ends at a space, so no word is cut.
+    headings keep their markup, and ends at a space, so no word is cut; in text without spaces near
+    the match (Chinese, a long address) it is cut between characters, the match kept inside.
     """
-    words = _query_words(query)
-    lowered = text.lower()
-    first = min((lowered.find(w) for w in words if w in lowered), default=0)
+    first, first_end = _first_match(text, query)
     line_start = text.rfind("\n", 0, first) + 1
     if first - line_start <= length // 2:
         start = line_start
@@ -182,24 +249,20 @@ def snippet_markdown(text: str, query: str, *, length: int = 240) -> SafeString:
                 break
             start = earlier
     else:
-        start = text.rfind(" ", 0, first - length // 3) + 1
+        space = text.rfind(" ", first - length // 2, first - length // 3)
+        start = space + 1 if space != -1 else _cut_point(text, first - length // 3)
     end = start + length
     if end < len(text):
-        space = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
-        end = space if space > start else end
+        after = max(start, first_end)
+        space = max(text.rfind(" ", after, end), text.rfind("\n", after, end))
+        end = space if space > start else _cut_point(text, end)
     excerpt = text[start:end].strip()
     if start > line_start:
         excerpt = "…" + excerpt
     if end < len(text):
         excerpt += " …"
     html = str(markdown_with_tasks(excerpt, toggle_url=None, csrf_token=None))
-    if words:
-        pattern = re.compile(r"(?<![&#\w])(" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
-        parts = _TAG_RE.split(html)
-        html = "".join(
-            part if part.startswith("<") else pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", part)
-            for part in parts
-        )
+    html = "".join(part if part.startswith("<") else _marked(part, query) for part in _TAG_RE.split(html))
     return mark_safe(html)  # noqa: S308 - sanitised markdown, our <mark> tags added in text only
 
 

@@ -4,7 +4,7 @@ import time
 import pytest
 
 from memoryproject.errors import InvalidInput
-from vault.render import bar_chart, diff_html, markdown_with_tasks, snippet_markdown
+from vault.render import bar_chart, diff_html, highlight, markdown_with_tasks, snippet_markdown
 from vault.text import task_line_set, task_lines
 
 
@@ -66,6 +66,33 @@ def test_a_search_snippet_marks_text_only_and_stays_sanitised():
     html = snippet_markdown("[amp link](http://amp.example/) AT&T <script>amp()</script>", "amp")
     assert 'href="http://amp.example/"' in html and "<mark>amp</mark> link" in html
     assert "&amp;T" in html and "<script" not in html and "&lt;script&gt;<mark>amp</mark>()" in html
+
+
+def test_a_search_snippet_keeps_a_match_deep_in_text_without_spaces():
+    """A long address or a paragraph of Chinese has no space to start the excerpt at: it starts near
+    the match, which the excerpt used to leave out (it began at the text's start)."""
+    url = "see https://example.com/" + "x" * 500 + "/deploy-key and more"
+    assert "<mark>deploy</mark>" in snippet_markdown(url, "deploy") + highlight(url, "deploy")
+    chinese = "前面的说明" * 120 + "部署密钥在保险库里" + "后面" * 200
+    assert "<mark>部署密钥</mark>" in snippet_markdown(chinese, "部署密钥")
+    assert "<mark>部署密钥</mark>" in highlight(chinese, "部署密钥")
+
+
+def test_a_mark_neither_stops_at_nor_runs_into_cjk_characters():
+    text = "我们决定使用Redis作为会话缓存，因为它很快。 redis-cli works"
+    for render in (snippet_markdown, highlight):
+        assert re.findall("<mark>(.*?)</mark>", render(text, "Redis")) == ["Redis", "redis"]
+        assert re.findall("<mark>(.*?)</mark>", render(text, "会话缓存")) == ["会话缓存"]
+        assert re.findall("<mark>(.*?)</mark>", render(text, "会话缓存是什么")) == ["会话缓存"]
+        assert re.findall("<mark>(.*?)</mark>", render(text, "catalog log")) == []
+
+
+@pytest.mark.parametrize("cluster", ["👍🏽", "👩\u200d💻", "🇯🇵", "é"])  # the last: e and a combining accent
+def test_an_excerpt_never_cuts_what_reads_as_one_character(cluster):
+    text = cluster * 300 + " deploy " + cluster * 300
+    for html in (snippet_markdown(text, "deploy", length=101), highlight(text, "deploy", length=101)):
+        body = re.sub(r"</?(p|mark)>|…| ", "", str(html)).replace("deploy", "")
+        assert body and body == cluster * (len(body) // len(cluster)), body[:12]
 
 
 def test_the_diff_escapes_content():
