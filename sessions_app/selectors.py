@@ -267,6 +267,14 @@ def archive_messages(session: Session) -> list[dict]:
     return archive_payload(session).get("messages", [])
 
 
+def archive_conversation(session: Session) -> list[dict]:
+    """The message rows of a session's archive as its page shows them: `created_at` an instant (the
+    archive keeps it as ISO text in UTC), so that it is shown in TIME_ZONE as the live messages are."""
+    return [
+        {**row, "created_at": datetime.fromisoformat(row["created_at"])} for row in archive_messages(session)
+    ]
+
+
 def archived_messages_search(
     project_id: int, agent_ids: list[int] | None, words: list[str], limit: int = 20
 ) -> list[dict]:

@@ -53,7 +53,7 @@ def session_detail(request, project, agent, session_id):
             "project": agent.project,
             "session": session,
             "archived": archived,
-            "archived_messages": selectors.archive_messages(session) if archived else [],
+            "archived_messages": selectors.archive_conversation(session) if archived else [],
             "branches": branches,
             "branch": chosen,
             "conversation": conversation,
