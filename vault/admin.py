@@ -335,9 +335,6 @@ class VaultEntryAdmin(admin.ModelAdmin):
     inlines = [EntryVersionInline]
     list_select_related = ["agent__project"]
 
-    class Media:
-        css = {"all": ["css/admin.css"]}
-
     @admin.display(description="content")
     def preview(self, obj):
         one_line = " ".join(obj.content.split())
