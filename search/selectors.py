@@ -22,7 +22,6 @@ of the relevance of the turns next to it that the search found (search/conversat
 is computed at query time: nothing periodically rewrites stored decay factors or term statistics.
 """
 
-import re
 import time
 from concurrent.futures import Future
 from dataclasses import replace
@@ -53,7 +52,7 @@ from search.ranking import (
     entry_where,
     newest_entry_sql,
 )
-from search.snippets import snippet_build
+from search.snippets import snippet_build, word_exact_regex, words_regex
 from sessions_app.selectors import archived_messages_matching
 from vault.models import (
     Agent,
@@ -268,14 +267,9 @@ def _archived_session_messages(
     patterns = compiled.patterns
     if not patterns:
         return []
-    alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
-    any_term = re.compile(rf"(?<!\w)(?:{alternation})\w*", re.IGNORECASE)
-    excluded = [re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE) for word in compiled.excluded]
-    term_res = [
-        re.compile(rf"(?<!\w)(?:{'|'.join(term.patterns)})\w*", re.IGNORECASE)
-        for term in compiled.terms
-        if term.patterns
-    ]
+    any_term = words_regex(patterns)
+    excluded = [word_exact_regex(word) for word in compiled.excluded]
+    term_res = [words_regex(term.patterns) for term in compiled.terms if term.patterns]
     rows = []
     for row in archived_messages_matching(
         project_id=scope.project_id, agent_ids=scope.agent_ids, tsquery=compiled.match_terms or compiled.match

@@ -2,27 +2,63 @@
 
 import re
 
+from vault.search_text import CJK_CLASS
+
 _SNIPPET_BEFORE = 30
 SNIPPET_CHARS = 120
+# A letter or digit that is not CJK: a match starts after none and runs on over them, but never into the
+# CJK characters written after it without a space; a CJK pair matches inside its run.
+_WORD_CHAR = f"[^\\W{CJK_CLASS}]"
+
+
+def words_regex(patterns: list[str]) -> re.Pattern:
+    """A text's words that the patterns (a query's, CompiledQuery.patterns) match: from a word's start,
+    or anywhere in a run of CJK characters."""
+    alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
+    return re.compile(rf"(?<!{_WORD_CHAR})(?:{alternation}){_WORD_CHAR}*", re.IGNORECASE)
+
+
+def word_exact_regex(word: str) -> re.Pattern:
+    """`word` as a whole word (an excluded one), by words_regex's rule of where words start and end."""
+    return re.compile(rf"(?<!{_WORD_CHAR}){re.escape(word)}(?!{_WORD_CHAR})", re.IGNORECASE)
+
+
+def _spans(flat: str, patterns: list[str]) -> list[tuple[int, int]]:
+    """Where the patterns match, overlapping and touching matches merged (a run's pairs into one)."""
+    if not patterns:
+        return []
+    alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
+    regex = re.compile(rf"(?<!{_WORD_CHAR})(?=((?:{alternation}){_WORD_CHAR}*))", re.IGNORECASE)
+    merged: list[tuple[int, int]] = []
+    for match in regex.finditer(flat):
+        start, end = match.start(), match.start() + len(match.group(1))
+        if end == start:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def snippet_build(text: str, patterns: list[str], *, mark: tuple[str, str] = ("**", "**")) -> str:
     """About 120 characters around the first match of a query word, matches marked."""
     flat = " ".join(text.split())
-    regex = None
-    if patterns:
-        alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
-        regex = re.compile(rf"(?<!\w)(?:{alternation})\w*", re.IGNORECASE)
-    first = regex.search(flat) if regex else None
-    start = max(0, first.start() - _SNIPPET_BEFORE) if first else 0
+    spans = _spans(flat, patterns)
+    start = max(0, spans[0][0] - _SNIPPET_BEFORE) if spans else 0
     if start > 0:
-        space = flat.find(" ", start, first.start())
+        space = flat.find(" ", start, spans[0][0])
         start = space + 1 if space != -1 else start
     end = min(len(flat), start + SNIPPET_CHARS)
     if end < len(flat):
         space = flat.rfind(" ", start + SNIPPET_CHARS // 2, end)
         end = space if space != -1 else end
-    window = flat[start:end]
-    if regex:
-        window = regex.sub(lambda m: f"{mark[0]}{m.group(0)}{mark[1]}", window)
+    parts, done = [], start
+    for span_start, span_end in spans:
+        span_start, span_end = max(span_start, start), min(span_end, end)
+        if span_start >= span_end:
+            continue
+        parts += [flat[done:span_start], mark[0], flat[span_start:span_end], mark[1]]
+        done = span_end
+    window = "".join(parts) + flat[done:end]
     return ("…" if start > 0 else "") + window + ("…" if end < len(flat) else "")

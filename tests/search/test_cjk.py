@@ -6,6 +6,7 @@ was a single word, so neither "会话缓存" (session cache) nor even "Redis" fo
 import pytest
 from django.db import connection
 
+from sessions_app import services as session_services
 from sessions_app.models import Message
 
 pytestmark = pytest.mark.django_db
@@ -169,3 +170,34 @@ def test_a_quoted_cjk_word_of_five_characters_or_more_is_searched_not_refused(
     """It was looked up for typo neighbours by the text as typed, not as cut: a 500."""
     wanted = make_entry(agent_a, "セッションキャッシュには使用Redis会话缓存abcを使う")
     assert _found(api, token_a, q) == [wanted.pk]
+
+
+def _snippets(api, token, q):
+    response = api.get("/search", token=token, q=q, mode="lexical", kinds="entries", limit=10)
+    assert response.status_code == 200, response.json()
+    return [r["snippet"] for r in response.json()["results"]]
+
+
+def test_a_cjk_snippet_marks_the_words_and_keeps_a_deep_match(api, agent_a, token_a, make_entry):
+    """The snippet marked nothing inside a run of CJK characters (a mark needed a non-letter before it),
+    and so started at the text's start, leaving out a match past its first 120 characters."""
+    make_entry(agent_a, DECISION_ZH)
+    long = make_entry(agent_a, "前面的说明" * 60 + "部署密钥在保险库里" + "后面" * 100)
+    assert _snippets(api, token_a, "会话缓存") == ["我们决定使用Redis作为**会话缓存**，明天部署到生产环境。"]
+    assert _snippets(api, token_a, "Redis") == ["我们决定使用**Redis**作为会话缓存，明天部署到生产环境。"]
+    found = api.get("/search", token=token_a, q="部署密钥", mode="lexical", kinds="entries").json()["results"]
+    snippet = next(r["snippet"] for r in found if r["id"] == long.pk)
+    assert "**部署密钥**" in snippet and snippet.startswith("…")
+
+
+def test_an_archived_cjk_message_is_found(api, agent_a, token_a):
+    """An archived session's messages are matched in Python by the query's patterns: a pattern needed a
+    non-letter before it, so a word inside a run of CJK characters (and Redis in 用Redis) found nothing."""
+    result = session_services.messages_append(
+        agent=agent_a, session_key="cold", messages=[{"role": "user", "text": DECISION_ZH}]
+    )
+    session_services.session_archive(session=result.session)
+    for q in ("会话缓存", "Redis", "我们用什么做会话缓存？"):
+        found = api.get("/search", token=token_a, q=q, kinds="messages", status="archived").json()["results"]
+        assert [r["snippet"].replace("**", "") for r in found] == [DECISION_ZH], q
+        assert "**" in found[0]["snippet"], q
