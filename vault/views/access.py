@@ -17,7 +17,12 @@ UNPROCESSABLE = 422
 
 
 def is_htmx(request) -> bool:
-    return request.headers.get("HX-Request") == "true"
+    """Whether htmx asks for a part of the page. Not when it restores a page its history cache lost
+    (the back button): it puts the answer in place of the whole body, so that needs the whole page."""
+    return (
+        request.headers.get("HX-Request") == "true"
+        and request.headers.get("HX-History-Restore-Request") != "true"
+    )
 
 
 def _htmx_page(request) -> str:
