@@ -2,13 +2,11 @@
 
 import re
 
-from vault.search_text import CJK_CLASS
+from vault.search_text import NON_CJK_WORD_CHAR
 
 _SNIPPET_BEFORE = 30
 SNIPPET_CHARS = 120
-# A letter or digit that is not CJK: a match starts after none and runs on over them, but never into the
-# CJK characters written after it without a space; a CJK pair matches inside its run.
-_WORD_CHAR = f"[^\\W{CJK_CLASS}]"
+_WORD_CHAR = NON_CJK_WORD_CHAR
 
 
 def words_regex(patterns: list[str]) -> re.Pattern:

@@ -16,7 +16,7 @@ import nh3
 from django.utils.html import escape, format_html, linebreaks
 from django.utils.safestring import SafeString, mark_safe
 
-from vault.search_text import CJK_CLASS, cjk_pairs, cjk_runs
+from vault.search_text import NON_CJK_WORD_CHAR, cjk_pairs, cjk_runs
 from vault.text import task_lines, task_text
 
 ALLOWED_TAGS = {
@@ -154,9 +154,7 @@ def _query_terms(query: str) -> tuple[list[str], list[str]]:
     return words, pairs
 
 
-# A letter or digit that is not CJK: a word starts after none (nor inside an entity such as `&amp;`),
-# and a marked word runs on over them, never into the CJK characters written after it without a space.
-_WORD_CHAR = f"[^\\W{CJK_CLASS}]"
+_WORD_CHAR = NON_CJK_WORD_CHAR  # a word starts after none, nor inside an entity such as `&amp;`
 
 
 def _match_spans(text: str, query: str) -> list[tuple[int, int]]:
