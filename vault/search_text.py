@@ -81,9 +81,10 @@ _CJK = re.compile(f"[{CJK_CLASS}]")
 _PAIRED = re.compile(f"[{PAIRED_CLASS}]")
 _RUNS_PATTERN = f"[{CJK_CLASS}]+|[{UNSPACED_CLASS}]+|[^{PAIRED_CLASS}]+"
 _RUNS = re.compile(_RUNS_PATTERN)
-# A letter or digit that is not CJK (a regular expression's class): where a word of a text starts and
-# ends when it is matched in Python (search snippets and highlights), a CJK pair matching inside its run.
-NON_CJK_WORD_CHAR = f"[^\\W{CJK_CLASS}]"
+# A letter or digit that is not of a script written without spaces (CJK, Thai, Lao, Myanmar, Khmer; a
+# regular expression's class): where a word of a text starts and ends when it is matched in Python
+# (search snippets and highlights), a pair of those scripts matching inside its run.
+NON_CJK_WORD_CHAR = f"[^\\W{PAIRED_CLASS}]"
 CJK_FUNCTION_NAME = "memory_cjk_pairs"
 
 # standard_conforming_strings is on (PostgreSQL's default since 9.1): backslashes in '...' are literal.

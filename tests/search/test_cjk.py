@@ -201,3 +201,19 @@ def test_an_archived_cjk_message_is_found(api, agent_a, token_a):
         found = api.get("/search", token=token_a, q=q, kinds="messages", status="archived").json()["results"]
         assert [r["snippet"].replace("**", "") for r in found] == [DECISION_ZH], q
         assert "**" in found[0]["snippet"], q
+
+
+def test_a_word_inside_a_thai_run_is_marked_and_an_archived_thai_message_found(
+    api, agent_a, token_a, make_entry
+):
+    """Thai, Lao, Myanmar and Khmer are searched by pairs as CJK is, but the Python matching of snippets
+    and archived messages still wanted a non-letter before a word: nothing was marked inside a Thai run,
+    and an archived Thai message was never found by a word inside it."""
+    make_entry(agent_a, THAI)
+    assert _snippets(api, token_a, "แคช") == [THAI.replace("แคช", "**แคช**")]
+    result = session_services.messages_append(
+        agent=agent_a, session_key="cold-th", messages=[{"role": "user", "text": THAI}]
+    )
+    session_services.session_archive(session=result.session)
+    found = api.get("/search", token=token_a, q="แคช", kinds="messages", status="archived").json()["results"]
+    assert [r["snippet"] for r in found] == [THAI.replace("แคช", "**แคช**")]
