@@ -205,6 +205,14 @@ def _new_entry_relations(
         _new_entry_relations_known(entry, items)
 
 
+def _content_words(content: str) -> tuple[str, frozenset[str]]:
+    """A new text's content hash and word set (kept for the duplicate checks of the writes after it)."""
+    digest = trust.content_hash(content)
+    words = trust.word_set(content)
+    _word_sets.put(digest, words)
+    return digest, words
+
+
 def entry_create(
     *,
     agent: Agent,
@@ -237,9 +245,7 @@ def entry_create(
     )
     importance = _importance_check(importance)
     confidence = _importance_check(confidence) if confidence is not None else None
-    digest = trust.content_hash(content)
-    words = trust.word_set(content)
-    _word_sets.put(digest, words)
+    digest, words = _content_words(content)
     now = timezone.now()
     with transaction.atomic():
         _agent_category_lock(agent.pk, category)
@@ -263,8 +269,7 @@ def entry_create(
             if review
             else []
         )
-        # By hand (row_insert): Django's INSERT compiler cost more Python than the statement saves.
-        entry = row_insert(
+        entry = row_insert(  # by hand: Django's INSERT compiler cost more Python than the statement
             VaultEntry(
                 project_id=agent.project_id,
                 agent=agent,
