@@ -6,11 +6,12 @@ from ninja import Field, Schema
 
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import integer
+from memoryproject.output_schema import OutputSchema
 from sessions_app.schemas import RoleName
 from vault.schemas import CategoryName, SourceName, StatusName
 
 
-class SearchResultOut(Schema):
+class SearchResultOut(OutputSchema):
     kind: Literal["entry", "message", "file"]
     id: int
     agent: str
@@ -39,7 +40,7 @@ class SearchResultOut(Schema):
     )
 
 
-class SearchOut(Schema):
+class SearchOut(OutputSchema):
     results: list[SearchResultOut]
     took_ms: float
     terms: list[str] = Field(description="The query terms that were searched for, after stopwords")
