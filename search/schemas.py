@@ -4,14 +4,14 @@ from typing import Literal
 from django.conf import settings
 from ninja import Field, Schema
 
+from memoryproject.dict_schema import DictSchema
 from memoryproject.input_schema import InputSchema
 from memoryproject.numbers import integer
-from memoryproject.output_schema import OutputSchema
 from sessions_app.schemas import RoleName
 from vault.schemas import CategoryName, SourceName, StatusName
 
 
-class SearchResultOut(OutputSchema):
+class SearchResultOut(DictSchema):
     kind: Literal["entry", "message", "file"]
     id: int
     agent: str
@@ -40,7 +40,7 @@ class SearchResultOut(OutputSchema):
     )
 
 
-class SearchOut(OutputSchema):
+class SearchOut(DictSchema):
     results: list[SearchResultOut]
     took_ms: float
     terms: list[str] = Field(description="The query terms that were searched for, after stopwords")

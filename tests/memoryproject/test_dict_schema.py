@@ -1,10 +1,10 @@
-"""Response schemas built from plain dicts skip Ninja's DjangoGetter (memoryproject/output_schema.py)
+"""Schemas read from plain dicts skip Ninja's DjangoGetter (memoryproject/dict_schema.py)
 and render the same bytes."""
 
 import ninja.schema
 import pytest
 
-from memoryproject.output_schema import OutputSchema
+from memoryproject.dict_schema import DictSchema
 from tests.factories import EntryFactory
 
 
@@ -42,7 +42,7 @@ def test_it_renders_the_same_bytes_as_ninjas_way(api, token_a, agent_a, monkeypa
         EntryFactory(agent=agent_a, content=f"deploy note {n}", tags=["ops"], importance=0.25)
     fast = _search(api, token_a, agent_a).content
 
-    monkeypatch.setattr(OutputSchema, "_ninja_resolvers", {"never": None})  # every schema takes Ninja's way
+    monkeypatch.setattr(DictSchema, "_ninja_resolvers", {"never": None})  # every schema takes Ninja's way
     slow = _search(api, token_a, agent_a).content
 
     strip = lambda body: body.split(b'"took_ms"')[0]  # noqa: E731 (the time differs between calls)
@@ -50,7 +50,7 @@ def test_it_renders_the_same_bytes_as_ninjas_way(api, token_a, agent_a, monkeypa
     assert b'"results": [{' in fast
 
 
-class _WithResolver(OutputSchema):
+class _WithResolver(DictSchema):
     name: str
 
     @staticmethod
@@ -58,7 +58,7 @@ class _WithResolver(OutputSchema):
         return "resolved"
 
 
-class _Plain(OutputSchema):
+class _Plain(DictSchema):
     name: str
     size: int = 0
 
