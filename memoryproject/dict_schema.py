@@ -1,4 +1,5 @@
-"""The base of a schema read from plain dicts: answers built as dicts (the search's results).
+"""The base of a schema read from plain dicts: request bodies (InputSchema) and answers built as dicts
+(the search's results).
 
 Ninja's `Schema` wraps every input in a `DjangoGetter` before pydantic reads it, so that an ORM object's
 managers, query sets, callables and `resolve_<field>` methods are followed. A dict built for the answer

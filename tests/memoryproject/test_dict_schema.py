@@ -79,3 +79,22 @@ def test_it_still_reads_objects_through_their_attributes(getters_made):
 def test_it_refuses_a_dict_that_does_not_fit():
     with pytest.raises(ValueError):
         _Plain.model_validate({"size": 1})
+
+
+def test_it_reads_a_request_body_once_without_djangogetter(api, token_a, agent_a, getters_made):
+    body = {"category": "lessons", "content": "Deploys go out on Tuesdays.", "tags": ["ops"]}
+
+    response = api.post(f"/agents/{agent_a.slug}/entries", body, token=token_a)
+
+    assert response.status_code == 201
+    assert "EntryIn" not in getters_made
+
+
+def test_a_request_body_with_an_unknown_field_is_still_refused(api, token_a, agent_a):
+    body = {"category": "lessons", "content": "Deploys go out on Tuesdays.", "importnace": 0.9}
+
+    response = api.post(f"/agents/{agent_a.slug}/entries", body, token=token_a)
+
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "payload", "importnace"]
+    assert response.json()["errors"][0]["type"] == "extra_forbidden"
