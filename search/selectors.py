@@ -52,7 +52,7 @@ from search.ranking import (
     entry_where,
     newest_entry_sql,
 )
-from search.snippets import snippet_build, word_exact_regex, words_regex
+from search.snippets import snippet_build, word_exact_matcher, words_matcher
 from sessions_app.selectors import archived_messages_matching
 from vault.models import (
     Agent,
@@ -267,9 +267,9 @@ def _archived_session_messages(
     patterns = compiled.patterns
     if not patterns:
         return []
-    any_term = words_regex(patterns)
-    excluded = [word_exact_regex(word) for word in compiled.excluded]
-    term_res = [words_regex(term.patterns) for term in compiled.terms if term.patterns]
+    any_term = words_matcher(patterns)
+    excluded = [word_exact_matcher(word) for word in compiled.excluded]
+    term_res = [words_matcher(term.patterns) for term in compiled.terms if term.patterns]
     rows = []
     for row in archived_messages_matching(
         project_id=scope.project_id, agent_ids=scope.agent_ids, tsquery=compiled.match_terms or compiled.match

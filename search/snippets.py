@@ -2,36 +2,29 @@
 
 import re
 
-from vault.search_text import NON_CJK_WORD_CHAR
+from vault.search_text import WordMatcher
 
 _SNIPPET_BEFORE = 30
 SNIPPET_CHARS = 120
-_WORD_CHAR = NON_CJK_WORD_CHAR
 
 
-def words_regex(patterns: list[str]) -> re.Pattern:
+def words_matcher(patterns: list[str]) -> WordMatcher:
     """A text's words that the patterns (a query's, CompiledQuery.patterns) match: from a word's start,
     or anywhere in a run of CJK characters."""
-    alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
-    return re.compile(rf"(?<!{_WORD_CHAR})(?:{alternation}){_WORD_CHAR}*", re.IGNORECASE)
+    return WordMatcher(patterns)
 
 
-def word_exact_regex(word: str) -> re.Pattern:
-    """`word` as a whole word (an excluded one), by words_regex's rule of where words start and end."""
-    return re.compile(rf"(?<!{_WORD_CHAR}){re.escape(word)}(?!{_WORD_CHAR})", re.IGNORECASE)
+def word_exact_matcher(word: str) -> WordMatcher:
+    """`word` as a whole word (an excluded one), by words_matcher's rule of where words start and end."""
+    return WordMatcher([re.escape(word)], whole=True)
 
 
 def _spans(flat: str, patterns: list[str]) -> list[tuple[int, int]]:
     """Where the patterns match, overlapping and touching matches merged (a run's pairs into one)."""
     if not patterns:
         return []
-    alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
-    regex = re.compile(rf"(?<!{_WORD_CHAR})(?=((?:{alternation}){_WORD_CHAR}*))", re.IGNORECASE)
     merged: list[tuple[int, int]] = []
-    for match in regex.finditer(flat):
-        start, end = match.start(), match.start() + len(match.group(1))
-        if end == start:
-            continue
+    for start, end in WordMatcher(patterns).spans(flat):
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:

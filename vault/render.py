@@ -16,7 +16,7 @@ import nh3
 from django.utils.html import escape, format_html, linebreaks
 from django.utils.safestring import SafeString, mark_safe
 
-from vault.search_text import NON_CJK_WORD_CHAR, cjk_pairs, cjk_runs
+from vault.search_text import WordMatcher, cjk_pairs, cjk_runs
 from vault.text import task_lines, task_text
 
 ALLOWED_TAGS = {
@@ -154,18 +154,14 @@ def _query_terms(query: str) -> tuple[list[str], list[str]]:
     return words, pairs
 
 
-_WORD_CHAR = NON_CJK_WORD_CHAR  # a word starts after none, nor inside an entity such as `&amp;`
-
-
 def _match_spans(text: str, query: str) -> list[tuple[int, int]]:
     """Where the query's words are in `text`, in order, overlapping and touching spans merged: a word
     from its start (what follows it in the same word included), a CJK pair wherever it is."""
     words, pairs = _query_terms(query)
     spans = []
     if words:
-        alternation = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
-        pattern = re.compile(rf"(?<![&#])(?<!{_WORD_CHAR})(?:{alternation}){_WORD_CHAR}*", re.IGNORECASE)
-        spans += [m.span() for m in pattern.finditer(text)]
+        # Not after & or #: never inside an entity such as `&amp;` (the text is escaped already).
+        spans += WordMatcher([re.escape(w) for w in words]).spans(text, not_after="&#")
     for pair in set(pairs):
         spans += [(m.start(), m.start() + len(pair)) for m in re.finditer(f"(?={re.escape(pair)})", text)]
     merged: list[tuple[int, int]] = []
