@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Func, IntegerField, Q, Sum, Value
+from django.db.models import Q
 
 from memoryproject.errors import InvalidInput
 from memoryproject.resilience import failure_detail, guarded
@@ -199,12 +199,10 @@ def _open_tasks(content: str) -> list[str]:
     return found
 
 
-def _tasks(agent: Agent, max_chars: int | None = None) -> tuple[list[_Item], int]:
-    """Open task lines, newest entries first, and how many open tasks the entries left unread hold.
-    With `max_chars`, reading stops once that much text is collected: the budget would cut the rest
-    anyway, and an agent with thousands of task entries should not cost thousands of rows per context;
-    the rest are counted in SQL, by their open-task lines (OPEN_TASK_SQL), so the reply can say how
-    many were left out."""
+def _tasks(agent: Agent, max_chars: int | None = None) -> list[_Item]:
+    """Open task lines, newest entries first. With `max_chars`, reading stops once that much text is
+    collected: the budget would cut the rest anyway, and an agent with thousands of task entries
+    should not cost thousands of rows per context."""
     items: list[_Item] = []
     chars = 0
     # Only entries holding an open task line are read (OPEN_TASK_SQL, a superset of _open_tasks),
@@ -223,15 +221,9 @@ def _tasks(agent: Agent, max_chars: int | None = None) -> tuple[list[_Item], int
                 item = _Item(_one_line(line, 300), entry_id, tag=f"(#{entry_id})")
                 items.append(item)
                 chars += len(item.text) + len(item.tag) + 8
-        if len(rows) < TASK_PAGE:
-            return items, 0
+        if len(rows) < TASK_PAGE or (max_chars is not None and chars > max_chars):
+            return items
         after = (rows[-1][2], rows[-1][0])
-        if max_chars is not None and chars > max_chars:
-            rest = base.filter(Q(created_at__lt=after[0]) | Q(created_at=after[0], pk__lt=after[1]))
-            lines = Func(
-                F("content"), Value(OPEN_TASK_SQL), function="regexp_count", output_field=IntegerField()
-            )
-            return items, rest.aggregate(n=Sum(lines))["n"] or 0
 
 
 def _recovery(agent: Agent) -> list[_Item]:
@@ -386,7 +378,7 @@ def context_build(
     # The query's embedding (the longest step) is computed while the other sections are read.
     embedding = query_vector_start(query) if query and resolve_mode(None) == "hybrid" else None
     handoff = gather("handoff", lambda: _handoff(agent))
-    tasks, tasks_unread = gather("tasks", lambda: _tasks(agent, budget * 4), ([], 0))
+    tasks = gather("tasks", lambda: _tasks(agent, budget * 4))
     recovery = gather("recovery", lambda: _recovery(agent))
     workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
     compiled = _compiled(query)
@@ -403,7 +395,7 @@ def context_build(
         "handoff": _Section("handoff", "Last Session:", handoff),
         "decisions": _Section("decisions", "Relevant Decisions:", relevant[Category.DECISIONS], bullet="- "),
         "lessons": _Section("lessons", "Relevant Lessons:", relevant[Category.LESSONS], bullet="- "),
-        "tasks": _Section("tasks", "Open Tasks:", tasks, bullet="- [ ] ", dropped=tasks_unread),
+        "tasks": _Section("tasks", "Open Tasks:", tasks, bullet="- [ ] "),
         "recovery": _Section("recovery", "Recovering previous session:", recovery),
         "workspace": _Section("workspace", "Workspace:", [item for item in workspace if item.text]),
         "instructions": _Section("instructions", "", [_Item(instructions_block(agent))]),
