@@ -19,33 +19,36 @@ def word_exact_matcher(word: str) -> WordMatcher:
     return WordMatcher([re.escape(word)], whole=True)
 
 
-def _spans(flat: str, patterns: list[str]) -> list[tuple[int, int]]:
-    """Where the patterns match, overlapping and touching matches merged (a run's pairs into one)."""
-    if not patterns:
-        return []
+def _spans(flat: str, matcher: WordMatcher, start: int, end: int) -> list[tuple[int, int]]:
+    """Where the matcher matches from `start` to `end`, overlapping and touching matches merged (a run's
+    pairs into one)."""
     merged: list[tuple[int, int]] = []
-    for start, end in WordMatcher(patterns).spans(flat):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+    for span_start, span_end in matcher.spans(flat, pos=start):
+        if span_start >= end:
+            break
+        if merged and span_start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(span_end, merged[-1][1]))
         else:
-            merged.append((start, end))
+            merged.append((span_start, span_end))
     return merged
 
 
 def snippet_build(text: str, patterns: list[str], *, mark: tuple[str, str] = ("**", "**")) -> str:
     """About 120 characters around the first match of a query word, matches marked."""
     flat = " ".join(text.split())
-    spans = _spans(flat, patterns)
-    start = max(0, spans[0][0] - _SNIPPET_BEFORE) if spans else 0
+    matcher = WordMatcher(patterns) if patterns else None
+    first = next(matcher.spans(flat), None) if matcher else None
+    start = max(0, first[0] - _SNIPPET_BEFORE) if first else 0
     if start > 0:
-        space = flat.find(" ", start, spans[0][0])
+        space = flat.find(" ", start, first[0])
         start = space + 1 if space != -1 else start
     end = min(len(flat), start + SNIPPET_CHARS)
     if end < len(flat):
         space = flat.rfind(" ", start + SNIPPET_CHARS // 2, end)
         end = space if space != -1 else end
     parts, done = [], start
-    for span_start, span_end in spans:
+    # Only the window is searched: a long text's matches past it cost time and are not shown.
+    for span_start, span_end in _spans(flat, matcher, start, end) if first else []:
         span_start, span_end = max(span_start, start), min(span_end, end)
         if span_start >= span_end:
             continue

@@ -102,10 +102,10 @@ class WordMatcher:
         self._regex = re.compile(f"(?=({alternation}))", re.IGNORECASE)
         self._whole = whole
 
-    def spans(self, text: str, *, not_after: str = ""):
-        """Each match's (start, end), in order; they may overlap. `not_after`: characters a match may
-        not follow either."""
-        for match in self._regex.finditer(text):
+    def spans(self, text: str, *, not_after: str = "", pos: int = 0):
+        """Each match's (start, end) from `pos` on, in order; they may overlap. `not_after`: characters
+        a match may not follow either."""
+        for match in self._regex.finditer(text, pos):
             start, end = match.start(), match.end(1)
             if start and (_NON_CJK_WORD_CHAR.match(text, start - 1) or text[start - 1] in not_after):
                 continue
