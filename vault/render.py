@@ -16,7 +16,7 @@ import nh3
 from django.utils.html import escape, format_html, linebreaks
 from django.utils.safestring import SafeString, mark_safe
 
-from vault.search_text import WordMatcher, cjk_pairs, cjk_runs
+from vault.search_text import UNSPACED_CLASS, WordMatcher, cjk_pairs, cjk_runs
 from vault.text import task_lines, task_text
 
 ALLOWED_TAGS = {
@@ -141,11 +141,16 @@ def diff_html(before: str, after: str, *, before_label: str, after_label: str) -
     return mark_safe(table)  # noqa: S308 - difflib escapes the content lines; labels escaped above
 
 
+# A word of the query: letters, or a run of Thai, Lao, Myanmar or Khmer with its vowel and tone marks
+# (not `\w`), as search reads it (search/query_syntax.py).
+_QUERY_WORD_RE = re.compile(rf"[\w{UNSPACED_CLASS}]+")
+
+
 def _query_terms(query: str) -> tuple[list[str], list[str]]:
     """The query's words to mark: its other words, and its runs of CJK characters as the pairs search
     matches them by (vault/search_text.py)."""
     words, pairs = [], []
-    for word in re.findall(r"\w+", query.lower()):
+    for word in _QUERY_WORD_RE.findall(query.lower()):
         for run, cjk in cjk_runs(word):
             if cjk:
                 pairs += cjk_pairs(run)

@@ -139,3 +139,11 @@ def test_links_people_write_still_render_as_links():
     refs = "\n".join(f"[r{i}]: https://example.com/r{i}" for i in range(300))
     html = markdown_html(f"{links}\n\n{refs}\n\nA stray [ bracket, and [another.")
     assert html.count("<a ") == 600
+
+
+def test_a_thai_word_with_its_vowel_and_tone_marks_is_marked_whole():
+    """The highlight split the query's words at `\\w`, which Thai vowel and tone marks are not: เซสชัน
+    (session) was asked as เซสช and น, so every น of the text was marked and the word itself was not."""
+    text = "เราตัดสินใจใช้Redisเป็นแคชของเซสชัน แล้วก็ไปนอน"  # ... and then went to sleep (นอน)
+    for render in (snippet_markdown, highlight):
+        assert re.findall("<mark>(.*?)</mark>", render(text, "เซสชัน")) == ["เซสชัน"]
