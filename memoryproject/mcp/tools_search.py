@@ -73,12 +73,23 @@ def memory_search(
             "letters, digits, '_', '.' or '-')",
         ),
     ] = None,
+    tags_mode: Annotated[
+        Literal["any", "all"], Field(description="Entries with any (default) or all of the tags")
+    ] = "any",
     since: Annotated[InstantBound | None, Field(description=SINCE)] = None,
     until: Annotated[InstantBound | None, Field(description=UNTIL)] = None,
+    status: Annotated[
+        Literal["active", "archived", "pending", "superseded", "rejected", "all"],
+        Field(
+            description="Entries with this status (default active); 'archived' also finds the messages of "
+            "archived sessions; 'all' ranks non-active ones lower"
+        ),
+    ] = "active",
     limit: Annotated[
         integer(ge=1, le=100) | None,
         Field(description=f"Results to return (default {settings.MEMORY_SEARCH_DEFAULT_LIMIT})"),
     ] = None,
+    offset: Annotated[integer(ge=0, le=10_000), Field(description="Results to skip (paging)")] = 0,
     mode: Annotated[
         Literal["hybrid", "lexical", "semantic"] | None,
         Field(
@@ -95,10 +106,13 @@ def memory_search(
     filters = selectors.SearchFilters(
         category=category,
         tags=tags_filter_check(tags),
+        tags_mode=tags_mode,
         since=since,
         until=until,
         kinds=tuple(kinds) if kinds else selectors.KINDS,
+        status=status,
         limit=limit or selectors.default_limit(),
+        offset=offset,
         mode=mode,
     )
     outcome = selectors.search_for_principal(

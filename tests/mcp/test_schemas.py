@@ -39,6 +39,7 @@ def test_every_tools_advertised_limits_are_the_ones_the_server_enforces():
             "kinds": {"maxItems": 3},
             "tags": {"maxItems": 64},
             "limit": {"minimum": 1, "maximum": 100},
+            "offset": {"minimum": 0, "maximum": 10_000},
             "agent": agent,
         },
         "memory_save": {

@@ -43,3 +43,48 @@ def test_an_unknown_mode_is_refused_naming_it(mcp_live_url, dev, dev_token):
 
     refused = run(body)
     assert refused.startswith("Invalid input: mode:") and "'lexical'" in refused
+
+
+def test_memory_search_takes_the_rest_apis_status_tags_mode_and_offset(mcp_live_url, dev, dev_token):
+    """memory_search refused status, tags_mode and offset as unknown arguments: an agent over MCP could
+    never find an archived entry, ask for entries holding all of several tags, or page past its limit."""
+    services.entry_create(agent=dev, category="decisions", content="The ledger ran on MySQL", tags=["db"])
+    services.entry_create(
+        agent=dev, category="decisions", content="The ledger ran on Oracle", tags=["db"], status="archived"
+    )
+    both = services.entry_create(
+        agent=dev, category="decisions", content="The ledger runs on PostgreSQL", tags=["db", "prod"]
+    )
+    cases = [
+        {"status": "archived"},
+        {"status": "all"},
+        {"tags": ["db", "prod"], "tags_mode": "all"},
+        {"limit": 1, "offset": 1},
+    ]
+    rest_params = [
+        {"status": "archived"},
+        {"status": "all"},
+        {"tag": ["db", "prod"], "tags_mode": "all"},
+        {"limit": 1, "offset": 1},
+    ]
+    client = ApiClient(dev_token)
+    expected = []
+    for params in rest_params:
+        response = client.get("/search", q="ledger", kinds="entries", mode="lexical", **params)
+        assert response.status_code == 200, response.json()
+        expected.append([r["id"] for r in response.json()["results"]])
+    assert (
+        len(expected[0]) == 1 and len(expected[1]) == 3 and expected[2] == [both.pk] and len(expected[3]) == 1
+    )
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return [
+                await scenarios.call(
+                    session, "memory_search", query="ledger", kinds=["entries"], mode="lexical", **arguments
+                )
+                for arguments in cases
+            ]
+
+    answers = run(body)
+    assert [[r["id"] for r in answer["results"]] for answer in answers] == expected
