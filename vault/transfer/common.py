@@ -6,14 +6,17 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from django.db import connection
+from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
-from memoryproject.timestamps import stored
+from memoryproject.timestamps import stored, utc
 from vault import services
 from vault.models import (
     EntryStatus,
@@ -69,32 +72,131 @@ def legacy_id_fit(value: str) -> str:
     return value if len(value) <= LEGACY_ID_MAX else "h:" + _hash(value)[:40]
 
 
-def date_parse(value) -> datetime | None:
-    """ISO 8601 (with or without seconds, zone, 'Z'), a date alone, or epoch milliseconds/seconds, as
-    the instant is stored (memoryproject.timestamps.stored): in UTC, a date to come as now. Dates without
-    a zone are UTC, as the seed wrote them (`toISOString`). None for what is none of these, or before
-    0001-01-02 (an offset PostgreSQL refuses, or a year it stores but Python cannot read back)."""
+DATE_CLAMPED = "dates to come stored as the import time"
+DATE_EARLY = "dates before 0001-01-02 refused (another date used)"
+DATE_UNREADABLE = "unreadable dates (another date used)"
+DATE_EXAMPLES = 3
+
+
+@dataclass
+class DateLog:
+    """The dates an import read and did not keep as written, by kind (DATE_*), each with a few examples
+    (the file and the value): a date to come is stored as the import time, and one before 0001-01-02 or
+    unreadable (2026-02-30, 01/02/2026: day or month first?) is replaced by another (the id's, the file's).
+    An operator migrating memory must hear of each. The same value in the same file counts once (a file's
+    date is read again by the sessions writer)."""
+
+    counts: Counter = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    where: str = ""  # the file being read
+    seen: set = field(default_factory=set)
+
+    def note(self, kind: str, value) -> None:
+        key = (kind, self.where, str(value))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.counts[kind] += 1
+        shown = self.examples.setdefault(kind, [])
+        if len(shown) < DATE_EXAMPLES:
+            shown.append(f"{self.where or '(no file)'}: {value!r}")
+
+    def lines(self) -> list[str]:
+        if not self.counts:
+            return []
+        lines = ["Dates:"]
+        for kind in (DATE_CLAMPED, DATE_EARLY, DATE_UNREADABLE):
+            if self.counts[kind]:
+                lines.append(f"  {kind}: {self.counts[kind]}, e.g.")
+                lines.extend(f"    - {example}" for example in self.examples[kind])
+        return lines
+
+
+# The log of the import running in this context (`dates_logged`); None outside an import.
+_DATE_LOG: ContextVar[DateLog | None] = ContextVar("import_date_log", default=None)
+
+
+@contextmanager
+def dates_logged(log: DateLog | None):
+    """Within: every date `date_parse` reads is checked into `log`."""
+    token = _DATE_LOG.set(log)
+    try:
+        yield log
+    finally:
+        _DATE_LOG.reset(token)
+
+
+def dates_where(where) -> None:
+    """The file the dates read next come from, for the running import's DateLog examples."""
+    if (log := _DATE_LOG.get()) is not None:
+        log.where = str(where)
+
+
+def _date_note(kind: str, value) -> None:
+    if (log := _DATE_LOG.get()) is not None:
+        log.note(kind, value)
+
+
+def _instant_store(parsed: datetime, value) -> datetime | None:
+    """`parsed` as stored (memoryproject.timestamps.stored), the running import told of a clamp; None
+    (told too) before EARLIEST."""
+    now = timezone.now()
+    try:
+        result = stored(parsed, now=now)
+    except ValueError:
+        _date_note(DATE_EARLY, value)
+        return None
+    if utc(parsed) > now:
+        _date_note(DATE_CLAMPED, value)
+    return result
+
+
+def date_parse(value, *, logged: bool = True) -> datetime | None:
+    """ISO 8601 (with or without seconds, zone, 'Z'), a date alone, or epoch milliseconds/seconds, as the
+    instant is stored (memoryproject.timestamps.stored): in UTC, a date to come as now. Dates without a
+    zone are UTC, as the seed wrote them (`toISOString`). None for what is none of these, or before 0001-01-02 (an offset
+    PostgreSQL refuses, or a year it stores but Python cannot read back). Within an import
+    (`dates_logged`) a date clamped, refused or unreadable is logged; not with `logged` off (a value tried
+    as a date that need not be one, as an entry's id)."""
+    if not logged:
+        with dates_logged(None):
+            return date_parse(value)
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int | float):
         seconds = value / 1000 if value > 1e11 else value
         try:
-            return stored(datetime.fromtimestamp(seconds, tz=UTC))
+            parsed = datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
+            _date_note(DATE_UNREADABLE, value)
             return None
+        return _instant_store(parsed, value)
     if not isinstance(value, str):
         return None
     text = value.strip()
+    if not text:
+        return None
     if text.isdigit() and len(text) in (10, 13):
         return date_parse(int(text))
+    text = text.replace("Z", "+00:00").replace(" ", "T", 1)
     try:
-        return stored(datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1)))
+        parsed = datetime.fromisoformat(text)
     except ValueError:
+        _date_note(DATE_UNREADABLE, value)
         return None
+    return _instant_store(parsed, value)
 
 
 def _mtime(path: Path) -> datetime:
-    return stored(datetime.fromtimestamp(path.stat().st_mtime, tz=UTC))
+    """A file's modification time as stored; one to come (a clock set wrong) is logged as the file's."""
+    modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    log = _DATE_LOG.get()
+    where = log.where if log is not None else ""
+    dates_where(path)
+    try:
+        return _instant_store(modified, f"modified {modified.isoformat()}") or stored(modified)
+    finally:
+        dates_where(where)
 
 
 def _source_path(path: Path, report: "ImportReport") -> Path | None:
@@ -118,6 +220,7 @@ def _read_text(path: Path, report: "ImportReport", *, exact: bool = False) -> st
     its start (Notepad and other Windows tools write one) is not part of it. With `exact` (a file our
     export wrote, holding stored text as it is) the bytes are decoded as they are: line endings and a
     leading U+FEFF kept. A link out of the folder being imported is not read (`_source_path`)."""
+    dates_where(path)
     real = _source_path(path, report)
     if real is None:
         return None
@@ -228,6 +331,7 @@ class ImportReport:
     problems: list[str] = field(default_factory=list)
     progress: Callable[[str], None] | None = None
     source_root: Path | None = None  # the folder being imported, resolved: no file outside it is read
+    dates: DateLog = field(default_factory=DateLog)  # dates not kept as written (date_parse, dates_logged)
 
     def say(self, message: str) -> None:
         if self.progress:
@@ -251,6 +355,7 @@ class ImportReport:
         lines = [head]
         for key in sorted(self.counts):
             lines.append(f"  {key}: {self.counts[key]}")
+        lines.extend(self.dates.lines())
         if self.problems:
             lines.append(f"Problems ({len(self.problems)}):")
             lines.extend(f"  - {problem}" for problem in self.problems)

@@ -23,6 +23,7 @@ from vault.transfer.common import (
     _mtime,
     _read_json,
     date_parse,
+    dates_where,
 )
 from vault.transfer.writer import Importer
 
@@ -46,6 +47,7 @@ def sessions_pending_store(importer: Importer, *, attempts: int) -> None:
     inside the dry run's transaction and each of them is rolled back at once (see `sessions_step`)."""
     importer.attempts = attempts
     for item in importer.sessions_pending:
+        dates_where(item.source)
         importer.sessions_writer(importer, item)
     importer.sessions_pending = []
 

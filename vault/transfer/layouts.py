@@ -59,6 +59,8 @@ from vault.transfer.common import (
     _read_text,
     _source_path,
     date_parse,
+    dates_logged,
+    dates_where,
     then,
 )
 from vault.transfer.conversations import (
@@ -144,6 +146,7 @@ def vault_category_file_import(
         attrs = dict(ATTR_RE.findall(marker.group("attrs")))
         block = text[marker.end() : end]
         where = f"{path} (id {marker_id})"
+        dates_where(where)
         exact = _exact_block_parse(block) if attrs.get("format") == ENTRY_FORMAT else None
         if exact is not None:
             created_at, tags, content = exact
@@ -158,7 +161,7 @@ def vault_category_file_import(
         if not header_ok:
             report.problem(where, "no '## date · #tags' header line; content kept, date from the id or file")
         if created_at is None:
-            created_at = date_parse(marker_id) or mtime
+            created_at = date_parse(marker_id, logged=False) or mtime
             if header_ok:
                 report.problem(where, "unreadable date; used the id's timestamp or the file's date")
         if not content.strip():
@@ -452,7 +455,7 @@ def _run(
         report = ImportReport(dry_run=dry_run, progress=progress, source_root=Path(source).resolve())
         importer = Importer(project=project, report=report, **options)
         try:
-            with transaction.atomic():
+            with dates_logged(report.dates), transaction.atomic():
                 _import_lock(project, report)
                 body(importer)
                 importer.chains_link()
@@ -478,7 +481,8 @@ def _run(
             )
             continue
         try:
-            sessions_pending_store(importer, attempts=IMPORT_ATTEMPTS)
+            with dates_logged(report.dates):
+                sessions_pending_store(importer, attempts=IMPORT_ATTEMPTS)
         finally:
             # Entries' provenance points at the sessions as stored here, known only now (those stored
             # before a session that failed included).

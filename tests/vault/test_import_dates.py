@@ -1,0 +1,101 @@
+"""Dates an import reads: parsed right, or counted and shown in the summary (clamped, refused, unreadable),
+never changed silently."""
+
+import io
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import time_machine
+from django.core.management import call_command
+
+from vault.models import VaultEntry
+from vault.transfer.common import date_parse
+
+NOW = datetime(2026, 3, 18, 12, 0, tzinfo=UTC)
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (NOW.timestamp() - 86400,) * 2)  # written before the (travelled) clock
+    return path
+
+
+def entry(marker: str, header: str, text: str) -> str:
+    return f"<!-- id:{marker} -->\n## {header}\n{text}\n---\n\n"
+
+
+def import_command(path: Path, *options: str) -> str:
+    out = io.StringIO()
+    call_command("import_memory_dir", str(path), "--project", "target", *options, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def vault(tmp_path):
+    root = tmp_path / ".memory"
+    write(
+        root,
+        "dev/decisions.md",
+        entry("a1", "2999-01-01T00:00:00Z", "From the future.")
+        + entry("a2", "2030-06-01", "Also to come.")
+        + entry("a3", "2026-02-30T10:00", "No such day.")
+        + entry("a4", "01/02/2026", "Month or day first?")
+        + entry("a5", "2026-03-01T10:00:00+02:00", "With an offset."),
+    )
+    write(
+        root,
+        "conversations/dev.json",
+        json.dumps(
+            {
+                "agentId": "dev",
+                "savedAt": "2999-05-05T00:00:00Z",
+                "messages": [{"role": "user", "text": "hi"}],
+            }
+        ),
+    )
+    return root
+
+
+@time_machine.travel(NOW, tick=False)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_the_command_summary_counts_clamped_and_unreadable_dates_with_examples(vault, target, dry_run):
+    out = import_command(vault.parent, *(["--dry-run"] if dry_run else []))
+    summary = out[out.index("Import summary:" if not dry_run else "Dry run:") :]
+    assert "Dates:" in summary
+    assert "dates to come stored as the import time: 3" in summary
+    assert "decisions.md (id a1): '2999-01-01T00:00:00Z'" in summary
+    assert "2999-05-05T00:00:00Z" in summary and "dev.json" in summary
+    assert "unreadable dates (another date used): 2" in summary
+    assert "'2026-02-30T10:00'" in summary and "'01/02/2026'" in summary
+
+
+@time_machine.travel(NOW, tick=False)
+def test_a_clean_import_says_nothing_of_dates(tmp_path, target):
+    write(tmp_path / ".memory", "dev/decisions.md", entry("b1", "2026-03-01T10:00:00+02:00", "Fine."))
+    out = import_command(tmp_path)
+    assert "Dates:" not in out
+    assert VaultEntry.objects.get(legacy_id="b1").created_at == datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-03-01", datetime(2026, 3, 1, tzinfo=UTC)),
+        ("2026-03-01T10:00+02:00", datetime(2026, 3, 1, 8, tzinfo=UTC)),
+        ("1700000000", datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)),
+        ("1700000000000", datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)),
+        (1700000000000, datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)),
+        ("2026-02-30", None),
+        ("01/02/2026", None),
+        ("2026-03-01T10:00:61Z", None),
+        ("2026-03-01T23:58:60Z", None),
+    ],
+)
+@time_machine.travel(NOW, tick=False)
+def test_date_parse_reads_each_form_or_refuses_it(value, expected):
+    assert date_parse(value) == expected
