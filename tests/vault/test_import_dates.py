@@ -11,6 +11,7 @@ import pytest
 import time_machine
 from django.core.management import call_command
 
+from sessions_app.models import Message
 from vault.models import VaultEntry
 from vault.transfer.common import date_parse
 
@@ -82,14 +83,26 @@ def test_a_clean_import_says_nothing_of_dates(tmp_path, target):
     assert VaultEntry.objects.get(legacy_id="b1").created_at == datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
 
+@time_machine.travel(NOW, tick=False)
+def test_a_leap_second_is_read_not_dropped(tmp_path, target):
+    write(tmp_path / ".memory", "dev/decisions.md", entry("c1", "2016-12-31T23:59:60Z", "Leap."))
+    out = import_command(tmp_path)
+    assert "unreadable" not in out
+    assert VaultEntry.objects.get(legacy_id="c1").created_at == datetime(2017, 1, 1, tzinfo=UTC)
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
+        ("2016-12-31T23:59:60Z", datetime(2017, 1, 1, tzinfo=UTC)),
+        ("2016-12-31T23:59:60.5+00:00", datetime(2017, 1, 1, 0, 0, 0, 500000, tzinfo=UTC)),
         ("2026-03-01", datetime(2026, 3, 1, tzinfo=UTC)),
         ("2026-03-01T10:00+02:00", datetime(2026, 3, 1, 8, tzinfo=UTC)),
         ("1700000000", datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)),
         ("1700000000000", datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)),
         (1700000000000, datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)),
+        (2026, None),
+        (0, None),
         ("2026-02-30", None),
         ("01/02/2026", None),
         ("2026-03-01T10:00:61Z", None),
@@ -99,3 +112,17 @@ def test_a_clean_import_says_nothing_of_dates(tmp_path, target):
 @time_machine.travel(NOW, tick=False)
 def test_date_parse_reads_each_form_or_refuses_it(value, expected):
     assert date_parse(value) == expected
+
+
+@time_machine.travel(NOW, tick=False)
+def test_a_year_or_zero_as_an_epoch_number_is_reported_not_read_as_1970(tmp_path, target):
+    conversation = {
+        "agentId": "dev",
+        "savedAt": 0,
+        "messages": [{"id": "m1", "role": "user", "text": "hi", "timestamp": 2026}],
+    }
+    write(tmp_path / ".memory", "conversations/dev.json", json.dumps(conversation))
+    out = import_command(tmp_path)
+    assert "unreadable dates (another date used): 2" in out
+    assert "dev.json: 0" in out and "dev.json: 2026" in out
+    assert Message.objects.get().created_at.year == 2026

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.db import connection
@@ -72,10 +72,16 @@ def legacy_id_fit(value: str) -> str:
     return value if len(value) <= LEGACY_ID_MAX else "h:" + _hash(value)[:40]
 
 
+# A leap second (23:59:60 UTC, or the same instant in another zone: always at minute 59), which Python's
+# datetime cannot hold: read as the next second (the one every POSIX clock shows).
+LEAP_SECOND_RE = re.compile(r"(?<=:59:)60(?=$|[.,+\-Z ])")
 DATE_CLAMPED = "dates to come stored as the import time"
 DATE_EARLY = "dates before 0001-01-02 refused (another date used)"
 DATE_UNREADABLE = "unreadable dates (another date used)"
 DATE_EXAMPLES = 3
+# The least epoch number read as a date (1973-03-03T09:46:40Z): a smaller one is a year, a count or a
+# placeholder 0 far more often than a time in 1970-1973.
+EPOCH_SECONDS_MIN = 100_000_000
 
 
 @dataclass
@@ -152,9 +158,10 @@ def _instant_store(parsed: datetime, value) -> datetime | None:
 
 
 def date_parse(value, *, logged: bool = True) -> datetime | None:
-    """ISO 8601 (with or without seconds, zone, 'Z'), a date alone, or epoch milliseconds/seconds, as the
-    instant is stored (memoryproject.timestamps.stored): in UTC, a date to come as now. Dates without a
-    zone are UTC, as the seed wrote them (`toISOString`). None for what is none of these, or before 0001-01-02 (an offset
+    """ISO 8601 (with or without seconds, zone, 'Z'; a leap second as the next second), a date alone, or
+    epoch milliseconds/seconds (from EPOCH_SECONDS_MIN), as the instant is stored
+    (memoryproject.timestamps.stored): in UTC, a date to come as now. Dates without a zone are UTC, as the
+    seed wrote them (`toISOString`). None for what is none of these, or before 0001-01-02 (an offset
     PostgreSQL refuses, or a year it stores but Python cannot read back). Within an import
     (`dates_logged`) a date clamped, refused or unreadable is logged; not with `logged` off (a value tried
     as a date that need not be one, as an entry's id)."""
@@ -165,6 +172,9 @@ def date_parse(value, *, logged: bool = True) -> datetime | None:
         return None
     if isinstance(value, int | float):
         seconds = value / 1000 if value > 1e11 else value
+        if seconds < EPOCH_SECONDS_MIN:  # a year (2026 was 1970-01-01T00:33:46Z), a count, a placeholder 0
+            _date_note(DATE_UNREADABLE, value)
+            return None
         try:
             parsed = datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
@@ -179,12 +189,13 @@ def date_parse(value, *, logged: bool = True) -> datetime | None:
     if text.isdigit() and len(text) in (10, 13):
         return date_parse(int(text))
     text = text.replace("Z", "+00:00").replace(" ", "T", 1)
+    leap = LEAP_SECOND_RE.search(text) is not None
     try:
-        parsed = datetime.fromisoformat(text)
+        parsed = datetime.fromisoformat(LEAP_SECOND_RE.sub("59", text, count=1))
     except ValueError:
         _date_note(DATE_UNREADABLE, value)
         return None
-    return _instant_store(parsed, value)
+    return _instant_store(parsed + timedelta(seconds=1) if leap else parsed, value)
 
 
 def _mtime(path: Path) -> datetime:
