@@ -12,6 +12,7 @@ import time_machine
 from django.core.management import call_command
 
 from sessions_app.models import Message
+from vault import services
 from vault.models import VaultEntry
 from vault.transfer.common import date_parse
 
@@ -126,3 +127,20 @@ def test_a_year_or_zero_as_an_epoch_number_is_reported_not_read_as_1970(tmp_path
     assert "unreadable dates (another date used): 2" in out
     assert "dev.json: 0" in out and "dev.json: 2026" in out
     assert Message.objects.get().created_at.year == 2026
+
+
+def test_a_review_items_date_to_come_is_shown_as_its_review_files(
+    tmp_path, project, agent_a, agent_b, target
+):
+    """Review items are stored after every file is read: their dates were shown as the last file's."""
+    services.review_policy_set(project=project, category="", hold_agent_writes=True, hold_extracted=False)
+    services.entry_create(agent=agent_a, category="decisions", content="Held for review")
+    services.entry_create(agent=agent_b, category="lessons", content="Another agent's, read after")
+    out = tmp_path / "out"
+    call_command("export_memory_dir", str(out), "--project", project.slug, stdout=io.StringIO())
+    review = out / agent_a.slug / ".review.json"
+    data = json.loads(review.read_text())
+    data["items"][0]["created_at"] = "2999-01-01T00:00:00Z"
+    review.write_text(json.dumps(data))
+    out_text = import_command(out)
+    assert f"{review}: '2999-01-01T00:00:00Z'" in out_text, out_text

@@ -10,7 +10,7 @@ from django.db.models import Q
 from memoryproject.errors import DomainError
 from vault import services
 from vault.models import Agent, Category, ReviewItem, ReviewKind, ReviewPolicy
-from vault.transfer.common import _read_json, date_parse
+from vault.transfer.common import _read_json, date_parse, dates_where
 from vault.transfer.writer import Importer
 
 _POLICY_FLAGS = ("hold_agent_writes", "hold_extracted")
@@ -109,6 +109,7 @@ def review_items_link(importer: Importer) -> None:
     report = importer.report
     importer.flush()
     for agent, raw, where in importer.review_items:
+        dates_where(where)  # read here, after every file: its dates are its file's
         if (
             not isinstance(raw, dict)
             or raw.get("kind") not in ReviewKind.values

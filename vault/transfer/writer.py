@@ -170,7 +170,7 @@ class Importer(FilesWriter):
         the deletion audit, which keeps no content). An import must not bring them back as new."""
         if agent.pk not in self._gone:
             deleted = {
-                version.entry_id: date_parse(version.restore_state.get("created_at"))
+                version.entry_id: date_parse(version.restore_state.get("created_at"), logged=False)
                 for version in EntryVersion.objects.filter(agent=agent, action=VersionAction.DELETE)
             }
             keys = {
