@@ -7,10 +7,13 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from sessions_app.models import Checkpoint, Message, WorkingBufferEntry
+from vault import services as vault_services
 from vault.maintenance.retention import retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
 from vault.models import CompactionRun, DeletionAudit, Project, RetentionMark
+from vault.redaction import project_redaction_enabled, redact
 from vault.services.audit import deletion_audit_record
+from vault.text import ASCII_CUT, text_clip
 
 
 def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
@@ -33,10 +36,15 @@ def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: 
 
 
 def _message_copies_erase(message: Message) -> None:
-    """Erase the copies of a message's text kept beside it, which the recovery block and the context
-    injection read: its working-buffer rows, and its text in its agent's checkpoint (which holds texts,
-    not ids: every copy of that text goes, the safe side for a message someone asked to forget)."""
+    """Erase the copies of a message's text kept beside it, which the recovery block, the context
+    injection, search and exports read: its working-buffer rows; its text in its agent's checkpoint (which holds texts, not
+    ids: every copy of that text goes, the safe side for a message someone asked to forget); and its
+    text in the exchanges the agent's daily notes logged, their history and queue (vault's
+    daily_notes_text_erase).
+    Long-term entries written from it (durable facts, extraction) are memory of their own, kept with
+    their provenance; they are forgotten by their ids."""
     WorkingBufferEntry.objects.filter(session_id=message.session_id, message_id=message.pk).delete()
+    vault_services.daily_notes_text_erase(agent=message.agent, texts=_logged_forms(message))
     checkpoint = Checkpoint.objects.select_for_update().filter(agent_id=message.agent_id).first()
     if checkpoint is None or not isinstance(checkpoint.messages, list):
         return
@@ -44,6 +52,16 @@ def _message_copies_erase(message: Message) -> None:
     if len(kept) != len(checkpoint.messages):
         checkpoint.messages = kept
         checkpoint.save(update_fields=["messages"])
+
+
+def _logged_forms(message: Message) -> list[str]:
+    """The forms a message's text takes in a daily note's exchange: whole or clipped to
+    MEMORY_DAILY_NOTE_CHARS, and redacted when the project redacts."""
+    clipped = text_clip(message.text, settings.MEMORY_DAILY_NOTE_CHARS, flatten=False, mark=ASCII_CUT)
+    forms = {message.text, clipped}
+    if project_redaction_enabled(message.project_id):
+        forms |= {redact(form) for form in forms}
+    return sorted(forms)
 
 
 def _messages_mark(project: Project, ids: list[int], now: datetime) -> list[int]:

@@ -5,7 +5,12 @@ One module per purpose; every service is importable from `vault.services`."""
 # The domain errors the services raise, importable from here as they were from the single module.
 from memoryproject.errors import Conflict, InvalidInput, NotFound, TooLarge
 from vault.selectors import daily_note_path
-from vault.services.daily_notes import daily_note_append, daily_notes_append, daily_notes_flush
+from vault.services.daily_notes import (
+    daily_note_append,
+    daily_notes_append,
+    daily_notes_flush,
+    daily_notes_text_erase,
+)
 from vault.services.entries import (
     EntryChanges,
     entry_create,
@@ -79,6 +84,7 @@ __all__ = [
     "entry_update",
     "daily_notes_append",
     "daily_notes_flush",
+    "daily_notes_text_erase",
     "file_append",
     "file_append_many",
     "file_create",

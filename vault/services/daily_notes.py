@@ -6,10 +6,12 @@ import re
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memoryproject.resilience import guarded
-from vault.models import Agent, QueuedNoteAppend, WorkspaceFile
+from vault.models import Agent, QueuedNoteAppend, WorkspaceFile, WorkspaceFileVersion
 from vault.selectors import daily_note_path
 from vault.services.files import (
     DAILY_NOTE_LOGGER,
@@ -129,3 +131,68 @@ def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | N
         )
         written += done is not None
     return written
+
+
+# What an erased text is replaced with in the exchanges that logged it.
+FORGOTTEN = "[forgotten]"
+_DAILY_NOTE_ANY_PART = r"^memory/[0-9]{4}-[0-9]{2}-[0-9]{2}(-[1-9][0-9]*)?\.md$"
+
+
+def _logged_text_pattern(texts: list[str]) -> re.Pattern:
+    """The texts where an exchange logged them: a whole user side (after "**User:** " or between the
+    " / " that join several user messages) or a whole reply, never the same words inside another text
+    (forgetting a message "ok" must not touch "is it ok")."""
+    choices = "|".join(re.escape(text) for text in sorted(set(texts), key=len, reverse=True))
+    return re.compile(rf"(?:(?<=\*\*User:\*\* )|(?<= / )|(?<=\*\*Agent:\*\* ))(?:{choices})(?= / |\n)")
+
+
+def daily_notes_text_erase(*, agent: Agent, texts: list[str]) -> int:
+    """Replace `texts` (the forms a forgotten message was logged in: whole, clipped, redacted) with
+    FORGOTTEN wherever the agent's daily notes logged them: every part of every day's note (deleted ones
+    too), their version history, and the exchanges queued for their next write. The day's writers take
+    turns on the row lock of its first part; the erase takes the same locks (in path order) before it
+    reads, so an exchange appended meanwhile is neither lost nor written back unerased. The search
+    vector follows the new content (the trigger parses it again). Returns how many notes, versions and
+    queued appends changed."""
+    texts = [text for text in texts if text.strip()]
+    if not texts:
+        return 0
+    pattern = _logged_text_pattern(texts)
+    holding = Q()
+    for text in texts:
+        holding |= Q(content__contains=text)
+    notes = WorkspaceFile.objects.filter(agent=agent, path__regex=_DAILY_NOTE_ANY_PART)
+    with transaction.atomic():
+        days = {_note_first_part(path) for path in notes.filter(holding).values_list("path", flat=True)}
+        days |= set(QueuedNoteAppend.objects.filter(agent=agent).values_list("path", flat=True))
+        list(WorkspaceFile.objects.select_for_update().filter(agent=agent, path__in=days).order_by("path"))
+        changed = 0
+        for note in notes.select_for_update().filter(holding).order_by("path", "pk"):
+            content = pattern.sub(FORGOTTEN, note.content)
+            if content != note.content:
+                WorkspaceFile.objects.filter(pk=note.pk).update(
+                    content=content, size=len(content.encode("utf-8")), updated_at=timezone.now()
+                )
+                changed += 1
+        versions = WorkspaceFileVersion.objects.filter(
+            file__agent=agent, file__path__regex=_DAILY_NOTE_ANY_PART
+        )
+        for version in versions.filter(holding):
+            content = pattern.sub(FORGOTTEN, version.content)
+            if content != version.content:
+                WorkspaceFileVersion.objects.filter(pk=version.pk).update(content=content)
+                changed += 1
+        for queued in QueuedNoteAppend.objects.filter(agent=agent):
+            parts = [
+                [pattern.sub(FORGOTTEN, text), pattern.sub(FORGOTTEN, unless)]
+                for text, unless in queued.parts
+            ]
+            if parts != queued.parts:
+                QueuedNoteAppend.objects.filter(pk=queued.pk).update(parts=parts)
+                changed += 1
+    return changed
+
+
+def _note_first_part(path: str) -> str:
+    """The path of the first part of the day's note `path` is a part of (where the day's writers lock)."""
+    return re.sub(r"-[1-9][0-9]*\.md$", ".md", path)

@@ -1,0 +1,114 @@
+"""Forgetting a message erases its text everywhere it was copied: the agent's daily note (and that
+note's version history and queued exchanges), the session state the write-ahead scan took from it, and
+what search finds; the deletion audit records the erasure without the text."""
+
+from django.utils import timezone
+
+from sessions_app.models import Message
+from vault.models import DeletionAudit, QueuedNoteAppend, WorkspaceFile, WorkspaceFileVersion
+from vault.selectors import daily_note_path
+
+
+def log(api, token, pairs, session="s"):
+    messages = []
+    for n, (user, reply) in enumerate(pairs):
+        messages += [
+            {"id": f"{session}-u{n}", "role": "user", "text": user},
+            {"id": f"{session}-a{n}", "role": "assistant", "text": reply},
+        ]
+    response = api.post("/agents/agent-a/messages", {"session": session, "messages": messages}, token=token)
+    assert response.status_code == 200, response.content
+    return messages
+
+
+def note_text(api, token):
+    path = daily_note_path(timezone.localdate())
+    response = api.get(f"/agents/agent-a/files/{path}", token=token)
+    assert response.status_code == 200, response.content
+    return response.json()["content"]
+
+
+def forget(api, admin_token, *client_ids):
+    ids = list(Message.objects.filter(client_id__in=client_ids).values_list("pk", flat=True))
+    response = api.post("/forget", {"message_ids": ids}, token=admin_token)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_it_erases_a_forgotten_message_from_the_daily_note(api, admin_token, token_a, agent_a, settings):
+    """The message row went, but its exchange stayed in memory/YYYY-MM-DD.md, which the recovery block
+    reads: the forgotten text came back in the next context."""
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker"), ("deploy on friday", "friday it is")])
+    assert "4417" in note_text(api, token_a)
+    assert forget(api, admin_token, "s-u0")["messages"] == 1
+    text = note_text(api, token_a)
+    assert "4417" not in text
+    assert "noted the locker" in text and "deploy on friday" in text  # the rest of the note stays
+    assert "[forgotten]" in text
+    searched = api.get("/search?q=4417&kinds=files&mode=lexical", token=token_a).json()
+    assert searched["results"] == [], [(r["kind"], r["snippet"]) for r in searched["results"]]
+
+
+def test_it_erases_the_text_from_the_notes_version_history(api, admin_token, token_a, agent_a, settings):
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker")])
+    path = daily_note_path(timezone.localdate())
+    edited = api.post(
+        f"/agents/agent-a/files/{path}/edit", {"old_text": "noted", "new_text": "written down"}, token=token_a
+    )
+    assert edited.status_code == 200, edited.content
+    assert WorkspaceFileVersion.objects.filter(content__contains="4417").exists()
+    forget(api, admin_token, "s-u0")
+    assert not WorkspaceFileVersion.objects.filter(content__contains="4417").exists()
+    assert not WorkspaceFile.objects.filter(content__contains="4417").exists()
+
+
+def test_it_erases_a_queued_exchange_and_keeps_the_others(api, admin_token, token_a, agent_a, settings):
+    """An exchange queued for the note's next write (QueuedNoteAppend) was written after the forget."""
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 3600
+    log(api, token_a, [("hello there", "hi")], session="s1")
+    log(api, token_a, [("my locker code is 4417", "noted the locker")], session="s2")
+    log(api, token_a, [("deploy on friday", "friday it is")], session="s3")
+    assert QueuedNoteAppend.objects.exists()
+    forget(api, admin_token, "s2-u0")
+    assert "4417" not in str(list(QueuedNoteAppend.objects.values_list("parts", flat=True)))
+    text = note_text(api, token_a)  # the read writes the queue out
+    assert "4417" not in text
+    assert "noted the locker" in text and "deploy on friday" in text and "hello there" in text
+
+
+def test_it_erases_a_reply_and_leaves_a_short_text_elsewhere_alone(
+    api, admin_token, token_a, agent_a, settings
+):
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("is it ok", "ok"), ("and the ok button", "fine")])
+    forget(api, admin_token, "s-a0")
+    text = note_text(api, token_a)
+    assert "**Agent:** [forgotten]" in text
+    assert "is it ok" in text and "and the ok button" in text
+
+
+def test_the_audit_records_the_erasure_without_the_text(api, admin_token, token_a, agent_a, settings):
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker")])
+    forget(api, admin_token, "s-u0")
+    audits = list(DeletionAudit.objects.values())
+    assert audits and "4417" not in str(audits)
+    assert any(a["kind"] == "message" for a in audits)
+
+
+def test_the_retention_purge_erases_the_daily_note_too(api, token_a, agent_a, settings):
+    from datetime import timedelta
+
+    from memoryproject import maintenance
+
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker")])
+    Message.objects.update(created_at=timezone.now() - timedelta(days=400))
+    now = timezone.now()
+    maintenance.retention_run(project=agent_a.project, dry_run=False, now=now)
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now + timedelta(days=60))
+    assert run.counts["messages_purged"] == 2
+    text = note_text(api, token_a)
+    assert "4417" not in text and "noted the locker" not in text
