@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
-from sessions_app.models import Checkpoint, Message, WorkingBufferEntry
+from sessions_app.models import Checkpoint, Message, SessionStateEntry, WorkingBufferEntry
 from vault import services as vault_services
 from vault.maintenance.retention import retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
@@ -37,13 +37,17 @@ def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: 
 
 def _message_copies_erase(message: Message) -> None:
     """Erase the copies of a message's text kept beside it, which the recovery block, the context
-    injection, search and exports read: its working-buffer rows; its text in its agent's checkpoint (which holds texts, not
+    injection, search and exports read: its working-buffer rows; the session-state facts the
+    write-ahead scan took from it (they quote the user's words); its replies' `reply_to_text` (search
+    matches a reply by what it answers); its text in its agent's checkpoint (which holds texts, not
     ids: every copy of that text goes, the safe side for a message someone asked to forget); and its
     text in the exchanges the agent's daily notes logged, their history and queue (vault's
     daily_notes_text_erase).
     Long-term entries written from it (durable facts, extraction) are memory of their own, kept with
     their provenance; they are forgotten by their ids."""
     WorkingBufferEntry.objects.filter(session_id=message.session_id, message_id=message.pk).delete()
+    SessionStateEntry.objects.filter(message_id=message.pk).delete()
+    Message.objects.filter(parent_id=message.pk).exclude(reply_to_text="").update(reply_to_text="")
     vault_services.daily_notes_text_erase(agent=message.agent, texts=_logged_forms(message))
     checkpoint = Checkpoint.objects.select_for_update().filter(agent_id=message.agent_id).first()
     if checkpoint is None or not isinstance(checkpoint.messages, list):

@@ -4,7 +4,7 @@ what search finds; the deletion audit records the erasure without the text."""
 
 from django.utils import timezone
 
-from sessions_app.models import Message
+from sessions_app.models import Message, SessionStateEntry
 from vault.models import DeletionAudit, QueuedNoteAppend, WorkspaceFile, WorkspaceFileVersion
 from vault.selectors import daily_note_path
 
@@ -46,7 +46,7 @@ def test_it_erases_a_forgotten_message_from_the_daily_note(api, admin_token, tok
     assert "4417" not in text
     assert "noted the locker" in text and "deploy on friday" in text  # the rest of the note stays
     assert "[forgotten]" in text
-    searched = api.get("/search?q=4417&kinds=files&mode=lexical", token=token_a).json()
+    searched = api.get("/search?q=4417&kinds=files,messages&mode=lexical", token=token_a).json()
     assert searched["results"] == [], [(r["kind"], r["snippet"]) for r in searched["results"]]
 
 
@@ -89,6 +89,15 @@ def test_it_erases_a_reply_and_leaves_a_short_text_elsewhere_alone(
     assert "is it ok" in text and "and the ok button" in text
 
 
+def test_it_erases_the_session_state_taken_from_the_message(api, admin_token, token_a, agent_a, settings):
+    """The write-ahead scan's facts copy the user's words; the recovery block lists them."""
+    log(api, token_a, [("I prefer the locker code 4417, remember that", "ok")])
+    message = Message.objects.get(client_id="s-u0")
+    assert SessionStateEntry.objects.filter(message=message).exists()
+    forget(api, admin_token, "s-u0")
+    assert not SessionStateEntry.objects.filter(text__contains="4417").exists()
+
+
 def test_the_audit_records_the_erasure_without_the_text(api, admin_token, token_a, agent_a, settings):
     settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
     log(api, token_a, [("my locker code is 4417", "noted the locker")])
@@ -96,6 +105,16 @@ def test_the_audit_records_the_erasure_without_the_text(api, admin_token, token_
     audits = list(DeletionAudit.objects.values())
     assert audits and "4417" not in str(audits)
     assert any(a["kind"] == "message" for a in audits)
+
+
+def test_a_reply_is_no_longer_found_by_the_text_it_answered(api, admin_token, token_a, agent_a):
+    """A reply's reply_to_text (its parent's text, searched at the lowest weight) kept the forgotten
+    words searchable: /search?q=4417 found "noted the locker"."""
+    log(api, token_a, [("my locker code is 4417", "noted the locker")])
+    forget(api, admin_token, "s-u0")
+    assert Message.objects.get(client_id="s-a0").reply_to_text == ""
+    searched = api.get("/search?q=4417&kinds=messages&mode=lexical", token=token_a).json()
+    assert searched["results"] == []
 
 
 def test_the_retention_purge_erases_the_daily_note_too(api, token_a, agent_a, settings):
