@@ -366,3 +366,37 @@ def test_a_new_conversation_opening_as_a_closed_one_did_is_not_taken_for_its_rep
     assert _texts(result.session) == [m["text"] for m in second]
     assert _texts(closed) == [m["text"] for m in longer]
     assert not Branch.objects.filter(session=closed).exclude(pk=closed.active_branch_id).exists()
+
+
+def test_an_exchange_logged_while_a_message_is_forgotten_is_kept(agent_a, settings):
+    """Forgetting a message rewrites the daily notes that logged it; an exchange appended to the same
+    note meanwhile waits for the note's lock and is written after the erase, not lost, and the
+    forgotten text does not come back."""
+    from django.utils import timezone
+
+    from memoryproject.maintenance import forget
+    from vault import selectors as vault_selectors
+
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    said = [
+        {"role": "user", "text": "my locker code is 4417", "client_id": "f1"},
+        {"role": "assistant", "text": "noted the locker", "client_id": "f2"},
+    ]
+    services.messages_append(agent=agent_a, session_key="s1", messages=said)
+    secret = Message.objects.get(client_id="f1")
+    later = [
+        {"role": "user", "text": "deploy on friday", "client_id": "g1"},
+        {"role": "assistant", "text": "friday it is", "client_id": "g2"},
+    ]
+    with transaction.atomic():
+        forget(project=agent_a.project, agent_ids=None, deleted_by="t", message_ids=[secret.pk])
+        thread, out = _in_thread(
+            lambda: services.messages_append(agent=agent_a, session_key="s2", messages=later)
+        )
+        until_another_connection_waits_for_a_lock()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert "error" not in out, out
+    note = vault_selectors.daily_note_content(agent_a.pk, timezone.localdate())
+    assert "4417" not in note
+    assert "deploy on friday" in note and "noted the locker" in note
