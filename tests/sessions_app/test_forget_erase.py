@@ -131,3 +131,23 @@ def test_the_retention_purge_erases_the_daily_note_too(api, token_a, agent_a, se
     assert run.counts["messages_purged"] == 2
     text = note_text(api, token_a)
     assert "4417" not in text and "noted the locker" not in text
+
+
+def test_an_export_after_the_forget_holds_none_of_the_text(api, admin_token, token_a, agent_a, settings):
+    """The export writes out the notes, their versions and the queue: none may bring the text back."""
+    import io
+    import zipfile
+
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker")], session="s1")
+    path = daily_note_path(timezone.localdate())
+    api.post(f"/agents/agent-a/files/{path}/edit", {"old_text": "noted", "new_text": "kept"}, token=token_a)
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 3600
+    log(api, token_a, [("and 4417 opens it", "right")], session="s2")
+    forget(api, admin_token, "s1-u0", "s2-u0")
+    response = api.get("/agents/agent-a/export", token=token_a)
+    assert response.status_code == 200
+    archive = zipfile.ZipFile(io.BytesIO(response.getvalue()))
+    held = [name for name in archive.namelist() if b"4417" in archive.read(name)]
+    assert held == []
+    assert any(b"[forgotten]" in archive.read(name) for name in archive.namelist())
