@@ -5,6 +5,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Max, Min
+from django.utils import timezone
 
 from sessions_app.models import Checkpoint, Message, SessionStateEntry, WorkingBufferEntry
 from vault import services as vault_services
@@ -48,7 +50,17 @@ def _message_copies_erase(message: Message) -> None:
     WorkingBufferEntry.objects.filter(session_id=message.session_id, message_id=message.pk).delete()
     SessionStateEntry.objects.filter(message_id=message.pk).delete()
     Message.objects.filter(parent_id=message.pk).exclude(reply_to_text="").update(reply_to_text="")
-    vault_services.daily_notes_text_erase(agent=message.agent, texts=_logged_forms(message))
+    first, last = (
+        Message.objects.filter(session_id=message.session_id)
+        .aggregate(first=Min("created_at"), last=Max("created_at"))
+        .values()
+    )
+    vault_services.daily_notes_text_erase(
+        agent=message.agent,
+        texts=_logged_forms(message),
+        first_day=timezone.localtime(first).date(),
+        last_day=timezone.localtime(last).date(),
+    )
     checkpoint = Checkpoint.objects.select_for_update().filter(agent_id=message.agent_id).first()
     if checkpoint is None or not isinstance(checkpoint.messages, list):
         return

@@ -120,17 +120,20 @@ def test_a_reply_is_no_longer_found_by_the_text_it_answered(api, admin_token, to
 def test_the_retention_purge_erases_the_daily_note_too(api, token_a, agent_a, settings):
     from datetime import timedelta
 
+    import time_machine
+
     from memoryproject import maintenance
 
     settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
-    log(api, token_a, [("my locker code is 4417", "noted the locker")])
-    Message.objects.update(created_at=timezone.now() - timedelta(days=400))
+    then = timezone.now() - timedelta(days=400)
+    with time_machine.travel(then, tick=True):
+        log(api, token_a, [("my locker code is 4417", "noted the locker")])
     now = timezone.now()
     maintenance.retention_run(project=agent_a.project, dry_run=False, now=now)
     run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now + timedelta(days=60))
     assert run.counts["messages_purged"] == 2
-    text = note_text(api, token_a)
-    assert "4417" not in text and "noted the locker" not in text
+    note = WorkspaceFile.objects.get(path=daily_note_path(timezone.localtime(then).date()))
+    assert "4417" not in note.content and "noted the locker" not in note.content
 
 
 def test_an_export_after_the_forget_holds_none_of_the_text(api, admin_token, token_a, agent_a, settings):
@@ -151,3 +154,23 @@ def test_an_export_after_the_forget_holds_none_of_the_text(api, admin_token, tok
     held = [name for name in archive.namelist() if b"4417" in archive.read(name)]
     assert held == []
     assert any(b"[forgotten]" in archive.read(name) for name in archive.namelist())
+
+
+def test_it_reads_only_the_notes_of_the_days_of_the_messages_session(
+    api, admin_token, token_a, agent_a, settings
+):
+    """A message is logged on the day of a reply in its session: the notes of that day are erased, and
+    the notes of other days are not read (the nightly purge erases thousands of old messages)."""
+    from datetime import timedelta
+
+    import time_machine
+
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    then = timezone.now() - timedelta(days=3)
+    with time_machine.travel(then, tick=True):
+        log(api, token_a, [("my locker code is 4417", "noted the locker")], session="old")
+    log(api, token_a, [("my locker code is 4417", "noted again")], session="new")
+    forget(api, admin_token, "old-u0")
+    old_note = WorkspaceFile.objects.get(path=daily_note_path(timezone.localtime(then).date()))
+    assert "4417" not in old_note.content and "[forgotten]" in old_note.content
+    assert "4417" in note_text(api, token_a)  # another message's words, another day's note

@@ -3,7 +3,7 @@ parts past MEMORY_DAILY_NOTE_MAX_BYTES by files.py's _daily_parts_append), queue
 written a moment ago, and the queue written out."""
 
 import re
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -146,14 +146,18 @@ def _logged_text_pattern(texts: list[str]) -> re.Pattern:
     return re.compile(rf"(?:(?<=\*\*User:\*\* )|(?<= / )|(?<=\*\*Agent:\*\* ))(?:{choices})(?= / |\n)")
 
 
-def daily_notes_text_erase(*, agent: Agent, texts: list[str]) -> int:
+def daily_notes_text_erase(
+    *, agent: Agent, texts: list[str], first_day: date | None = None, last_day: date | None = None
+) -> int:
     """Replace `texts` (the forms a forgotten message was logged in: whole, clipped, redacted) with
     FORGOTTEN wherever the agent's daily notes logged them: every part of every day's note (deleted ones
     too), their version history, and the exchanges queued for their next write. The day's writers take
     turns on the row lock of its first part; the erase takes the same locks (in path order) before it
     reads, so an exchange appended meanwhile is neither lost nor written back unerased. The search
     vector follows the new content (the trigger parses it again). Returns how many notes, versions and
-    queued appends changed."""
+    queued appends changed. `first_day` / `last_day` (inclusive) bound the days whose notes are read:
+    a message is logged only on the day of a reply in its session, and the nightly purge erases
+    thousands of old messages, each of which would otherwise read every note the agent has."""
     texts = [text for text in texts if text.strip()]
     if not texts:
         return 0
@@ -162,6 +166,10 @@ def daily_notes_text_erase(*, agent: Agent, texts: list[str]) -> int:
     for text in texts:
         holding |= Q(content__contains=text)
     notes = WorkspaceFile.objects.filter(agent=agent, path__regex=_DAILY_NOTE_ANY_PART)
+    if first_day is not None:
+        notes = notes.filter(path__gte=f"memory/{first_day:%Y-%m-%d}")
+    if last_day is not None:  # every part of the last day sorts before the next day's path
+        notes = notes.filter(path__lt=f"memory/{last_day + timedelta(days=1):%Y-%m-%d}")
     with transaction.atomic():
         days = {_note_first_part(path) for path in notes.filter(holding).values_list("path", flat=True)}
         days |= set(QueuedNoteAppend.objects.filter(agent=agent).values_list("path", flat=True))
@@ -174,9 +182,7 @@ def daily_notes_text_erase(*, agent: Agent, texts: list[str]) -> int:
                     content=content, size=len(content.encode("utf-8")), updated_at=timezone.now()
                 )
                 changed += 1
-        versions = WorkspaceFileVersion.objects.filter(
-            file__agent=agent, file__path__regex=_DAILY_NOTE_ANY_PART
-        )
+        versions = WorkspaceFileVersion.objects.filter(file__in=notes)
         for version in versions.filter(holding):
             content = pattern.sub(FORGOTTEN, version.content)
             if content != version.content:
