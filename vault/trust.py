@@ -12,9 +12,25 @@ from dataclasses import dataclass
 
 from vault.search_text import CJK_RANGES, HANGUL_RANGES, UNSPACED_CLASS, UNSPACED_RANGES, cjk_pairs
 
-# Thai, Lao, Myanmar and Khmer letters with their vowel and tone marks, which Python does not count as
-# word characters and accent folding would drop: ข้าว (rice) and ข่าว (news) are different words.
-_LETTER = rf"(?:[^\W_]|[{UNSPACED_CLASS}])"
+
+def _marks_class() -> str:
+    """Every combining mark (Unicode category M) as a character class: Python's \\w leaves them out, so a
+    word was cut at its vowel sign (Hindi दिन day and दान donation both gave "द न"). Past U+1FFFF only
+    the variation selectors supplement holds marks; the planes between are not read (startup time)."""
+    ranges, start = ["\U000e0100-\U000e01ef"], None
+    for code in range(0x20001):
+        is_mark = code < 0x20000 and unicodedata.category(chr(code)).startswith("M")
+        if is_mark and start is None:
+            start = code
+        elif not is_mark and start is not None:
+            ranges.append(f"{chr(start)}-{chr(code - 1)}")
+            start = None
+    return "".join(ranges)
+
+
+# Letters with their marks, and the Thai, Lao, Myanmar and Khmer letters with their vowel and tone
+# marks, which accent folding would drop: ข้าว (rice) and ข่าว (news) are different words.
+_LETTER = rf"(?:[^\W_]|[{_marks_class()}]|[{UNSPACED_CLASS}])"
 _WORD_RE = re.compile(rf"{_LETTER}+(?:[.+#-]{_LETTER}+)*")
 _UNSPACED = re.compile(f"[{UNSPACED_CLASS}]")
 # Scripts written without spaces between words (Korean has them): compared by character pairs.
@@ -140,9 +156,33 @@ _STOPWORDS = frozenset(
 )
 
 
+def text_words(text: str) -> str:
+    """The words of a text as written: case, markdown punctuation and whitespace removed, letters and
+    their marks kept. Two texts are the same text (an exact duplicate, the second not stored) only if
+    these agree: a tone or accent mark, a letter with a stroke or a superscript digit changes a word
+    (Vietnamese bán sell / bạn friend, Greek πότε when / ποτέ never, Spanish año / ano, German Maße /
+    Masse, 10² / 102), so none is folded here. Canonically equal spellings (é as one character or as e
+    and a combining accent) and full-width Latin letters and digits (ＡＰＩ, typed by an East Asian input
+    method) are the same text. Lower case, not casefold: casefold makes ß "ss"."""
+    if text.isascii():
+        return " ".join(_WORD_RE.findall(text.lower()))
+    text = _FULL_WIDTH.sub(lambda match: unicodedata.normalize("NFKC", match.group()), text)
+    return " ".join(_WORD_RE.findall(unicodedata.normalize("NFC", text).lower()))
+
+
+# Full-width ASCII (U+FF01-U+FF5E): the same characters in the width of an ideograph.
+_FULL_WIDTH = re.compile("[\uff01-\uff5e]+")
+
+
 def text_normalise(text: str) -> str:
-    """Case, accents, markdown punctuation and whitespace removed: 'the same words' compare equal."""
-    folded = text.casefold()
+    """Case, accents, markdown punctuation and whitespace removed: 'the same words' compare equal. For
+    word similarity only (a near duplicate is held for review unless its words as written agree too,
+    vault/services/duplicates.py): "não" typed "nao" is the same word, "bán" and "bạn" are not.
+    Folded from text_words, so that texts with the same content hash have the same word set."""
+    folded = text_words(text)
+    if folded.isascii():
+        return folded
+    folded = folded.casefold()
     if not folded.isascii():
         folded = "".join(
             ch
@@ -153,15 +193,19 @@ def text_normalise(text: str) -> str:
 
 
 def content_hash(text: str) -> str:
-    return hashlib.sha256(text_normalise(text).encode("utf-8")).hexdigest()
+    """The hash of a text's words as written (text_words): equal for an exact duplicate only."""
+    return hashlib.sha256(text_words(text).encode("utf-8")).hexdigest()
 
 
-def word_set(text: str) -> frozenset[str]:
+def word_set(text: str, *, folded: bool = True) -> frozenset[str]:
     """Meaningful words of a text, with a crude plural fold, for set similarity. A run of Chinese,
     Japanese, Thai, Lao, Myanmar or Khmer, which has no spaces between its words, gives its character
-    pairs (as search cuts it, vault/search_text.py): without them a clause was one word."""
+    pairs (as search cuts it, vault/search_text.py): without them a clause was one word.
+
+    folded=False: the words as written (text_words), accents kept; a stopword or negation is still
+    known by its folded spelling ("não" is "nao")."""
     words = set()
-    for token in text_normalise(text).split():
+    for token in (text_normalise(text) if folded else text_words(text)).split():
         if not _PAIRED.search(token):
             _word_add(words, token)
             continue
@@ -178,9 +222,12 @@ def word_set(text: str) -> frozenset[str]:
 # in them are not duplicates ("we decided not to use Redis" is not "we decided to use Redis"). The "t"
 # of "can't" or "doesn't", cut off at its apostrophe, is a "not".
 _NEGATIONS = frozenset(["not", "never", "nao", "nunca", "nem", "jamais"])
+_KNOWN_FOLDED = _NEGATIONS | _STOPWORDS
 
 
 def _word_add(words: set[str], word: str) -> None:
+    if not word.isascii() and (plain := text_normalise(word)) in _KNOWN_FOLDED:
+        word = plain
     if word == "t":
         word = "not"
     if word in _NEGATIONS:

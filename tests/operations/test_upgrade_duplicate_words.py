@@ -7,8 +7,6 @@ stored them by other rules), vault 0026 is rolled back and applied again: the af
 today's values, the others keep theirs."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from vault import services
 from vault.models import Project, VaultEntry
@@ -16,13 +14,13 @@ from vault.models import Project, VaultEntry
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("vault", "0025_deletion_audit_outlives_project")]
+AFTER = [("vault", "0026_duplicate_words")]
 CHINESE = "数据库迁移在周五完成，需要先备份所有的用户表和订单表。"
 THAI = "เราซื้อข้าวทุกวันจันทร์"
 NEGATED = "We decided we can't run the billing workers from cron on Fridays"
 
 
 def test_hashes_and_sketches_of_text_without_spaces_are_computed_again(migrator, api):
-    latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
     project = Project.objects.create(slug="acme", name="Acme")
     agent = services.agent_ensure(project=project, slug="dev")
     made = {
@@ -35,7 +33,7 @@ def test_hashes_and_sketches_of_text_without_spaces_are_computed_again(migrator,
     migrator.apply_tested_migration(BEFORE)
     VaultEntry.objects.update(content_hash="old", sketch=[1])
 
-    migrator.apply_tested_migration(latest)
+    migrator.apply_tested_migration(AFTER)
     stored = {entry.pk: (entry.content_hash, entry.sketch) for entry in VaultEntry.objects.all()}
     assert stored[made[CHINESE].pk] == today[made[CHINESE].pk]
     assert stored[made[THAI].pk] == today[made[THAI].pk]

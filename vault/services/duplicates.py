@@ -118,13 +118,28 @@ def _conflicts_find(agent: Agent, category: str, content: str) -> list[tuple[Vau
     return found
 
 
-def _duplicate_check(agent: Agent, category: str, digest: str, words: frozenset[str], now):
+def _same_words_as_written(content: str, other: str) -> bool:
+    """Whether two texts found near duplicates on their folded words still are on their words as
+    written. The folding that lets "nao" match "não" also makes Vietnamese bán (sell) and bạn (friend)
+    one word: an accent that tells two texts apart sends the second to review, it is never dropped."""
+    if content.isascii() and other.isascii():
+        return True  # nothing folded
+    score = trust.near_duplicate_score(
+        trust.word_set(content, folded=False), trust.word_set(other, folded=False)
+    )
+    return score >= DUPLICATE_THRESHOLD
+
+
+def _duplicate_check(agent: Agent, category: str, content: str, digest: str, words: frozenset[str], now):
     """(the existing entry, bumped, when this is a duplicate; else None, and the borderline-duplicate
     review reason or None)."""
     existing, score = _duplicate_find(agent, category, digest, words)
     same_text = existing is not None and existing.content_hash == digest
     if same_text or (
-        existing is not None and score >= DUPLICATE_THRESHOLD and not trust.compared_by_pairs(words)
+        existing is not None
+        and score >= DUPLICATE_THRESHOLD
+        and not trust.compared_by_pairs(words)
+        and _same_words_as_written(content, existing.content)
     ):
         VaultEntry.objects.filter(pk=existing.pk).update(
             access_count=F("access_count") + 1, last_accessed_at=now

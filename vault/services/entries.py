@@ -250,7 +250,7 @@ def entry_create(
     with transaction.atomic():
         _agent_category_lock(agent.pk, category)
         duplicate, borderline = (
-            _duplicate_check(agent, category, digest, words, now) if dedupe else (None, None)
+            _duplicate_check(agent, category, content, digest, words, now) if dedupe else (None, None)
         )
         if duplicate is not None:
             if supersedes_id is not None:
