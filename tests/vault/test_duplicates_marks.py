@@ -93,3 +93,18 @@ def test_a_negation_typed_without_its_accent_is_still_a_duplicate(api, token_a):
     first = _create(api, token_a, "Decidimos não usar Redis para o cache das filas de trabalho").json()
     response = _create(api, token_a, "Decidimos nao usar Redis para o cache das filas de trabalho")
     assert response.status_code == 200 and response.json()["duplicate_of"] == first["id"]
+
+
+def test_a_decision_found_at_sleep_that_differs_in_a_mark_is_not_skipped(api, token_a, agent_a):
+    """insights_store skipped a session's decision whose folded text (vault.text.normalise_fact) was an
+    entry's: Maße (dimensions) and Masse (mass) were the same decision, and the second was never stored."""
+    _create(api, token_a, "We decided to check the Maße of every crate before loading.")
+    conversation = [{"role": "agent", "text": "We decided to check the Masse of every crate before loading."}]
+    save = {"agentId": "agent-a", "savedAt": "2026-03-15T23:04:23.463Z", "messages": conversation}
+    assert api.post("/agents/agent-a/messages", save, token=token_a).status_code == 200
+    slept = api.post("/agents/agent-a/sleep", {"messages": conversation}, token=token_a).json()
+    assert [d["content"] for d in slept["decisions"]] == [conversation[0]["text"]]
+    contents = VaultEntry.objects.filter(category="decisions").values_list("content", flat=True)
+    assert sorted(contents) == sorted(
+        [conversation[0]["text"], "We decided to check the Maße of every crate before loading."]
+    )

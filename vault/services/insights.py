@@ -1,13 +1,16 @@
 """The one writer of what conversations teach: decisions and lessons found in texts, and handoffs.
 
 Sleep (session close), compaction of long sessions and background extraction all store insights here,
-with one dedupe rule: an insight whose normalised text (`normalise_fact`: case, accents, spacing and
-end punctuation aside) is already an entry of the agent in that category is not stored again."""
+with one dedupe rule: an insight whose content hash (vault/trust.py's `text_words`: case, spacing and
+punctuation aside, accents kept) is already an entry's of the agent in that category is not stored
+again. Accents are not folded here: Maße and Masse are two decisions; a restatement that differs in
+accents only is left to entry_create's near-duplicate check, which holds it for review."""
 
 from collections.abc import Callable
 
 from django.conf import settings
 
+from vault import trust
 from vault.extraction import insights_extract
 from vault.models import Agent, Category, VaultEntry
 from vault.services.entries import entry_create
@@ -39,19 +42,16 @@ def insights_store(
     if callable(source_messages):
         source_messages = source_messages() if insights.decisions or insights.lessons else {}
     for category, found in ((Category.DECISIONS, insights.decisions), (Category.LESSONS, insights.lessons)):
-        existing = {
-            normalise_fact(content)
-            for content in VaultEntry.objects.filter(agent=agent, category=category).values_list(
-                "content", flat=True
-            )
-        }
+        existing = set(
+            VaultEntry.objects.filter(agent=agent, category=category).values_list("content_hash", flat=True)
+        )
         for text in found:
-            key = normalise_fact(text)
-            if key in existing:
+            digest = trust.content_hash(text)
+            if digest in existing:
                 duplicates += 1
                 continue
-            existing.add(key)
-            message_id = (source_messages or {}).get(key)
+            existing.add(digest)
+            message_id = (source_messages or {}).get(normalise_fact(text))
             created.append(
                 entry_create(
                     agent=agent,
