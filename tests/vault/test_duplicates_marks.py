@@ -14,6 +14,9 @@ from vault.models import EntryStatus, VaultEntry
 
 pytestmark = pytest.mark.django_db
 
+VIETNAMESE_SELL = "Chúng tôi sẽ bán căn nhà ở Hà Nội cho gia đình anh Minh vào tháng sau"
+VIETNAMESE_FRIEND = "Chúng tôi sẽ bạn căn nhà ở Hà Nội cho gia đình anh Minh vào tháng sau"
+
 
 def _create(api, token, content):
     return api.post("/agents/agent-a/entries", {"category": "decisions", "content": content}, token=token)
@@ -108,3 +111,22 @@ def test_a_decision_found_at_sleep_that_differs_in_a_mark_is_not_skipped(api, to
     assert sorted(contents) == sorted(
         [conversation[0]["text"], "We decided to check the Maße of every crate before loading."]
     )
+
+
+def test_merging_a_pending_text_that_differs_in_tone_marks_keeps_its_text(api, admin_token, token_a):
+    """The merge appended the pending text unless its folded text was in the target's: bạn (friend)
+    "was" bán (sell), so the target stayed as it was and the pending statement was gone from it."""
+    target = _create(api, token_a, VIETNAMESE_SELL).json()
+    pending = _create(api, token_a, VIETNAMESE_FRIEND).json()
+    assert pending["status"] == EntryStatus.PENDING.value
+    body = api.post(f"/review/{pending['id']}/merge", {"into": target["id"]}, token=admin_token).json()
+    assert body["id"] == target["id"]
+    assert VIETNAMESE_SELL in body["content"] and VIETNAMESE_FRIEND in body["content"]
+
+
+def test_merging_a_pending_text_the_target_holds_as_written_leaves_the_target(api, admin_token, token_a):
+    target = _create(api, token_a, "Hôm qua: " + VIETNAMESE_SELL).json()
+    pending = _create(api, token_a, VIETNAMESE_SELL + "!").json()
+    assert pending["status"] == EntryStatus.PENDING.value
+    body = api.post(f"/review/{pending['id']}/merge", {"into": target["id"]}, token=admin_token).json()
+    assert body["content"] == target["content"]

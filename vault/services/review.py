@@ -167,7 +167,9 @@ def review_merge(
             raise NotFound(f"Entry {into_id} (merge target) not found.")
         _merge_target_check(entry, target)
         merged = target.content
-        if trust.text_normalise(entry.content) not in trust.text_normalise(target.content):
+        # By the words as written: folded, a text differing in its tone marks (bán sell / bạn friend)
+        # was "already in" the target and was not added to it.
+        if trust.text_words(entry.content) not in trust.text_words(target.content):
             merged = f"{target.content.rstrip()}\n\n{entry.content.strip()}"
         entry_update(
             entry_id=target.pk,
