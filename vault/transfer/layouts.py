@@ -106,6 +106,23 @@ def project_file_import(importer: Importer, path: Path) -> None:
         importer.project_context(text, where=path)
 
 
+def _unmarked_file_import(
+    importer: Importer, agent: Agent | None, category: str, text: str, mtime, path: Path
+) -> None:
+    """A category file without markers (written by hand): an entry for each `## Title` section, and
+    one for the text before the first."""
+    preamble, sections = _sections(text)
+    loose = _preamble_text(preamble)
+    if loose:
+        sections.insert(0, ("", loose))
+    for title, body in sections:
+        content = _section_content(title, body) if title else body
+        if content.strip():
+            importer.entry_add(
+                agent, EntryItem(category, content, mtime, "md:" + _hash(category, content)[:40]), where=path
+            )
+
+
 def vault_category_file_import(
     importer: Importer, agent: Agent | None, category: str, path: Path, meta: dict | None = None
 ) -> None:
@@ -122,18 +139,7 @@ def vault_category_file_import(
     markers = list(MARKER_RE.finditer(text))
     mtime = _mtime(path)
     if not markers:
-        preamble, sections = _sections(text)
-        loose = _preamble_text(preamble)
-        if loose:
-            sections.insert(0, ("", loose))
-        for title, body in sections:
-            content = _section_content(title, body) if title else body
-            if content.strip():
-                importer.entry_add(
-                    agent,
-                    EntryItem(category, content, mtime, "md:" + _hash(category, content)[:40]),
-                    where=path,
-                )
+        _unmarked_file_import(importer, agent, category, text, mtime, path)
         return
     loose = _preamble_text(text[: markers[0].start()])
     if loose:
