@@ -12,6 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from sessions_app import services as session_services
 from sessions_app.models import Message, Session
+from tests.operations.search_vectors import found, lexemes
 from vault import services
 from vault.models import Project, TokenScope, VaultEntry
 
@@ -21,21 +22,6 @@ BEFORE = [("search", "0011_scope_length")]
 ENTRY = "合作伙伴数据接入管道由narwhal团队维护"
 TURNS = [("user", "カワウソのエクスポーターはいつ動く？"), ("assistant", "毎晩、バックアップの後に動く。")]
 FILE = "# 메모\n\n- 추적기 포트는 설정 파일에 있다\n"
-
-
-def lexemes(table: str, pk: int) -> set[str]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT v.lexeme FROM {table} t, unnest(t.search_vector) v WHERE t.id = %s AND v.lexeme NOT LIKE '#%%'",
-            [pk],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
-def found(api, token, q, kind) -> list[int]:
-    response = api.get("/search", token=token, q=q, kinds=kind, mode="lexical", limit=10)
-    assert response.status_code == 200, response.json()
-    return [r["id"] for r in response.json()["results"]]
 
 
 def test_rows_stored_before_the_pairs_are_parsed_again_on_upgrade_and_back_on_rollback(migrator, api):

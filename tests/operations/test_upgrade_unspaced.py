@@ -11,6 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from sessions_app import services as session_services
 from sessions_app.models import Message, Session
+from tests.operations.search_vectors import found, lexemes, row_version
 from vault import services
 from vault.models import Project, TokenScope
 
@@ -21,27 +22,6 @@ ENTRY = "เราตัดสินใจใช้Redisเป็นแคชข
 FILE = "# 笔记\n\n- 我养了一只猫\n"
 TURNS = [("user", "ພວກເຮົາຕັດສິນໃຈໃຊ້ຖານຂໍ້ມູນໃໝ່"), ("assistant", "OK")]
 ARCHIVED = "យើងសម្រេចចិត្តប្រើឃ្លាំងសម្ងាត់"
-
-
-def lexemes(table: str, pk: int) -> set[str]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT v.lexeme FROM {table} t, unnest(t.search_vector) v WHERE t.id = %s AND v.lexeme NOT LIKE '#%%'",
-            [pk],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
-def row_version(table: str, pk: int) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT xmin::text FROM {table} WHERE id = %s", [pk])
-        return cursor.fetchone()[0]
-
-
-def found(api, token, q, kind) -> list[int]:
-    response = api.get("/search", token=token, q=q, kinds=kind, mode="lexical", limit=10)
-    assert response.status_code == 200, response.json()
-    return [r["id"] for r in response.json()["results"]]
 
 
 def test_rows_of_scripts_without_spaces_are_parsed_again_on_upgrade_and_back_on_rollback(migrator, api):
