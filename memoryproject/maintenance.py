@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memoryproject.errors import InvalidInput
 from memoryproject.timestamps import bound, time_range_check
+from search.embedding_index import embeddings_stale_remove
 from sessions_app.maintenance.retention import (
     message_erase,
     retention_step_expire_messages,
@@ -174,11 +175,20 @@ def retention_step_size(run: CompactionRun, project: Project, now: datetime) -> 
         run_guarded(run, f"agent {agent.slug} size", lambda a=agent: _agent_shrink(run, a, now))
 
 
+def retention_step_purge_messages_everywhere(run: CompactionRun, project: Project, now: datetime) -> None:
+    """Purge the messages due (sessions_app), then drop the old vectors of the daily notes their text was
+    erased from, so that semantic search cannot find it by its meaning until they are embedded again."""
+    purged = run.counts.get("messages_purged", 0)
+    retention_step_purge_messages(run, project, now)
+    if run.counts.get("messages_purged", 0) > purged:
+        embeddings_stale_remove("file", project_id=project.pk)
+
+
 RETENTION_STEPS = (
     retention_step_expire_entries,
     retention_step_expire_messages,
     retention_step_purge_entries,
-    retention_step_purge_messages,
+    retention_step_purge_messages_everywhere,
     retention_step_size,
 )
 
@@ -369,6 +379,8 @@ def forget(
     deleted_entry_ids, deleted_message_ids = _forget_erase(
         entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
     )
+    if deleted_message_ids:  # their text was taken out of the daily notes: drop the notes' old vectors
+        embeddings_stale_remove("file", project_id=project.pk, agent_ids=agent_ids)
     missing = (set(ids or []) - set(deleted_entry_ids)) | (set(message_ids or []) - set(deleted_message_ids))
     deleted_entries, deleted_messages = len(deleted_entry_ids), len(deleted_message_ids)
     return {

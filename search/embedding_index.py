@@ -411,6 +411,22 @@ def embeddings_orphans_remove() -> int:
     return removed
 
 
+def embeddings_stale_remove(kind: str, *, project_id: int, agent_ids: list[int] | None = None) -> int:
+    """Delete the embeddings of a project's (or those agents') items of `kind` whose text changed since
+    they were embedded. The refresh job embeds them again; until then semantic search must not find a
+    text a forget erased (a daily note's exchange) by its old meaning. Returns the rows deleted."""
+    document = next(d for d in DOCUMENTS if d.kind == kind)
+    agents = " AND d.agent_id = ANY(%(agents)s)" if agent_ids is not None else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""DELETE FROM search_embedding x USING {document.table} d
+                WHERE x.kind = %(kind)s AND x.object_id = d.id AND d.project_id = %(project)s{agents}
+                  AND x.source_hash <> md5({document.text_sql})""",
+            {"kind": kind, "project": project_id, "agents": agent_ids},
+        )
+        return cursor.rowcount
+
+
 def embeddings_refresh(
     *,
     max_seconds: float | None = None,

@@ -2,8 +2,14 @@
 note's version history and queued exchanges), the session state the write-ahead scan took from it, and
 what search finds; the deletion audit records the erasure without the text."""
 
+from datetime import timedelta
+
+import time_machine
+from django.db import connection
 from django.utils import timezone
 
+from memoryproject import maintenance
+from search.models import Embedding
 from sessions_app.models import Message, SessionStateEntry
 from vault.models import DeletionAudit, QueuedNoteAppend, WorkspaceFile, WorkspaceFileVersion
 from vault.selectors import daily_note_path
@@ -174,3 +180,46 @@ def test_it_reads_only_the_notes_of_the_days_of_the_messages_session(
     old_note = WorkspaceFile.objects.get(path=daily_note_path(timezone.localtime(then).date()))
     assert "4417" not in old_note.content and "[forgotten]" in old_note.content
     assert "4417" in note_text(api, token_a)  # another message's words, another day's note
+
+
+def _embedded(file: WorkspaceFile, agent) -> Embedding:
+    """An embedding of the file's present text, as the refresh job stores it (the vector itself, a
+    pgvector column where the extension exists, plays no part here)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT md5(path || E'\\n\\n' || content) FROM vault_workspacefile WHERE id = %s", [file.pk]
+        )
+        source_hash = cursor.fetchone()[0]
+    return Embedding.objects.create(
+        kind="file", object_id=file.pk, project_id=file.project_id, agent=agent, model="m", dimensions=3,
+        source_hash=source_hash,
+    )  # fmt: skip
+
+
+def test_the_notes_old_vector_goes_with_the_text(api, admin_token, token_a, agent_a, settings):
+    """The erased note kept its embedding until the refresh job saw it had changed: semantic search could
+    rank the note for the forgotten text's meaning meanwhile. Files whose text did not change keep theirs."""
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker")])
+    note = WorkspaceFile.objects.get(agent=agent_a, path=daily_note_path(timezone.localdate()))
+    other = WorkspaceFile.objects.filter(agent=agent_a).exclude(pk=note.pk).first()
+    assert other is not None
+    _embedded(note, agent_a)
+    kept = _embedded(other, agent_a)
+    forget(api, admin_token, "s-u0")
+    assert list(Embedding.objects.filter(kind="file").values_list("pk", flat=True)) == [kept.pk]
+
+
+def test_the_retention_purge_drops_the_notes_old_vector_too(api, token_a, agent_a, settings):
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    then = timezone.now() - timedelta(days=400)
+    with time_machine.travel(then, tick=True):
+        log(api, token_a, [("my locker code is 4417", "noted the locker")])
+    note = WorkspaceFile.objects.get(path=daily_note_path(timezone.localtime(then).date()))
+    _embedded(note, agent_a)
+    now = timezone.now()
+    maintenance.retention_run(project=agent_a.project, dry_run=False, now=now)
+    assert Embedding.objects.filter(kind="file", object_id=note.pk).exists()  # archived, not yet purged
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now + timedelta(days=60))
+    assert run.counts["messages_purged"] == 2
+    assert not Embedding.objects.filter(kind="file", object_id=note.pk).exists()
