@@ -6,6 +6,7 @@ import unicodedata
 from django.conf import settings
 
 from memoryproject.errors import InvalidInput, TooLarge
+from vault.trust import text_as_written
 
 # takes tags from /#(\w+)/g. The look-behind keeps "C#", "page#anchor" and "&#39;" out,
 # and markdown headings ("## Title") never match because a space follows the hashes.
@@ -243,11 +244,12 @@ APOSTROPHES = str.maketrans(
 def normalise_fact(text: str) -> str:
     """Reduce a fact to a comparison key, so "My name is Ana." and "my  name is ana" count as one fact.
 
-    Durable facts are appended to long-term memory; this is what duplicate detection compares.
+    Durable facts are appended to long-term memory; this is what duplicate detection compares. Marks
+    are kept, as the vault's exact duplicates keep them (trust.text_as_written): "vou às 10" and "vou as
+    10", "pôde" (could) and "pode" (can) are two facts; a negation typed without its accent ("nao") is
+    still "não".
     """
-    decomposed = unicodedata.normalize("NFKD", text.translate(APOSTROPHES))
-    without_accents = "".join(c for c in decomposed if not unicodedata.combining(c))
-    collapsed = " ".join(without_accents.casefold().split())
+    collapsed = " ".join(text_as_written(text.translate(APOSTROPHES)).split())
     end = len(collapsed)
     while end and (unicodedata.category(collapsed[end - 1]).startswith("P") or collapsed[end - 1].isspace()):
         end -= 1

@@ -174,6 +174,25 @@ def text_words(text: str) -> str:
 _FULL_WIDTH = re.compile("[\uff01-\uff5e]+")
 
 
+def text_as_written(text: str) -> str:
+    """A text read as text_words reads it, its punctuation and spacing kept: canonically composed,
+    full-width Latin letters and digits as ASCII, lower case; marks kept ("pôde" could is not "pode"
+    can, "às" is not "as"), except that a negation typed with its accent is written without it ("não"
+    is "nao"), as word_set knows it. For keys compared whole (a durable fact already in MEMORY.md)."""
+    if text.isascii():
+        return text.lower()
+    text = _FULL_WIDTH.sub(lambda match: unicodedata.normalize("NFKC", match.group()), text)
+    return _WORD_RE.sub(_negation_plain, unicodedata.normalize("NFC", text).lower())
+
+
+def _negation_plain(match: re.Match) -> str:
+    word = match.group()
+    if word.isascii():
+        return word
+    plain = text_normalise(word)
+    return plain if plain in _NEGATIONS else word
+
+
 def text_normalise(text: str) -> str:
     """Case, accents, markdown punctuation and whitespace removed: 'the same words' compare equal. For
     word similarity only (a near duplicate is held for review unless its words as written agree too,
