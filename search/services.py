@@ -80,8 +80,10 @@ def checkpoint_messages(agent: Agent) -> list[dict]:
     return [m for m in (checkpoint.messages or []) if isinstance(m, dict)]
 
 
-def _one_line(text: str, limit: int = ITEM_CHARS) -> str:
-    return text_clip(text, limit)
+def _one_line(text: str, limit: int = ITEM_CHARS) -> tuple[str, bool]:
+    """The text on one line within `limit` characters, and whether that cut it (the section then says
+    it is truncated, as a cut to fit the budget does)."""
+    return text_clip(text, limit), len(" ".join(text.split())) > limit
 
 
 def instructions_block(agent: Agent) -> str:
@@ -101,6 +103,7 @@ class _Item:
     entry_id: int | None = None
     score: float | None = None
     tag: str = ""  # the source tag, rendered with the text and never truncated with it
+    clipped: bool = False  # the text was cut to the per-item cap (ITEM_CHARS, a task's 300)
 
     def render(self, bullet: str) -> str:
         text = self.text
@@ -169,10 +172,11 @@ def _relevant(
                 agent=agent, category=category, status=EntryStatus.ACTIVE
             ).order_by("-created_at", "-id")[:limit]
             entries = [(e.pk, e.content, None, e.source, e.created_at, e.source_session_id) for e in newest]
-        relevant[category] = [
-            _Item(_one_line(text), entry_id, score, source_tag(entry_id, source, created, session_id))
-            for entry_id, text, score, source, created, session_id in entries
-        ]
+        relevant[category] = []
+        for entry_id, text, score, source, created, session_id in entries:
+            line, clipped = _one_line(text)
+            tag = source_tag(entry_id, source, created, session_id)
+            relevant[category].append(_Item(line, entry_id, score, tag, clipped))
     return relevant
 
 
@@ -218,7 +222,8 @@ def _tasks(agent: Agent, max_chars: int | None = None) -> list[_Item]:
         rows = list(page.values_list("pk", "content", "created_at")[:TASK_PAGE])
         for entry_id, content, _ in rows:
             for line in _open_tasks(content):
-                item = _Item(_one_line(line, 300), entry_id, tag=f"(#{entry_id})")
+                text, clipped = _one_line(line, 300)
+                item = _Item(text, entry_id, tag=f"(#{entry_id})", clipped=clipped)
                 items.append(item)
                 chars += len(item.text) + len(item.tag) + 8
         if len(rows) < TASK_PAGE or (max_chars is not None and chars > max_chars):
@@ -227,10 +232,11 @@ def _tasks(agent: Agent, max_chars: int | None = None) -> list[_Item]:
 
 
 def _recovery(agent: Agent) -> list[_Item]:
-    messages = checkpoint_messages(agent)[-RECOVERY_MESSAGES:]
-    return [
-        _Item(f"[{m.get('role', 'user')}]: {_one_line(str(m.get('text', '')), ITEM_CHARS)}") for m in messages
-    ]
+    items = []
+    for message in checkpoint_messages(agent)[-RECOVERY_MESSAGES:]:
+        text, clipped = _one_line(str(message.get("text", "")), ITEM_CHARS)
+        items.append(_Item(f"[{message.get('role', 'user')}]: {text}", clipped=clipped))
+    return items
 
 
 def _fence_open(text: str) -> str:
@@ -342,7 +348,7 @@ def _cited_and_summary(sections: dict[str, _Section]) -> tuple[list[int], dict]:
         name: {
             "included": len(section.items),
             "dropped": section.dropped,
-            "truncated": section.truncated,
+            "truncated": section.truncated or any(item.clipped for item in section.items),
             "entry_ids": [item.entry_id for item in section.items if item.entry_id is not None],
         }
         for name, section in sections.items()

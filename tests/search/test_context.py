@@ -419,3 +419,18 @@ def test_the_handoff_outlives_the_workspace_files(agent_a, make_entry):
     )
     assert body["sections"]["workspace"]["truncated"] and "--- AGENTS.md ---\nBe thorough." in body["text"]
     assert body["token_estimate"] <= 2000
+
+
+def test_an_item_cut_to_its_own_cap_is_reported_as_truncated(api, token_a, agent_a, make_entry):
+    """A decision, a lesson or a task longer than its per-item cap is cut to it ("…"), budget or not,
+    and the section said truncated: false: the caller could not tell that the text it got was cut."""
+    decision = make_entry(agent_a, "Decided the ledger uses PostgreSQL. " + "reason " * 200)
+    make_entry(agent_a, "Learned the ledger PostgreSQL lesson.", category="lessons")
+    make_entry(agent_a, "- [ ] write the ledger report " + "step " * 100, category="tasks")
+    body = build(api, token_a, budget_tokens=8000).json()
+    sections = body["sections"]
+    assert sections["decisions"]["entry_ids"] == [decision.pk] and sections["decisions"]["dropped"] == 0
+    decisions = body["text"].split("Relevant Decisions:\n")[1].split("\n")[0]
+    assert decisions.startswith("- Decided the ledger uses PostgreSQL. reason") and "… (#" in decisions
+    assert sections["decisions"]["truncated"] and sections["tasks"]["truncated"]
+    assert not sections["lessons"]["truncated"] and not sections["handoff"]["truncated"]
