@@ -95,15 +95,10 @@ def if_match_expected(value: str | None) -> Expected | None:
 
 
 def updated_at_expected(value: datetime | None) -> Expected | None:
-    """The precondition of an `expected_updated_at` (MCP): the entry's `updated_at` as a tool showed it."""
+    """The precondition of an `expected_updated_at` (MCP): the entry's `updated_at` as a tool showed it.
+    Without an offset it is UTC, as every instant a caller sends is (memoryproject.timestamps)."""
     if value is None:
         return None
-    if value.utcoffset() is None:
-        raise InvalidInput(
-            f"expected_updated_at {value.isoformat()} has no UTC offset: send it as the tools return "
-            "it (e.g. 2026-11-26T14:49:18.731Z).",
-            [{"loc": ["expected_updated_at"], "msg": "no UTC offset"}],
-        )
     # In UTC here: one Python cannot hold in UTC (year 1 at +14:00) matches no state, where comparing
     # it raised OverflowError.
     return Expected(updated_at=utc(value))

@@ -69,3 +69,35 @@ def test_memory_update_and_forget_take_any_expected_updated_at(mcp_live_url, dev
 
     run(body)
     assert VaultEntry.objects.get(pk=entry.pk).content == "Deploys wait for Monday"
+
+
+def test_an_expected_updated_at_without_an_offset_is_utc(mcp_live_url, dev, dev_token, settings):
+    """A time without an offset is UTC everywhere else (the README's input rules: a message's timestamp,
+    since/until); expected_updated_at alone refused it. The current `updated_at` written without its Z
+    lets memory_update and memory_forget through, whatever TIME_ZONE is; a stale one is refused as
+    changed since."""
+    from vault import services
+    from vault.models import VaultEntry
+
+    settings.TIME_ZONE = "America/Sao_Paulo"
+    entry = services.entry_create(agent=dev, category="lessons", content="Deploys wait for Monday")
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            seen = (await scenarios.call(session, "memory_get", id=entry.pk))["updated_at"]
+            assert seen.endswith("Z"), seen
+            updated = await scenarios.call(
+                session, "memory_update", id=entry.pk, content="Deploys wait for Tuesday",
+                expected_updated_at=seen[:-1],
+            )  # fmt: skip
+            stale = await scenarios.refused(
+                session, "memory_forget", ids=[entry.pk], expected_updated_at=seen[:-1]
+            )
+            assert "has changed since it was read" in stale, stale
+            forgotten = await scenarios.call(
+                session, "memory_forget", ids=[entry.pk], expected_updated_at=updated["updated_at"][:-1]
+            )
+            assert forgotten["entries"] == 1, forgotten
+
+    run(body)
+    assert not VaultEntry.objects.filter(pk=entry.pk).exists()
