@@ -11,6 +11,7 @@ from vault.search_vectors import (
     parts_vectors,
     search_vector_field,
 )
+from vault.text import text_clip
 
 
 class SessionStatus(models.TextChoices):
@@ -123,7 +124,7 @@ class Message(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.role}: {self.text[:60]}"
+        return f"{self.role}: {text_clip(self.text, 60)}"
 
 
 class Branch(models.Model):
@@ -195,7 +196,7 @@ class SessionStateEntry(models.Model):
         verbose_name_plural = "session state entries"
 
     def __str__(self) -> str:
-        return f"{self.category}: {self.text[:60]}"
+        return f"{self.category}: {text_clip(self.text, 60)}"
 
 
 class WorkingBufferEntry(models.Model):
@@ -217,7 +218,7 @@ class WorkingBufferEntry(models.Model):
         ordering = ["created_at", "id"]
 
     def __str__(self) -> str:
-        return f"{self.side}: {self.text[:60]}"
+        return f"{self.side}: {text_clip(self.text, 60)}"
 
 
 class SessionTransition(models.Model):

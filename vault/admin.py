@@ -8,7 +8,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
-from django.utils.text import Truncator
 
 from memoryproject.errors import DomainError
 from vault import services
@@ -23,7 +22,7 @@ from vault.models import (
     WorkspaceFile,
     WorkspaceFileVersion,
 )
-from vault.text import tags_normalise, text_check
+from vault.text import tags_normalise, text_check, text_clip
 
 # The app list beside every page took a third of a laptop screen from the entry list; the
 # breadcrumbs and the index page lead to the same places.
@@ -69,7 +68,7 @@ class ProjectForm(SlugCheckedForm):
             self.data["seen_changed_at"] = current.isoformat()
             raise forms.ValidationError(
                 "The context was changed since this form was opened; saving would overwrite that "
-                f"change. Its current text: {Truncator(self.instance.context).chars(1000)!r}. Save again "
+                f"change. Its current text: {text_clip(self.instance.context, 1000, flatten=False)!r}. Save again "
                 "to replace it with yours."
             )
         return cleaned
@@ -247,7 +246,7 @@ class VaultEntryForm(forms.ModelForm):
             self.data["seen_updated_at"] = self.instance.updated_at.isoformat()
             raise forms.ValidationError(
                 f"Entry {self.instance.pk} was changed since this form was opened; saving would overwrite "
-                f"that change. Its current text: {Truncator(self.instance.content).chars(1000)!r}. Save "
+                f"that change. Its current text: {text_clip(self.instance.content, 1000, flatten=False)!r}. Save "
                 "again to replace it with yours."
             )
         try:
@@ -337,11 +336,10 @@ class VaultEntryAdmin(admin.ModelAdmin):
 
     @admin.display(description="content")
     def preview(self, obj):
-        one_line = " ".join(obj.content.split())
         return format_html(
             '<span class="entry-preview" title="{}">{}</span>',
-            Truncator(one_line).chars(500),
-            Truncator(one_line).chars(160),
+            text_clip(obj.content, 500),
+            text_clip(obj.content, 160),
         )
 
     @admin.display(description="created", ordering="created_at")

@@ -14,6 +14,7 @@ from vault.search_vectors import (
     parts_vectors,
     search_vector_field,
 )
+from vault.text import text_clip
 
 SLUG_PATTERN = r"^[a-z0-9._-]{1,64}$"
 slug_validator = RegexValidator(SLUG_PATTERN, "Use 1-64 characters of a-z, 0-9, '.', '_' or '-'.")
@@ -187,7 +188,7 @@ class VaultEntry(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.category}: {self.content[:60]}"
+        return f"#{self.pk} {self.category}: {text_clip(self.content, 60)}"
 
     @property
     def max_bytes(self) -> int:

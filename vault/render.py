@@ -8,7 +8,6 @@ javascript: links survive.
 
 import difflib
 import re
-import unicodedata
 from dataclasses import dataclass
 
 import markdown
@@ -17,7 +16,7 @@ from django.utils.html import escape, format_html, linebreaks
 from django.utils.safestring import SafeString, mark_safe
 
 from vault.search_text import UNSPACED_CLASS, WordMatcher, cjk_pairs, cjk_runs
-from vault.text import task_lines, task_text
+from vault.text import cluster_start, task_lines, task_text
 
 ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6",
@@ -187,29 +186,6 @@ def _marked(text: str, query: str) -> str:
     return "".join(out) + text[done:]
 
 
-def _cut_point(text: str, index: int) -> int:
-    """`index`, moved back to the start of the character a reader sees: never between a letter and its
-    combining accent, an emoji and its modifier or joiner, or the two halves of a flag."""
-    index = max(0, min(index, len(text)))
-    while 0 < index < len(text) and (
-        unicodedata.combining(text[index])
-        or unicodedata.category(text[index]) in ("Mn", "Me", "Mc")
-        or text[index] in "\u200d\ufe0e\ufe0f"
-        or text[index - 1] == "\u200d"
-        or 0x1F3FB <= ord(text[index]) <= 0x1F3FF
-    ):
-        index -= 1
-    if 0 < index < len(text) and _REGIONAL.match(text[index]):  # flags: pairs counted from the run's start
-        run_start = index
-        while run_start > 0 and _REGIONAL.match(text[run_start - 1]):
-            run_start -= 1
-        index -= (index - run_start) % 2
-    return index
-
-
-_REGIONAL = re.compile("[\U0001f1e6-\U0001f1ff]")
-
-
 def _first_match(text: str, query: str) -> tuple[int, int]:
     spans = _match_spans(text, query)
     return spans[0] if spans else (0, 0)
@@ -218,8 +194,8 @@ def _first_match(text: str, query: str) -> tuple[int, int]:
 def highlight(text: str, query: str, *, length: int = 240) -> SafeString:
     """An escaped excerpt of text around the first match of the query's words, matches in <mark>."""
     first, _ = _first_match(text, query)
-    start = _cut_point(text, first - length // 3)
-    end = _cut_point(text, start + length)
+    start = cluster_start(text, first - length // 3)
+    end = cluster_start(text, start + length)
     html = _marked(escape(text[start:end]), query)
     prefix = "…" if start > 0 else ""
     suffix = "…" if end < len(text) else ""
@@ -249,12 +225,12 @@ def snippet_markdown(text: str, query: str, *, length: int = 240) -> SafeString:
             start = earlier
     else:
         space = text.rfind(" ", first - length // 2, first - length // 3)
-        start = space + 1 if space != -1 else _cut_point(text, first - length // 3)
+        start = space + 1 if space != -1 else cluster_start(text, first - length // 3)
     end = start + length
     if end < len(text):
         after = max(start, first_end)
         space = max(text.rfind(" ", after, end), text.rfind("\n", after, end))
-        end = space if space > start else _cut_point(text, end)
+        end = space if space > start else cluster_start(text, end)
     excerpt = text[start:end].strip()
     if start > line_start:
         excerpt = "…" + excerpt

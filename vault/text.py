@@ -218,6 +218,29 @@ def task_line_set(content: str, line: int, done: bool, task: str | None = None) 
     return "\n".join(lines)
 
 
+def cluster_start(text: str, index: int) -> int:
+    """`index`, moved back to the start of the character a reader sees: never between a letter and its
+    combining accent, an emoji and its modifier or joiner, or the two halves of a flag."""
+    index = max(0, min(index, len(text)))
+    while 0 < index < len(text) and (
+        unicodedata.combining(text[index])
+        or unicodedata.category(text[index]) in ("Mn", "Me", "Mc")
+        or text[index] in "\u200d\ufe0e\ufe0f"
+        or text[index - 1] == "\u200d"
+        or 0x1F3FB <= ord(text[index]) <= 0x1F3FF
+    ):
+        index -= 1
+    if 0 < index < len(text) and _REGIONAL.match(text[index]):  # flags: pairs counted from the run's start
+        run_start = index
+        while run_start > 0 and _REGIONAL.match(text[run_start - 1]):
+            run_start -= 1
+        index -= (index - run_start) % 2
+    return index
+
+
+_REGIONAL = re.compile("[\U0001f1e6-\U0001f1ff]")
+
+
 ASCII_CUT = "..."
 
 
@@ -230,7 +253,7 @@ def text_clip(
     text = " ".join(text.split()) if flatten else text.strip()
     if len(text) <= max_chars:
         return text
-    cut = text[: max_chars - len(mark)]
+    cut = text[: cluster_start(text, max_chars - len(mark))]
     if at_word and " " in cut:
         cut = cut.rsplit(" ", 1)[0]
     return cut.rstrip() + mark

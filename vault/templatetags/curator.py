@@ -3,6 +3,7 @@ from django.middleware.csrf import get_token
 from django.urls import reverse
 
 from vault.render import markdown_with_tasks
+from vault.text import text_clip
 
 register = template.Library()
 
@@ -41,3 +42,10 @@ def detail_lines(value):
     if isinstance(value, str):
         return value.splitlines()
     return None
+
+
+@register.filter
+def clip(value, max_chars):
+    """A preview of text in at most `max_chars` characters, ending in … when cut (vault.text.text_clip):
+    Django's truncatechars cuts by code points, an emoji's or an accent's second half lost."""
+    return text_clip(str(value), int(max_chars), flatten=False)
