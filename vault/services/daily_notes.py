@@ -6,10 +6,11 @@ import re
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memoryproject.copy_rows import row_insert
 from memoryproject.resilience import guarded
 from vault.models import Agent, QueuedNoteAppend, WorkspaceFile, WorkspaceFileVersion
 from vault.selectors import daily_note_path
@@ -71,7 +72,7 @@ def daily_notes_append(
         if delay and words_known and redacted and _written_since(agent, day, delay):
             for text, _ in parts:
                 text_check(text, allow_empty=True)
-            QueuedNoteAppend.objects.create(agent=agent, path=path, parts=[list(part) for part in parts])
+            row_insert(QueuedNoteAppend(agent=agent, path=path, parts=[list(part) for part in parts]))
             continue
         file_append_many(
             agent=agent,
@@ -88,12 +89,15 @@ def _written_since(agent: Agent, day, seconds: int) -> bool:
     """Whether a live part of the agent's note of `day` was written in the last `seconds` (the rows are
     not read)."""
     since = timezone.now() - timedelta(seconds=seconds)
-    return WorkspaceFile.objects.filter(
-        agent=agent,
-        path__regex=rf"^memory/{day:%Y-%m-%d}(-[1-9][0-9]*)?\.md$",
-        deleted_at__isnull=True,
-        updated_at__gt=since,
-    ).exists()
+    # Asked on every message batch that logs an exchange: one statement by hand, as the ORM's compiling
+    # of the same query took 0.47 ms of Python.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {WorkspaceFile._meta.db_table} WHERE agent_id = %s AND path ~ %s "
+            "AND deleted_at IS NULL AND updated_at > %s LIMIT 1",
+            [agent.pk, rf"^memory/{day:%Y-%m-%d}(-[1-9][0-9]*)?\.md$", since],
+        )
+        return cursor.fetchone() is not None
 
 
 def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | None = None) -> int:

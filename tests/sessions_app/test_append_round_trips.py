@@ -1,0 +1,118 @@
+"""The statements a batch of messages costs (issue 16): each one is a round trip and, through the ORM,
+0.3-0.7 ms of the server's Python, so the append path asks the database only what it needs."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from sessions_app.models import Branch, Message, Session, SessionStatus
+
+T0 = datetime(2026, 3, 16, 10, 30, 0, tzinfo=UTC)
+
+pytestmark = pytest.mark.django_db
+
+
+def _batch(api, token, number: int, *, at):
+    messages = [
+        {
+            "id": f"b{number}-m{m}",
+            "role": "user" if m % 2 == 0 else "assistant",
+            "text": f"message {m} of batch {number}: the deploy uses port {8000 + m}",
+        }
+        for m in range(50)
+    ]
+    with time_machine.travel(at, tick=False):
+        response = api.post(
+            "/agents/agent-a/messages", {"session": "load", "messages": messages}, token=token
+        )
+    assert response.status_code == 200, response.content
+    assert response.json()["stored"] == 50 and response.json()["warnings"] == []
+    return response.json()
+
+
+def test_a_batch_to_an_open_session_takes_twenty_five_statements(api, token_a, agent_a, settings):
+    """A batch to an open session whose day's note was written a moment ago (its exchanges queued):
+    no savepoint around the session's lock (a session no longer open is not locked, so there is no lock
+    to release), the branch's head and the session's activity in one statement, and the stored client
+    ids asked for with one array. In production the append's transaction is BEGIN and COMMIT; here it
+    is a savepoint in the test's transaction, counted (so 25 here, 23 statements and the COPY of the
+    messages and of their write-ahead state rows in production)."""
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 2
+    settings.TIME_ZONE = "UTC"
+    _batch(api, token_a, 0, at=T0)
+    with CaptureQueriesContext(connection) as queries:
+        answer = _batch(api, token_a, 1, at=T0 + timedelta(seconds=1))
+    statements = [q["sql"] for q in queries.captured_queries]
+    lock = next(
+        i for i, sql in enumerate(statements) if "FOR UPDATE" in sql and "sessions_app_session" in sql
+    )
+    # The one savepoint before the lock is the append's transaction (a savepoint inside the test's).
+    assert sum(sql.startswith("SAVEPOINT") for sql in statements[:lock]) == 1, statements[: lock + 1]
+    assert len(statements) == 25, "\n".join(statements)
+
+    session = Session.objects.get(agent=agent_a, external_id="load")
+    head = Message.objects.get(session=session, client_id="b1-m49")
+    assert answer["head"] == head.pk
+    assert Branch.objects.get(pk=session.active_branch_id).head_id == head.pk
+    assert session.last_activity_at == T0 + timedelta(seconds=1)
+    assert Message.objects.filter(session=session).count() == 100
+
+
+def test_a_batch_sent_again_stores_nothing_twice(api, token_a, agent_a):
+    first = _batch(api, token_a, 0, at=T0)
+    with time_machine.travel(T0 + timedelta(seconds=5), tick=False):
+        response = api.post(
+            "/agents/agent-a/messages",
+            {
+                "session": "load",
+                "messages": [
+                    {
+                        "id": "b0-m0",
+                        "role": "user",
+                        "text": "message 0 of batch 0: the deploy uses port 8000",
+                    },
+                    {"id": "new-1", "role": "assistant", "text": "a new reply"},
+                ],
+            },
+            token=token_a,
+        )
+    assert response.status_code == 200, response.content
+    assert response.json()["stored"] == 1 and response.json()["duplicates"] == 1
+    session = Session.objects.get(agent=agent_a, external_id="load")
+    assert Message.objects.filter(session=session).count() == 51
+    assert first["head"] != response.json()["head"]
+
+
+def test_an_append_to_a_session_closed_meanwhile_goes_to_a_new_open_one(api, token_a, agent_a, monkeypatch):
+    """The session found open is closed before its lock is taken: the locking statement does not lock
+    it, and the append goes to the agent's current open session, a new one, as before."""
+    from sessions_app.services import append as append_module
+    from sessions_app.services import lifecycle
+
+    _batch(api, token_a, 0, at=T0)
+    old = Session.objects.get(agent=agent_a, external_id="load")
+    ensure = lifecycle.session_ensure
+    calls = []
+
+    def ensure_then_close(**kwargs):
+        session = ensure(**kwargs)
+        if not calls:
+            Session.objects.filter(pk=session.pk).update(status=SessionStatus.CLOSED)
+        calls.append(session.pk)
+        return session
+
+    monkeypatch.setattr(append_module, "session_ensure", ensure_then_close)
+    with time_machine.travel(T0 + timedelta(seconds=5), tick=False):
+        response = api.post(
+            "/agents/agent-a/messages",
+            {"messages": [{"id": "late", "role": "user", "text": "hello again"}]},
+            token=token_a,
+        )
+    assert response.status_code == 200, response.content
+    assert len(calls) == 2 and calls[0] == old.pk and calls[1] != old.pk
+    assert response.json()["session"]["id"] == calls[1]
+    assert Message.objects.get(client_id="late").session_id == calls[1]
+    assert Message.objects.filter(session=old).count() == 50
