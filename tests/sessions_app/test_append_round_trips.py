@@ -116,3 +116,19 @@ def test_an_append_to_a_session_closed_meanwhile_goes_to_a_new_open_one(api, tok
     assert response.json()["session"]["id"] == calls[1]
     assert Message.objects.get(client_id="late").session_id == calls[1]
     assert Message.objects.filter(session=old).count() == 50
+
+
+def test_client_ids_that_array_syntax_would_misread_are_found_again(api, token_a, agent_a):
+    """The stored client ids are asked for with one array: ids holding its syntax (commas, braces,
+    quotes, backslashes, spaces) or spelling NULL are each found again, so a retry stores nothing twice."""
+    ids = ["a,b", "{c}", 'd"e', "f\\g", "NULL", "null", "h i", "ünï", "''"]
+    body = {
+        "session": "odd",
+        "messages": [{"id": i, "role": "user", "text": f"text {n}"} for n, i in enumerate(ids)],
+    }
+    first = api.post("/agents/agent-a/messages", body, token=token_a)
+    assert first.status_code == 200 and first.json()["stored"] == len(ids), first.content
+    again = api.post("/agents/agent-a/messages", body, token=token_a)
+    assert again.status_code == 200, again.content
+    assert again.json()["stored"] == 0 and again.json()["duplicates"] == len(ids)
+    assert sorted(Message.objects.filter(agent=agent_a).values_list("client_id", flat=True)) == sorted(ids)
