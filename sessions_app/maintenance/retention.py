@@ -5,10 +5,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Min
+from django.db.models import Max, Min, Subquery
 from django.utils import timezone
 
-from sessions_app.models import Checkpoint, Message, SessionStateEntry, WorkingBufferEntry
+from sessions_app.models import Branch, Checkpoint, Message, SessionStateEntry, WorkingBufferEntry
 from vault import services as vault_services
 from vault.maintenance.retention import retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
@@ -34,7 +34,20 @@ def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: 
     )
     RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE, object_id=message.pk).delete()
     _message_copies_erase(message)
+    _message_unlink(message)
     message.delete()
+
+
+def _message_unlink(message: Message) -> None:
+    """Take a message out of its session's tree without cutting it: its replies and the branches
+    that pointed at it (head or branch point) now point at its parent. Without this the conversation
+    ended at the erased message's reply: the messages before it fell out of every read of the session,
+    and a branch whose head it was read empty. The parent is read from the row, not the instance,
+    because an erase just before (a forget of several messages in a row) may have moved it."""
+    parent = Subquery(Message.objects.filter(pk=message.pk).values("parent_id")[:1])
+    Message.objects.filter(parent_id=message.pk).update(parent_id=parent)
+    Branch.objects.filter(head_id=message.pk).update(head_id=parent)
+    Branch.objects.filter(from_message_id=message.pk).update(from_message_id=parent)
 
 
 def _message_copies_erase(message: Message) -> None:

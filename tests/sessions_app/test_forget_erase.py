@@ -223,3 +223,49 @@ def test_the_retention_purge_drops_the_notes_old_vector_too(api, token_a, agent_
     run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now + timedelta(days=60))
     assert run.counts["messages_purged"] == 2
     assert not Embedding.objects.filter(kind="file", object_id=note.pk).exists()
+
+
+def append(api, token, *messages, session="s"):
+    response = api.post(
+        "/agents/agent-a/messages", {"session": session, "messages": list(messages)}, token=token
+    )
+    assert response.status_code == 200, response.content
+
+
+def conversation(api, token, session="s"):
+    response = api.get(f"/agents/agent-a/messages?session={session}&limit=100", token=token)
+    assert response.status_code == 200, response.content
+    return [m["client_id"] for m in response.json()["items"]]
+
+
+def test_it_keeps_the_messages_before_a_forgotten_one_in_the_conversation(api, admin_token, token_a, agent_a):
+    """A message is its successor's parent: forgetting one in the middle cut the conversation there,
+    and the messages before it vanished from every read of the session with it."""
+    log(api, token_a, [("first question", "first answer"), ("second question", "second answer")])
+    forget(api, admin_token, "s-a0")
+    assert conversation(api, token_a) == ["s-u0", "s-u1", "s-a1"]
+    forget(api, admin_token, "s-u1", "s-a1")  # several at once, in a row
+    assert conversation(api, token_a) == ["s-u0"]
+
+
+def test_it_keeps_a_branch_whose_head_or_branch_point_is_forgotten(api, admin_token, token_a, agent_a):
+    """A branch's head forgotten left the branch empty, its other messages out of every read."""
+    log(api, token_a, [("first question", "first answer"), ("second question", "second answer")])
+    created = api.post(
+        "/agents/agent-a/sessions/s/branches", {"name": "alt", "message": "s-a0"}, token=token_a
+    )
+    assert created.status_code == 201, created.content
+    checkout = api.post("/agents/agent-a/sessions/s/checkout", {"branch": "alt"}, token=token_a)
+    assert checkout.status_code == 200, checkout.content
+    append(
+        api,
+        token_a,
+        {"id": "x-u", "role": "user", "text": "idea"},
+        {"id": "x-a", "role": "assistant", "text": "ok"},
+    )
+    forget(api, admin_token, "x-a", "s-a0")
+    assert conversation(api, token_a) == ["s-u0", "x-u"]
+    branches = {b["name"]: b for b in api.get("/agents/agent-a/sessions/s/branches", token=token_a).json()}
+    assert branches["alt"]["message_count"] == 2 and branches["main"]["message_count"] == 3
+    append(api, token_a, {"id": "x-u2", "role": "user", "text": "go on"})
+    assert conversation(api, token_a) == ["s-u0", "x-u", "x-u2"]
