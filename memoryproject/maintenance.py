@@ -17,6 +17,7 @@ from memoryproject.timestamps import bound, time_range_check
 from search.embedding_index import embeddings_stale_remove
 from sessions_app.maintenance.retention import (
     message_erase,
+    message_sessions_lock,
     retention_step_expire_messages,
     retention_step_purge_messages,
 )
@@ -271,6 +272,7 @@ def _forget_erase(
     `expected`, an entry changed since the caller read it is refused (PreconditionFailed), checked
     under its lock, and nothing is erased."""
     entry_ids, message_ids = [], []
+    message_sessions_lock(messages)
     for entry in entries.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
         entry_precondition_check(entry, expected)
         entry_ids.append(entry.pk)

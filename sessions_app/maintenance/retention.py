@@ -5,10 +5,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Min, Subquery
+from django.db.models import Max, Min, QuerySet, Subquery
 from django.utils import timezone
 
-from sessions_app.models import Branch, Checkpoint, Message, SessionStateEntry, WorkingBufferEntry
+from sessions_app.models import Branch, Checkpoint, Message, Session, SessionStateEntry, WorkingBufferEntry
 from vault import services as vault_services
 from vault.maintenance.retention import retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
@@ -16,6 +16,19 @@ from vault.models import CompactionRun, DeletionAudit, Project, RetentionMark
 from vault.redaction import project_redaction_enabled, redact
 from vault.services.audit import deletion_audit_record
 from vault.text import ASCII_CUT, text_clip
+
+
+def message_sessions_lock(messages: QuerySet[Message]) -> None:
+    """Lock the sessions of the messages about to be erased, in id order, before the messages
+    themselves, as an append locks its session before it stores a reply to the branch's head. An
+    append that read the head being erased stored its reply to a deleted row (a foreign-key
+    violation at commit), or, holding its session, deadlocked with the erase."""
+    list(
+        Session.objects.select_for_update()
+        .filter(pk__in=messages.values("session_id"))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
 
 
 def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
@@ -139,6 +152,7 @@ def retention_step_expire_messages(run: CompactionRun, project: Project, now: da
 
 
 def _message_purge(run: CompactionRun, mark: RetentionMark, now: datetime) -> None:
+    message_sessions_lock(Message.objects.filter(pk=mark.object_id))
     message = (
         Message.objects.select_for_update(of=("self",)).select_related("agent").filter(pk=mark.object_id)
     )

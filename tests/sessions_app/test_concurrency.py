@@ -400,3 +400,28 @@ def test_an_exchange_logged_while_a_message_is_forgotten_is_kept(agent_a, settin
     note = vault_selectors.daily_note_content(agent_a.pk, timezone.localdate())
     assert "4417" not in note
     assert "deploy on friday" in note and "noted the locker" in note
+
+
+def test_a_message_appended_while_the_head_is_forgotten_follows_the_heads_parent(agent_a):
+    """The append read the branch's head, the message being forgotten, and stored its message as that
+    message's reply: a foreign-key violation at commit, a 500, the message lost (and a deadlock, a 503,
+    when the append held the session first). Forgetting a message now locks its session first, as an
+    append does, so the append reads the head the erase left."""
+    from memoryproject.maintenance import forget
+
+    session = services.messages_append(agent=agent_a, session_key="s1", messages=CONVERSATION).session
+    head = Message.objects.get(client_id="c2")
+    with transaction.atomic():
+        forget(project=agent_a.project, agent_ids=None, deleted_by="t", message_ids=[head.pk])
+        thread, out = _in_thread(
+            lambda: services.messages_append(
+                agent=agent_a,
+                session_key="s1",
+                messages=[{"role": "user", "text": "and then?", "client_id": "c3"}],
+            )
+        )
+        until_another_connection_waits_for_a_lock()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert "error" not in out, out
+    assert _texts(session) == ["Let's go with PostgreSQL for the orders", "and then?"]
