@@ -17,6 +17,7 @@ from sessions_app.services.common import (
     MessageInput,
     _guarded,
     _session_lock,
+    _session_not_archived_check,
     _status_set,
     message_input_check,
     session_label_check,
@@ -58,6 +59,7 @@ def checkpoint_save(
             if not i.internal
         ]
     elif session is not None:
+        _session_not_archived_check(session)  # else an empty checkpoint replaced the saved one
         kept = [
             {"role": m.role, "text": m.text}
             for m in _public_messages(selectors.session_conversation(session))

@@ -220,11 +220,17 @@ def _session_lock_if_open(session: Session) -> tuple[Session, Branch] | None:
     return _session_with_branch(locked)
 
 
-def _session_with_branch(session: Session) -> tuple[Session, Branch]:
+def _session_not_archived_check(session: Session) -> None:
+    """An archived session's messages are in cold storage: a write that reads or extends its
+    conversation is refused until it is restored."""
     if session.status == SessionStatus.ARCHIVED:
         raise Conflict(
             "The session is archived: restore it first (POST /agents/{agent}/sessions/{id}/restore)."
         )
+
+
+def _session_with_branch(session: Session) -> tuple[Session, Branch]:
+    _session_not_archived_check(session)
     branch = Branch.objects.filter(pk=session.active_branch_id).first() if session.active_branch_id else None
     if branch is not None:
         session.active_branch = branch  # cached: the append's answer names it

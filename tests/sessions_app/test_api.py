@@ -452,6 +452,20 @@ def test_checkpoint_without_messages_snapshots_the_session(api, token_a, agent_a
     assert [m["text"] for m in body["messages"]] == ["hi", "hello"] and body["chat_id"] == "c1"
 
 
+def test_a_checkpoint_of_an_archived_session_is_refused_and_keeps_the_saved_one(api, token_a, agent_a):
+    """An archived session's messages are in cold storage: its checkpoint was an empty one, which
+    replaced the agent's only checkpoint. It is refused as the session's other writes are."""
+    _post(
+        api, token_a, [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "hello"}], session="c1"
+    )
+    assert api.post("/agents/agent-a/checkpoint", {"session": "c1"}, token=token_a).status_code == 200
+    assert api.post("/agents/agent-a/sessions/c1/archive", token=token_a).status_code == 200
+    refused = api.post("/agents/agent-a/checkpoint", {"session": "c1"}, token=token_a)
+    assert refused.status_code == 409 and "restore it first" in refused.json()["detail"]
+    body = api.get("/agents/agent-a/checkpoint", token=token_a).json()
+    assert [m["text"] for m in body["messages"]] == ["hi", "hello"]
+
+
 def test_a_missing_checkpoint_is_404(api, token_a, agent_a):
     assert api.get("/agents/agent-a/checkpoint", token=token_a).status_code == 404
 
