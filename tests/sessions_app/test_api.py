@@ -487,6 +487,35 @@ def test_sleep_writes_the_handoff_in_seed_format(api, token_a, agent_a):
     assert body["session"]["status"] == "closed"
 
 
+def test_a_second_sleep_does_not_bring_back_extracted_decisions_a_curator_changed(
+    api, token_a, admin_token, agent_a
+):
+    """Sleep extracts from the whole conversation: a session slept again (continued, or closed at the
+    end of each exchange) stored again the decisions a curator had edited, deleted or forgotten
+    since, whose first text no live entry holds any more."""
+    said = [
+        "We decided to use Memcached because it is simple.",
+        "We decided to deploy on Tuesdays because traffic is low.",
+        "We decided to keep the logs for a month because of audits.",
+    ]
+    _post(api, token_a, [{"role": "assistant", "text": text} for text in said], session="c1")
+    first = api.post("/agents/agent-a/sleep", {"session": "c1"}, token=token_a).json()
+    ids = {d["content"]: d["id"] for d in first["decisions"]}
+    assert set(ids) == set(said)
+    edited = api.patch(
+        f"/entries/{ids[said[0]]}", {"content": "We use Memcached: simple enough."}, token=token_a
+    )
+    assert edited.status_code == 200, edited.content
+    assert api.delete(f"/entries/{ids[said[1]]}", token=token_a).status_code == 204
+    forgotten = api.post("/forget", {"ids": [ids[said[2]]]}, token=admin_token)
+    assert forgotten.status_code == 200, forgotten.content
+    _post(api, token_a, [{"role": "user", "text": "thanks"}], session="c1")
+    again = api.post("/agents/agent-a/sleep", {"session": "c1"}, token=token_a).json()
+    assert again["decisions"] == []
+    listed = api.get("/agents/agent-a/entries?category=decisions&status=all", token=token_a).json()
+    assert [e["content"] for e in listed["items"]] == ["We use Memcached: simple enough."]
+
+
 def test_sleep_with_nothing_to_close_is_404(api, token_a, agent_a):
     assert api.post("/agents/agent-a/sleep", {}, token=token_a).status_code == 404
 

@@ -3,7 +3,9 @@
 Sleep (session close), compaction of long sessions and background extraction all store insights here,
 with one dedupe rule: an insight whose content hash (vault/trust.py's `text_words`: case, spacing and
 punctuation aside, accents kept) is already an entry's of the agent in that category is not stored
-again. Accents are not folded here: Maße and Masse are two decisions; a restatement that differs in
+again, nor one a curator took back: the text of an earlier version of one of those entries (edited
+or deleted since), or of one forgotten (its audit row's hash). A session slept again is read whole
+again; without this it stored again every decision edited, deleted or forgotten since. Accents are not folded here: Maße and Masse are two decisions; a restatement that differs in
 accents only is left to entry_create's near-duplicate check, which holds it for review."""
 
 from collections.abc import Callable
@@ -12,9 +14,30 @@ from django.conf import settings
 
 from vault import trust
 from vault.extraction import insights_extract
-from vault.models import Agent, Category, VaultEntry
+from vault.models import Agent, Category, DeletionAudit, EntryVersion, VaultEntry
+from vault.services.audit import content_sha
 from vault.services.entries import entry_create
 from vault.text import normalise_fact
+
+
+def _taken_back(agent: Agent, category: str, texts: list[str]) -> set[str]:
+    """Those of `texts` a curator took back from the agent's entries of `category`: an earlier
+    version's text (edited or deleted since), or a forgotten entry's (by its audit row's hash)."""
+    if not texts:
+        return set()
+    versions = EntryVersion.objects.filter(agent=agent, category=category).values_list("content", flat=True)
+    earlier = {trust.content_hash(content) for content in versions.iterator()}
+    forgotten = set(
+        DeletionAudit.objects.filter(
+            project_id=agent.project_id,
+            agent_slug=agent.slug,
+            kind="entry",
+            category=category,
+            reason=DeletionAudit.Reason.FORGET,
+            content_sha256__in=[content_sha(text) for text in texts],
+        ).values_list("content_sha256", flat=True)
+    )
+    return {t for t in texts if trust.content_hash(t) in earlier or content_sha(t) in forgotten}
 
 
 def insights_store(
@@ -45,9 +68,10 @@ def insights_store(
         existing = set(
             VaultEntry.objects.filter(agent=agent, category=category).values_list("content_hash", flat=True)
         )
+        taken_back = _taken_back(agent, category, [t for t in found if trust.content_hash(t) not in existing])
         for text in found:
             digest = trust.content_hash(text)
-            if digest in existing:
+            if digest in existing or text in taken_back:
                 duplicates += 1
                 continue
             existing.add(digest)
