@@ -15,6 +15,7 @@ from django.utils import timezone
 from memoryproject.errors import InvalidInput
 from memoryproject.timestamps import bound, time_range_check
 from search.embedding_index import embeddings_stale_remove
+from sessions_app import services as sessions_services
 from sessions_app.maintenance.retention import (
     message_erase,
     message_sessions_lock,
@@ -319,6 +320,26 @@ def _forget_filtered(
     return entries, messages
 
 
+def _forget_archived(
+    project: Project, agent_ids: list[int] | None, messages: QuerySet, message_ids: list[int] | None, filters
+) -> sessions_services.ArchiveFilter | None:
+    """The messages of archived sessions (in cold storage, not in `messages`) a forget names: the
+    named ids not found among the live messages, or the criteria's when they take in messages."""
+    wanted = sessions_services.ArchiveFilter(project_id=project.pk, agent_ids=agent_ids)
+    if message_ids is not None:
+        wanted.message_ids = set(message_ids) - set(messages.values_list("pk", flat=True))
+        return wanted if wanted.message_ids else None
+    if "messages" not in filters["kinds"]:
+        return None
+    agent = filters["agent"]
+    wanted.agent_id, wanted.since, wanted.until = (
+        agent.pk if agent else None,
+        filters["since"],
+        filters["until"],
+    )
+    return wanted
+
+
 def forget(
     *,
     project: Project,
@@ -378,9 +399,13 @@ def forget(
     else:
         entries, messages = _forget_filtered(entries, messages, **filters)
         audit_criteria = {**criteria, "kinds": kinds}
-    deleted_entry_ids, deleted_message_ids = _forget_erase(
-        entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
-    )
+    archived = _forget_archived(project, agent_ids, messages, message_ids if by_id else None, filters)
+    with transaction.atomic():
+        thawed = sessions_services.archived_sessions_thaw(archived, by=deleted_by) if archived else []
+        deleted_entry_ids, deleted_message_ids = _forget_erase(
+            entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
+        )
+        sessions_services.archived_sessions_refreeze(thawed, by=deleted_by)
     if deleted_message_ids:  # their text was taken out of the daily notes: drop the notes' old vectors
         embeddings_stale_remove("file", project_id=project.pk, agent_ids=agent_ids)
     missing = (set(ids or []) - set(deleted_entry_ids)) | (set(message_ids or []) - set(deleted_message_ids))

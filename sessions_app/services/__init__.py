@@ -33,6 +33,9 @@ from sessions_app.services.common import (
     transition_record,
 )
 from sessions_app.services.lifecycle import (
+    ArchiveFilter,
+    archived_sessions_refreeze,
+    archived_sessions_thaw,
     lifecycle_run,
     session_archive,
     session_delete,
@@ -51,6 +54,9 @@ from sessions_app.services.window import (
 
 __all__ = [
     "AppendResult",
+    "ArchiveFilter",
+    "archived_sessions_refreeze",
+    "archived_sessions_thaw",
     "BUFFER_USER_CHARS",
     "CloseResult",
     "CompactResult",

@@ -5,6 +5,7 @@ import hashlib
 import json
 import logging
 import zlib
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -223,6 +224,53 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
         back = SessionStatus.CLOSED if data.get("status") == SessionStatus.CLOSED else SessionStatus.IDLE
         _status_set(session, back, reason=reason, by=by)
     return session
+
+
+@dataclass
+class ArchiveFilter:
+    """Which archived messages a forget names: by id, or by agent and the half-open time range."""
+
+    project_id: int
+    agent_ids: list[int] | None = None
+    message_ids: set[int] | None = None
+    agent_id: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def matches(self, row: dict) -> bool:
+        if self.message_ids is not None:
+            return row["id"] in self.message_ids
+        created = datetime.fromisoformat(row["created_at"])
+        return (self.since is None or created >= self.since) and (self.until is None or created < self.until)
+
+
+def archived_sessions_thaw(wanted: ArchiveFilter, *, by: str) -> list[tuple[Session, datetime | None]]:
+    """Restore the archived sessions holding messages a forget names (their messages are in cold
+    storage, out of reach of a forget, which then left them, their daily-note exchanges and their
+    search text in place). Returns each with the `restored_at` it had, for archived_sessions_refreeze.
+    Call in the forget's transaction."""
+    archives = SessionArchive.objects.filter(project_id=wanted.project_id).defer("text")
+    if wanted.agent_ids is not None:
+        archives = archives.filter(agent_id__in=wanted.agent_ids)
+    if wanted.agent_id is not None:
+        archives = archives.filter(agent_id=wanted.agent_id)
+    if wanted.since is not None:  # archived after its messages were written
+        archives = archives.filter(archived_at__gte=wanted.since)
+    thawed = []
+    for archive in archives.select_related("session").order_by("session_id"):
+        rows = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))["messages"]
+        if any(wanted.matches(row) for row in rows):
+            restored_at = archive.session.restored_at
+            thawed.append((session_restore(session=archive.session, by=by, reason="forget"), restored_at))
+    return thawed
+
+
+def archived_sessions_refreeze(thawed: list[tuple[Session, datetime | None]], *, by: str) -> None:
+    """Archive again the sessions archived_sessions_thaw restored, with the `restored_at` they had: a
+    forget is no restore, and does not put off the session's deletion."""
+    for session, restored_at in thawed:
+        session_archive(session=session, by=by, reason="forget")
+        Session.objects.filter(pk=session.pk).update(restored_at=restored_at)
 
 
 def session_delete(

@@ -269,3 +269,34 @@ def test_it_keeps_a_branch_whose_head_or_branch_point_is_forgotten(api, admin_to
     assert branches["alt"]["message_count"] == 2 and branches["main"]["message_count"] == 3
     append(api, token_a, {"id": "x-u2", "role": "user", "text": "go on"})
     assert conversation(api, token_a) == ["s-u0", "x-u", "x-u2"]
+
+
+def test_it_forgets_a_message_of_an_archived_session(api, admin_token, token_a, agent_a, settings):
+    """An archived session's messages are in cold storage: a forget by id answered not_found, by
+    criteria found nothing, and search, the daily note and a restore still gave the text back."""
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my passport is XK447781", "noted the passport"), ("deploy on friday", "ok")])
+    ids = {m.client_id: m.pk for m in Message.objects.all()}
+    assert api.post("/agents/agent-a/sessions/s/archive", token=token_a).status_code == 200
+    answer = api.post("/forget", {"message_ids": [ids["s-u0"], 999999]}, token=admin_token).json()
+    assert (answer["messages"], answer["not_found"]) == (1, [999999])
+    searched = api.get(
+        "/search?q=XK447781&status=all&kinds=files,messages&mode=lexical", token=token_a
+    ).json()
+    assert searched["results"] == [], [(r["kind"], r["snippet"]) for r in searched["results"]]
+    stats = api.get("/agents/agent-a/sessions/s/stats", token=token_a).json()
+    assert stats["status"] == "archived" and stats["messages"] == 3
+    assert api.post("/agents/agent-a/sessions/s/restore", token=token_a).status_code == 200
+    assert conversation(api, token_a) == ["s-a0", "s-u1", "s-a1"]
+    assert DeletionAudit.objects.filter(kind="message", object_id=ids["s-u0"]).count() == 1
+
+
+def test_a_forget_by_criteria_reaches_archived_sessions(api, admin_token, token_a, agent_a):
+    log(api, token_a, [("my passport is XK447781", "noted the passport")], session="old")
+    assert api.post("/agents/agent-a/sessions/old/archive", token=token_a).status_code == 200
+    log(api, token_a, [("deploy on friday", "ok")], session="new")
+    forgotten = {"agent": "agent-a", "kinds": ["messages"]}
+    answer = api.post("/forget", forgotten, token=admin_token).json()
+    assert answer["messages"] == 4
+    assert api.post("/agents/agent-a/sessions/old/restore", token=token_a).status_code == 200
+    assert conversation(api, token_a, session="old") == []
