@@ -252,12 +252,19 @@ def _head_preserve(session: Session, branch: Branch, *, new_head_id: int | None)
     for other in Branch.objects.filter(session=session).exclude(pk=branch.pk):
         if other.head_id is not None and old_head in selectors.message_path_ids(other.head_id):
             return None
-    saved, _ = Branch.objects.get_or_create(
-        session=session,
-        name=f"{branch.name}-{old_head}"[:100],
-        defaults={"head_id": old_head, "from_message_id": old_head},
-    )
-    return saved
+    # The name may be taken by a branch made by hand (or cut at 100 characters into another's): that
+    # one kept nothing, so the next free name is used, the id always kept whole.
+    for attempt in range(1, 1_000_000):
+        suffix = f"-{old_head}" if attempt == 1 else f"-{old_head}-{attempt}"
+        name = branch.name[: 100 - len(suffix)] + suffix
+        saved = Branch.objects.filter(session=session, name=name).first()
+        if saved is None:
+            return Branch.objects.create(
+                session=session, name=name, head_id=old_head, from_message_id=old_head
+            )
+        if saved.head_id == old_head:
+            return saved
+    raise Conflict(f"No free name for a branch keeping message {old_head}.")
 
 
 # --- resilience ---------------------------------------------------------------------------------

@@ -624,6 +624,29 @@ def test_checking_out_a_message_travels_back_without_deleting(api, token_a, agen
     assert _texts(api, token_a) == ["Hello", "Hi!", "How are you?", "Good!"]
 
 
+def test_time_travel_keeps_the_later_messages_when_the_saved_branchs_name_is_taken(api, token_a, agent_a):
+    """The later messages are kept on a branch "<branch>-<old head id>": a branch of that name made
+    before (by hand, pointing elsewhere) was taken for it, and the messages after the new head were on
+    no branch at all, out of every read; a long branch name cut the id off the same way."""
+    _four_messages(api, token_a)
+    head = Message.objects.get(client_id="msg-4").pk
+    for name in (f"main-{head}", "b" * 100):
+        made = api.post(
+            "/agents/agent-a/sessions/s1/branches", {"name": name, "message": "msg-1"}, token=token_a
+        )
+        assert made.status_code == 201, made.content
+    body = api.post("/agents/agent-a/sessions/s1/checkout", {"message": "msg-2"}, token=token_a).json()
+    branches = {b["name"]: b for b in api.get("/agents/agent-a/sessions/s1/branches", token=token_a).json()}
+    assert branches[body["saved_branch"]]["head"] == head
+    assert branches[f"main-{head}"]["message_count"] == 1  # the hand-made one is left as it was
+    checkout = api.post("/agents/agent-a/sessions/s1/checkout", {"branch": "b" * 100}, token=token_a)
+    assert checkout.status_code == 200, checkout.content
+    _post(api, token_a, [{"role": "user", "text": "Another take"}], session="s1")
+    api.post("/agents/agent-a/sessions/s1/checkout", {"message": "msg-1"}, token=token_a)
+    branches = {b["name"]: b for b in api.get("/agents/agent-a/sessions/s1/branches", token=token_a).json()}
+    assert sorted(b["message_count"] for b in branches.values()) == [1, 1, 2, 2, 4]
+
+
 def test_checkout_rejects_bad_requests(api, token_a, agent_a):
     _four_messages(api, token_a)
     url = "/agents/agent-a/sessions/s1/checkout"
