@@ -136,6 +136,29 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
     return text_clip(summary, max_chars, flatten=False, mark=ASCII_CUT)
 
 
+FORGOTTEN = "[forgotten]"
+
+
+def summary_text_erase(summary: str, text: str) -> str:
+    """`summary` with the lines heuristic_summary wrote from a message of `text` (its request, the
+    facts the scan found in it, its decisions and lessons) saying "[forgotten]" instead: a forgotten
+    message's words are not kept in the summary that replaced it. Whole lines only, so the same words
+    inside another line are left alone; an LLM's summary, which does not quote, is not changed."""
+    forms = {text, text_clip(text, 120, mark=ASCII_CUT)}
+    forms |= {text_clip(m.text, 160, mark=ASCII_CUT) for m in scan_message(text)}
+    found = insights_extract([text], max_per_kind=5, max_chars=160)
+    forms |= {*found.decisions, *found.lessons}
+    lines = []
+    for line in summary.split("\n"):
+        body = line[2:] if line.startswith("- ") else None
+        if body is not None and body in forms:
+            line = f"- {FORGOTTEN}"
+        elif body is not None and body.partition(": ")[2] in forms:
+            line = f"- {body.partition(': ')[0]}: {FORGOTTEN}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 BYTES_PER_WORD = 7  # an English word, its space and its share of punctuation, with room to spare
 
 

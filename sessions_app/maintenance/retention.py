@@ -8,6 +8,7 @@ from django.db import connection, transaction
 from django.db.models import Max, Min, QuerySet, Subquery
 from django.utils import timezone
 
+from sessions_app.compaction import SUMMARY_STATE_KEY, summary_text_erase
 from sessions_app.models import Branch, Checkpoint, Message, Session, SessionStateEntry, WorkingBufferEntry
 from vault import services as vault_services
 from vault.maintenance.retention import retention_marks_due
@@ -68,7 +69,8 @@ def _message_copies_erase(message: Message) -> None:
     injection, search and exports read: its working-buffer rows; the session-state facts the
     write-ahead scan took from it (they quote the user's words); its replies' `reply_to_text` (search
     matches a reply by what it answers); its text in its agent's checkpoint (which holds texts, not
-    ids: every copy of that text goes, the safe side for a message someone asked to forget); and its
+    ids: every copy of that text goes, the safe side for a message someone asked to forget); the
+    lines a compaction summary of its session quoted from it (compaction.summary_text_erase); and its
     text in the exchanges the agent's daily notes logged, their history and queue (vault's
     daily_notes_text_erase).
     Long-term entries written from it (durable facts, extraction) are memory of their own, kept with
@@ -76,6 +78,12 @@ def _message_copies_erase(message: Message) -> None:
     WorkingBufferEntry.objects.filter(session_id=message.session_id, message_id=message.pk).delete()
     SessionStateEntry.objects.filter(message_id=message.pk).delete()
     Message.objects.filter(parent_id=message.pk).exclude(reply_to_text="").update(reply_to_text="")
+    summaries = Message.objects.filter(session_id=message.session_id, state__has_key=SUMMARY_STATE_KEY)
+    for summary in summaries.exclude(pk=message.pk):
+        erased = summary_text_erase(summary.text, message.text)
+        if erased != summary.text:
+            summary.text = erased
+            summary.save(update_fields=["text"])
     first, last = (
         Message.objects.filter(session_id=message.session_id)
         .aggregate(first=Min("created_at"), last=Max("created_at"))

@@ -300,3 +300,22 @@ def test_a_forget_by_criteria_reaches_archived_sessions(api, admin_token, token_
     assert answer["messages"] == 4
     assert api.post("/agents/agent-a/sessions/old/restore", token=token_a).status_code == 200
     assert conversation(api, token_a, session="old") == []
+
+
+def test_it_erases_a_forgotten_message_from_the_compaction_summary(api, admin_token, token_a, agent_a):
+    """The heuristic summary that replaced compacted messages quotes the user's requests, facts and
+    decisions: a forgotten message's text stayed there, in the conversation a model reads and in an
+    export."""
+    filler = [(f"filler question {n} about the pipeline", f"answer {n}") for n in range(12)]
+    secret = ("my locker code is 88172, we decided to use locker 88172", "noted")
+    log(api, token_a, [*filler[:5], secret, *filler[5:]])
+    compacted = api.post(
+        "/agents/agent-a/sessions/s/compact", {"force": True, "max_input_tokens": 1000}, token=token_a
+    )
+    assert compacted.status_code == 200 and compacted.json()["compacted"], compacted.content
+    assert "88172" in compacted.json()["summary"]["text"]
+    forget(api, admin_token, "s-u5")
+    response = api.get("/agents/agent-a/messages?session=s&limit=100", token=token_a)
+    summary = next(m["text"] for m in response.json()["items"] if m["text"].startswith("[Conversation"))
+    assert "88172" not in summary and "[forgotten]" in summary
+    assert "filler question 4 about the pipeline" in summary  # the rest of the summary stays
