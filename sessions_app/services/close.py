@@ -51,6 +51,19 @@ def checkpoint_save(
     chat id and model id."""
     session_label_check("chat_id", chat_id)
     session_label_check("model_id", model_id)
+    with transaction.atomic():
+        if session is not None:  # the session first, then the checkpoint, as sleep takes them
+            session = Session.objects.select_for_update().get(pk=session.pk)
+        return _checkpoint_write(agent, messages, session, chat_id, model_id)
+
+
+def _checkpoint_write(
+    agent: Agent,
+    messages: Sequence[MessageInput | dict] | None,
+    session: Session | None,
+    chat_id: str,
+    model_id: str,
+) -> Checkpoint:
     if messages is not None:
         items = [message_input_check(raw, index) for index, raw in enumerate(messages)]
         kept = [

@@ -425,3 +425,18 @@ def test_a_message_appended_while_the_head_is_forgotten_follows_the_heads_parent
     assert not thread.is_alive()
     assert "error" not in out, out
     assert _texts(session) == ["Let's go with PostgreSQL for the orders", "and then?"]
+
+
+def test_a_checkpoint_saved_while_the_session_is_put_to_sleep_waits_for_it(agent_a):
+    """POST /checkpoint locked the agent's checkpoint and only then, committing, its session, which
+    sleep locks first and then saves the checkpoint: the two deadlocked (a 503 for one of them, in 4
+    of 6 tries against a live server). A checkpoint of a session now takes the session first."""
+    session = services.messages_append(agent=agent_a, session_key="s1", messages=CONVERSATION).session
+    with transaction.atomic():
+        Session.objects.select_for_update().get(pk=session.pk)  # sleep holds its session ...
+        thread, out = _in_thread(lambda: services.checkpoint_save(agent=agent_a, session=session))
+        until_another_connection_waits_for_a_lock()
+        services.session_close(agent=agent_a, session=session)  # ... and then saves the checkpoint
+    thread.join(10)
+    assert not thread.is_alive()
+    assert "error" not in out, out
