@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from sessions_app.models import Message
 from vault import services
@@ -144,3 +145,72 @@ def test_a_review_items_date_to_come_is_shown_as_its_review_files(
     review.write_text(json.dumps(data))
     out_text = import_command(out)
     assert f"{review}: '2999-01-01T00:00:00Z'" in out_text, out_text
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-03-01 10:00 Europe/Lisbon", datetime(2026, 3, 1, 10, tzinfo=UTC)),
+        ("2025-07-01T10:00:30 Europe/Lisbon", datetime(2025, 7, 1, 9, 0, 30, tzinfo=UTC)),
+        ("2026-03-01 10:00 PST", datetime(2026, 3, 1, 18, tzinfo=UTC)),
+        ("2026-03-01 10:00 pdt", datetime(2026, 3, 1, 17, tzinfo=UTC)),
+        ("Sun, 01 Mar 2026 10:00:00 +0000", datetime(2026, 3, 1, 10, tzinfo=UTC)),
+        ("01 Mar 2026 10:00:00 -0530", datetime(2026, 3, 1, 15, 30, tzinfo=UTC)),
+        ("Sun, 01 Mar 2026 10:00:00 GMT", datetime(2026, 3, 1, 10, tzinfo=UTC)),
+        ("2026-03-01 10:00 IST", None),  # India's, Ireland's or Israel's: not guessed
+        ("2026-03-01 10:00 Mars/Olympus", None),
+        ("2026-03-01 10:00 ../../etc/passwd", None),
+        ("Sun, 01 Mar 2026 10:00:00 XYZ", None),  # email.utils alone reads an unknown zone as UTC
+        ("Sun, 01 Mar 2026 10:00:00", None),
+        ("Sun, 31 Feb 2026 10:00:00 +0000", None),
+    ],
+)
+@time_machine.travel(NOW, tick=False)
+def test_date_parse_reads_named_zones_and_rfc_2822_dates(value, expected):
+    assert date_parse(value) == expected
+
+
+@time_machine.travel(NOW, tick=False)
+def test_an_import_reads_dates_with_a_zone_name_or_in_rfc_2822(tmp_path, target):
+    """A header or a message date with a zone's name, or as mail writes dates, was counted unreadable and
+    replaced by the file's date."""
+    write(
+        tmp_path / ".memory",
+        "dev/decisions.md",
+        entry("z1", "2026-03-01 10:00 Europe/Lisbon", "Lisbon.")
+        + entry("z2", "Sun, 01 Mar 2026 10:00:00 +0000 · #mail", "Mail."),
+    )
+    conversation = {
+        "agentId": "dev",
+        "savedAt": "Sun, 01 Mar 2026 12:00:00 GMT",
+        "messages": [{"id": "m1", "role": "user", "text": "hi", "timestamp": "2026-03-01 10:00 PST"}],
+    }
+    write(tmp_path / ".memory", "conversations/dev.json", json.dumps(conversation))
+    out = import_command(tmp_path)
+    assert "Dates:" not in out, out
+    assert VaultEntry.objects.get(legacy_id="z1").created_at == datetime(2026, 3, 1, 10, tzinfo=UTC)
+    mail = VaultEntry.objects.get(legacy_id="z2")
+    assert mail.created_at == datetime(2026, 3, 1, 10, tzinfo=UTC) and mail.tags == ["mail"]
+    assert Message.objects.get().created_at == datetime(2026, 3, 1, 18, tzinfo=UTC)
+
+
+@time_machine.travel(NOW, tick=False)
+@pytest.mark.parametrize("command", ["import_memory_dir", "import_conversations"])
+def test_strict_refuses_an_import_that_did_not_keep_a_date(tmp_path, target, command):
+    """--strict promises to refuse doubtful input, yet a date to come stored as the import time (or an
+    unreadable one replaced) exited 0 with the problems list empty."""
+    conversation = {
+        "agentId": "dev",
+        "savedAt": "2999-05-05T00:00:00Z",
+        "messages": [{"role": "user", "text": "We decided to use SSE for streaming."}],
+    }
+    source = write(tmp_path / ".memory", "conversations/dev.json", json.dumps(conversation)).parent.parent
+    out = io.StringIO()
+    with pytest.raises(CommandError) as failure:
+        call_command(command, str(source), "--project", "target", "--strict", stdout=out)
+    assert failure.value.returncode == 1
+    assert str(failure.value).startswith(
+        "--strict: 0 problem(s) reported, 1 date(s) not kept as written (listed above); the rest was imported."
+    ), failure.value
+    assert "dates to come stored as the import time: 1" in out.getvalue()
+    call_command(command, str(source), "--project", "target", stdout=io.StringIO())  # no --strict: exits 0

@@ -1,6 +1,7 @@
 """What an import reads and reports: the parsed items, the report, date and id helpers shared by the
 layouts' parsers."""
 
+import email.utils
 import hashlib
 import json
 import re
@@ -11,6 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.db import connection
 from django.utils import timezone
@@ -79,6 +81,17 @@ DATE_CLAMPED = "dates to come stored as the import time"
 DATE_EARLY = "dates before 0001-01-02 refused (another date used)"
 DATE_UNREADABLE = "unreadable dates (another date used)"
 DATE_EXAMPLES = 3
+# A local time followed by a zone's name: `2026-03-01 10:00 Europe/Lisbon` (an IANA name, read with
+# zoneinfo) or `2026-03-01 10:00 PST` (one of RFC 2822's names, RFC2822_ZONES).
+ZONE_NAME_RE = re.compile(
+    r"^(?P<local>\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)\s+(?P<zone>[A-Za-z][\w+\-/]*)$"
+)
+# The zone abbreviations RFC 2822 (section 4.3) defines, in hours east of UTC: the only ones read, since
+# the others are ambiguous (IST is India's, Ireland's or Israel's).
+RFC2822_ZONES = {"UT": 0, "UTC": 0, "GMT": 0, "EST": -5, "EDT": -4, "CST": -6, "CDT": -5, "MST": -7}
+RFC2822_ZONES |= {"MDT": -6, "PST": -8, "PDT": -7}
+# An RFC 2822 date (`Sun, 01 Mar 2026 10:00:00 +0000`, as mail and HTTP write them), read by email.utils.
+RFC2822_RE = re.compile(r"^(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{2,4}\s+\d{1,2}:\d{2}")
 # The least epoch number read as a date (1973-03-03T09:46:40Z): a smaller one is a year, a count or a
 # placeholder 0 far more often than a time in 1970-1973.
 EPOCH_SECONDS_MIN = 100_000_000
@@ -158,8 +171,9 @@ def _instant_store(parsed: datetime, value) -> datetime | None:
 
 
 def date_parse(value, *, logged: bool = True) -> datetime | None:
-    """ISO 8601 (with or without seconds, zone, 'Z'; a leap second as the next second), a date alone, or
-    epoch milliseconds/seconds (from EPOCH_SECONDS_MIN), as the instant is stored
+    """ISO 8601 (with or without seconds, zone, 'Z'; a leap second as the next second), a date alone, a
+    local time with a zone's name or an RFC 2822 date (`_named_zone_parse`), or epoch
+    milliseconds/seconds (from EPOCH_SECONDS_MIN), as the instant is stored
     (memoryproject.timestamps.stored): in UTC, a date to come as now. Dates without a zone are UTC, as the
     seed wrote them (`toISOString`). None for what is none of these, or before 0001-01-02 (an offset
     PostgreSQL refuses, or a year it stores but Python cannot read back). Within an import
@@ -188,6 +202,9 @@ def date_parse(value, *, logged: bool = True) -> datetime | None:
         return None
     if text.isdigit() and len(text) in (10, 13):
         return date_parse(int(text))
+    named = _named_zone_parse(text)
+    if named is not None:
+        return _instant_store(named, value)
     text = text.replace("Z", "+00:00").replace(" ", "T", 1)
     leap = LEAP_SECOND_RE.search(text) is not None
     try:
@@ -196,6 +213,35 @@ def date_parse(value, *, logged: bool = True) -> datetime | None:
         _date_note(DATE_UNREADABLE, value)
         return None
     return _instant_store(parsed + timedelta(seconds=1) if leap else parsed, value)
+
+
+def _named_zone_parse(text: str) -> datetime | None:
+    """A date whose zone is named (`2026-03-01 10:00 Europe/Lisbon`, `... PST`) or an RFC 2822 date
+    (`Sun, 01 Mar 2026 10:00:00 +0000`), as an aware datetime (`-0000`: UTC); None for any other text, and
+    for a zone that is neither an offset, an IANA name nor one of RFC 2822's names."""
+    if RFC2822_RE.match(text):
+        zone = text.rsplit(None, 1)[-1]
+        if not (re.fullmatch(r"[+-]\d{4}", zone) or zone.upper() in RFC2822_ZONES):
+            return None  # email.utils would read a zone it does not know as UTC
+        try:
+            parsed = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    match = ZONE_NAME_RE.match(text)
+    if match is None:
+        return None
+    try:
+        local = datetime.fromisoformat(match["local"].replace(" ", "T").replace(",", "."))
+    except ValueError:
+        return None
+    zone = match["zone"]
+    if zone.upper() in RFC2822_ZONES:
+        return local.replace(tzinfo=timezone.get_fixed_timezone(RFC2822_ZONES[zone.upper()] * 60))
+    try:
+        return local.replace(tzinfo=ZoneInfo(zone))
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return None
 
 
 def _mtime(path: Path) -> datetime:
@@ -353,12 +399,22 @@ class ImportReport:
         self.counts["problems"] += 1
         self.say(f"  ! {where}: {message}")
 
+    def strict_failed(self) -> bool:
+        """Whether --strict refuses this import: a problem was reported, or a date was not kept as written
+        (one to come stored as the import time, one too early or unreadable replaced): doubtful input."""
+        return bool(self.problems or sum(self.dates.counts.values()))
+
     def strict_failure(self) -> str:
-        """Why an import run with --strict fails: it reported problems (what could be imported was)."""
+        """Why an import run with --strict fails: it reported problems or dates it did not keep (what
+        could be imported was)."""
         done = "nothing was written (dry run)" if self.dry_run else "the rest was imported"
+        dates = sum(self.dates.counts.values())
+        what = f"{len(self.problems)} problem(s) reported"
+        if dates:
+            what += f", {dates} date(s) not kept as written"
         return (
-            f"--strict: {len(self.problems)} problem(s) reported (listed above); {done}. Fix the source and "
-            "run the import again: what is already imported is skipped."
+            f"--strict: {what} (listed above); {done}. Fix the source and run the import again: what is "
+            "already imported is skipped."
         )
 
     def summary(self) -> str:

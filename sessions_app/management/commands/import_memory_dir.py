@@ -29,7 +29,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--strict",
             action="store_true",
-            help="exit with status 1 when any problem was reported (a file, an entry or a message skipped)",
+            help=(
+                "exit with status 1 when any problem was reported (a file, an entry or a message skipped) "
+                "or a date was not kept as written (to come, too early or unreadable)"
+            ),
         )
 
     def handle(self, *args, **options):
@@ -55,5 +58,5 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(exc.detail) from None
         self.stdout.write(report.summary())
-        if options["strict"] and report.problems:
+        if options["strict"] and report.strict_failed():
             raise CommandError(report.strict_failure())
