@@ -261,6 +261,21 @@ def test_the_backfill_command_says_so_when_another_process_is_embedding(monkeypa
         other.close()
 
 
+@pytest.mark.parametrize("size", ["0", "-1", "2049"])
+def test_the_backfill_command_refuses_a_batch_size_out_of_range(agent_a, make_entry, size):
+    """--batch-size -1 embedded nothing and exited 0 ("90 still pending"); 0 quietly meant the default."""
+    from django.core.management import CommandError
+
+    make_entry(agent_a, "alpha")
+    out = StringIO()
+    with pytest.raises(
+        CommandError,
+        match=rf"^--batch-size must be between 1 and 2048 \(as MEMORY_EMBEDDINGS_BATCH\), got {size}$",
+    ) as failure:
+        call_command("embed_backfill", "--batch-size", size, stdout=out, stderr=StringIO())
+    assert failure.value.returncode == 1 and "Embedded" not in out.getvalue()
+
+
 def test_the_refresh_job_is_scheduled_and_runs(agent_a, make_entry):
     call_command("setup_schedules", stdout=StringIO())
     schedule = Schedule.objects.get(name="search: embed new and edited items")

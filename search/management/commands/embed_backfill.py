@@ -7,6 +7,7 @@ from search.embedding_index import embeddings_refresh, vector_storage_ensure
 from search.semantic import semantic_status
 
 RATE_WINDOW = 20.0  # seconds of progress the rate is measured over
+BATCH_MAX = 2048  # MEMORY_EMBEDDINGS_BATCH's bound
 
 
 class Command(BaseCommand):
@@ -23,6 +24,12 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=None, help="texts per model call")
 
     def handle(self, *args, **options):
+        size = options["batch_size"]
+        if size is not None and not 1 <= size <= BATCH_MAX:
+            # 0 fell back to the default and a negative size embedded nothing, exiting 0 with all pending.
+            raise CommandError(
+                f"--batch-size must be between 1 and {BATCH_MAX} (as MEMORY_EMBEDDINGS_BATCH), got {size}"
+            )
         status = semantic_status(with_pending=False)
         if status["backend"] == "off":
             self.stderr.write(self.style.WARNING(status["detail"]))
