@@ -71,6 +71,29 @@ def test_it_gives_back_every_supersede_chain_and_a_reimport_keeps_it(tmp_path, p
     assert chains(target) == chains(project) and not again.problems
 
 
+def test_an_imported_chain_keeps_its_entries_edit_dates(tmp_path, project, agent_a, target):
+    """The import stores entries with the source's `updated_at` (`.entries.json`), then makes their
+    supersede links, which dated every entry of a chain (both ends of each link) to the import: a
+    round trip changed them, and the ETags with them."""
+    first = services.entry_create(agent=agent_a, category="decisions", content="Streaming uses SSE")
+    second = services.entry_create(
+        agent=agent_a, category="decisions", content="Streaming moves to WebTransport", supersedes_id=first.pk
+    )
+    services.entry_create(
+        agent=agent_a, category="decisions", content="Streaming is gRPC now", supersedes_id=second.pk
+    )
+    services.entry_create(agent=agent_a, category="lessons", content="Alone")
+    call_command(
+        "import_memory_dir",
+        str(export_to(tmp_path / "out", project)),
+        "--project",
+        target.slug,
+        stdout=io.StringIO(),
+    )
+    dates = {e.content: e.updated_at for e in VaultEntry.objects.filter(project=project)}
+    assert {e.content: e.updated_at for e in VaultEntry.objects.filter(project=target)} == dates
+
+
 def test_it_keeps_an_entrys_importance_exactly(tmp_path, project, agent_a, target):
     """Importance was written with six significant digits (`:g`): 0.123456789 came back 0.123457."""
     services.entry_create(agent=agent_a, category="decisions", content="Precise", importance=0.123456789)

@@ -73,6 +73,9 @@ class Importer(FilesWriter):
         self._pending: dict[int, list[VaultEntry]] = {}
         # agent pk -> (successor, predecessor, where, the source's folder)
         self._links: dict[int, list[tuple[str, str, str, str]]] = {}
+        # The source's `updated_at` of each entry this run creates, by (agent pk, legacy id): a link that
+        # chains_link makes is already in that state, and must not date the entry to the import.
+        self._source_updated: dict[tuple[int, str], datetime] = {}
         # (agent pk, the source's agent folder, source id) -> the id an entry whose source id was already
         # another entry's was stored under. By folder: two source agents mapped onto one (--agent-map)
         # may both use an id, and each folder's supersede links, versions, review items and session state
@@ -313,6 +316,7 @@ class Importer(FilesWriter):
             return
         ids[legacy_id] = None
         keys[key] = legacy_id
+        self._source_updated[(agent.pk, legacy_id)] = max(item.updated_at or item.created_at, item.created_at)
         self._links_note(agent.pk, legacy_id, item)
         importance = item.importance if item.importance is not None and 0.0 <= item.importance <= 1.0 else 0.5
         status = item.status
@@ -335,7 +339,7 @@ class Importer(FilesWriter):
                 source=item.source or EntrySource.IMPORT,
                 created_by=item.author or "import",
                 created_at=item.created_at,
-                updated_at=max(item.updated_at or item.created_at, item.created_at),
+                updated_at=self._source_updated[(agent.pk, legacy_id)],
                 access_count=item.access_count,
                 last_accessed_at=item.last_accessed_at,
                 confidence=item.confidence,
@@ -443,7 +447,8 @@ class Importer(FilesWriter):
         entry imported active before, superseded in a newer export), and a link that would make a cycle,
         take an entry another already supersedes, or whose predecessor is not here, is reported and not
         made. A link already there is left. An entry not stored under its source id (the import matched it
-        to a stored entry by its content) keeps the chain it has."""
+        to a stored entry by its content) keeps the chain it has. An entry this run created keeps the source's
+        `updated_at`: the state it was exported in has the link."""
         self.flush()
         for agent_pk, links in self._links.items():
             links = [
@@ -473,6 +478,9 @@ class Importer(FilesWriter):
                         where, f"supersedes {predecessor}: " + then(exc.detail, "Link not made")
                     )
                     continue
+                for pk, legacy_id in ((new_pk, successor), (old_pk, predecessor)):
+                    if (when := self._source_updated.get((agent_pk, legacy_id))) is not None:
+                        VaultEntry.objects.filter(pk=pk).update(updated_at=when)
                 self.report.counts["supersede links made"] += 1
         self._links = {}
 
