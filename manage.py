@@ -13,8 +13,20 @@ def main() -> None:
 
         stdout_divert()
     from django.core.management import execute_from_command_line
+    from django.db import DatabaseError
 
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+    except DatabaseError as exc:
+        if sys.argv[1:2] == ["migrate"]:
+            raise
+        from memoryproject.unmigrated import unmigrated_message
+
+        message = unmigrated_message(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"CommandError: {message}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -71,3 +71,23 @@ def test_a_benchmark_on_a_fresh_data_folder_migrates_it_first(data_dir):
     assert "Traceback" not in result.stderr
     assert "migrating it first" in result.stdout
     assert wait_no_processes(data_dir) == []
+
+
+def test_an_operators_command_on_a_fresh_data_folder_says_to_migrate(data_dir, tmp_path):
+    """Run before the first `serve` (or after an upgrade, before `migrate`), every command died with a
+    traceback ending in `relation "vault_project" does not exist`."""
+    source = tmp_path / ".memory" / "dev"
+    source.mkdir(parents=True)
+    (source / "decisions.md").write_text("## 2026-03-01\nUse SSE.\n")
+    for command in (["import_memory_dir", str(tmp_path), "--create-project"], ["compact"]):
+        result = subprocess.run(
+            [PYTHON, "manage.py", *command],
+            cwd=ROOT, env=server_env(data_dir), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
+        assert (
+            result.stderr.strip().splitlines()[-1].startswith("CommandError: The database is not migrated: ")
+        ), result.stderr
+        assert "Run `python manage.py migrate` (or start `serve`, which migrates)" in result.stderr
+    assert wait_no_processes(data_dir) == []
