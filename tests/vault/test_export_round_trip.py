@@ -94,6 +94,27 @@ def test_an_imported_chain_keeps_its_entries_edit_dates(tmp_path, project, agent
     assert {e.content: e.updated_at for e in VaultEntry.objects.filter(project=target)} == dates
 
 
+def test_an_export_refuses_a_folder_whose_link_leads_out_before_writing_anything(tmp_path, project, agent_a):
+    """An agent's folder in the export folder that is a symbolic link to elsewhere: the export wrote
+    `_project.md`, then died with a ValueError traceback, leaving a half-written export."""
+    services.entry_create(agent=agent_a, category="decisions", content="Use SSE for streaming")
+    services.project_context_set(project=project, content="# Shop", changed_by="test")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / agent_a.slug).symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(CommandError) as failure:
+        call_command("export_memory_dir", str(out), "--project", project.slug, stdout=io.StringIO())
+    assert failure.value.returncode == 1
+    assert str(failure.value) == (
+        f"Cannot export to {out}: {agent_a.slug}/decisions.md would be written outside it "
+        f"({elsewhere / 'decisions.md'}), through a symbolic link; nothing was written. Export to another "
+        "folder, or remove the link."
+    )
+    assert sorted(p.name for p in out.iterdir()) == [agent_a.slug] and not any(elsewhere.iterdir())
+
+
 def test_it_keeps_an_entrys_importance_exactly(tmp_path, project, agent_a, target):
     """Importance was written with six significant digits (`:g`): 0.123456789 came back 0.123457."""
     services.entry_create(agent=agent_a, category="decisions", content="Precise", importance=0.123456789)

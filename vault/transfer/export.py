@@ -446,10 +446,16 @@ def export_memory_dir(
         earlier = _earlier_files(path, [agent_folder(agent) for agent in agents])
         path.mkdir(parents=True, exist_ok=True)
         root = path.resolve()
-        for relative, text in files:
-            target = (path / relative).resolve()
-            if not target.is_relative_to(root):  # paths are checked on write; never trust them on export
-                raise ValueError(f"refusing to write outside the export folder: {relative}")
+        targets = [((path / relative).resolve(), relative, text) for relative, text in files]
+        for target, relative, _ in targets:
+            # A symbolic link in the folder (an agent's folder linked elsewhere) would take the file out of
+            # it: refused before the first file is written, so no export is left half written.
+            if not target.is_relative_to(root):
+                raise InvalidInput(
+                    f"Cannot export to {path}: {relative} would be written outside it ({target}), through a "
+                    "symbolic link; nothing was written. Export to another folder, or remove the link."
+                )
+        for target, relative, text in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8", newline="")  # "\n" stays "\n" on every platform
             summary.files += 1
