@@ -12,11 +12,16 @@ def main() -> None:
         from memoryproject.mcp.stdio import stdout_divert
 
         stdout_divert()
+    from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
     from django.db import DatabaseError
 
     try:
         execute_from_command_line(sys.argv)
+    except ImproperlyConfigured as exc:
+        # A bad environment variable (settings.py names it and what it takes): a line, not a traceback.
+        sys.stderr.write(f"ImproperlyConfigured: {exc}\n")
+        sys.exit(1)
     except DatabaseError as exc:
         if sys.argv[1:2] == ["migrate"]:
             raise

@@ -126,3 +126,28 @@ def test_a_data_folder_that_cannot_be_used_stops_start_up_naming_it(tmp_path, wh
     last_line = _setup_error({"MEMORY_DATA_DIR": str(data_dir), "SECRET_KEY": secret_key})
     assert last_line.startswith("django.core.exceptions.ImproperlyConfigured: MEMORY_DATA_DIR ")
     assert str(data_dir) in last_line
+
+
+@pytest.mark.parametrize(
+    ("command", "variable", "value"),
+    [
+        (["retention", "--dry-run"], "MEMORY_RETENTION_MESSAGES_DAYS", "-1"),
+        (["setup_schedules"], "MEMORY_CONSOLIDATE_CRON", "99 * * * *"),
+        (["import_memory_dir", "/nonexistent"], "MEMORY_CHECKPOINT_DAYS", "abc"),
+    ],
+)
+def test_an_operators_command_with_a_bad_value_prints_one_line_not_a_traceback(command, variable, value):
+    """Every manage.py command died with a 30-line traceback whose last line named the variable."""
+    env = {**os.environ, variable: value}
+    result = subprocess.run(
+        [sys.executable, "manage.py", *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        next(
+            line
+            for line in result.stderr.splitlines()
+            if line.startswith(f"ImproperlyConfigured: {variable} ")
+        )
+    ]
