@@ -414,6 +414,23 @@ def test_import_conversations_mines_handoffs_decisions_and_lessons(memory_vault,
     assert VaultEntry.objects.count() == count
 
 
+def test_a_message_with_a_lone_surrogate_is_skipped_not_the_conversations_handoff(tmp_path, target):
+    """JSON may carry a lone surrogate ("\\ud800"), which no text column stores: the handoff built from the
+    conversation's last messages held it too, so import_conversations stored no handoff at all."""
+    write(
+        tmp_path / ".memory",
+        "conversations/dev.json",
+        '{"agentId": "dev", "savedAt": "2026-03-01T10:00:00Z", "messages": ['
+        '{"role": "user", "text": "hi"}, {"role": "user", "text": "broken \\ud800 text"},'
+        '{"role": "agent", "text": "We decided to use Redis for caching."}]}',
+    )
+    out = io.StringIO()
+    call_command("import_conversations", str(tmp_path / ".memory"), "--project", "target", stdout=out)
+    handoff = VaultEntry.objects.get(agent__slug="dev", category="handoffs")
+    assert handoff.content == "[User]: hi\n[Agent]: We decided to use Redis for caching."
+    assert "dev.json: message 1 contains invalid Unicode (lone surrogates); skipped" in out.getvalue()
+
+
 def test_export_then_import_into_an_empty_project_gives_the_same_memory(
     tmp_path, project, agent_a, agent_b, target
 ):

@@ -116,6 +116,12 @@ def _message_parse(
     if "\x00" in text:
         report.problem(where, f"message {index} contains NUL characters; removed")
         text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # No column can store it; kept, it also took down the handoff mined from the whole conversation.
+        report.problem(where, f"message {index} contains invalid Unicode (lone surrogates); skipped")
+        return None
     client_id = raw.get("id")
     if not isinstance(client_id, str) or not client_id:
         # No id in these files: the same role + text gets the same id on every import, so a re-import
