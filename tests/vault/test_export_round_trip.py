@@ -115,6 +115,41 @@ def test_an_export_refuses_a_folder_whose_link_leads_out_before_writing_anything
     assert sorted(p.name for p in out.iterdir()) == [agent_a.slug] and not any(elsewhere.iterdir())
 
 
+def test_an_export_whose_file_system_merges_two_names_says_so(tmp_path, project, agent_a):
+    """A workspace holding `notes/Guide.md` and `notes/guide.md`, exported to a file system that does not
+    tell them apart (macOS's, Windows' by default; a link stands for it here), was left holding one of
+    them, and the export said it had written both."""
+    services.file_write(agent=agent_a, path="notes/Guide.md", content="Upper\n", changed_by="test")
+    services.file_write(agent=agent_a, path="notes/guide.md", content="lower\n", changed_by="test")
+    notes = tmp_path / "out" / agent_a.slug / "workspace" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "Guide.md").write_text("")
+    (notes / "guide.md").symlink_to("Guide.md")
+    with pytest.raises(CommandError) as failure:
+        export_to(tmp_path / "out", project)
+    assert failure.value.returncode == 1
+    assert str(failure.value) == (
+        f"Cannot export to {tmp_path / 'out'}: its file system does not tell {agent_a.slug}/workspace/notes/Guide.md "
+        f"and {agent_a.slug}/workspace/notes/guide.md apart (their names differ only in case or in how an "
+        "accent is encoded), so one overwrote the other. Export to a folder on a case-sensitive file system."
+    )
+
+
+def test_an_export_again_keeps_a_file_whose_old_name_differs_only_in_case(tmp_path, project, agent_a):
+    """A file renamed from `notes/guide.md` to `notes/Guide.md` since the last export into the folder: on a
+    file system that does not tell the names apart (a hard link stands for it here), removing the
+    earlier export's `guide.md` removed the `Guide.md` just written."""
+    services.file_write(agent=agent_a, path="notes/guide.md", content="lower\n", changed_by="test")
+    out = export_to(tmp_path / "out", project)
+    services.file_delete(agent=agent_a, path="notes/guide.md", deleted_by="test")
+    services.file_write(agent=agent_a, path="notes/Guide.md", content="Upper\n", changed_by="test")
+    notes = out / agent_a.slug / "workspace" / "notes"
+    (notes / "guide.md").rename(notes / "Guide.md")
+    (notes / "guide.md").hardlink_to(notes / "Guide.md")
+    export_to(out, project)
+    assert (notes / "guide.md").exists() and (notes / "Guide.md").read_text() == "Upper\n"
+
+
 def test_it_keeps_an_entrys_importance_exactly(tmp_path, project, agent_a, target):
     """Importance was written with six significant digits (`:g`): 0.123456789 came back 0.123457."""
     services.entry_create(agent=agent_a, category="decisions", content="Precise", importance=0.123456789)

@@ -69,6 +69,7 @@ that is missing.
 import json
 import re
 import tempfile
+import unicodedata
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -461,16 +462,48 @@ def export_memory_dir(
             summary.files += 1
             if progress:
                 progress(f"wrote {relative}")
+        written = {_name_fold(relative): target for target, relative, _ in targets}
         for relative in sorted(earlier - {relative for relative, _ in files}):
             stale = path / relative
+            twin = written.get(_name_fold(relative))
+            if twin is not None and stale.exists() and stale.samefile(twin):
+                continue  # a file system that does not tell the names apart: it is the file just written
             if stale.parent.resolve().is_relative_to(root) and (stale.is_file() or stale.is_symlink()):
                 stale.unlink()
                 if progress:
                     progress(f"removed {relative} (the earlier export's; not in this one)")
+        _names_apart_check(path, targets)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
         raise InvalidInput(f"Cannot export to {path}: {exc.strerror or exc}{where}.") from exc
     return summary
+
+
+def _name_fold(relative: str) -> str:
+    """A path as a file system that ignores case and Unicode normalisation sees it (macOS's and Windows'
+    by default): `notes/Guide.md` and `notes/guide.md`, `café` in one code point or two, are one file."""
+    return unicodedata.normalize("NFC", relative).casefold()
+
+
+def _names_apart_check(path: Path, targets: list[tuple[Path, str, str]]) -> None:
+    """Files whose names only such a file system confuses (a workspace's `Guide.md` and `guide.md`) are
+    read back: there the later overwrote the earlier, and a backup missing a file must not say it is
+    whole. InvalidInput naming them."""
+    groups: dict[str, list[tuple[Path, str, str]]] = {}
+    for target, relative, text in targets:
+        groups.setdefault(_name_fold(relative), []).append((target, relative, text))
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        for target, _, text in group:
+            with target.open(encoding="utf-8", newline="") as written:
+                if written.read() != text:
+                    names = " and ".join(relative for _, relative, _ in group)
+                    raise InvalidInput(
+                        f"Cannot export to {path}: its file system does not tell {names} apart (their names "
+                        "differ only in case or in how an accent is encoded), so one overwrote the other. "
+                        "Export to a folder on a case-sensitive file system."
+                    )
 
 
 def _earlier_files(path: Path, folders: list[str]) -> set[str]:
