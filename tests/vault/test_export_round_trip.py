@@ -13,7 +13,7 @@ from django.utils import timezone
 from sessions_app import transfer
 from vault import services
 from vault.maintenance.retention import entry_erase
-from vault.models import ReviewItem, ReviewPolicy, VaultEntry
+from vault.models import ReviewItem, ReviewPolicy, VaultEntry, WorkspaceFileVersion
 from vault.transfer import export
 
 
@@ -148,6 +148,31 @@ def test_an_export_again_keeps_a_file_whose_old_name_differs_only_in_case(tmp_pa
     (notes / "guide.md").hardlink_to(notes / "Guide.md")
     export_to(out, project)
     assert (notes / "guide.md").exists() and (notes / "Guide.md").read_text() == "Upper\n"
+
+
+def test_an_agent_the_import_creates_gets_its_files_history_as_it_was(tmp_path, project, agent_a, target):
+    """The agent the import created got the starting MEMORY.md, which the import then overwrote with the
+    exported one, versioning the starting text by `import`: a text the source agent's history never held
+    (appends, as durable facts are written, are not versioned), so the history differed after the move."""
+    services.file_append(
+        agent=agent_a, path="MEMORY.md", text="- Staging deploys on Fridays\n", changed_by="test"
+    )
+    services.file_write(agent=agent_a, path="PROFILE.md", content="# Ana\n", changed_by="test")
+    call_command(
+        "import_memory_dir",
+        str(export_to(tmp_path / "out", project)),
+        "--project",
+        target.slug,
+        stdout=io.StringIO(),
+    )
+
+    def history(owner_project, path):
+        versions = WorkspaceFileVersion.objects.filter(file__agent__project=owner_project, file__path=path)
+        return list(versions.order_by("id").values_list("action", "content", "changed_by", "changed_at"))
+
+    for path in ("MEMORY.md", "PROFILE.md"):
+        assert history(target, path) == history(project, path), path
+    assert len(history(target, "PROFILE.md")) == 1
 
 
 def test_it_keeps_an_entrys_importance_exactly(tmp_path, project, agent_a, target):

@@ -32,7 +32,7 @@ class _WriteUndone(Exception):
 
 class FilesWriter:
     """Workspace files and the project context of an import. Expects the `Importer`'s `report`,
-    `project`, `file_versions` and `project_versions`."""
+    `project`, `file_versions`, `project_versions` and `agents_created`."""
 
     @contextmanager
     def _written(self) -> Iterator[None]:
@@ -118,10 +118,28 @@ class FilesWriter:
                         WorkspaceFileVersion.objects.filter(file=file),
                         self.file_versions.get(agent.pk, {}).get(path, []),
                     )
+                    if exported and existing is not None and agent.pk in self.agents_created:
+                        self._starting_text_unversion(file, existing.content)
             except DomainError as exc:
                 self.report.problem(where, then(exc.detail, "File skipped"))
                 return
             self.report.counts["files created" if created else "files updated"] += 1
+
+    @staticmethod
+    def _starting_text_unversion(file: WorkspaceFile, replaced: str) -> None:
+        """An agent this import created got the starting workspace files, which the import then
+        overwrote with those of our export: the starting text it versioned was never the source agent's
+        (the export's history, attached, shows it only if the source's did), so it goes. A folder written
+        by hand has no history: there the starting text stays a version."""
+        if not workspace_default(file.path, replaced):
+            return
+        version = (
+            WorkspaceFileVersion.objects.filter(file=file, changed_by=IMPORT_AUTHOR, content=replaced)
+            .order_by("-id")
+            .first()
+        )
+        if version is not None:
+            version.delete()
 
     @staticmethod
     def _file_deleted_since(agent: Agent, path: str, content: str) -> bool:

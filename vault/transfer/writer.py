@@ -69,6 +69,7 @@ class Importer(FilesWriter):
         self.default_agent = default_agent
         self.sessions_writer = sessions_writer
         self._agents: dict[str, Agent | None] = {}
+        self.agents_created: set[int] = set()  # pks of the agents this import created (FilesWriter)
         self._seen: dict[int, tuple[set[str], set[tuple]]] = {}
         self._pending: dict[int, list[VaultEntry]] = {}
         # agent pk -> (successor, predecessor, where, the source's folder)
@@ -145,10 +146,16 @@ class Importer(FilesWriter):
         agent of that name created meanwhile (its first request, by a project-wide token) waited on
         that insert for the whole dry run."""
         agent = Agent.objects.filter(project=self.project, slug=slug).first()
-        if agent is not None or not self.report.dry_run:
-            return agent or services.agent_ensure(project=self.project, slug=slug)
-        agent = services.agent_ensure(project=self.project, slug=f"dry-run-{secrets.token_hex(8)}", name=slug)
-        agent.slug = slug
+        if agent is not None:
+            return agent
+        if not self.report.dry_run:
+            agent = services.agent_ensure(project=self.project, slug=slug)
+        else:
+            agent = services.agent_ensure(
+                project=self.project, slug=f"dry-run-{secrets.token_hex(8)}", name=slug
+            )
+            agent.slug = slug
+        self.agents_created.add(agent.pk)
         return agent
 
     # Entries -------------------------------------------------------------------------------------
