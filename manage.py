@@ -12,16 +12,21 @@ def main() -> None:
         from memoryproject.mcp.stdio import stdout_divert
 
         stdout_divert()
+    from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
     from django.db import DatabaseError
 
     try:
+        _ = settings.INSTALLED_APPS  # loads the settings, which read and check the environment
+    except ImproperlyConfigured as exc:
+        # A bad variable is one line naming it, not the settings import's traceback.
+        sys.exit(f"Configuration error: {exc}")
+    try:
         execute_from_command_line(sys.argv)
     except ImproperlyConfigured as exc:
-        # A bad environment variable (settings.py names it and what it takes): a line, not a traceback.
-        sys.stderr.write(f"ImproperlyConfigured: {exc}\n")
-        sys.exit(1)
+        # A setting found bad only when a command used it: the same one line.
+        sys.exit(f"Configuration error: {exc}")
     except DatabaseError as exc:
         if sys.argv[1:2] == ["migrate"]:
             raise

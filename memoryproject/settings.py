@@ -1,6 +1,7 @@
 """Settings for the memory server, all read from the environment (see README "Configuration")."""
 
 import re
+import zoneinfo
 from pathlib import Path
 
 import dj_database_url
@@ -104,6 +105,8 @@ try:
     _db = dj_database_url.parse(DATABASE_URL, conn_max_age=_conn_max_age)
 except Exception as exc:  # dj-database-url raises several types for malformed URLs
     raise ImproperlyConfigured(f"DATABASE_URL cannot be parsed: {exc}") from exc
+if not _db.get("NAME"):  # else Django's "Please supply the NAME" traceback at the first connection
+    raise ImproperlyConfigured("DATABASE_URL names no database: postgres://user:password@host:port/database")
 _db["ENGINE"] = "django.db.backends.postgresql"
 _db["CONN_HEALTH_CHECKS"] = True
 # JIT compilation costs tens of milliseconds and this app's queries run in a few: off for every
@@ -135,6 +138,12 @@ LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
+try:
+    zoneinfo.ZoneInfo(TIME_ZONE)  # else Django's "Incorrect timezone setting" traceback, naming no variable
+except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(
+        f"TIME_ZONE must be an IANA time zone name such as UTC or Europe/Lisbon, got {TIME_ZONE!r}"
+    ) from None
 USE_I18N = True
 USE_TZ = True
 

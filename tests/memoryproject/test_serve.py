@@ -205,3 +205,56 @@ def test_bin_serve_check_names_a_bad_port(tmp_path, args, env, message):
     )
     assert result.returncode == 2
     assert result.stderr.strip() == message
+
+
+@pytest.mark.parametrize(
+    ("database", "reason"),
+    [
+        ("127.0.0.1:1/memory", "Connection refused"),
+        ("{host}/memory_no_such_database", 'database "memory_no_such_database" does not exist'),
+    ],
+)
+def test_serve_names_database_url_when_the_database_cannot_be_reached(tmp_path, database, reason):
+    """It was a 90-line psycopg traceback from `migrate`, naming no variable."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    host = f"{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}"
+    url = f"postgres://{s['USER']}:secret-pw@{database.format(host=host)}"
+    result = _manage(tmp_path, "serve", "--port", str(_free_port()), env={"DATABASE_URL": url}, timeout=120)
+    assert result.returncode == 1
+    error = result.stderr.strip()
+    assert error.startswith("CommandError: DATABASE_URL: the database cannot be reached (")
+    assert reason in error and "\n" not in error and "secret-pw" not in error
+    assert "running" not in result.stdout
+
+
+def test_serve_names_redis_url_when_the_job_broker_cannot_be_reached(tmp_path):
+    """The job cluster printed a traceback every few seconds for as long as it ran, and no job ran."""
+    port = _free_port()
+    env = {"REDIS_URL": f"redis://127.0.0.1:{_free_port()}/0"}
+    result = _manage(tmp_path, "serve", "--port", str(port), env=env, timeout=60)
+    assert result.returncode == 1
+    error = result.stderr.strip()
+    assert error.startswith("CommandError: REDIS_URL: the job broker cannot be reached (")
+    assert error.endswith("start Redis, or unset REDIS_URL to keep the jobs in PostgreSQL")
+    assert "\n" not in error and "running" not in result.stdout
+
+
+def test_serve_without_the_job_cluster_starts_while_redis_is_down(tmp_path):
+    """A web process alone answers while Redis is down (rate limits uncounted), as it does when Redis
+    goes down later: `serve --no-cluster` does not need the broker."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "MEMORY_DATA_DIR": str(tmp_path / "data"),
+        "REDIS_URL": f"redis://127.0.0.1:{_free_port()}/0",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--no-cluster", "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}/", process)
+    finally:
+        _stop(process)

@@ -148,6 +148,61 @@ def test_an_operators_command_with_a_bad_value_prints_one_line_not_a_traceback(c
         next(
             line
             for line in result.stderr.splitlines()
-            if line.startswith(f"ImproperlyConfigured: {variable} ")
+            if line.startswith(f"Configuration error: {variable} ")
         )
     ]
+
+
+def _manage_check_error(variables: dict[str, str]) -> str:
+    """What `manage.py check` (any command: `serve`, `migrate`, `bin/manage ...`) prints on stderr with
+    these variables set; it must fail."""
+    env = {**os.environ, **variables}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    return result.stderr.strip()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("DEBUG", "perhaps", "DEBUG must be a boolean (1/0, true/false, yes/no, on/off), got 'perhaps'"),
+        ("MEMORY_TOKEN_BUDGET", "lots", "MEMORY_TOKEN_BUDGET must be an integer, got 'lots'"),
+        ("Q_WORKERS", "0", "Q_WORKERS must be at least 1, got 0"),
+        ("MEMORY_EMBEDDINGS", "remote", "MEMORY_EMBEDDINGS must be local, openai or off, got 'remote'"),
+        (
+            "DATABASE_URL",
+            "mysql://x",
+            "DATABASE_URL must be a postgres:// or postgresql:// URL (PostgreSQL only)",
+        ),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_the_variable_not_a_traceback(variable, value, message):
+    """Every command printed Django's 50-line traceback of the settings import, the message last."""
+    assert _manage_check_error({variable: value}) == f"Configuration error: {message}"
+
+
+@pytest.mark.parametrize("value", ["Mars/Olympus", "Europe/Lisbn", "../etc/passwd"])
+def test_an_unknown_time_zone_is_refused_naming_time_zone(value):
+    """It was Django's "ValueError: Incorrect timezone setting" traceback, naming no variable."""
+    assert _manage_check_error({"TIME_ZONE": value}) == (
+        f"Configuration error: TIME_ZONE must be an IANA time zone name such as UTC or Europe/Lisbon, "
+        f"got {value!r}"
+    )
+
+
+@pytest.mark.parametrize("value", ["postgres://", "postgres://user:secret@db.example.com:5432"])
+def test_a_database_url_naming_no_database_is_refused_naming_database_url(value):
+    """It was Django's "settings.DATABASES is improperly configured. Please supply the NAME" traceback
+    from `serve` (the first command to connect), naming no variable."""
+    error = _manage_check_error({"DATABASE_URL": value})
+    assert error == (
+        "Configuration error: DATABASE_URL names no database: postgres://user:password@host:port/database"
+    )
+    assert "secret" not in error

@@ -10,11 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import OperationalError, connection
 
 from memoryproject import embedded_db, serve_state
 from memoryproject.env import env_int
@@ -50,6 +52,30 @@ def _number(value: int | None, option: str, variable: str, default: int, minimum
     return value
 
 
+def _database_check() -> None:
+    """A database that cannot be reached stops `serve` with one line naming DATABASE_URL (psycopg's own
+    first line says why; it names no password), not migrate's traceback."""
+    try:
+        connection.ensure_connection()
+    except OperationalError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CommandError(f"DATABASE_URL: the database cannot be reached ({reason})") from None
+
+
+def _broker_check() -> None:
+    """The job cluster cannot run without its broker: with REDIS_URL set, a Redis that cannot be reached
+    stops `serve` with one line, where the cluster printed a traceback every few seconds and ran no job.
+    (The web processes need no broker: `serve --no-cluster` starts, and answers while Redis is down.)"""
+    try:
+        with redis.Redis.from_url(settings.Q_CLUSTER["redis"]) as client:
+            client.ping()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        raise CommandError(
+            f"REDIS_URL: the job broker cannot be reached ({exc}); start Redis, or unset REDIS_URL to keep "
+            "the jobs in PostgreSQL"
+        ) from None
+
+
 def _die_with_parent() -> None:
     """Run in a child before exec: it gets SIGTERM if `serve` itself is killed (Linux only)."""
     try:
@@ -82,6 +108,9 @@ class Command(BaseCommand):
         message = serve_state.already_running_message(data_dir, options["host"], options["port"])
         if message:
             raise CommandError(message)
+        _database_check()
+        if settings.REDIS_URL and not options["no_cluster"]:
+            _broker_check()
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.")
         call_command("setup_schedules", verbosity=0, stdout=io.StringIO())
