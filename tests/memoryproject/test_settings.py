@@ -206,3 +206,22 @@ def test_a_database_url_naming_no_database_is_refused_naming_database_url(value)
         "Configuration error: DATABASE_URL names no database: postgres://user:password@host:port/database"
     )
     assert "secret" not in error
+
+
+@pytest.mark.parametrize("value", ["10/0m", "0/m", "00/h"])
+def test_a_rate_limit_of_nothing_or_a_zero_period_is_refused(value):
+    """`10/0m` passed the pattern and every API request was a 500 (django-ratelimit divides by the
+    period); `0/m` answered every request 429. Empty is how the limit is turned off."""
+    assert _manage_check_error({"MEMORY_API_RATE_LIMIT": value}) == (
+        "Configuration error: MEMORY_API_RATE_LIMIT must look like 3000/m (count/period, both at least 1), "
+        f"or be empty, got {value!r}"
+    )
+
+
+def test_a_default_context_budget_over_the_largest_allowed_is_refused():
+    """MEMORY_TOKEN_BUDGET over MEMORY_CONTEXT_MAX_BUDGET started, and every context request that left
+    out budget_tokens was refused: "budget_tokens must be between 50 and 32000", a field it never sent."""
+    assert _manage_check_error({"MEMORY_TOKEN_BUDGET": "40000"}) == (
+        "Configuration error: MEMORY_TOKEN_BUDGET (40000) must not be larger than MEMORY_CONTEXT_MAX_BUDGET "
+        "(32000)"
+    )
