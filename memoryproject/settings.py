@@ -478,6 +478,11 @@ if MEMORY_REDACTION_EXTRA_REGEX:
         re.compile(MEMORY_REDACTION_EXTRA_REGEX)
     except re.error as exc:
         raise ImproperlyConfigured(f"MEMORY_REDACTION_EXTRA_REGEX is not a valid regex: {exc}") from None
+    if re.match(MEMORY_REDACTION_EXTRA_REGEX, "", re.DOTALL):
+        raise ImproperlyConfigured(
+            "MEMORY_REDACTION_EXTRA_REGEX matches an empty text, so it would match between any two characters "
+            f"(use + rather than *, no empty alternative), got {MEMORY_REDACTION_EXTRA_REGEX!r}"
+        )
 
 
 # --- Workspace files, memory tool, import/export ------------------------------------------------

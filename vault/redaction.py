@@ -75,6 +75,10 @@ def _configured() -> tuple[tuple[re.Pattern, tuple[str, ...] | None], ...]:
 
 
 def _replace(match: re.Match) -> str:
+    if match.start() == match.end():
+        # An extra regex that can match nothing (a word boundary, a look-ahead) would otherwise put
+        # [REDACTED] between words or characters of every text written.
+        return ""
     if "secret" in match.re.groupindex and match.group("secret"):
         start, end = match.span("secret")
         whole_start = match.start()

@@ -173,3 +173,24 @@ def test_every_builtin_pattern_but_the_generic_key_rule_can_be_skipped(settings)
     assert needs.pop(_GENERIC_KEY) is None
     assert all(needs.values()), needs
     assert needs[BUILTIN_PATTERNS["password"][0]] == ("passphrase", "passwd", "password", "pwd", "senha")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("regex", "expected"),
+    [
+        (r"\bCUST-\d*", "Ask [REDACTED] at port 5432 #ops"),
+        # Zero-width matches (a word boundary, a look-ahead): nothing to replace there.
+        (r"\b(?:CUST-\d+)?", "Ask [REDACTED] at port 5432 #ops"),
+        (r"(?=port)", "Ask CUST-123456 at port 5432 #ops"),
+    ],
+)
+def test_an_extra_regex_matching_nothing_somewhere_changes_nothing_there(
+    settings, api, token_a, agent_a, regex, expected
+):
+    """An extra regex that can match an empty text put [REDACTED] between words, or between every
+    character, of every entry, message and file written: memory rewritten beyond reading."""
+    settings.MEMORY_REDACTION_EXTRA_REGEX = regex
+    response = api.post("/agents/agent-a/entries", {"category": "lessons", "content": "Ask CUST-123456 at port 5432 #ops"},
+                        token=token_a)  # fmt: skip
+    assert response.status_code == 201 and response.json()["content"] == expected

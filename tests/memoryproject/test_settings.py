@@ -225,3 +225,12 @@ def test_a_default_context_budget_over_the_largest_allowed_is_refused():
         "Configuration error: MEMORY_TOKEN_BUDGET (40000) must not be larger than MEMORY_CONTEXT_MAX_BUDGET "
         "(32000)"
     )
+
+
+@pytest.mark.parametrize("value", [r"\d*", r"CUST-\d+|", "(?:secret)?"])
+def test_an_extra_redaction_regex_that_matches_an_empty_text_is_refused(value):
+    """Accepted, it matched at every position of every text written (see tests/maintenance/test_redaction.py)."""
+    assert _manage_check_error({"MEMORY_REDACTION_EXTRA_REGEX": value}) == (
+        "Configuration error: MEMORY_REDACTION_EXTRA_REGEX matches an empty text, so it would match "
+        f"between any two characters (use + rather than *, no empty alternative), got {value!r}"
+    )
