@@ -89,6 +89,25 @@ def port_in_use(host: str, port: int) -> bool:
         return False
 
 
+def host_unusable_message(host: str, port: int) -> str | None:
+    """Why this machine cannot listen on `host` (a name that does not resolve, an address not its own),
+    else None: checked before gunicorn, which retried for five seconds after `serve` said it was running."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return (
+            f"--host (or HOST) {host!r} cannot be listened on here ({reason}): give an address of this "
+            "machine, such as 127.0.0.1, 0.0.0.0 (every interface) or ::"
+        )
+    return None
+
+
 def already_running_message(data_dir: Path, host: str, port: int) -> str | None:
     """What to tell the user when a server is already running here, else None."""
     record = running_record(data_dir)

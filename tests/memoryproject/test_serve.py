@@ -258,3 +258,22 @@ def test_serve_without_the_job_cluster_starts_while_redis_is_down(tmp_path):
         _wait_healthy(f"http://127.0.0.1:{port}/", process)
     finally:
         _stop(process)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "reason"),
+    [
+        ([], {"HOST": "nohost.invalid"}, "Name or service not known"),
+        (["--host", "192.0.2.1"], {}, "Cannot assign requested address"),
+    ],
+)
+def test_serve_refuses_a_host_it_cannot_listen_on_before_saying_it_runs(tmp_path, args, env, reason):
+    """It printed "Memory server running at http://nohost.invalid:8000/", then gunicorn's retries for
+    five seconds, then "The web server exited with code 1"."""
+    result = _manage(tmp_path, "serve", "--no-cluster", "--port", str(_free_port()), *args, env=env)
+    assert result.returncode == 1
+    error = result.stderr.strip()
+    host = env.get("HOST") or args[-1]
+    assert error.startswith(f"CommandError: --host (or HOST) {host!r} cannot be listened on here (")
+    assert reason in error and "\n" not in error
+    assert "running" not in result.stdout

@@ -106,6 +106,7 @@ class Command(BaseCommand):
             options[option] = _number(options[option], option, variable, default, minimum, maximum)
         data_dir: Path = settings.MEMORY_DATA_DIR
         message = serve_state.already_running_message(data_dir, options["host"], options["port"])
+        message = message or serve_state.host_unusable_message(options["host"], options["port"])
         if message:
             raise CommandError(message)
         _database_check()
