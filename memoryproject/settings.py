@@ -16,6 +16,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 # --- Core -------------------------------------------------------------------------------------
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+if not ALLOWED_HOSTS:  # "," or " , ": the server would answer every request 400
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS names no host: give comma-separated host names or addresses "
+        f"(memory.example.com,10.0.0.5), or leave it unset for this machine's, got {env_str('ALLOWED_HOSTS')!r}"
+    )
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 _data_dir = Path(env_str("MEMORY_DATA_DIR", "./.data")).expanduser()

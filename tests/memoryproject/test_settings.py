@@ -234,3 +234,12 @@ def test_an_extra_redaction_regex_that_matches_an_empty_text_is_refused(value):
         "Configuration error: MEMORY_REDACTION_EXTRA_REGEX matches an empty text, so it would match "
         f"between any two characters (use + rather than *, no empty alternative), got {value!r}"
     )
+
+
+@pytest.mark.parametrize("value", [",", " , ,"])
+def test_allowed_hosts_naming_no_host_is_refused(value):
+    """It gave an empty list: the server started and answered every request 400 (Bad Request)."""
+    assert _manage_check_error({"ALLOWED_HOSTS": value}) == (
+        "Configuration error: ALLOWED_HOSTS names no host: give comma-separated host names or addresses "
+        f"(memory.example.com,10.0.0.5), or leave it unset for this machine's, got {value.strip()!r}"
+    )
