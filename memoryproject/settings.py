@@ -12,6 +12,12 @@ from memoryproject.env import env_bool, env_cron, env_float, env_int, env_list, 
 from memoryproject.security import secret_key_load
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Periods are added to or subtracted from now: 100 years keeps every date computed from them within what
+# Python and PostgreSQL hold (a million days was an OverflowError in every search). A job's interval is
+# kept by django-q2 in a smallint.
+PERIOD_DAYS_MAX = 36_500
+PERIOD_MINUTES_MAX = PERIOD_DAYS_MAX * 24 * 60
+SCHEDULE_MINUTES_MAX = 32_767
 
 # --- Core -------------------------------------------------------------------------------------
 DEBUG = env_bool("DEBUG", False)
@@ -271,7 +277,7 @@ if Q_SYNC:
 MEMORY_MAX_ENTRY_BYTES = env_int("MEMORY_MAX_ENTRY_BYTES", 64 * 1024, minimum=256)
 MEMORY_MAX_TAGS = env_int("MEMORY_MAX_TAGS", 32, minimum=1)
 MEMORY_TOKEN_BUDGET = env_int("MEMORY_TOKEN_BUDGET", 2000, minimum=50)
-MEMORY_CHECKPOINT_DAYS = env_float("MEMORY_CHECKPOINT_DAYS", 7, minimum=0.001)
+MEMORY_CHECKPOINT_DAYS = env_float("MEMORY_CHECKPOINT_DAYS", 7, minimum=0.001, maximum=PERIOD_DAYS_MAX)
 MEMORY_CHECKPOINT_MESSAGES = env_int("MEMORY_CHECKPOINT_MESSAGES", 50, minimum=1)
 MEMORY_HANDOFF_MESSAGES = env_int("MEMORY_HANDOFF_MESSAGES", 6, minimum=1)
 MEMORY_HANDOFF_MESSAGE_CHARS = env_int("MEMORY_HANDOFF_MESSAGE_CHARS", 200, minimum=20)
@@ -283,7 +289,9 @@ if MEMORY_VAULT_KEEP >= MEMORY_VAULT_CAP:
 MEMORY_INSIGHTS_MAX = env_int("MEMORY_INSIGHTS_MAX", 10, minimum=1)
 MEMORY_INSIGHT_CHARS = env_int("MEMORY_INSIGHT_CHARS", 300, minimum=20)
 MEMORY_INSIGHT_MIN_LINE_CHARS = env_int("MEMORY_INSIGHT_MIN_LINE_CHARS", 15, minimum=0)
-MEMORY_COMPACT_INTERVAL_MINUTES = env_int("MEMORY_COMPACT_INTERVAL_MINUTES", 10, minimum=1)
+MEMORY_COMPACT_INTERVAL_MINUTES = env_int(
+    "MEMORY_COMPACT_INTERVAL_MINUTES", 10, minimum=1, maximum=SCHEDULE_MINUTES_MAX
+)
 MEMORY_CONSOLIDATE_CRON = env_cron("MEMORY_CONSOLIDATE_CRON", "0 2 * * *")
 MEMORY_MODEL_MAX_INPUT_TOKENS = env_int("MEMORY_MODEL_MAX_INPUT_TOKENS", 128000, minimum=1000)
 MEMORY_COMPACT_TRIGGER_RATIO = env_float("MEMORY_COMPACT_TRIGGER_RATIO", 0.75, minimum=0.1, maximum=1.0)
@@ -405,7 +413,9 @@ MEMORY_EMBEDDINGS_QUERY_MAX_TOKENS = env_int(
 # Background embedding (search.tasks): texts per model call, how often the job runs, and how long one
 # run may embed before it leaves the rest to the next run.
 MEMORY_EMBEDDINGS_BATCH = env_int("MEMORY_EMBEDDINGS_BATCH", 8, minimum=1, maximum=2048)
-MEMORY_EMBEDDINGS_INTERVAL_MINUTES = env_int("MEMORY_EMBEDDINGS_INTERVAL_MINUTES", 1, minimum=1)
+MEMORY_EMBEDDINGS_INTERVAL_MINUTES = env_int(
+    "MEMORY_EMBEDDINGS_INTERVAL_MINUTES", 1, minimum=1, maximum=SCHEDULE_MINUTES_MAX
+)
 MEMORY_EMBEDDINGS_RUN_SECONDS = env_float("MEMORY_EMBEDDINGS_RUN_SECONDS", 240, minimum=1)
 # Long texts are cut into chunks of about this many characters (on paragraph or line breaks), each
 # embedded; at most MEMORY_EMBEDDINGS_MAX_CHUNKS per item (the rest of a huge file is not embedded).
@@ -443,7 +453,9 @@ MEMORY_PROMPTS_DIR = BASE_DIR / "prompts"
 MEMORY_EXTRACTION_ENABLED = env_bool("MEMORY_EXTRACTION_ENABLED", True)
 MEMORY_EXTRACTION_MIN_MESSAGES = env_int("MEMORY_EXTRACTION_MIN_MESSAGES", 4, minimum=1)
 MEMORY_EXTRACTION_MIN_USER_CHARS = env_int("MEMORY_EXTRACTION_MIN_USER_CHARS", 10, minimum=0)
-MEMORY_EXTRACTION_COOLDOWN_MINUTES = env_float("MEMORY_EXTRACTION_COOLDOWN_MINUTES", 5, minimum=0)
+MEMORY_EXTRACTION_COOLDOWN_MINUTES = env_float(
+    "MEMORY_EXTRACTION_COOLDOWN_MINUTES", 5, minimum=0, maximum=PERIOD_MINUTES_MAX
+)
 MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES = env_int("MEMORY_EXTRACTION_TRANSCRIPT_MESSAGES", 30, minimum=1)
 MEMORY_EXTRACTION_MESSAGE_CHARS = env_int("MEMORY_EXTRACTION_MESSAGE_CHARS", 2000, minimum=50)
 # Consolidation ("emergence"): days of daily notes read.
@@ -457,14 +469,14 @@ MEMORY_CONSOLIDATE_MAX_SILENT_DROP = env_float(
 # Retention: days after the last update before an item is archived; 0 keeps forever.
 MEMORY_RETENTION_ENABLED = env_bool("MEMORY_RETENTION_ENABLED", True)
 MEMORY_RETENTION_DAYS = {
-    "messages": env_int("MEMORY_RETENTION_MESSAGES_DAYS", 90, minimum=0),
-    "handoffs": env_int("MEMORY_RETENTION_HANDOFFS_DAYS", 90, minimum=0),
-    "lessons": env_int("MEMORY_RETENTION_LESSONS_DAYS", 180, minimum=0),
-    "tasks": env_int("MEMORY_RETENTION_TASKS_DAYS", 180, minimum=0),
-    "decisions": env_int("MEMORY_RETENTION_DECISIONS_DAYS", 365, minimum=0),
-    "projects": env_int("MEMORY_RETENTION_PROJECTS_DAYS", 730, minimum=0),
+    "messages": env_int("MEMORY_RETENTION_MESSAGES_DAYS", 90, minimum=0, maximum=PERIOD_DAYS_MAX),
+    "handoffs": env_int("MEMORY_RETENTION_HANDOFFS_DAYS", 90, minimum=0, maximum=PERIOD_DAYS_MAX),
+    "lessons": env_int("MEMORY_RETENTION_LESSONS_DAYS", 180, minimum=0, maximum=PERIOD_DAYS_MAX),
+    "tasks": env_int("MEMORY_RETENTION_TASKS_DAYS", 180, minimum=0, maximum=PERIOD_DAYS_MAX),
+    "decisions": env_int("MEMORY_RETENTION_DECISIONS_DAYS", 365, minimum=0, maximum=PERIOD_DAYS_MAX),
+    "projects": env_int("MEMORY_RETENTION_PROJECTS_DAYS", 730, minimum=0, maximum=PERIOD_DAYS_MAX),
 }
-MEMORY_PURGE_GRACE_DAYS = env_int("MEMORY_PURGE_GRACE_DAYS", 30, minimum=0)
+MEMORY_PURGE_GRACE_DAYS = env_int("MEMORY_PURGE_GRACE_DAYS", 30, minimum=0, maximum=PERIOD_DAYS_MAX)
 MEMORY_RETENTION_CRON = env_cron("MEMORY_RETENTION_CRON", "30 3 * * *")
 # Per-agent size limit (10 MB, keep the most relevant 80% when over it).
 MEMORY_AGENT_MAX_BYTES = env_int("MEMORY_AGENT_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
@@ -506,7 +518,7 @@ MEMORY_UI_PAGE_SIZE = env_int("MEMORY_UI_PAGE_SIZE", 20, minimum=1, maximum=200)
 # --- Trust: review queue, duplicates, conflicts, poisoning -----------------------------------
 # Citations: an entry older than this many days that no context build or read ever
 # cited sinks in search (score x (1 - penalty)) and compaction proposes archiving it (never archives).
-MEMORY_UNCITED_DAYS = env_float("MEMORY_UNCITED_DAYS", 90, minimum=1)
+MEMORY_UNCITED_DAYS = env_float("MEMORY_UNCITED_DAYS", 90, minimum=1, maximum=PERIOD_DAYS_MAX)
 MEMORY_SEARCH_UNCITED_PENALTY = env_float("MEMORY_SEARCH_UNCITED_PENALTY", 0.1, minimum=0.0, maximum=0.9)
 # Search with status=all: entries that are not active (superseded, pending, rejected, archived) are
 # multiplied by this, so the live entry of a supersede chain ranks above the one it replaced.
@@ -521,10 +533,16 @@ MEMORY_WORKING_BUFFER_SUMMARY_CHARS = env_int("MEMORY_WORKING_BUFFER_SUMMARY_CHA
 MEMORY_RECOVERY_TOKENS = env_int("MEMORY_RECOVERY_TOKENS", 1500, minimum=50)
 MEMORY_RECOVERY_LOOKBACK = env_int("MEMORY_RECOVERY_LOOKBACK", 6, minimum=1)
 # Session lifecycle: active -> idle -> archived -> deleted (0 days = never deleted).
-MEMORY_SESSION_IDLE_MINUTES = env_int("MEMORY_SESSION_IDLE_MINUTES", 30, minimum=1)
-MEMORY_SESSION_ARCHIVE_DAYS = env_int("MEMORY_SESSION_ARCHIVE_DAYS", 30, minimum=1)
-MEMORY_SESSION_RETENTION_DAYS = env_int("MEMORY_SESSION_RETENTION_DAYS", 365, minimum=0)
-MEMORY_SESSION_LIFECYCLE_MINUTES = env_int("MEMORY_SESSION_LIFECYCLE_MINUTES", 15, minimum=1)
+MEMORY_SESSION_IDLE_MINUTES = env_int(
+    "MEMORY_SESSION_IDLE_MINUTES", 30, minimum=1, maximum=PERIOD_MINUTES_MAX
+)
+MEMORY_SESSION_ARCHIVE_DAYS = env_int("MEMORY_SESSION_ARCHIVE_DAYS", 30, minimum=1, maximum=PERIOD_DAYS_MAX)
+MEMORY_SESSION_RETENTION_DAYS = env_int(
+    "MEMORY_SESSION_RETENTION_DAYS", 365, minimum=0, maximum=PERIOD_DAYS_MAX
+)
+MEMORY_SESSION_LIFECYCLE_MINUTES = env_int(
+    "MEMORY_SESSION_LIFECYCLE_MINUTES", 15, minimum=1, maximum=SCHEDULE_MINUTES_MAX
+)
 
 # --- Logging ----------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()

@@ -243,3 +243,41 @@ def test_allowed_hosts_naming_no_host_is_refused(value):
         "Configuration error: ALLOWED_HOSTS names no host: give comma-separated host names or addresses "
         f"(memory.example.com,10.0.0.5), or leave it unset for this machine's, got {value.strip()!r}"
     )
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "MEMORY_COMPACT_INTERVAL_MINUTES",
+        "MEMORY_SESSION_LIFECYCLE_MINUTES",
+        "MEMORY_EMBEDDINGS_INTERVAL_MINUTES",
+    ],
+)
+def test_a_schedule_interval_the_schedule_table_cannot_hold_is_refused(variable):
+    """django-q2 keeps a schedule's minutes in a smallint: 50000 (about 35 days) passed the settings and
+    `serve` died in setup_schedules with "DataError: smallint out of range"."""
+    assert (
+        _manage_check_error({variable: "50000"})
+        == f"Configuration error: {variable} must be at most 32767, got 50000"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "maximum"),
+    [
+        # Every search computed now - 1,000,000 days: "OverflowError: date value out of range", a 500.
+        ("MEMORY_UNCITED_DAYS", "1000000", "36500"),
+        ("MEMORY_CHECKPOINT_DAYS", "1e7", "36500"),
+        ("MEMORY_RETENTION_DECISIONS_DAYS", "1000000", "36500"),
+        ("MEMORY_PURGE_GRACE_DAYS", "1000000", "36500"),
+        ("MEMORY_SESSION_ARCHIVE_DAYS", "1000000", "36500"),
+        ("MEMORY_SESSION_RETENTION_DAYS", "1000000", "36500"),
+        ("MEMORY_SESSION_IDLE_MINUTES", "1000000000000", "52560000"),
+        ("MEMORY_EXTRACTION_COOLDOWN_MINUTES", "1e12", "52560000"),
+    ],
+)
+def test_a_period_too_long_to_compute_a_date_from_is_refused(variable, value, maximum):
+    """Periods are subtracted from (or added to) now: past about 2,700 years the date falls outside what
+    Python holds, and the search, retention, lifecycle or extraction computing it raised OverflowError."""
+    error = _manage_check_error({variable: value})
+    assert error.startswith(f"Configuration error: {variable} must be at most {maximum}")
