@@ -39,8 +39,8 @@ try:
 except OSError as exc:
     raise ImproperlyConfigured(f"MEMORY_DATA_DIR {str(MEMORY_DATA_DIR)!r} cannot be created: {exc}") from exc
 
-if env_bool("REQUIRE_SECRET_KEY", False) and not env_str("SECRET_KEY", ""):
-    raise ImproperlyConfigured("SECRET_KEY must be set when REQUIRE_SECRET_KEY is on")
+if env_bool("REQUIRE_SECRET_KEY", False) and not DEBUG and not env_str("SECRET_KEY", ""):
+    raise ImproperlyConfigured("SECRET_KEY must be set when REQUIRE_SECRET_KEY is on (unless DEBUG)")
 # Unset: a random key generated on first start and kept in MEMORY_DATA_DIR/secret_key (mode 600).
 # Several hosts must share one key: set SECRET_KEY on all of them.
 SECRET_KEY = secret_key_load(configured=env_str("SECRET_KEY", ""), data_dir=MEMORY_DATA_DIR, debug=DEBUG)

@@ -299,3 +299,24 @@ def test_a_period_too_long_to_compute_a_date_from_is_refused(variable, value, ma
 def test_a_timeout_or_wait_too_long_for_the_system_clock_is_refused(variable, value, maximum):
     error = _manage_check_error({variable: value})
     assert error.startswith(f"Configuration error: {variable} must be at most {maximum}")
+
+
+def _manage_check(variables: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**os.environ, **variables},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_require_secret_key_refuses_to_start_without_one_unless_debug():
+    """The README says "(unless DEBUG)", as the first settings did; the check had lost its DEBUG condition,
+    so a developer with REQUIRE_SECRET_KEY in a shared environment file could not start in DEBUG."""
+    unset = {"SECRET_KEY": "", "REQUIRE_SECRET_KEY": "1"}
+    assert _manage_check_error({**unset, "DEBUG": "0"}) == (
+        "Configuration error: SECRET_KEY must be set when REQUIRE_SECRET_KEY is on (unless DEBUG)"
+    )
+    assert _manage_check({**unset, "DEBUG": "1"}).returncode == 0
