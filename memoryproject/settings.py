@@ -444,6 +444,11 @@ if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured("LLM_BASE_URL must start with http:// or https://")
 LLM_API_KEY = env_str("LLM_API_KEY", "")
 LLM_MODEL = env_str("LLM_MODEL", "")
+if bool(LLM_BASE_URL) != bool(LLM_MODEL):  # else the heuristics run, quietly (llm.llm_configured)
+    raise ImproperlyConfigured(
+        "LLM_BASE_URL and LLM_MODEL go together: set both (an OpenAI-compatible server's URL and the model "
+        "to ask) or neither (heuristics)"
+    )
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60, minimum=0.1, maximum=TIMEOUT_SECONDS_MAX)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2, minimum=0, maximum=10)
 LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 1.0, minimum=0, maximum=3600)

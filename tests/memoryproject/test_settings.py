@@ -320,3 +320,17 @@ def test_require_secret_key_refuses_to_start_without_one_unless_debug():
         "Configuration error: SECRET_KEY must be set when REQUIRE_SECRET_KEY is on (unless DEBUG)"
     )
     assert _manage_check({**unset, "DEBUG": "1"}).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [{"LLM_BASE_URL": "http://localhost:11434/v1"}, {"LLM_MODEL": "llama3.1"}],
+    ids=["url", "model"],
+)
+def test_half_an_llm_configuration_is_refused(variables):
+    """One without the other started, and every extraction, consolidation and compaction summary quietly
+    used the heuristics (llm_configured() wants both): the operator believed an LLM was in use."""
+    assert _manage_check_error({"LLM_BASE_URL": "", "LLM_MODEL": "", **variables}) == (
+        "Configuration error: LLM_BASE_URL and LLM_MODEL go together: set both (an OpenAI-compatible "
+        "server's URL and the model to ask) or neither (heuristics)"
+    )
