@@ -207,6 +207,19 @@ def test_bin_serve_check_names_a_bad_port(tmp_path, args, env, message):
     assert result.stderr.strip() == message
 
 
+def test_serve_names_database_url_when_its_connection_options_are_wrong(tmp_path):
+    """An option PostgreSQL's client does not know was a ProgrammingError traceback from migrate."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}?colour=blue"
+    result = _manage(tmp_path, "serve", "--port", str(_free_port()), env={"DATABASE_URL": url}, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        'CommandError: DATABASE_URL: its connection settings are refused (invalid connection option "colour")'
+    )
+
+
 @pytest.mark.parametrize(
     ("database", "reason"),
     [

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import OperationalError, connection
+from django.db import DatabaseError, OperationalError, connection
 
 from memoryproject import embedded_db, serve_state
 from memoryproject.env import env_int
@@ -57,9 +57,12 @@ def _database_check() -> None:
     first line says why; it names no password), not migrate's traceback."""
     try:
         connection.ensure_connection()
-    except OperationalError as exc:
+    except DatabaseError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CommandError(f"DATABASE_URL: the database cannot be reached ({reason})") from None
+        if isinstance(exc, OperationalError):
+            raise CommandError(f"DATABASE_URL: the database cannot be reached ({reason})") from None
+        # An option psycopg does not know (?colour=blue): a ProgrammingError before any connection.
+        raise CommandError(f"DATABASE_URL: its connection settings are refused ({reason})") from None
 
 
 def _broker_check() -> None:
