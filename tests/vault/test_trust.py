@@ -734,3 +734,18 @@ def test_a_negated_decision_is_not_a_duplicate_of_the_decision(api, token_a, neg
     response = _create(api, token_a, negated)
     assert response.status_code == 201 and response.json()["status"] == "active"
     assert VaultEntry.objects.count() == 2
+
+
+def test_an_exact_duplicate_is_found_behind_fifty_newer_entries_sharing_its_words(api, token_a):
+    # Each later entry holds every word of the first and twenty of its own: about half as similar,
+    # stored, and a near-duplicate candidate by its sketch. The exact copy must still be found.
+    words = [f"alpha{i}" for i in range(20)]
+    original = " ".join(words)
+    first = _create(api, token_a, original)
+    assert first.status_code == 201
+    for n in range(60):
+        later = _create(api, token_a, original + " " + " ".join(f"extra{n}x{i}" for i in range(20)))
+        assert later.status_code == 201, later.json()
+    again = _create(api, token_a, original)
+    assert again.status_code == 200 and again.json()["duplicate_of"] == first.json()["id"]
+    assert VaultEntry.objects.filter(content=original).count() == 1

@@ -6,6 +6,7 @@ from collections import OrderedDict
 from django.db import connection
 from django.db.models import F, Q
 
+from memoryproject.prepared import prepared_cursor
 from vault import trust
 from vault.models import Agent, EntryStatus, ReviewKind, VaultEntry
 
@@ -53,28 +54,38 @@ _word_sets = _WordSets()
 def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[str]):
     """(entry, similarity) of the closest live entry of the same agent and category, or (None, 0).
 
-    One query finds exact matches (same normalised text, through the content-hash index) and
-    near-match candidates (through a GIN index on a MinHash sketch of the words), so the cost does
-    not grow with the vault. Candidates are screened on their sketches before words are compared.
+    One statement finds the newest exact match (same words as written, through the content-hash
+    index) and, apart from it, the newest near-match candidates (through a GIN index on a MinHash
+    sketch of the words), so the cost does not grow with the vault. Candidates are screened on their sketches before words are compared.
     """
     signature = trust.sketch(words) if len(words) >= trust.NEAR_DUPLICATE_MIN_WORDS else []
-    # By hand: this runs on every write, under the agent's write lock, and the ORM took longer to
-    # compile it than PostgreSQL took to run it.
-    match = "(content_hash = %s OR sketch && %s::integer[])" if signature else "content_hash = %s"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id, content_hash, sketch FROM vault_vaultentry WHERE {match}"
-            " AND agent_id = %s AND category = %s AND status IN (%s, %s)"
-            " ORDER BY created_at DESC, id DESC LIMIT %s",
-            [digest, *([signature] if signature else []), agent.pk, category]
-            + [EntryStatus.ACTIVE.value, EntryStatus.PENDING.value, NEAR_DUPLICATE_CANDIDATES],
+    # By hand and prepared: this runs on every write, under the agent's write lock, and the ORM took
+    # longer to compile it than PostgreSQL took to run it. The exact match is looked up on its own
+    # (the content-hash index), not among the near candidates: behind 50 newer entries sharing a
+    # word of its sketch, an exact copy was no candidate and was stored again.
+    live = "agent_id = %s AND category = %s AND status IN (%s, %s)"
+    live_params = [agent.pk, category, EntryStatus.ACTIVE.value, EntryStatus.PENDING.value]
+    statement = (
+        f"(SELECT true, id, content_hash, sketch FROM vault_vaultentry WHERE content_hash = %s AND {live}"
+        " ORDER BY created_at DESC, id DESC LIMIT 1)"
+    )
+    params = [digest, *live_params]
+    if signature:
+        statement += (
+            f" UNION ALL (SELECT false, id, content_hash, sketch FROM vault_vaultentry"
+            f" WHERE sketch && %s::integer[] AND {live} ORDER BY created_at DESC, id DESC LIMIT %s)"
         )
-        candidates = cursor.fetchall()
+        params += [signature, *live_params, NEAR_DUPLICATE_CANDIDATES]
+    with prepared_cursor() as cursor:
+        cursor.execute(statement, params)
+        rows = cursor.fetchall()
+    exact = next((pk for same, pk, _, _ in rows if same), None)
+    if exact is not None:
+        return VaultEntry.objects.get(pk=exact), 1.0
+    candidates = [(pk, other_digest, other_sketch) for _, pk, other_digest, other_sketch in rows]
     best, best_score = None, 0.0
     screened = []
     for pk, other_digest, other_sketch in candidates:
-        if other_digest == digest:
-            return VaultEntry.objects.get(pk=pk), 1.0
         if trust.sketch_similarity(signature, other_sketch) >= SKETCH_SCREEN:
             screened.append((pk, other_digest, _word_sets.get(other_digest)))
     # The texts of the screened candidates not seen lately, in one round trip (this runs under the
