@@ -35,6 +35,8 @@ from django.core.cache.backends.db import DatabaseCache as DjangoDatabaseCache
 from django.db import connections, models, router
 from django.utils.timezone import now as tz_now
 
+from memoryproject.prepared import prepared_cursor
+
 CULL_SECONDS = 30.0
 INT_PREFIX = "#int:"
 LIVE_KEYS_MAX = 10_000  # counters a process remembers (one per token and window)
@@ -121,7 +123,8 @@ class DatabaseCache(DjangoDatabaseCache):
         connection = connections[db]
         table = connection.ops.quote_name(self._table)
         start = len(INT_PREFIX) + 1
-        with connection.cursor() as cursor:
+        # Prepared: every API request counts itself here.
+        with prepared_cursor(db) as cursor:
             cursor.execute(
                 f"UPDATE {table} SET value = %s || (substr(value, {start})::bigint + %s)::text "
                 f"WHERE cache_key = %s AND expires >= %s AND starts_with(value, %s) "

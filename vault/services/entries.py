@@ -3,12 +3,13 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from memoryproject.copy_rows import row_insert
 from memoryproject.errors import Conflict, InvalidInput, NotFound
+from memoryproject.prepared import prepared_cursor
 from vault import selectors, trust
 from vault.etags import Expected, entry_precondition_check
 from vault.models import (
@@ -68,7 +69,7 @@ HELD_SOURCES = {*AGENT_SOURCES, EntrySource.EXTRACTION, EntrySource.COMPACTION}
 def _agent_category_lock(agent_id: int, category: str) -> None:
     """Serialise writes to one agent's category for the rest of the transaction, so that two
     identical memories written at the same moment cannot both pass the duplicate check."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(%s, %s)",
             [agent_id % 2_147_483_647, Category.values.index(category)],
@@ -78,8 +79,8 @@ def _agent_category_lock(agent_id: int, category: str) -> None:
 def _project_write_flags(project_id: int) -> tuple[bool, bool]:
     """(redaction on, any review policy) for a project, in one statement: the entry write path runs
     under a lock and every round trip there counts (written by hand: the ORM took longer to compile
-    this one-row query than PostgreSQL took to run it)."""
-    with connection.cursor() as cursor:
+    this one-row query than PostgreSQL took to run it; prepared, PostgreSQL plans it once)."""
+    with prepared_cursor() as cursor:
         cursor.execute(
             "SELECT redaction_enabled, EXISTS (SELECT 1 FROM vault_reviewpolicy WHERE project_id = p.id)"
             " FROM vault_project p WHERE p.id = %s",
