@@ -1,6 +1,6 @@
 """Who is calling: resolved from a bearer token (agents) or a logged-in curator (pages, admin)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memoryproject.errors import PermissionDenied
 from vault.models import TokenScope
@@ -15,6 +15,9 @@ class Principal:
     label: str
     agent_id: int | None = None
     token_id: int | None = None
+    # An agent token's agent as read with the token (vault.selectors' _AGENT_FIELDS), so that a request
+    # naming it needs no second statement; None otherwise.
+    agent_row: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_agent_bound(self) -> bool:

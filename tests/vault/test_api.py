@@ -114,6 +114,22 @@ def test_it_creates_an_entry_with_hashtags_as_tags(api, token_a):
     assert VaultEntry.objects.get(pk=body["id"]).content.startswith("Use SSE")
 
 
+def test_an_agent_tokens_write_reads_its_agent_with_the_token(api, token_a):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    api.post("/agents/agent-a/entries", {"category": "decisions", "content": "first"}, token=token_a)
+    with CaptureQueriesContext(connection) as queries:
+        response = api.post(
+            "/agents/agent-a/entries", {"category": "decisions", "content": "Use SSE #sse"}, token=token_a
+        )
+    assert response.status_code == 201 and response.json()["agent"] == "agent-a"
+    statements = [query["sql"] for query in queries.captured_queries]
+    # The token (and its agent), the rate limit's counter, the project's flags, BEGIN, the write
+    # lock, the duplicate candidates, the INSERT, COMMIT: no statement of its own for the agent.
+    assert len(statements) == 8, statements
+
+
 def test_it_creates_the_agent_on_first_use_with_a_project_token(api, admin_token):
     response = api.post(
         "/agents/new-agent/entries", {"category": "tasks", "content": "- [ ] write docs"}, token=admin_token
