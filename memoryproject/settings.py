@@ -120,7 +120,8 @@ except Exception as exc:  # dj-database-url raises several types for malformed U
     raise ImproperlyConfigured(f"DATABASE_URL cannot be parsed: {exc}") from exc
 if not _db.get("NAME"):  # else Django's "Please supply the NAME" traceback at the first connection
     raise ImproperlyConfigured("DATABASE_URL names no database: postgres://user:password@host:port/database")
-_db["ENGINE"] = "django.db.backends.postgresql"
+# Django's PostgreSQL backend, its health check without a round trip for a sound idle connection.
+_db["ENGINE"] = "memoryproject.database_backend"
 _db["CONN_HEALTH_CHECKS"] = True
 # JIT compilation costs tens of milliseconds and this app's queries run in a few: off for every
 # connection, whatever the server's own setting. The search's ranking queries are the only prepared
