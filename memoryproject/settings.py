@@ -79,7 +79,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "memoryproject.content_security_policy.CSPMiddleware",
     # Inside the ones above, so that its page gets their headers and the user its layout shows.
     "memoryproject.method_not_allowed.ActionPageMiddleware",
     "memoryproject.middleware.ApiNulParametersMiddleware",

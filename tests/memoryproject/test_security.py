@@ -8,6 +8,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import time_machine
@@ -285,3 +286,23 @@ def test_the_cache_table_is_unlogged_so_counting_a_request_waits_for_no_disk_flu
         assert cursor.fetchone() == ("u",)
     assert cache.add("rl-unlogged", 0, 60) is True
     assert cache.incr("rl-unlogged") == 1
+
+
+@pytest.mark.django_db
+def test_the_policy_is_built_once_and_every_response_gets_it(api, token_a, admin_client, project, settings):
+    from csp.utils import build_policy
+
+    expected = build_policy()
+    with mock.patch("csp.middleware.build_policy", wraps=build_policy) as built:
+        for _ in range(3):
+            assert api.get("/me", token=token_a)["Content-Security-Policy"] == expected
+            assert admin_client.get("/")["Content-Security-Policy"] == expected
+    assert built.call_count == 0
+    assert "Content-Security-Policy-Report-Only" not in api.get("/me", token=token_a)
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {"default-src": ["'none'"]}}
+    assert api.get("/me", token=token_a)["Content-Security-Policy"] == "default-src 'none'"
+    settings.CONTENT_SECURITY_POLICY_REPORT_ONLY = {"DIRECTIVES": {"img-src": ["'self'"]}}
+    assert api.get("/me", token=token_a)["Content-Security-Policy-Report-Only"] == build_policy(
+        report_only=True
+    )
+    assert "img-src 'self'" in build_policy(report_only=True)
