@@ -288,8 +288,9 @@ def sketch_similarity(a: list[int], b: list[int]) -> float:
     present in both. Cheap enough to screen candidates before comparing their words."""
     if not a or not b:
         return 0.0
-    union_bottom = sorted(set(a) | set(b))[:SKETCH_SIZE]
-    both = set(a) & set(b)
+    b_set = set(b)
+    union_bottom = sorted(b_set.union(a))[:SKETCH_SIZE]
+    both = b_set.intersection(a)
     return sum(1 for h in union_bottom if h in both) / len(union_bottom)
 
 
@@ -320,7 +321,7 @@ def near_duplicate_score(a: frozenset[str], b: frozenset[str]) -> float:
 def _numbers(words: frozenset[str]) -> frozenset[str]:
     """The words of a set that hold a digit. Cached: a write compares its words with up to 50 earlier
     entries' sets, mostly the same ones from one write to the next."""
-    return frozenset(w for w in words if any(c.isdigit() for c in w))
+    return frozenset(w for w in words if any(map(str.isdigit, w)))
 
 
 # --- Conflicts ------------------------------------------------------------------------------------

@@ -749,3 +749,15 @@ def test_an_exact_duplicate_is_found_behind_fifty_newer_entries_sharing_its_word
     again = _create(api, token_a, original)
     assert again.status_code == 200 and again.json()["duplicate_of"] == first.json()["id"]
     assert VaultEntry.objects.filter(content=original).count() == 1
+
+
+def test_a_write_cuts_its_words_and_sketches_them_once(api, token_a):
+    from unittest import mock
+
+    from vault import trust
+
+    _create(api, token_a, "We keep the nightly invoices export in the finance bucket for audits")
+    with mock.patch.object(trust, "sketch", wraps=trust.sketch) as sketched:
+        response = _create(api, token_a, "The nightly invoices export goes to the finance bucket daily now")
+    assert response.status_code == 201
+    assert sketched.call_count == 1

@@ -51,14 +51,14 @@ class _WordSets:
 _word_sets = _WordSets()
 
 
-def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[str]):
+def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[str], sketch: list[int]):
     """(entry, similarity) of the closest live entry of the same agent and category, or (None, 0).
 
     One statement finds the newest exact match (same words as written, through the content-hash
     index) and, apart from it, the newest near-match candidates (through a GIN index on a MinHash
     sketch of the words), so the cost does not grow with the vault. Candidates are screened on their sketches before words are compared.
     """
-    signature = trust.sketch(words) if len(words) >= trust.NEAR_DUPLICATE_MIN_WORDS else []
+    signature = sketch if len(words) >= trust.NEAR_DUPLICATE_MIN_WORDS else []
     # By hand and prepared: this runs on every write, under the agent's write lock, and the ORM took
     # longer to compile it than PostgreSQL took to run it. The exact match is looked up on its own
     # (the content-hash index), not among the near candidates: behind 50 newer entries sharing a
@@ -141,10 +141,12 @@ def _same_words_as_written(content: str, other: str) -> bool:
     return score >= DUPLICATE_THRESHOLD
 
 
-def _duplicate_check(agent: Agent, category: str, content: str, digest: str, words: frozenset[str], now):
+def _duplicate_check(
+    agent: Agent, category: str, content: str, digest: str, words: frozenset[str], now, *, sketch: list[int]
+):
     """(the existing entry, bumped, when this is a duplicate; else None, and the borderline-duplicate
-    review reason or None)."""
-    existing, score = _duplicate_find(agent, category, digest, words)
+    review reason or None). `sketch` is trust.sketch(words), which the new row stores too."""
+    existing, score = _duplicate_find(agent, category, digest, words, sketch)
     same_text = existing is not None and existing.content_hash == digest
     if same_text or (
         existing is not None

@@ -247,11 +247,14 @@ def entry_create(
     importance = _importance_check(importance)
     confidence = _importance_check(confidence) if confidence is not None else None
     digest, words = _content_words(content)
+    sketch = trust.sketch(words)
     now = timezone.now()
     with transaction.atomic():
         _agent_category_lock(agent.pk, category)
         duplicate, borderline = (
-            _duplicate_check(agent, category, content, digest, words, now) if dedupe else (None, None)
+            _duplicate_check(agent, category, content, digest, words, now, sketch=sketch)
+            if dedupe
+            else (None, None)
         )
         if duplicate is not None:
             if supersedes_id is not None:
@@ -277,7 +280,7 @@ def entry_create(
                 category=category,
                 content=content,
                 content_hash=digest,
-                sketch=trust.sketch(words),
+                sketch=sketch,
                 tags=tags_normalise(tags, content),
                 importance=0.5 if importance is None else importance,
                 source=source,
