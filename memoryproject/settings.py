@@ -124,14 +124,16 @@ if not _db.get("NAME"):  # else Django's "Please supply the NAME" traceback at t
 _db["ENGINE"] = "memoryproject.database_backend"
 _db["CONN_HEALTH_CHECKS"] = True
 # JIT compilation costs tens of milliseconds and this app's queries run in a few: off for every
-# connection, whatever the server's own setting. The search's ranking queries are the only prepared
-# statements (search.selectors._fetch): they take the generic plan, planned once per connection.
+# connection, whatever the server's own setting. The search's ranking queries (search.ranking._fetch)
+# and the entry write path's statements (memoryproject.prepared) are prepared: they take the generic
+# plan, planned once per connection.
 _db.setdefault("OPTIONS", {})
 _db["OPTIONS"]["options"] = (
     _db["OPTIONS"].get("options", "") + " -c jit=off -c plan_cache_mode=force_generic_plan"
 ).strip()
 # Django turns psycopg's prepared statements off (None); the ORM's client-side cursors never prepare
-# anyway, so this only lets the ranking queries' explicit prepare=True take effect.
+# anyway, so this only lets the ranking queries' explicit prepare=True and prepared_cursor's
+# server-bound statements (prepared from their fifth run) take effect.
 _db["OPTIONS"].setdefault("prepare_threshold", 5)
 if env_str("DATABASE_TEST_NAME"):
     _db["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME")}
