@@ -142,7 +142,7 @@ def _same_words_as_written(content: str, other: str) -> bool:
 
 
 def _duplicate_check(
-    agent: Agent, category: str, content: str, digest: str, words: frozenset[str], now, *, sketch: list[int]
+    agent: Agent, category: str, content: str, digest: str, words: frozenset[str], now, sketch: list[int]
 ):
     """(the existing entry, bumped, when this is a duplicate; else None, and the borderline-duplicate
     review reason or None). `sketch` is trust.sketch(words), which the new row stores too."""

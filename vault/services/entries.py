@@ -206,12 +206,13 @@ def _new_entry_relations(
         _new_entry_relations_known(entry, items)
 
 
-def _content_words(content: str) -> tuple[str, frozenset[str]]:
-    """A new text's content hash and word set (kept for the duplicate checks of the writes after it)."""
+def _content_words(content: str) -> tuple[str, frozenset[str], list[int]]:
+    """A new text's content hash, word set (kept for the duplicate checks of the writes after it) and
+    its words' sketch (stored, and compared by the duplicate check)."""
     digest = trust.content_hash(content)
     words = trust.word_set(content)
     _word_sets.put(digest, words)
-    return digest, words
+    return digest, words, trust.sketch(words)
 
 
 def entry_create(
@@ -246,15 +247,12 @@ def entry_create(
     )
     importance = _importance_check(importance)
     confidence = _importance_check(confidence) if confidence is not None else None
-    digest, words = _content_words(content)
-    sketch = trust.sketch(words)
+    digest, words, sketch = _content_words(content)
     now = timezone.now()
     with transaction.atomic():
         _agent_category_lock(agent.pk, category)
         duplicate, borderline = (
-            _duplicate_check(agent, category, content, digest, words, now, sketch=sketch)
-            if dedupe
-            else (None, None)
+            _duplicate_check(agent, category, content, digest, words, now, sketch) if dedupe else (None, None)
         )
         if duplicate is not None:
             if supersedes_id is not None:
