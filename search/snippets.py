@@ -23,9 +23,7 @@ def _spans(flat: str, matcher: WordMatcher, start: int, end: int) -> list[tuple[
     """Where the matcher matches from `start` to `end`, overlapping and touching matches merged (a run's
     pairs into one)."""
     merged: list[tuple[int, int]] = []
-    for span_start, span_end in matcher.spans(flat, pos=start):
-        if span_start >= end:
-            break
+    for span_start, span_end in matcher.spans(flat, pos=start, before=end):
         if merged and span_start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(span_end, merged[-1][1]))
         else:

@@ -91,6 +91,11 @@ _NON_CJK_WORD_CHAR = re.compile(NON_CJK_WORD_CHAR)
 _NON_CJK_WORD_TAIL = re.compile(f"{NON_CJK_WORD_CHAR}*")
 
 
+# A pattern of literal characters only (escaped or plain, as re.escape writes a query's words): each
+# matches one character, so a match of the pattern is at most as long as the pattern.
+_LITERAL = re.compile(r"(?:\\.|[^\\.^$*+?{}\[\]|()])*", re.DOTALL)
+
+
 class WordMatcher:
     """Where a query's patterns (regular expressions, case ignored) match a text as words: from a word's
     start (no NON_CJK_WORD_CHAR before it) and running on over the word's other letters, or, with
@@ -101,12 +106,22 @@ class WordMatcher:
         alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
         self._regex = re.compile(f"(?=({alternation}))", re.IGNORECASE)
         self._whole = whole
+        # How far past its start a match can reach, when every pattern is literal; else not known.
+        literal = patterns and all(_LITERAL.fullmatch(pattern) for pattern in patterns)
+        self._reach = max(map(len, patterns)) if literal else None
 
-    def spans(self, text: str, *, not_after: str = "", pos: int = 0):
+    def spans(self, text: str, *, not_after: str = "", pos: int = 0, before: int | None = None):
         """Each match's (start, end) from `pos` on, in order; they may overlap. `not_after`: characters
-        a match may not follow either."""
-        for match in self._regex.finditer(text, pos):
+        a match may not follow either. `before`: only the matches starting before it; the text past it
+        and the patterns' reach is not searched (a snippet's window in a long text: the whole rest of
+        the text was searched for a match that would not be shown)."""
+        endpos = len(text)
+        if before is not None and self._reach is not None:
+            endpos = min(endpos, before + self._reach)
+        for match in self._regex.finditer(text, pos, endpos):
             start, end = match.start(), match.end(1)
+            if before is not None and start >= before:
+                return
             if start and (_NON_CJK_WORD_CHAR.match(text, start - 1) or text[start - 1] in not_after):
                 continue
             if self._whole:

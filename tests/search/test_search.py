@@ -587,6 +587,35 @@ def test_snippet_marks_stemmed_and_typo_matches(db):
     assert snippet_build("short text", []) == "short text"
 
 
+def test_a_snippet_of_a_long_text_searches_its_window_not_the_rest(db):
+    """A result's snippet marks the matches inside its window of about 120 characters; after the last
+    match in a long text (a file, a long message), the rest of the text was searched for one more,
+    as long as a search of the whole text (1 MB, seven words: 79.1 against 13.2 ms). The marks are the same."""
+    import re
+    import time
+
+    from vault.search_text import WordMatcher
+
+    text = (
+        "We chose Kafka for the event bus and the **kafkas** too. " + "lorem ipsum dolor sit amet " * 40_000
+    )
+    patterns = [re.escape(w) for w in ("kafka", "event", "broker", "topic", "retention", "deploy", "ledger")]
+
+    def fastest(run) -> float:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    whole_text = fastest(lambda: list(WordMatcher(patterns).spans(text)))
+    snippet = snippet_build(text, patterns)
+    assert snippet.startswith("We chose **Kafka** for the **event** bus and the ****kafkas**** too.")
+    # what is left is the window's: the text's spaces made single and its first match found
+    assert fastest(lambda: snippet_build(text, patterns)) < whole_text / 2
+
+
 @pytest.mark.parametrize("status", ["active", "all"])
 def test_pruning_by_text_score_never_changes_the_ranking(agent_a, make_entry, monkeypatch, status):
     """Rows whose text score cannot reach the page skip the other factors (selectors._prune_ratio):
