@@ -148,10 +148,16 @@ def text_bytes(text: str) -> int:
 
 
 def text_prefix_bytes(text: str, max_bytes: int) -> str:
-    """The longest start of `text` that is at most `max_bytes` of UTF-8, never half a character."""
+    """The longest start of `text` that is at most `max_bytes` of UTF-8 and ends where a character a
+    reader sees ends (cluster_start): never half a code point, nor a flag's half, an emoji without its
+    joined part or skin tone, a letter without its accent."""
     if text_bytes(text) <= max_bytes:
         return text
-    return text.encode("utf-8", errors="surrogatepass")[: max(max_bytes, 0)].decode("utf-8", errors="ignore")
+    encoded = text.encode("utf-8", errors="surrogatepass")
+    end = max(max_bytes, 0)
+    while end and encoded[end] & 0xC0 == 0x80:  # a continuation byte: the cut is inside a code point
+        end -= 1
+    return text[: cluster_start(text, len(encoded[:end].decode("utf-8", errors="surrogatepass")))]
 
 
 # Markdown task list items: "- [ ] do it", "* [x] done", "1. [ ] first". Fenced code is skipped.
@@ -220,7 +226,8 @@ def task_line_set(content: str, line: int, done: bool, task: str | None = None) 
 
 def cluster_start(text: str, index: int) -> int:
     """`index`, moved back to the start of the character a reader sees: never between a letter and its
-    combining accent, an emoji and its modifier or joiner, or the two halves of a flag."""
+    combining accent, an emoji and its modifier or joiner, the two halves of a flag, or a subdivision
+    flag (🏴 and its tag letters)."""
     index = max(0, min(index, len(text)))
     while 0 < index < len(text) and (
         unicodedata.combining(text[index])
@@ -228,6 +235,7 @@ def cluster_start(text: str, index: int) -> int:
         or text[index] in "\u200d\ufe0e\ufe0f"
         or text[index - 1] == "\u200d"
         or 0x1F3FB <= ord(text[index]) <= 0x1F3FF
+        or 0xE0020 <= ord(text[index]) <= 0xE007F  # a subdivision flag's tags (🏴 and England's letters)
     ):
         index -= 1
     if 0 < index < len(text) and _REGIONAL.match(text[index]):  # flags: pairs counted from the run's start
