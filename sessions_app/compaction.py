@@ -137,25 +137,39 @@ def heuristic_summary(messages: Sequence[MessageLike], *, max_chars: int = 1200)
 
 
 FORGOTTEN = "[forgotten]"
+# The least of a quote the summary's last line, cut by its length limit, must hold to be taken for the
+# start of a forgotten message's quote: shorter, a common opening ("- deploy") would be erased with it.
+SUMMARY_CUT_QUOTE_MIN_CHARS = 20
+
+
+def _quoted(body: str, forms: set[str], *, cut: bool) -> bool:
+    """Whether `body` is one of the quoted `forms`; when `cut` (the summary's last line, where its length
+    limit may have cut it, marked "..." or after a sentence) also the start of one, from
+    SUMMARY_CUT_QUOTE_MIN_CHARS characters on."""
+    if body in forms:
+        return True
+    start = body.removesuffix(ASCII_CUT).rstrip()
+    return cut and len(start) >= SUMMARY_CUT_QUOTE_MIN_CHARS and any(form.startswith(start) for form in forms)
 
 
 def summary_text_erase(summary: str, text: str) -> str:
     """`summary` with the lines heuristic_summary wrote from a message of `text` (its request, the
     facts the scan found in it, its decisions and lessons) saying "[forgotten]" instead: a forgotten
     message's words are not kept in the summary that replaced it. Whole lines only, so the same words
-    inside another line are left alone; an LLM's summary, which does not quote, is not changed."""
+    inside another line are left alone, and the last line when it begins such a quote (the summary's
+    length limit cut it there); an LLM's summary, which does not quote, is not changed."""
     forms = {text, text_clip(text, 120, mark=ASCII_CUT)}
     forms |= {text_clip(m.text, 160, mark=ASCII_CUT) for m in scan_message(text)}
     found = insights_extract([text], max_per_kind=5, max_chars=160)
     forms |= {*found.decisions, *found.lessons}
-    lines = []
-    for line in summary.split("\n"):
+    lines = summary.split("\n")
+    for number, line in enumerate(lines):
         body = line[2:] if line.startswith("- ") else None
-        if body is not None and body in forms:
-            line = f"- {FORGOTTEN}"
-        elif body is not None and body.partition(": ")[2] in forms:
-            line = f"- {body.partition(': ')[0]}: {FORGOTTEN}"
-        lines.append(line)
+        last = number == len(lines) - 1
+        if body is not None and _quoted(body, forms, cut=last):
+            lines[number] = f"- {FORGOTTEN}"
+        elif body is not None and _quoted(body.partition(": ")[2], forms, cut=last):
+            lines[number] = f"- {body.partition(': ')[0]}: {FORGOTTEN}"
     return "\n".join(lines)
 
 

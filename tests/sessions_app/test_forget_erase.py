@@ -2,8 +2,11 @@
 note's version history and queued exchanges), the session state the write-ahead scan took from it, and
 what search finds; the deletion audit records the erasure without the text."""
 
+import io
+import zipfile
 from datetime import timedelta
 
+import pytest
 import time_machine
 from django.db import connection
 from django.utils import timezone
@@ -319,3 +322,59 @@ def test_it_erases_a_forgotten_message_from_the_compaction_summary(api, admin_to
     summary = next(m["text"] for m in response.json()["items"] if m["text"].startswith("[Conversation"))
     assert "88172" not in summary and "[forgotten]" in summary
     assert "filler question 4 about the pipeline" in summary  # the rest of the summary stays
+
+
+@pytest.mark.parametrize("summary_tokens", [1000, 298])
+def test_it_erases_a_quote_the_summary_cut_off_midway(
+    api, admin_token, token_a, agent_a, settings, summary_tokens
+):
+    """The summary is cut to its length limit (1,200 characters, marked "...", or
+    MEMORY_COMPACT_SUMMARY_TOKENS, after its last whole sentence): a forgotten message's quote cut there
+    was no whole line of it, and its start stayed in the conversation and the export."""
+    settings.MEMORY_COMPACT_SUMMARY_TOKENS = summary_tokens
+    filler = [(f"filler question {n} about the pipeline " + "and the staging cluster rollout " * 4, f"answer {n}")
+              for n in range(12)]  # fmt: skip
+    filler[1] = ("my name is Ana Beatriz Duarte and I prefer dark roast coffee in the morning before standup",
+                 "ok")  # fmt: skip
+    secret = (
+        "my locker code is 88172. The spare key sits in the blue drawer. Room 4 has the window",
+        "noted",
+    )
+    log(api, token_a, [*filler[:10], secret, *filler[10:]])
+    compacted = api.post(
+        "/agents/agent-a/sessions/s/compact", {"force": True, "max_input_tokens": 1000}, token=token_a
+    )
+    assert compacted.status_code == 200 and compacted.json()["compacted"], compacted.content
+    last_line = compacted.json()["summary"]["text"].split("\n")[-1]
+    # cut midway, after "drawer." (298) or marked (1000): no quote whole, no fact the scan found in it
+    assert last_line.startswith("- my locker code is 88172. The spare key sits in the blue drawer."), (
+        last_line
+    )
+    assert secret[0] not in last_line
+    forget(api, admin_token, "s-u10")
+    response = api.get("/agents/agent-a/messages?session=s&limit=100", token=token_a)
+    summary = next(m["text"] for m in response.json()["items"] if m["text"].startswith("[Conversation"))
+    assert "88172" not in summary and summary.endswith("\n- [forgotten]")
+    assert "filler question 9 about the pipeline" in summary  # the rest of the summary stays
+    export = api.get("/agents/agent-a/export", token=token_a)
+    assert export.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(b"".join(export.streaming_content))) as archive:
+        assert not [name for name in archive.namelist() if b"88172" in archive.read(name)]
+
+
+def test_a_short_last_line_that_begins_a_forgotten_text_is_kept(api, admin_token, token_a, agent_a):
+    """A cut quote is matched only from SUMMARY_CUT_QUOTE_MIN_CHARS characters on: a short last line that
+    begins the forgotten text ("- deploy", another message's request) is no cut quote of it."""
+    pairs = [(f"question {n} about the pipeline", f"answer {n}") for n in range(13)]
+    pairs[4] = ("deploy the ledger service to staging on friday at noon", "ok")
+    pairs[10] = ("deploy", "on it")
+    log(api, token_a, pairs)
+    compacted = api.post(
+        "/agents/agent-a/sessions/s/compact", {"force": True, "max_input_tokens": 1000}, token=token_a
+    )
+    assert compacted.status_code == 200 and compacted.json()["compacted"], compacted.content
+    assert compacted.json()["summary"]["text"].endswith("\n- deploy")
+    forget(api, admin_token, "s-u4")
+    response = api.get("/agents/agent-a/messages?session=s&limit=100", token=token_a)
+    summary = next(m["text"] for m in response.json()["items"] if m["text"].startswith("[Conversation"))
+    assert "ledger" not in summary and "- [forgotten]\n" in summary and summary.endswith("\n- deploy")
