@@ -1,6 +1,7 @@
 """The guard on the model's MEMORY.md: a rewrite that drops facts of the old file without saying why is
 refused (the old file kept), one that keeps them or explains each removal is taken."""
 
+import unicodedata
 from datetime import timedelta
 
 import pytest
@@ -205,3 +206,47 @@ def test_a_refused_or_unchanged_rewrite_reports_no_removals(memory_with_facts, f
     fake_llm.reply_json(answer(f"# MEMORY.md\n- {FACTS[0]}\n", [{"fact": FACTS[1], "why": "duplicate"}]))
     result = consolidation_run(agent=memory_with_facts)
     assert result["refused"] is True and result["removed"] == []
+
+
+GERMAN_FACTS = [
+    "Alkohol nur in Maßen",  # in moderation; "in Massen" is in masses
+    "Bei Verspätung droht Buße",  # a fine; "Busse" are buses
+    "Die Kiste hat Maße",
+    "Café Müller öffnet um acht",
+    "Zoë mag Crème brûlée",
+    "José wohnt in São Paulo",
+    "Deploys happen on Fridays",
+    "The API gateway runs on port 8443",
+    "Tests run against PostgreSQL",
+    "Dana prefers short answers",
+]
+GERMAN_OLD = "# MEMORY.md\n" + "".join(f"- {fact}\n" for fact in GERMAN_FACTS)
+
+
+def test_a_rewrite_that_changes_a_word_to_another_spelled_alike_drops_the_fact(
+    agent_a, fake_llm, api, admin_token
+):
+    """The guard compared casefolded words, so "Maßen" (moderation) and "Massen" (masses), "Buße" (a fine)
+    and "Busse" (buses) were one word: a rewrite that turned three facts into others was taken silently.
+    Words are compared as written (vault.trust.text_as_written): marks and ß kept."""
+    services.file_write(agent=agent_a, path="MEMORY.md", content=GERMAN_OLD, changed_by="t")
+    services.daily_note_append(agent=agent_a, when=timezone.now(), text="\n- Uses Go\n", changed_by="t")
+    rewrite = GERMAN_OLD.replace("Maßen", "Massen").replace("Buße", "Busse").replace("Maße\n", "Masse\n")
+    fake_llm.reply_json(answer(rewrite + "- Uses Go\n"))
+    body = api.post("/agents/agent-a/consolidate", token=admin_token).json()
+    assert body["used"] == "llm" and body["refused"] is True, body
+    assert body["facts_dropped_silently"] == GERMAN_FACTS[:3]
+    assert memory(agent_a) == GERMAN_OLD
+
+
+def test_a_rewrite_in_decomposed_accents_keeps_its_facts(agent_a, fake_llm):
+    """A model answered the same facts with its accents as combining marks (é as e + U+0301): the guard
+    cut words at the marks ("Müller" became "Mu" and "ller"), counted every accented fact as dropped and
+    refused a rewrite that lost nothing."""
+    services.file_write(agent=agent_a, path="MEMORY.md", content=GERMAN_OLD, changed_by="t")
+    services.daily_note_append(agent=agent_a, when=timezone.now(), text="\n- Uses Go\n", changed_by="t")
+    rewrite = unicodedata.normalize("NFD", GERMAN_OLD + "- Uses Go\n")
+    fake_llm.reply_json(answer(rewrite))
+    result = consolidation_run(agent=agent_a)
+    assert result["used"] == "llm" and result["refused"] is False, result
+    assert result["facts_dropped_silently"] == [] and memory(agent_a) == rewrite

@@ -6,6 +6,7 @@ import re
 from django.conf import settings
 
 from vault.text import lines_with_code, text_clip
+from vault.trust import text_as_written, text_words
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES, PREVIOUS_DEFAULTS
 
 _FACT_PREFIX_RE = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
@@ -24,7 +25,10 @@ def fact_lines(content: str) -> list[tuple[str, bool]]:
 
 
 def fact_key(line: str) -> str:
-    return " ".join(line.casefold().split()).rstrip(".!;:")
+    """A fact's line as the duplicate and kept-verbatim checks compare it: as written (text_as_written:
+    composed, lower case, marks and ß kept, so "in Maßen" (in moderation) is not "in Massen" (in
+    masses)), whitespace runs as one space, without its closing punctuation."""
+    return " ".join(text_as_written(line).split()).rstrip(".!;:")
 
 
 def fact_clean(line: str) -> str:
@@ -43,7 +47,9 @@ REMOVAL_CHARS = 500
 
 
 def _fact_words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", text.casefold()))
+    """A fact's words as written (fact_key's reading): a letter's combining accent is part of its word
+    (e + U+0301 is é, not a cut), and a word whose accent or ß changed is another word."""
+    return set(text_words(text_as_written(text)).split())
 
 
 def _file_facts(content: str, path: str) -> list[str]:
