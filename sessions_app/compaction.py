@@ -17,7 +17,7 @@ from django.conf import settings
 
 from memoryproject.llm import LLMError, LLMPromptTooLong, llm_chat, newest_within, prompt_render, prompt_room
 from vault.extraction import insights_extract
-from vault.text import ASCII_CUT, text_bytes, text_clip, text_prefix_bytes, token_estimate
+from vault.text import ASCII_CUT, cluster_start, text_bytes, text_clip, text_prefix_bytes, token_estimate
 
 from .scan import DURABLE_CATEGORIES, normalise_fact, scan_message
 
@@ -37,13 +37,16 @@ Summariser = Callable[[Sequence[MessageLike]], str]
 
 def tool_result_truncate(text: str, max_chars: int = 8000) -> str:
     """Keep 70% of the budget from the head and 20% from the tail of an over-long tool result, with a
-    marker saying how many characters were cut. Text within the budget is returned as is."""
+    marker saying how many characters were cut. Text within the budget is returned as is. Both cuts fall
+    between characters as a reader sees them (cluster_start): the head ends before a cut one, the tail
+    begins after it."""
     if len(text) <= max_chars:
         return text
-    head = int(max_chars * 0.7)
-    tail = int(max_chars * 0.2)
-    removed = len(text) - head - tail
-    return f"{text[:head]}\n\n[... {removed} characters truncated ...]\n\n{text[len(text) - tail :]}"
+    head = cluster_start(text, int(max_chars * 0.7))
+    tail = len(text) - int(max_chars * 0.2)
+    while cluster_start(text, tail) != tail:
+        tail += 1
+    return f"{text[:head]}\n\n[... {tail - head} characters truncated ...]\n\n{text[tail:]}"
 
 
 def message_tokens(message: MessageLike, *, tool_max_chars: int | None = None) -> int:

@@ -22,6 +22,7 @@ from vault.models import (
     Agent,
     Project,
 )
+from vault.text import text_clip
 from vault.transfer import layouts
 from vault.transfer.common import (
     EntryItem,
@@ -356,7 +357,7 @@ def sessions_write(
 def _handoff_text(messages: list[ParsedMessage]) -> str:
     chars = settings.MEMORY_HANDOFF_MESSAGE_CHARS
     lines = [
-        f"[{'User' if m.role == 'user' else 'Agent'}]: {m.text.strip()[:chars]}"
+        f"[{'User' if m.role == 'user' else 'Agent'}]: {text_clip(m.text, chars, flatten=False, mark='')}"
         for m in messages[-settings.MEMORY_HANDOFF_MESSAGES :]
     ]
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from vault import services as vault_services
 from vault.extraction import insights_extract
 from vault.models import Agent, EntrySource, VaultEntry
 from vault.redaction import redact_for_project
-from vault.text import normalise_fact, text_check
+from vault.text import normalise_fact, text_check, text_clip
 
 logger = logging.getLogger(__name__)
 
@@ -99,12 +99,13 @@ def _checkpoint_write(
 
 def handoff_format(messages: Sequence[Message | MessageInput]) -> str:
     """The handoff: the last MEMORY_HANDOFF_MESSAGES user/agent messages as "[User]: text" or
-    "[Agent]: text", each cut to MEMORY_HANDOFF_MESSAGE_CHARS characters."""
+    "[Agent]: text", each on one line and cut to MEMORY_HANDOFF_MESSAGE_CHARS characters (text_clip,
+    unmarked: never inside a character as a reader sees it)."""
     chat = [m for m in messages if m.role in (Role.USER, Role.ASSISTANT) and m.text.strip()]
     lines = []
     for message in chat[-settings.MEMORY_HANDOFF_MESSAGES :]:
         label = "User" if message.role == Role.USER else "Agent"
-        lines.append(f"[{label}]: {' '.join(message.text.split())[: settings.MEMORY_HANDOFF_MESSAGE_CHARS]}")
+        lines.append(f"[{label}]: {text_clip(message.text, settings.MEMORY_HANDOFF_MESSAGE_CHARS, mark='')}")
     return "\n".join(lines)
 
 
