@@ -151,9 +151,11 @@ def text_prefix_bytes(text: str, max_bytes: int) -> str:
     """The longest start of `text` that is at most `max_bytes` of UTF-8 and ends where a character a
     reader sees ends (cluster_start): never half a code point, nor a flag's half, an emoji without its
     joined part or skin tone, a letter without its accent."""
-    if text_bytes(text) <= max_bytes:
-        return text
+    if text.isascii():  # one byte a character, and no character of several
+        return text if len(text) <= max_bytes else text[: max(max_bytes, 0)]
     encoded = text.encode("utf-8", errors="surrogatepass")
+    if len(encoded) <= max_bytes:
+        return text
     end = max(max_bytes, 0)
     while end and encoded[end] & 0xC0 == 0x80:  # a continuation byte: the cut is inside a code point
         end -= 1
