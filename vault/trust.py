@@ -429,6 +429,20 @@ def claims_conflict(new: list[Claim], old: list[Claim]) -> list[tuple[Claim, Cla
 _INVISIBLE = re.compile(
     "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e\U000e0000-\U000e007f]"
 )
+# Invisible characters that writing needs, taken out before the check above: the tags of a
+# subdivision flag (a black flag, the region's code in tag letters and digits, a cancel tag: the flags
+# of England, Scotland, Wales); a zero-width joiner between two emoji (👩‍💻, families, 🏳️‍🌈), after a
+# skin tone or an emoji presentation selector too; a zero-width joiner or non-joiner between two letters
+# or marks of the scripts whose spelling uses them (Arabic and Persian, Syriac, Thaana, N'Ko, the Indic
+# scripts: می‌خواهم, क्‍ष). Tags elsewhere can spell hidden ASCII, and a joiner inside a Latin word can
+# hide an instruction from the patterns below: both stay findings.
+_SUBDIVISION_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,6}\U000e007f")
+_EMOJI = "\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
+_JOINING_SCRIPTS = "\u0600-\u07ff\u0900-\u0dff\ufb50-\ufdff\ufe70-\ufeff"
+_WRITING_JOINER = re.compile(
+    f"(?<=[{_EMOJI}\ufe0f])\u200d(?=[{_EMOJI}])"
+    f"|(?<=[{_JOINING_SCRIPTS}])[\u200c\u200d](?=[{_JOINING_SCRIPTS}])"
+)
 _INSTRUCTION_PATTERNS = [
     (
         re.compile(
@@ -510,7 +524,7 @@ _INSTRUCTION_PATTERNS = [
 def poisoning_findings(text: str) -> list[str]:
     """Reasons a text looks like instructions aimed at the agent rather than memory about the work."""
     reasons = []
-    invisible = _INVISIBLE.findall(text)
+    invisible = _INVISIBLE.findall(_WRITING_JOINER.sub("", _SUBDIVISION_FLAG.sub("", text)))
     if invisible:
         codes = sorted({f"U+{ord(ch):04X}" for ch in invisible})
         reasons.append(f"invisible Unicode characters ({', '.join(codes[:5])})")
