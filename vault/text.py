@@ -10,21 +10,42 @@ from vault.trust import text_as_written
 
 # takes tags from /#(\w+)/g. The look-behind keeps "C#", "page#anchor" and "&#39;" out,
 # and markdown headings ("## Title") never match because a space follows the hashes.
-HASHTAG_RE = re.compile(r"(?<![\w&#/])#(\w[\w-]*)")
-TAG_RE = re.compile(r"^\w[\w.-]{0,63}$")
+TAG_MAX_CHARS = 64  # tag_valid's limit
+HASHTAG_START_RE = re.compile(r"(?<![\w&#/])#(?=\w)")
+
+
+def _tag_char(char: str) -> bool:
+    """A letter, digit or '_' (a regular expression's \\w), or a combining mark: the vowel signs of
+    हिंदी and ไทย, an accent typed apart from its letter, belong to the word they follow."""
+    return char.isalnum() or char == "_" or unicodedata.category(char)[0] == "M"
+
+
+def tag_valid(tag: str) -> bool:
+    """1-TAG_MAX_CHARS characters: letters, digits, '_' and combining marks, '.' or '-', starting
+    with a letter, digit or '_'."""
+    return (
+        0 < len(tag) <= TAG_MAX_CHARS
+        and (tag[0].isalnum() or tag[0] == "_")
+        and all(char in ".-" or _tag_char(char) for char in tag)
+    )
 
 
 def hashtags_find(content: str) -> list[str]:
-    """Tags written as #hashtags in the content, normalised, in order of first appearance."""
+    """Tags written as #hashtags in the content, normalised (lower case, canonically composed), in
+    order of first appearance."""
+    if not content.isascii():
+        content = unicodedata.normalize("NFC", content)
     found = []
-    for match in HASHTAG_RE.finditer(content):
-        tag = match.group(1).rstrip("-").lower()[:64]
+    for match in HASHTAG_START_RE.finditer(content):
+        end = match.end()
+        while end < len(content) and (content[end] == "-" or _tag_char(content[end])):
+            end += 1
+        tag = content[match.end() : end].rstrip("-").lower()[:TAG_MAX_CHARS]
         if tag and not tag.isdigit() and tag not in found:
             found.append(tag)
     return found
 
 
-TAG_MAX_CHARS = 64  # TAG_RE's limit
 # Most tags a search or a forget filters by: a filter is not stored, so MEMORY_MAX_TAGS does not bound
 # it, but without a bound a query string of a thousand long tags cost the database a second and more.
 TAG_FILTER_MAX = 64
@@ -32,11 +53,11 @@ TAG_FILTER_MAX = 64
 
 def _tag_check(raw, field: str, max_chars: int | None = None) -> str:
     """One tag as it is stored: '#' and surrounding whitespace stripped, lower-cased ('' when blank);
-    InvalidInput naming `field` when it breaks TAG_RE, or when it is sent longer than `max_chars`."""
+    InvalidInput naming `field` when it breaks tag_valid, or when it is sent longer than `max_chars`."""
     if not isinstance(raw, str):
         raise InvalidInput(f"{field} must be strings", [{"loc": [field], "msg": "not a string"}])
-    tag = raw.strip().lstrip("#").lower()
-    if (tag and not TAG_RE.match(tag)) or (max_chars is not None and len(raw) > max_chars):
+    tag = unicodedata.normalize("NFC", raw.strip().lstrip("#").lower())
+    if (tag and not tag_valid(tag)) or (max_chars is not None and len(raw) > max_chars):
         shown = repr(
             raw if len(raw) <= 2 * TAG_MAX_CHARS else text_clip(raw, 2 * TAG_MAX_CHARS, flatten=False)
         )
@@ -69,7 +90,7 @@ def tags_normalise(tags: list[str] | None, content: str = "") -> list[str]:
 def tags_filter_check(tags: list[str] | None, *, field: str = "tags", blank_ok: bool = True) -> list[str]:
     """The tags a search or a forget filters by, as tags_normalise stores them (so that they can
     match): '#' stripped, lower-cased, deduplicated. More than TAG_FILTER_MAX, one that no entry can
-    carry (tags_normalise's rule), or one sent longer than TAG_MAX_CHARS (with its '#': the limit the
+    carry (tag_valid), or one sent longer than TAG_MAX_CHARS (with its '#': the limit the
     schemas state) is InvalidInput naming `field`. A blank tag is skipped, or refused when not
     `blank_ok` (a forget, where dropping it would widen what is deleted)."""
     tags = tags or []

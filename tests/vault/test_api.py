@@ -340,6 +340,23 @@ def test_patch_that_changes_nothing_stores_no_version(api, token_a, entry_a):
     assert api.get(f"/entries/{entry_a.pk}/history", token=token_a).json() == []
 
 
+def test_tags_in_scripts_with_combining_marks_are_stored_whole_and_found(api, token_a):
+    """A tag holding a combining mark (Hindi's vowel signs, an accent typed apart from its letter)
+    was a 422 when sent, and a hashtag was cut at the mark (#हिंदी stored as "ह")."""
+    response = api.post(
+        "/agents/agent-a/entries",
+        {"category": "lessons", "content": "UI copy reviewed #हिंदी", "tags": ["cafe\u0301", "ไทย"]},
+        token=token_a,
+    )
+    assert response.status_code == 201, response.content
+    entry = response.json()
+    assert entry["tags"] == ["café", "ไทย", "हिंदी"]
+    for tag in ("café", "cafe\u0301", "#हिंदी"):
+        found = api.get("/search", token=token_a, q="copy", tag=tag, agent="agent-a")
+        assert found.status_code == 200, found.content
+        assert [item["id"] for item in found.json()["results"]] == [entry["id"]], tag
+
+
 def test_patch_replaces_tags_but_keeps_hashtags(api, token_a, entry_a):
     body = api.patch(f"/entries/{entry_a.pk}", {"tags": ["storage"]}, token=token_a).json()
     assert body["tags"] == ["storage", "database"]

@@ -23,6 +23,9 @@ pytestmark = pytest.mark.django_db
         ("#dup and #dup again", ["dup"]),
         ("#decisão técnica", ["decisão"]),
         ("#multi-word-tag-", ["multi-word-tag"]),
+        # A combining mark belongs to its word: the tag was cut at the first vowel sign or accent.
+        ("notes #हिंदी and #ภาษาไทย", ["हिंदी", "ภาษาไทย"]),
+        ("#cafe\u0301 typed with the accent apart", ["café"]),
     ],
 )
 def test_it_finds_hashtags(content, expected):

@@ -42,7 +42,7 @@ from vault.models import (
     WorkspaceFileVersion,
 )
 from vault.redaction import project_redaction_enabled, redact
-from vault.text import TAG_RE
+from vault.text import tag_valid
 from vault.transfer.common import BATCH_SIZE, _read_json, date_parse, legacy_id_fit
 from vault.transfer.export import PROJECT_VERSIONS_FILE, VERSIONS_FILE, VERSIONS_FILE_FORMAT
 
@@ -65,7 +65,7 @@ def _importance(value) -> float | None:
 
 
 def _tags(value) -> list[str] | None:
-    ok = isinstance(value, list) and all(isinstance(tag, str) and TAG_RE.match(tag) for tag in value)
+    ok = isinstance(value, list) and all(isinstance(tag, str) and tag_valid(tag) for tag in value)
     return value if ok else None
 
 

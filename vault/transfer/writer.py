@@ -4,6 +4,7 @@ go to `sessions_writer`, given by the app that owns them (sessions_app.transfer)
 counted as skipped."""
 
 import secrets
+import unicodedata
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
@@ -25,7 +26,7 @@ from vault.models import (
 )
 from vault.redaction import redact_for_project
 from vault.services.audit import content_sha
-from vault.text import TAG_RE, tags_normalise, text_check
+from vault.text import tag_valid, tags_normalise, text_check
 from vault.transfer.common import (
     BATCH_SIZE,
     IMPORT_ATTEMPTS,
@@ -266,8 +267,8 @@ class Importer(FilesWriter):
     def _tags(self, tags: Iterable[str], content: str, where) -> list[str]:
         clean = []
         for raw in tags:
-            tag = str(raw).strip().lstrip("#").lower()
-            if tag and TAG_RE.match(tag) and tag not in clean:
+            tag = unicodedata.normalize("NFC", str(raw).strip().lstrip("#").lower())
+            if tag and tag_valid(tag) and tag not in clean:
                 clean.append(tag)
             elif tag:
                 self.report.problem(where, f"tag {raw!r} is not a valid tag; dropped")
