@@ -10,7 +10,12 @@ from ninja import Field, Query, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
-from memoryproject.database_unavailable import CONNECTION_ERRORS, unavailable_response
+from memoryproject.database_unavailable import (
+    CONNECTION_ERRORS,
+    conflict_response,
+    unavailable_response,
+    write_conflict,
+)
 from memoryproject.errors import DomainError, PermissionDenied, PreconditionFailed
 from memoryproject.jobs_health import jobs_status
 from memoryproject.maintenance_api import router as maintenance_router
@@ -142,6 +147,10 @@ def on_data_error(request, exc: DataError):
 
 
 def on_database_unavailable(request, exc):
+    kind = write_conflict(exc)
+    if kind is not None:  # lost to a concurrent write, rolled back: retry, the database is fine
+        logger.warning("write conflict (%s) in %s %s: %s", kind, request.method, request.path, exc)
+        return conflict_response(request, kind)
     logger.warning("database unavailable for %s %s: %s", request.method, request.path, exc)
     return unavailable_response(request)
 

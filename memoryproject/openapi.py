@@ -76,7 +76,12 @@ ERRORS = {
     401: ("Missing, unknown or revoked bearer token", False, None),
     403: ("The token's scope or agent does not allow this", False, None),
     404: ("No such agent, entry, session, message or file for this token", False, None),
-    409: ("Conflicts with the current state (already exists, already superseded, not pending)", True, None),
+    409: (
+        "Conflicts with the current state (already exists, already superseded, not pending), or lost to a "
+        "concurrent write and rolled back (deadlock: retry after Retry-After)",
+        True,
+        None,
+    ),
     413: ("Request body over MEMORY_MAX_REQUEST_BYTES, or a text over its size limit", False, None),
     414: ("URL over the web server's request-line limit (answered by gunicorn, as HTML)", False, None),
     422: ("Invalid input (a field, a malformed If-Match header): the field errors say which", False, None),

@@ -22,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
 from memoryproject.database_unavailable import DETAIL as DATABASE_UNAVAILABLE
-from memoryproject.database_unavailable import is_connection_error
+from memoryproject.database_unavailable import conflict_detail, is_connection_error, write_conflict
 from memoryproject.env import env_int
 from memoryproject.errors import DomainError, InvalidInput, PermissionDenied
 from memoryproject.middleware import NUL_MESSAGE
@@ -186,6 +186,9 @@ def describe_error(exc: Exception) -> str | None:
         return "Agent not found."
     if isinstance(exc, DataError):
         return f"A value was rejected by the database: {str(exc).splitlines()[0]}"
+    if write_conflict(exc) is not None:
+        logger.warning("write conflict in an MCP call: %s", exc)
+        return conflict_detail(write_conflict(exc))
     if is_connection_error(exc):
         logger.warning("database unavailable for an MCP call: %s", exc)
         return DATABASE_UNAVAILABLE
@@ -200,6 +203,8 @@ def error_status(exc: Exception) -> int:
         return 422
     if isinstance(exc, Http404 | Agent.DoesNotExist):
         return 404
+    if write_conflict(exc) is not None:
+        return 409
     if is_connection_error(exc):
         return 503
     return 400
