@@ -62,7 +62,19 @@ def messages_append(request, agent: str, payload: MessagesIn):
     return result.as_dict()
 
 
-@router.get("/agents/{agent}/messages", response=MessagePage, summary="The conversation, oldest first")
+@router.get(
+    "/agents/{agent}/messages",
+    response=MessagePage,
+    summary="The conversation, oldest first",
+    openapi_extra={
+        "responses": {
+            "409": {
+                "description": "The session is archived (its messages in cold storage): restore it first",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+            }
+        }
+    },
+)
 def messages_list(
     request,
     agent: str,
@@ -77,6 +89,8 @@ def messages_list(
     found = selectors.session_find(target, session)
     if found is None and session:
         raise NotFound(f"Session {session!r} of agent {agent!r} not found.")
+    if found is not None:
+        selectors.session_listable_check(found, target.slug)
     conversation = selectors.session_conversation(found, active_only=not include_archived) if found else []
     items = selectors.messages_window(
         conversation, order=order, limit=limit, offset=offset, max_tokens=max_tokens

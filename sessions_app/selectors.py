@@ -12,7 +12,7 @@ from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from memoryproject.errors import InvalidInput, NotFound
+from memoryproject.errors import Conflict, InvalidInput, NotFound
 from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
 from vault import selectors as vault_selectors
 from vault import stats as vault_stats
@@ -85,6 +85,17 @@ def session_conversation(session: Session, *, active_only: bool = False) -> list
     if active_only:
         messages = [m for m in messages if not m.archived]
     return messages
+
+
+def session_listable_check(session: Session, agent_slug: str) -> None:
+    """An archived session's messages are in cold storage: a listing of its conversation would be empty,
+    as an empty session's is, so it is refused naming how to restore it."""
+    if session.status == SessionStatus.ARCHIVED:
+        key = session.external_id or session.pk
+        raise Conflict(
+            f"Session {key!r} is archived: its messages are in cold storage. Restore it first "
+            f"(POST /agents/{agent_slug}/sessions/{key}/restore); /search?status=archived searches them."
+        )
 
 
 def session_current(agent: Agent) -> Session | None:

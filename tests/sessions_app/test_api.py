@@ -466,6 +466,22 @@ def test_a_checkpoint_of_an_archived_session_is_refused_and_keeps_the_saved_one(
     assert [m["text"] for m in body["messages"]] == ["hi", "hello"]
 
 
+def test_the_messages_of_an_archived_session_are_a_409_naming_how_to_restore_it(api, token_a, agent_a):
+    """They answered items [] and count 0, as an empty session: the caller could not tell that the
+    conversation is in cold storage. Refused as the session's other reads of its conversation are."""
+    _post(
+        api, token_a, [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "hello"}], session="c1"
+    )
+    assert api.post("/agents/agent-a/sessions/c1/archive", token=token_a).status_code == 200
+    refused = api.get("/agents/agent-a/messages", token=token_a, session="c1")
+    assert refused.status_code == 409
+    detail = refused.json()["detail"]
+    assert "archived" in detail and "POST /agents/agent-a/sessions/c1/restore" in detail
+    assert api.post("/agents/agent-a/sessions/c1/restore", token=token_a).status_code == 200
+    body = api.get("/agents/agent-a/messages", token=token_a, session="c1").json()
+    assert [m["text"] for m in body["items"]] == ["hi", "hello"] and body["count"] == 2
+
+
 def test_a_missing_checkpoint_is_404(api, token_a, agent_a):
     assert api.get("/agents/agent-a/checkpoint", token=token_a).status_code == 404
 
