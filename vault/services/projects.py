@@ -2,6 +2,7 @@
 workspace files' starting texts), API tokens."""
 
 import secrets
+import unicodedata
 from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -250,6 +251,13 @@ def token_check(*, project: Project, agent: Agent | None = None, scope: str, nam
         raise InvalidInput("The agent belongs to another project.")
     if agent is not None and scope == TokenScope.ADMIN:
         raise InvalidInput("Admin tokens are project-wide: create them without an agent.")
+    control = next((ch for ch in name if unicodedata.category(ch) == "Cc"), None)
+    if control is not None:  # a newline or an escape would be shown raw wherever tokens are listed
+        raise InvalidInput(
+            f"A token's name must not contain control characters (newline, tab, NUL, ESC...); "
+            f"this one has U+{ord(control):04X}.",
+            errors=[{"loc": ["name"], "msg": "contains control characters"}],
+        )
     name_max = ApiToken._meta.get_field("name").max_length
     if len(name) > name_max:
         raise InvalidInput(
