@@ -523,6 +523,10 @@ if MEMORY_REDACTION_EXTRA_REGEX:
 # a daily note grows by appends past MEMORY_MAX_ENTRY_BYTES, and must come back whole. Files written by
 # hand keep MEMORY_MAX_ENTRY_BYTES; a larger file is reported and not read.
 MEMORY_IMPORT_MAX_FILE_BYTES = env_int("MEMORY_IMPORT_MAX_FILE_BYTES", 16 * 1024 * 1024, minimum=1024)
+# The largest file of any kind an import reads (a category file, a conversation or session JSON, a
+# JSONL transcript, an export's .entries.json and histories): each is read whole into memory, so a larger
+# one is reported with its size and skipped before a byte of it is read; the rest is imported.
+MEMORY_IMPORT_MAX_SOURCE_BYTES = env_int("MEMORY_IMPORT_MAX_SOURCE_BYTES", 256 * 1024 * 1024, minimum=1024)
 
 # --- Curator UI ----------------------------------------------------------------------------------
 # Members of this group (or staff) may use the curator pages; ProjectMembership limits them to projects.

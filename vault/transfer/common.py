@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -272,6 +273,22 @@ def _source_path(path: Path, report: "ImportReport") -> Path | None:
     return real
 
 
+def _over_source_limit(path: Path, real: Path, report: "ImportReport") -> bool:
+    """Whether a source file is over MEMORY_IMPORT_MAX_SOURCE_BYTES (reported with its size, not read):
+    every file is read whole, so a multi-gigabyte one would exhaust the server's memory."""
+    limit = settings.MEMORY_IMPORT_MAX_SOURCE_BYTES
+    try:
+        size = real.stat().st_size
+    except OSError:
+        return False  # the read says why it cannot be read
+    if size > limit:
+        report.problem(
+            path,
+            f"is {size} bytes; the limit is {limit} bytes (MEMORY_IMPORT_MAX_SOURCE_BYTES). File skipped",
+        )
+    return size > limit
+
+
 def _read_text(path: Path, report: "ImportReport", *, exact: bool = False) -> str | None:
     """A source file's text, read as a text file: CRLF and CR become "\n" and a UTF-8 byte order mark at
     its start (Notepad and other Windows tools write one) is not part of it. With `exact` (a file our
@@ -279,7 +296,7 @@ def _read_text(path: Path, report: "ImportReport", *, exact: bool = False) -> st
     leading U+FEFF kept. A link out of the folder being imported is not read (`_source_path`)."""
     dates_where(path)
     real = _source_path(path, report)
-    if real is None:
+    if real is None or _over_source_limit(path, real, report):
         return None
     try:
         if exact:
