@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
-from vault.models import VaultEntry
+from vault.models import VaultEntry, WorkspaceFile
 
 LIMIT = 4096
 
@@ -80,3 +81,22 @@ def test_import_conversations_skips_a_conversation_over_the_limit(oversized, tar
     assert f"ops.json: is {size} bytes; the limit is {LIMIT} bytes" in out.getvalue()
     assert VaultEntry.objects.filter(agent__slug="dev", category="handoffs").exists()
     assert not VaultEntry.objects.filter(agent__slug="ops").exists()
+
+
+def test_a_daily_note_named_by_no_date_is_reported_as_an_unreadable_date(tmp_path, target):
+    """memory/2026-13-45.md was imported as a daily note and said nothing: consolidation, which reads a
+    day's note by its date, never reads it. It is kept (nothing is lost) and counted under Dates:, so
+    --strict refuses the import."""
+    root = tmp_path / "workspace"
+    write(root, "MEMORY.md", "# Long-term\n")
+    write(root, "memory/2026-03-01.md", "## [10:00:00]\n**User:** hi\n")
+    write(root, "memory/2026-13-45.md", "## [10:00:00]\n**User:** which day?\n")
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_memory_dir", str(root), "--project", "target", "--strict", stdout=out)
+    said = out.getvalue()
+    assert (
+        "daily notes named by no date (imported as plain files, which consolidation never reads): 1" in said
+    )
+    assert "2026-13-45.md: 'memory/2026-13-45.md'" in said and "2026-03-01.md:" not in said
+    assert WorkspaceFile.objects.filter(path="memory/2026-13-45.md").exists()

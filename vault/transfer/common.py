@@ -10,7 +10,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -81,6 +81,7 @@ LEAP_SECOND_RE = re.compile(r"(?<=:59:)60(?=$|[.,+\-Z ])")
 DATE_CLAMPED = "dates to come stored as the import time"
 DATE_EARLY = "dates before 0001-01-02 refused (another date used)"
 DATE_UNREADABLE = "unreadable dates (another date used)"
+DATE_NOTE_NAME = "daily notes named by no date (imported as plain files, which consolidation never reads)"
 DATE_EXAMPLES = 3
 # A local time followed by a zone's name: `2026-03-01 10:00 Europe/Lisbon` (an IANA name, read with
 # zoneinfo) or `2026-03-01 10:00 PST` (one of RFC 2822's names, RFC2822_ZONES).
@@ -125,7 +126,7 @@ class DateLog:
         if not self.counts:
             return []
         lines = ["Dates:"]
-        for kind in (DATE_CLAMPED, DATE_EARLY, DATE_UNREADABLE):
+        for kind in (DATE_CLAMPED, DATE_EARLY, DATE_UNREADABLE, DATE_NOTE_NAME):
             if self.counts[kind]:
                 lines.append(f"  {kind}: {self.counts[kind]}, e.g.")
                 lines.extend(f"    - {example}" for example in self.examples[kind])
@@ -155,6 +156,18 @@ def dates_where(where) -> None:
 def _date_note(kind: str, value) -> None:
     if (log := _DATE_LOG.get()) is not None:
         log.note(kind, value)
+
+
+def daily_note_name_check(relative: str) -> None:
+    """A workspace file named as a day's note whose name is no date (`memory/2026-13-45.md`) is kept as
+    a plain file, which consolidation never reads: told to the running import as an unreadable date."""
+    folder, _, name = relative.partition("/")
+    if folder != "memory" or not DAILY_NOTE_RE.match(name):
+        return
+    try:
+        date.fromisoformat(name[:10])
+    except ValueError:
+        _date_note(DATE_NOTE_NAME, relative)
 
 
 def _instant_store(parsed: datetime, value) -> datetime | None:

@@ -58,6 +58,7 @@ from vault.transfer.common import (
     _read_json,
     _read_text,
     _source_path,
+    daily_note_name_check,
     date_parse,
     dates_logged,
     dates_where,
@@ -409,6 +410,7 @@ def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = No
         text = _read_text(path, report, exact=exact)
         if text is None:
             continue
+        daily_note_name_check(relative)
         settings_for = manifest.get(relative) if isinstance(manifest.get(relative), dict) else {}
         enabled, sort_order = WORKSPACE_KNOWN.get(relative, (False, None))
         if "enabled" in settings_for:
