@@ -2,6 +2,7 @@
 messages, checkpoints become the agent's checkpoint), the whole-folder import with it, and the mining of
 conversation files into handoffs, decisions and lessons."""
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
@@ -381,17 +382,8 @@ def conversation_insights_import(importer: Importer, path: Path) -> None:
     agent = importer.agent(source_agent, where=path)
     saved_at = date_parse(data.get("savedAt")) or _mtime(path)
     handoff = _handoff_text(messages)
-    importer.entry_add(
-        agent,
-        EntryItem(
-            "handoffs",
-            handoff,
-            saved_at,
-            "conv:" + _hash("handoffs", handoff)[:40],
-            tags=["auto-handoff", "imported"],
-        ),
-        where=path,
-    )
+    handoff_id = "conv:" + _hash("handoffs", handoff)[:40]
+    items = [EntryItem("handoffs", handoff, saved_at, handoff_id, tags=["auto-handoff", "imported"])]
     insights = insights_extract(
         [m.text for m in messages],
         max_per_kind=settings.MEMORY_INSIGHTS_MAX,
@@ -400,19 +392,22 @@ def conversation_insights_import(importer: Importer, path: Path) -> None:
     )
     for category, texts in (("decisions", insights.decisions), ("lessons", insights.lessons)):
         for text in texts:
-            importer.entry_add(
-                agent,
-                EntryItem(
-                    category,
-                    text,
-                    saved_at,
-                    "conv:" + _hash(category, text)[:40],
-                    tags=["auto-extract", "imported"],
-                ),
-                where=path,
-            )
+            legacy_id = "conv:" + _hash(category, text)[:40]
+            items.append(EntryItem(category, text, saved_at, legacy_id, tags=["auto-extract", "imported"]))
+    stored, skipped = Counter(), Counter()
+    for item in items:
+        (stored if importer.entry_add(agent, item, where=path) else skipped)[item.category] += 1
     report.counts["conversations mined"] += 1
-    report.say(f"{path}: {len(insights.decisions)} decisions, {len(insights.lessons)} lessons, 1 handoff")
+    report.say(
+        f"{path}: stored {_mined(stored)}" + (f"; skipped {_mined(skipped)} {_SKIPPED}" if skipped else "")
+    )
+
+
+_SKIPPED = "(already imported, forgotten here since, or refused: see the summary)"
+
+
+def _mined(counts: Counter) -> str:
+    return ", ".join(f"{counts[category]} {category}" for category in ("decisions", "lessons", "handoffs"))
 
 
 def import_conversations(

@@ -278,14 +278,14 @@ class Importer(FilesWriter):
         except DomainError:
             return clean[:limit]
 
-    def entry_add(self, agent: Agent | None, item: EntryItem, *, where) -> None:
-        """Queue one entry unless it is already stored (by legacy id, or category + content + date)."""
+    def entry_add(self, agent: Agent | None, item: EntryItem, *, where) -> bool:
+        """Queue one entry unless stored already (legacy id, or category + content + date); False if skipped."""
         if agent is None:
             self.report.counts["entries skipped (no valid agent)"] += 1
-            return
+            return False
         if item.category not in Category.values:
             self.report.problem(where, f"unknown category {item.category!r}; entry skipped")
-            return
+            return False
         # Redacted before anything else, so re-imports compare against what was stored.
         content = redact_for_project(
             item.content if item.verbatim else item.content.strip(), agent.project_id
@@ -294,7 +294,7 @@ class Importer(FilesWriter):
             text_check(content)
         except DomainError as exc:
             self.report.problem(where, f"entry {item.legacy_id or '?'}: {exc.detail}; skipped")
-            return
+            return False
         ids, keys = self._seen_for(agent)
         legacy_id = legacy_id_fit(item.legacy_id)
         key = self._key(item.category, content, item.created_at)
@@ -315,13 +315,13 @@ class Importer(FilesWriter):
             )
         if ids.get(legacy_id) is not None:  # stored before this run, and the same entry (a clash was renamed)
             self._entry_follow(ids[legacy_id], item, content, where)
-            return
+            return False
         if legacy_id in ids or key in keys:
             self.report.counts["entries already imported (skipped)"] += 1
-            return
+            return False
         if self._deleted_since(agent, item.category, content, item.created_at, key):
             self.report.counts["entries deleted or forgotten here since (skipped)"] += 1
-            return
+            return False
         ids[legacy_id] = None
         keys[key] = legacy_id
         self._source_updated[(agent.pk, legacy_id)] = max(item.updated_at or item.created_at, item.created_at)
@@ -357,6 +357,7 @@ class Importer(FilesWriter):
         self.report.counts[f"entries created ({item.category})"] += 1
         if sum(len(batch) for batch in self._pending.values()) >= BATCH_SIZE:
             self.flush()
+        return True
 
     def _links_note(self, agent_pk: int, legacy_id: str, item: EntryItem, *, provenance: bool = True) -> None:
         """What of an entry stored under `legacy_id` is pointed at the sessions the import stores, once
