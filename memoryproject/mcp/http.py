@@ -15,7 +15,14 @@ from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 
-from memoryproject.database_unavailable import CONNECTION_ERRORS, DETAIL, RETRY_AFTER_SECONDS
+from memoryproject.database_unavailable import (
+    CONFLICT_RETRY_AFTER_SECONDS,
+    CONNECTION_ERRORS,
+    DETAIL,
+    RETRY_AFTER_SECONDS,
+    conflict_detail,
+    write_conflict,
+)
 from memoryproject.mcp.caller import Caller, in_database_thread
 from memoryproject.mcp.protocol import early_answer, rate_limited_answer
 from memoryproject.mcp.server import mcp_server
@@ -122,6 +129,20 @@ async def _rate_limited(exc: RateLimited, headers, scope, receive, send):
     return await response(scope, receive, send)
 
 
+def _database_error(exc: Exception, scope) -> JSONResponse:
+    """As the REST API: 409 for a transaction that lost to a concurrent write, 503 for a database that
+    cannot be reached; both with Retry-After."""
+    kind = write_conflict(exc)
+    if kind is not None:
+        logger.warning("write conflict (%s) in %s %s: %s", kind, scope["method"], scope["path"], exc)
+        headers = {"Retry-After": str(CONFLICT_RETRY_AFTER_SECONDS)}
+        return JSONResponse({"detail": conflict_detail(kind)}, status_code=409, headers=headers)
+    logger.warning("database unavailable for %s %s: %s", scope["method"], scope["path"], exc)
+    return JSONResponse(
+        {"detail": DETAIL}, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
+    )
+
+
 class BearerGate:
     def __init__(self, app):
         self.app = app
@@ -141,11 +162,7 @@ class BearerGate:
             try:
                 principal, limited = await in_database_thread(_admit, secret.strip())
             except CONNECTION_ERRORS as exc:  # as the REST API: retry later, not a server fault
-                logger.warning("database unavailable for %s %s: %s", scope["method"], scope["path"], exc)
-                response = JSONResponse(
-                    {"detail": DETAIL}, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
-                )
-                return await response(scope, receive, send)
+                return await _database_error(exc, scope)(scope, receive, send)
         if principal is None:
             response = JSONResponse(
                 {"detail": "Missing, unknown or revoked bearer token. Send 'Authorization: Bearer <token>'."},

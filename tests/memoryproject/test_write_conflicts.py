@@ -2,9 +2,13 @@
 retry), not that the database is unavailable (503), and its retry stores everything once."""
 
 import threading
+from unittest import mock
 
+import psycopg
 import pytest
-from django.db import connection, transaction
+from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
+from django.db import OperationalError, connection, transaction
 
 from sessions_app.models import Branch, Message, Session
 from tests.conftest import ApiClient, until_another_connection_waits_for_a_lock
@@ -13,6 +17,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 FIRST = [{"role": "user", "text": "We deploy on Fridays", "client_id": "c1"}]
 SECOND = [{"role": "user", "text": "Use Redis for the cache", "client_id": "c2"}]
+
+
+def deadlock_error() -> OperationalError:
+    """The error Django raises when PostgreSQL picks this transaction as a deadlock's victim."""
+    try:
+        try:
+            raise psycopg.errors.DeadlockDetected("deadlock detected")
+        except psycopg.Error as exc:
+            raise OperationalError(str(exc)) from exc
+    except OperationalError as wrapped:
+        return wrapped
 
 
 def deadlocked(session_key: str, request):
@@ -61,3 +76,11 @@ def test_a_deadlocked_append_is_a_409_to_retry_and_the_retry_stores_it_once(agen
     retried = api.post("/agents/agent-a/messages", {"session": "s1", "messages": SECOND}, token=token_a)
     assert retried.status_code == 200
     assert sorted(Message.objects.values_list("client_id", flat=True)) == ["c1", "c2"]
+
+
+def test_a_curator_page_that_loses_a_deadlock_is_a_409_saying_retry(client):
+    client.force_login(User.objects.create_superuser("root", password="pw-123456789"))
+    with mock.patch.object(SessionStore, "load", side_effect=deadlock_error()):
+        response = client.get("/")
+    assert response.status_code == 409 and response["Retry-After"] == "1"
+    assert b"concurrent write conflicted" in response.content and b"unreachable" not in response.content
