@@ -38,8 +38,8 @@ def write_conflict(exc: BaseException) -> str | None:
 
 def conflict_detail(kind: str) -> str:
     return (
-        f"A concurrent write conflicted with this request ({kind}); its transaction was rolled back, "
-        f"so nothing of it was stored. Retry it (in {CONFLICT_RETRY_AFTER_SECONDS} second)."
+        f"A concurrent write conflicted with this request ({kind}) and the database rolled its "
+        f"transaction back. Retry it (in {CONFLICT_RETRY_AFTER_SECONDS} second)."
     )
 
 
