@@ -37,6 +37,13 @@ from .schemas import (
 router = Router(tags=["sessions"])
 
 
+# What a read of an archived session's conversation answers (selectors.session_listable_check).
+ARCHIVED_SESSION_RESPONSE = {
+    "description": "The session is archived (its messages in cold storage): restore it first",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+}
+
+
 def _session_for_write(request, agent: str, session_id: str):
     request.auth.require(TokenScope.WRITE)
     return selectors.session_get_for_principal(request.auth, agent, session_id)
@@ -66,14 +73,7 @@ def messages_append(request, agent: str, payload: MessagesIn):
     "/agents/{agent}/messages",
     response=MessagePage,
     summary="The conversation, oldest first",
-    openapi_extra={
-        "responses": {
-            "409": {
-                "description": "The session is archived (its messages in cold storage): restore it first",
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
-            }
-        }
-    },
+    openapi_extra={"responses": {"409": ARCHIVED_SESSION_RESPONSE}},
 )
 def messages_list(
     request,
@@ -172,10 +172,14 @@ def sleep(request, agent: str, payload: SleepIn):
 
 
 @router.get(
-    "/agents/{agent}/sessions/{session_id}/branches", response=list[BranchOut], summary="A session's branches"
+    "/agents/{agent}/sessions/{session_id}/branches",
+    response=list[BranchOut],
+    summary="A session's branches",
+    openapi_extra={"responses": {"409": ARCHIVED_SESSION_RESPONSE}},
 )
 def branches_list(request, agent: str, session_id: str):
     session = selectors.session_get_for_principal(request.auth, agent, session_id)
+    selectors.session_listable_check(session, agent)
     return selectors.branches_list(session)
 
 

@@ -88,8 +88,8 @@ def session_conversation(session: Session, *, active_only: bool = False) -> list
 
 
 def session_listable_check(session: Session, agent_slug: str) -> None:
-    """An archived session's messages are in cold storage: a listing of its conversation would be empty,
-    as an empty session's is, so it is refused naming how to restore it."""
+    """An archived session's messages are in cold storage: a listing of its conversation or its branches
+    would be empty, as an empty session's is, so it is refused naming how to restore it."""
     if session.status == SessionStatus.ARCHIVED:
         key = session.external_id or session.pk
         raise Conflict(

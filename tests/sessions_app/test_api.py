@@ -482,6 +482,20 @@ def test_the_messages_of_an_archived_session_are_a_409_naming_how_to_restore_it(
     assert [m["text"] for m in body["items"]] == ["hi", "hello"] and body["count"] == 2
 
 
+def test_the_branches_of_an_archived_session_are_a_409_naming_how_to_restore_it(api, token_a, agent_a):
+    """They answered "main" with no head and 0 messages, as an empty session's."""
+    _post(
+        api, token_a, [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "hello"}], session="c1"
+    )
+    assert api.post("/agents/agent-a/sessions/c1/archive", token=token_a).status_code == 200
+    refused = api.get("/agents/agent-a/sessions/c1/branches", token=token_a)
+    assert refused.status_code == 409
+    assert "POST /agents/agent-a/sessions/c1/restore" in refused.json()["detail"]
+    assert api.post("/agents/agent-a/sessions/c1/restore", token=token_a).status_code == 200
+    branches = api.get("/agents/agent-a/sessions/c1/branches", token=token_a).json()
+    assert [(b["name"], b["message_count"]) for b in branches] == [("main", 2)]
+
+
 def test_a_missing_checkpoint_is_404(api, token_a, agent_a):
     assert api.get("/agents/agent-a/checkpoint", token=token_a).status_code == 404
 
