@@ -53,6 +53,14 @@ class Session(models.Model):
         null=True, blank=True, help_text="When the working buffer activated."
     )
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    context_bytes_bound = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="At least the UTF-8 bytes of the session's messages not archived (text and tool "
+        "calls) plus 8 a message, the working buffer's cheap test "
+        "(recovery.session_tokens_upper_bound); kept by the append, none (counted again when "
+        "needed) after a write that may have made it too small.",
+    )
     active_branch = models.ForeignKey(
         "Branch", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -56,18 +56,36 @@ def lost_context_signals(text: str, history: list[Message]) -> list[str]:
     return signals
 
 
+MESSAGE_BYTES_SQL = (
+    "octet_length(text) + octet_length(tool_calls::text) + 8"  # a message's share of the bound
+)
+
+
 def session_tokens_upper_bound(session: Session) -> int:
-    """At least the tokens of the session's active conversation, from one aggregate over its stored
-    messages (every branch counts, the estimate counts UTF-8 bytes as octet_length does, each estimate
-    rounds up by at most one token per part): when this is under a threshold, the conversation is too."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COALESCE(SUM(octet_length(text) + octet_length(tool_calls::text)), 0), COUNT(*) "
-            "FROM sessions_app_message WHERE session_id = %s AND NOT archived",
-            [session.pk],
-        )
-        size, count = cursor.fetchone()
-    return int(size) // 4 + 2 * int(count) + 1
+    """At least the tokens of the session's active conversation (every branch counts, the estimate
+    counts UTF-8 bytes as octet_length does, each estimate rounds up by at most one token per part, two
+    a message): when this is under a threshold, the conversation is too.
+
+    From the session's running `context_bytes_bound`, which the append adds its messages to in the
+    statement that records its activity; when a write has cleared it (or before the first append), one
+    aggregate over the session's stored messages counts it again and stores it."""
+    if session.context_bytes_bound is None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE sessions_app_session SET context_bytes_bound = (SELECT COALESCE(SUM({MESSAGE_BYTES_SQL}), 0) "
+                "FROM sessions_app_message WHERE session_id = %s AND NOT archived) WHERE id = %s "
+                "RETURNING context_bytes_bound",
+                [session.pk, session.pk],
+            )
+            session.context_bytes_bound = int(cursor.fetchone()[0])
+    return session.context_bytes_bound // 4 + 1
+
+
+def context_bound_clear(session_ids) -> None:
+    """Forget the sessions' running bound after a write that may have grown their messages other than by
+    an append (an import, a restore, a compaction summary, an erase rewriting a summary): the working
+    buffer counts it again when it next needs it."""
+    Session.objects.filter(pk__in=list(session_ids)).update(context_bytes_bound=None)
 
 
 def buffer_usage(session: Session) -> dict:

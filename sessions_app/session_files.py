@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from memoryproject.copy_rows import ids_allocate, rows_copy
 from memoryproject.errors import DomainError
-from sessions_app import selectors, session_history
+from sessions_app import recovery, selectors, session_history
 from sessions_app import services as session_services
 from sessions_app.models import Branch, Checkpoint, Message, Role, Session, SessionStatus
 from sessions_app.services.common import _LOCK_SESSION_CREATE, MAIN_BRANCH, _advisory_lock, reply_context
@@ -460,6 +460,7 @@ def session_file_store(importer, item: ParsedSessionFile, agent: Agent) -> None:
             )
             rows, ids = _rows_build(agent, session, new, messages, known, fallback)
             rows_copy(rows)
+            recovery.context_bound_clear([session.pk])  # grown other than by an append
             _found(importer, item, session, messages, by_key=ids, by_client=stored)
             _rows_store(importer, item, session, agent)
             _branches_follow(

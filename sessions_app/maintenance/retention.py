@@ -8,6 +8,7 @@ from django.db import connection, transaction
 from django.db.models import Max, Min, QuerySet, Subquery
 from django.utils import timezone
 
+from sessions_app import recovery
 from sessions_app.compaction import SUMMARY_STATE_KEY, summary_text_erase
 from sessions_app.models import Branch, Checkpoint, Message, Session, SessionStateEntry, WorkingBufferEntry
 from vault import services as vault_services
@@ -84,6 +85,7 @@ def _message_copies_erase(message: Message) -> None:
         if erased != summary.text:
             summary.text = erased
             summary.save(update_fields=["text"])
+            recovery.context_bound_clear([summary.session_id])  # its erase mark may be the longer
     first, last = (
         Message.objects.filter(session_id=message.session_id)
         .aggregate(first=Min("created_at"), last=Max("created_at"))

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from memoryproject.copy_rows import ids_allocate, rows_copy, rows_create
 from memoryproject.errors import Conflict, NotFound, TooLarge
+from memoryproject.resilience import failure_detail, guarded
 from sessions_app import recovery, selectors
 from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
 from sessions_app.scan import DURABLE_CATEGORIES, normalise_fact, scan_message
@@ -32,7 +33,7 @@ from sessions_app.services.common import (
     reply_context,
 )
 from sessions_app.services.lifecycle import session_ensure
-from sessions_app.services.window import max_input_tokens_check, working_buffer_update
+from sessions_app.services.window import max_input_tokens_check, working_buffer_idle, working_buffer_update
 from vault import selectors as vault_selectors
 from vault import services as vault_services
 from vault.models import Agent, EntrySource, VaultEntry
@@ -196,18 +197,24 @@ def _client_ids_stored(session: Session, client_ids: list[str]) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def _head_and_activity_save(session: Session, branch: Branch, *, head_id: int | None, now) -> None:
-    """The branch's new head and the session's last activity, in one statement (both rows are the
-    append's: the session is locked), where two `save(update_fields=...)` took 0.48 ms of Python and two
-    round trips."""
+def _head_and_activity_save(
+    session: Session, branch: Branch, *, head_id: int | None, now, message_ids: list[int]
+) -> None:
+    """The branch's new head, the session's last activity and its running size bound (the new messages
+    added, read back from their stored rows as the bound counts them), in one statement (both rows are
+    the append's: the session is locked), where two `save(update_fields=...)` took 0.48 ms of Python and
+    two round trips. A bound a write has cleared stays cleared (NULL plus a number)."""
     branch.head_id = head_id
     session.last_activity_at = now
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH head AS (UPDATE {Branch._meta.db_table} SET head_id = %s WHERE id = %s) "
-            f"UPDATE {Session._meta.db_table} SET last_activity_at = %s WHERE id = %s",
-            [head_id, branch.pk, now, session.pk],
+            f"UPDATE {Session._meta.db_table} SET last_activity_at = %s, context_bytes_bound = "
+            f"context_bytes_bound + (SELECT COALESCE(SUM({recovery.MESSAGE_BYTES_SQL}), 0) "
+            f"FROM {Message._meta.db_table} WHERE id = ANY(%s::bigint[])) WHERE id = %s RETURNING context_bytes_bound",
+            [head_id, branch.pk, now, message_ids, session.pk],
         )
+        session.context_bytes_bound = cursor.fetchone()[0]
 
 
 def _rows_store(
@@ -249,7 +256,14 @@ def _side_steps(agent: Agent, session: Session, rows: list[Message], changed_by:
     """What an append triggers besides storing: recovery, the write-ahead scan, the daily note and the
     working buffer. Each may fail on its own without failing the append (listed in the warnings)."""
     warnings: list[dict] = []
-    recovery = _guarded(warnings, "recovery", lambda: _recovery_for_append(session, rows))
+    # No savepoint around the recovery check itself (two round trips for a step that usually runs no
+    # SQL): its reads of the database each run in one of their own.
+    recovery = guarded(
+        "recovery",
+        lambda: _recovery_for_append(session, rows, warnings),
+        failed=lambda exc: warnings.append({"source": "recovery", "detail": failure_detail(exc)}),
+        savepoint=False,
+    )
     state = _guarded(
         warnings,
         "write_ahead_scan",
@@ -261,9 +275,14 @@ def _side_steps(agent: Agent, session: Session, rows: list[Message], changed_by:
         "daily_note",
         lambda: _daily_notes_append(agent=agent, new_messages=rows, changed_by=changed_by),
     )
-    logged = _guarded(
-        warnings, "working_buffer", lambda: working_buffer_update(session=session, messages=rows), default=[]
-    )
+    logged = []
+    if not working_buffer_idle(session):  # else nothing to log and no savepoint to open (2 round trips)
+        logged = _guarded(
+            warnings,
+            "working_buffer",
+            lambda: working_buffer_update(session=session, messages=rows),
+            default=[],
+        )
     return warnings, recovery, state, logged
 
 
@@ -326,7 +345,7 @@ def messages_append(
             saved_branch = preserved.name if preserved else None
         now = timezone.now()
         rows, parent_id = _rows_store(agent, session, unique, parent_id, now)
-        _head_and_activity_save(session, branch, head_id=parent_id, now=now)
+        _head_and_activity_save(session, branch, head_id=parent_id, now=now, message_ids=[m.pk for m in rows])
         if session.status == SessionStatus.IDLE:
             _status_set(session, SessionStatus.ACTIVE, reason="new messages", by=changed_by)
         warnings, recovery, state, logged = _side_steps(agent, session, rows, changed_by)
@@ -373,8 +392,10 @@ def _session_lock_routed(
 RECOVERY_PATH_DEPTH = 200  # how far back the active messages before a user message are looked for
 
 
-def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
-    """The recovery block when the newest user message of this append shows lost-context signals."""
+def _recovery_for_append(session: Session, rows: list[Message], warnings: list[dict]) -> dict | None:
+    """The recovery block when the newest user message of this append shows lost-context signals. What it
+    reads of the stored conversation, and the block, each run in a savepoint of their own (`_guarded`):
+    most appends need neither, and open none."""
     users = [m for m in rows if m.role == Role.USER and not m.internal]
     if not users:
         return None
@@ -386,14 +407,20 @@ def _recovery_for_append(session: Session, rows: list[Message]) -> dict | None:
     recent = before[-lookback:]
     depth_left = RECOVERY_PATH_DEPTH - len(before)  # the path is looked at this far back in all
     if len(recent) < lookback and depth_left >= 0:
-        recent = (
-            selectors.recent_active_messages(rows[0].parent_id, lookback - len(recent), max_depth=depth_left)
-            + recent
+        stored = _guarded(
+            warnings,
+            "recovery",
+            lambda: selectors.recent_active_messages(
+                rows[0].parent_id, lookback - len(recent), max_depth=depth_left
+            ),
         )
+        if stored is None:
+            return None
+        recent = stored + recent
     signals = recovery.lost_context_signals(latest.text, recent)
     if not signals:
         return None
-    return recovery.recovery_build(session, signals=signals)
+    return _guarded(warnings, "recovery", lambda: recovery.recovery_build(session, signals=signals))
 
 
 # --- write-ahead scan and durable facts ---------------------------------------------------------

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memoryproject.errors import Conflict
-from sessions_app import selectors
+from sessions_app import recovery, selectors
 from sessions_app.maintenance.extraction import extraction_enqueue
 from sessions_app.models import (
     Branch,
@@ -212,6 +212,7 @@ def session_restore(*, session: Session, by: str = "", reason: str = "restored o
                 for row in data["messages"]
             ]
         )
+        recovery.context_bound_clear([session.pk])
         for branch_id, (head_id, from_id) in data["branches"].items():
             Branch.objects.filter(pk=int(branch_id), session=session).update(
                 head_id=head_id, from_message_id=from_id

@@ -110,6 +110,7 @@ def _summary_insert(session: Session, plan, summary_body: str, *, emergency: boo
         created_at=timezone.now(),
     )
     Message.objects.filter(pk=plan.keep_recent[0].pk).update(parent_id=summary.pk)
+    recovery.context_bound_clear([session.pk])  # a summary may outweigh what it replaced
     return summary, archived_ids
 
 
@@ -225,14 +226,28 @@ def max_input_tokens_check(value) -> int | None:
     return value
 
 
+def _buffer_threshold(session: Session) -> int:
+    window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
+    return int(window * settings.MEMORY_WORKING_BUFFER_RATIO)
+
+
+def working_buffer_idle(session: Session) -> bool:
+    """Whether the session's working buffer has not started and its running bound (already known, no
+    SQL) says the conversation is under the threshold: then an append logs nothing."""
+    return (
+        session.buffer_started_at is None
+        and session.context_bytes_bound is not None
+        and recovery.session_tokens_upper_bound(session) < _buffer_threshold(session)
+    )
+
+
 def working_buffer_update(*, session: Session, messages: Sequence[Message]) -> list:
     """Log the new exchange in the session's working buffer: activate it when the active context reaches
     MEMORY_WORKING_BUFFER_RATIO of the model window, and once active log every later user message and a
     summary of every agent reply. The caller holds the session row lock."""
 
     if session.buffer_started_at is None:
-        window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
-        if recovery.session_tokens_upper_bound(session) < int(window * settings.MEMORY_WORKING_BUFFER_RATIO):
+        if recovery.session_tokens_upper_bound(session) < _buffer_threshold(session):
             return []  # far from the threshold: no need to load the whole conversation to know it
         status = recovery.buffer_usage(session)
         if status["context_tokens"] < status["threshold_tokens"]:
