@@ -10,9 +10,8 @@ from django.utils import timezone
 from memoryproject.resilience import failure_detail, guarded
 from sessions_app.selectors import (
     buffer_entries,
-    conversation_tokens,
     is_compaction_summary,
-    session_conversation,
+    session_context_tokens,
     session_state_list,
 )
 from vault import selectors as vault_selectors
@@ -100,7 +99,7 @@ def buffer_usage(session: Session) -> dict:
             "archived": True,
         }
     window = session.max_input_tokens or settings.MEMORY_MODEL_MAX_INPUT_TOKENS
-    used = conversation_tokens(session_conversation(session, active_only=True))
+    used = session_context_tokens(session)
     return {
         "max_input_tokens": window,
         "threshold_tokens": int(window * settings.MEMORY_WORKING_BUFFER_RATIO),

@@ -19,9 +19,10 @@ from vault import stats as vault_stats
 from vault.models import Agent
 from vault.principal import Principal
 from vault.selectors import MAX_ID, agent_get_for_principal
+from vault.text import token_estimate_of_bytes
 
 from .compaction import SUMMARY_STATE_KEY, message_tokens
-from .models import Branch, Checkpoint, Message, Session, SessionStateEntry, SessionStatus
+from .models import Branch, Checkpoint, Message, Role, Session, SessionStateEntry, SessionStatus
 
 _PATH_SQL = """
 WITH RECURSIVE path(id, parent_id, depth) AS (
@@ -258,6 +259,28 @@ def conversation_tokens(messages: list[Message]) -> int:
     return sum(message_tokens(m, tool_max_chars=settings.MEMORY_TOOL_RESULT_MAX_CHARS) for m in messages)
 
 
+def session_context_tokens(session: Session) -> int:
+    """conversation_tokens of the session's active conversation, from its messages' stored sizes: only
+    the messages whose count needs more (tool calls, a tool result over MEMORY_TOOL_RESULT_MAX_CHARS,
+    which is cut before it is counted) are loaded whole. The working buffer's activation and its usage
+    loaded every message of a conversation for its size."""
+    ids = message_path_ids(session_head_id(session))
+    if not ids:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, role, octet_length(text), char_length(text), tool_calls <> '[]'::jsonb "
+            "FROM sessions_app_message WHERE id = ANY(%s::bigint[]) AND NOT archived",
+            [ids],
+        )
+        rows = cursor.fetchall()
+    limit = settings.MEMORY_TOOL_RESULT_MAX_CHARS
+    whole = [pk for pk, role, _, chars, calls in rows if calls or (role == Role.TOOL and chars > limit)]
+    loaded = set(whole)
+    sized = sum(token_estimate_of_bytes(size) for pk, _, size, _, _ in rows if pk not in loaded)
+    return sized + conversation_tokens(list(Message.objects.in_bulk(whole).values()))
+
+
 def buffer_entries(session: Session):
     return WorkingBufferEntry.objects.filter(session=session).order_by("created_at", "id")
 
@@ -369,7 +392,7 @@ def session_stats(session: Session) -> dict:
                 [session.pk],
             )
             raw = size = int(cursor.fetchone()[0])
-        context = conversation_tokens(session_conversation(session, active_only=True))
+        context = session_context_tokens(session)
     extracted = vault_selectors.entry_counts_tagged(session.agent_id, f"session-{session.pk}")
     return {
         "session": session,

@@ -159,8 +159,14 @@ def token_estimate(text: str) -> int:
     four characters a token a budget held three or four times its size of CJK text). The one place to
     plug in a real tokenizer."""
     if text.isascii():
-        return -(-len(text) // 4)
-    return -(-len(text.encode("utf-8", errors="surrogatepass")) // 4)
+        return token_estimate_of_bytes(len(text))
+    return token_estimate_of_bytes(len(text.encode("utf-8", errors="surrogatepass")))
+
+
+def token_estimate_of_bytes(size: int) -> int:
+    """token_estimate of a text of `size` UTF-8 bytes (octet_length in SQL): a count from stored sizes
+    without loading the texts."""
+    return -(-size // 4)
 
 
 def text_bytes(text: str) -> int:

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app import services, transfer
+from sessions_app import selectors, services, transfer
 from sessions_app.models import Session
 from tests.sessions_app.test_session_files import export_to
 
@@ -120,3 +120,49 @@ def test_the_buffer_starts_at_the_threshold_when_an_import_grew_the_session(
         agent=copy.agent, session=copy, messages=[{"role": "user", "text": "c" * 4}]
     )
     assert after.session.buffer_started_at is not None and after.buffer_logged == 1
+
+
+def _mixed_conversation(api, token, settings):
+    settings.MEMORY_TOOL_RESULT_MAX_CHARS = 100
+    _post(api, token, [{"role": "system", "text": "be brief"}], max_input_tokens=1_000_000)
+    _post(
+        api,
+        token,
+        [
+            {"role": "user", "text": "héllo 你好 " * 7},
+            {
+                "role": "assistant",
+                "text": "",
+                "tool_calls": [{"id": "c1", "name": "ls", "arguments": {"p": "é/"}}],
+            },
+            {"role": "tool", "text": "fïle " * 60, "tool_call_id": "c1"},  # over the limit: cut, then counted
+            {"role": "tool", "text": "short", "tool_call_id": "c1"},
+            {"role": "assistant", "text": "done"},
+        ]
+        + [{"role": "user", "text": f"turn {i} " * (i + 1)} for i in range(8)],
+    )
+    session = Session.objects.get(external_id="long")
+    assert services.session_compact(session=session, force=True, keep_first=1, keep_turns=2).compacted
+    return session
+
+
+def test_the_context_counted_from_stored_sizes_is_the_conversations_tokens(api, token_a, agent_a, settings):
+    session = _mixed_conversation(api, token_a, settings)
+    expected = selectors.conversation_tokens(selectors.session_conversation(session, active_only=True))
+    body = api.get(f"/agents/agent-a/sessions/{session.pk}/buffer", token=token_a).json()
+    assert body["context_tokens"] == expected > 0
+    stats = api.get(f"/agents/agent-a/sessions/{session.pk}/stats", token=token_a)
+    assert stats.status_code == 200 and stats.json()["context_tokens"] == expected, stats.content
+
+
+def test_the_buffers_usage_loads_no_message_whose_size_says_its_count(api, token_a, agent_a):
+    for number in range(4):
+        _post(api, token_a, _batch(number), max_input_tokens=1_000_000)
+    session = Session.objects.get(external_id="long")
+    with CaptureQueriesContext(connection) as queries:
+        body = api.get(f"/agents/agent-a/sessions/{session.pk}/buffer", token=token_a).json()
+    assert body["context_tokens"] == sum(
+        -(-len(f"turn {m} of {n}") // 4) for n in range(4) for m in range(50)
+    )
+    loaded = [q["sql"] for q in queries.captured_queries if '"sessions_app_message"."text"' in q["sql"]]
+    assert loaded == [], loaded
