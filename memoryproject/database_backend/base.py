@@ -12,9 +12,20 @@ sent the `SELECT 1` (which reads it, and fails if the connection is gone).
 import select
 
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabaseWrapper
+from django.db.backends.postgresql.operations import DatabaseOperations as PostgresDatabaseOperations
+
+
+class DatabaseOperations(PostgresDatabaseOperations):
+    def last_executed_query(self, cursor, sql, params):
+        """The statement as psycopg sent it, or, for one it ran by its prepared name (memoryproject.prepared:
+        psycopg keeps no text for those), the statement as written: what DEBUG's query log and the
+        tests' captured queries show, where Django gave None."""
+        return super().last_executed_query(cursor, sql, params) or sql
 
 
 class DatabaseWrapper(PostgresDatabaseWrapper):
+    ops_class = DatabaseOperations
+
     def is_usable(self):
         if self.connection is None or self.connection.closed:
             return False

@@ -33,14 +33,14 @@ def _batch(api, token, number: int, *, at):
     return response.json()
 
 
-def test_a_batch_to_an_open_session_takes_twenty_statements(api, token_a, agent_a, settings):
+def test_a_batch_to_an_open_session_takes_nineteen_statements(api, token_a, agent_a, settings):
     """A batch to an open session whose day's note was written a moment ago (its exchanges queued):
     no savepoint around the session's lock (a session no longer open is not locked, so there is no lock
     to release), the branch's head, the session's activity and its running size bound in one statement,
     and the stored client ids asked for with one array; no savepoint around the recovery check or the
-    working buffer when they run no SQL (the buffer far from its threshold, no lost-context signal). In
-    production the append's transaction is BEGIN and COMMIT; here it is a savepoint in the test's
-    transaction, counted (so 20 here, 18 statements and the COPY of the messages and of their
+    working buffer when they run no SQL (the buffer far from its threshold, no lost-context signal); the
+    agent read with the token. In production the append's transaction is BEGIN and COMMIT; here it is a
+    savepoint in the test's transaction, counted (so 19 here, 17 statements and the COPY of the messages and of their
     write-ahead state rows in production)."""
     settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 2
     settings.TIME_ZONE = "UTC"
@@ -53,7 +53,7 @@ def test_a_batch_to_an_open_session_takes_twenty_statements(api, token_a, agent_
     )
     # The one savepoint before the lock is the append's transaction (a savepoint inside the test's).
     assert sum(sql.startswith("SAVEPOINT") for sql in statements[:lock]) == 1, statements[: lock + 1]
-    assert len(statements) == 20, "\n".join(statements)
+    assert len(statements) == 19, "\n".join(statements)
 
     session = Session.objects.get(agent=agent_a, external_id="load")
     head = Message.objects.get(session=session, client_id="b1-m49")
