@@ -128,7 +128,8 @@ class AgentAdmin(admin.ModelAdmin):
 
 class ApiTokenForm(forms.ModelForm):
     """Runs the services' token rules on a new token, so that one they refuse (an agent-bound admin
-    token, an agent of another project) is a form error, not a save that made nothing."""
+    token, an agent of another project) is a form error, not a save that made nothing; and on an edited
+    token's name (no control characters), the one field a change can edit."""
 
     class Meta:
         model = ApiToken
@@ -136,16 +137,20 @@ class ApiTokenForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if self.instance.pk is None and cleaned.get("project") is not None and cleaned.get("scope"):
-            try:
-                services.token_check(
-                    project=cleaned["project"],
-                    agent=cleaned.get("agent"),
-                    scope=cleaned["scope"],
-                    name=cleaned.get("name") or "",
-                )
-            except DomainError as exc:
-                raise forms.ValidationError(exc.detail) from None
+        if self.instance.pk is not None:  # a change: only the name can be edited, checked as a new one's
+            fields = {
+                "project": self.instance.project,
+                "agent": self.instance.agent,
+                "scope": self.instance.scope,
+            }
+        elif cleaned.get("project") is not None and cleaned.get("scope"):
+            fields = {"project": cleaned["project"], "agent": cleaned.get("agent"), "scope": cleaned["scope"]}
+        else:
+            return cleaned
+        try:
+            services.token_check(**fields, name=cleaned.get("name") or "")
+        except DomainError as exc:
+            raise forms.ValidationError(exc.detail) from None
         return cleaned
 
 

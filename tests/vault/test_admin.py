@@ -266,3 +266,21 @@ def test_a_token_the_services_refuse_is_a_form_error_in_the_admin(curator_client
     assert "Admin tokens are project-wide" in response.content.decode()
     assert not ApiToken.objects.exists()
     assert not LogEntry.objects.filter(action_flag=ADDITION).exists()
+
+
+def test_a_token_renamed_in_the_admin_takes_no_control_characters(curator_client, project, agent_a):
+    """A new token's name was checked for control characters, an edited one's was not: a newline or an
+    escape went into the name shown wherever tokens are listed."""
+    from vault.models import ApiToken
+    from vault.services import token_create
+
+    token, _ = token_create(project=project, agent=agent_a, scope="write", name="ci")
+    form = curator_client.get(f"/admin/vault/apitoken/{token.pk}/change/")
+    assert form.status_code == 200
+    refused = curator_client.post(f"/admin/vault/apitoken/{token.pk}/change/", {"name": "ci\n\x1b[2Jowned"})
+    assert refused.status_code == 200
+    assert "must not contain control characters" in refused.content.decode()
+    assert ApiToken.objects.get(pk=token.pk).name == "ci"
+    renamed = curator_client.post(f"/admin/vault/apitoken/{token.pk}/change/", {"name": "ci runner"})
+    assert renamed.status_code == 302, renamed.content.decode()[:2000]
+    assert ApiToken.objects.get(pk=token.pk).name == "ci runner"
