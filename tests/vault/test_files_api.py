@@ -346,3 +346,19 @@ def test_workspace_files_show_up_in_the_admin(admin_client, agent_a):
     listing = admin_client.get("/admin/vault/workspacefile/", {"q": "MEMORY"})
     assert listing.status_code == 200 and b"MEMORY.md" in listing.content
     assert admin_client.get(f"/admin/vault/workspacefile/{file.pk}/change/").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["memory/2026-13-45.md", "memory/2026-02-30.md", "memory/2026-13-45-2.md"])
+def test_it_refuses_a_daily_note_path_named_by_no_date(api, agent_a, token_a, path):
+    """memory/2026-13-45.md was stored as an ordinary file: named as a day's note, it is no day's note
+    (consolidation and the context never read it), and an import already reports such a name."""
+    response = api.put(f"/agents/agent-a/files/{path}", {"content": "x"}, token=token_a)
+    assert response.status_code == 422, response.content
+    assert "memory/YYYY-MM-DD.md names a day" in response.json()["detail"]
+    assert response.json()["errors"][0]["loc"] == ["path"]
+    services.file_write(agent=agent_a, path="notes.md", content="x", changed_by="t")
+    with pytest.raises(InvalidInput, match="names a day"):
+        services.file_rename(agent=agent_a, old_path="notes.md", new_path=path)
+    assert not WorkspaceFile.objects.filter(agent=agent_a, path=path).exists()
+    ok = api.put("/agents/agent-a/files/memory/2026-02-28.md", {"content": "x"}, token=token_a)
+    assert ok.status_code == 201, ok.content

@@ -4,7 +4,7 @@ versioned."""
 import re
 from collections.abc import Callable
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
@@ -24,10 +24,26 @@ from vault.text import text_bytes, text_check
 # --- Workspace files -----------------------------------------------------------------------------
 
 WORKSPACE_PATH_MAX = 255
+# A name of a day's note (memory/YYYY-MM-DD.md) or of one of its parts (memory/YYYY-MM-DD-2.md).
+_DAY_NAMED_RE = re.compile(r"^memory/([0-9]{4}-[0-9]{2}-[0-9]{2})(?:-[0-9]+)?\.md$")
+DAY_NAME_RULE = "memory/YYYY-MM-DD.md names a day: this date does not exist"
 
 
-def file_path_check(path: str, *, markdown_only: bool = True) -> str:
-    """Apply the path rules; each violation names the rule broken."""
+def _day_named_by_no_date(path: str) -> bool:
+    match = _DAY_NAMED_RE.match(path)
+    if match is None:
+        return False
+    try:
+        date.fromisoformat(match.group(1))
+    except ValueError:
+        return True
+    return False
+
+
+def file_path_check(path: str, *, markdown_only: bool = True, dateless_notes: bool = False) -> str:
+    """Apply the path rules; each violation names the rule broken. A daily note's name whose date does
+    not exist (memory/2026-13-45.md: no day's note, which consolidation and the context never read) is
+    refused, unless `dateless_notes` (an import keeps such a file as it was, and reports it)."""
     if not isinstance(path, str) or not path.strip():
         raise InvalidInput("path must not be empty", [{"loc": ["path"], "msg": "empty"}])
     problems = []
@@ -45,6 +61,8 @@ def file_path_check(path: str, *, markdown_only: bool = True) -> str:
         problems.append(f"at most {WORKSPACE_PATH_MAX} characters")
     if markdown_only and not path.endswith(".md"):
         problems.append("workspace files must end in .md")
+    if not dateless_notes and _day_named_by_no_date(path):
+        problems.append(DAY_NAME_RULE)
     if problems:
         raise InvalidInput(
             f"Invalid path {path!r}: {'; '.join(problems)}.",
@@ -65,6 +83,7 @@ def file_write(
     seen_updated_at: datetime | None = None,
     max_bytes: int | None = None,
     limit_setting: str = "MEMORY_MAX_ENTRY_BYTES",
+    dateless_notes: bool = False,
 ) -> tuple[WorkspaceFile, bool]:
     """Create or overwrite a workspace file; the previous content is versioned. Returns (file, created).
 
@@ -72,8 +91,9 @@ def file_write(
     file changed or deleted since is refused (Conflict, loc "seen_updated_at"), checked under the row
     lock: an agent appends to its notes all day, and a form opened before an append and saved after it
     replaced the appended text with what the form had shown. `max_bytes` (named by `limit_setting`)
-    replaces the size limit: an import of a file this server stored, grown by appends past it."""
-    file_path_check(path, markdown_only=markdown_only)
+    replaces the size limit: an import of a file this server stored, grown by appends past it.
+    `dateless_notes`: as file_path_check's."""
+    file_path_check(path, markdown_only=markdown_only, dateless_notes=dateless_notes)
     content = redact_for_project(content, agent.project_id)
     text_check(content, allow_empty=True, max_bytes=max_bytes, limit_setting=limit_setting)
     with transaction.atomic():
@@ -311,7 +331,7 @@ def _daily_note_day(path: str):
         return None
     try:
         return datetime(*(int(group) for group in match.groups())).date()
-    except ValueError:  # memory/2026-13-45.md is a file like any other
+    except ValueError:  # memory/2026-13-45.md: refused as a new path, kept by an import (file_path_check)
         return None
 
 

@@ -105,6 +105,7 @@ class FilesWriter:
                         enabled=enabled,
                         sort_order=sort_order,
                         markdown_only=not path.startswith("memories/"),
+                        dateless_notes=True,  # kept, and reported (daily_note_name_check)
                         **(
                             {
                                 "max_bytes": settings.MEMORY_IMPORT_MAX_FILE_BYTES,

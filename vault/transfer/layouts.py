@@ -371,7 +371,7 @@ def workspace_import(importer: Importer, root: Path, *, agent: Agent | None = No
     files: dict[str, tuple[Path, bool]] = {}  # relative path -> (file, read exactly)
     for relative in sorted(manifest):
         try:
-            services.file_path_check(relative, markdown_only=False)
+            services.file_path_check(relative, markdown_only=False, dateless_notes=True)
         except DomainError as exc:
             report.problem(manifest_path, then(exc.detail, "Not imported"))
             continue

@@ -1,0 +1,29 @@
+"""The MCP tools refuse what the REST API refuses, with the same message."""
+
+from django.test import Client
+
+from tests.mcp import scenarios
+from tests.mcp.conftest import http_session, run
+from vault.models import WorkspaceFile
+
+
+def test_workspace_write_refuses_a_daily_note_named_by_no_date_as_the_rest_api_does(
+    mcp_live_url, dev, dev_token
+):
+    """memory/2026-13-45.md was stored as an ordinary file, over MCP as over REST."""
+    path = "memory/2026-13-45.md"
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return await scenarios.refused(session, "workspace_write", path=path, content="x")
+
+    said = run(body)
+    rest = Client().put(
+        f"/api/v1/agents/dev/files/{path}",
+        data={"content": "x"},
+        content_type="application/json",
+        headers={"authorization": f"Bearer {dev_token}"},
+    )
+    assert rest.status_code == 422, rest.content
+    assert said.startswith(rest.json()["detail"]) and "names a day" in said
+    assert not WorkspaceFile.objects.filter(path=path).exists()
