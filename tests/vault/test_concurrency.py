@@ -103,3 +103,29 @@ def test_every_workspace_file_lock_names_the_file_table_only(agent_a):
     assert len(locks) >= 4
     for sql in locks:
         assert 'FOR UPDATE OF "vault_workspacefile"' in sql, sql
+
+
+def test_an_import_does_not_count_as_created_an_entry_a_concurrent_import_stored_first(agent_a):
+    """Two imports of one source: the entry the other import stored between this one's check and its
+    batched INSERT was skipped by the unique (agent, legacy_id) constraint, and yet counted as created
+    here (bulk_create with ignore_conflicts says nothing of the rows it left out)."""
+    from datetime import UTC, datetime
+
+    from vault import services
+    from vault.transfer.common import EntryItem, ImportReport
+    from vault.transfer.writer import Importer
+
+    report = ImportReport()
+    importer = Importer(project=agent_a.project, report=report, default_agent=agent_a.slug)
+    at = datetime(2026, 3, 1, tzinfo=UTC)
+    for n in (1, 2):
+        item = EntryItem(category="lessons", content=f"lesson {n}", created_at=at, legacy_id=f"src-{n}")
+        assert importer.entry_add(agent_a, item, where="x")
+    other = services.entry_create(agent=agent_a, category="lessons", content="lesson 1", created_by="t")
+    VaultEntry.objects.filter(pk=other.pk).update(
+        legacy_id="src-1"
+    )  # the other import's row, committed first
+    importer.flush()
+    assert VaultEntry.objects.filter(agent=agent_a, legacy_id__in=["src-1", "src-2"]).count() == 2
+    assert report.counts["entries created (lessons)"] == 1
+    assert report.counts["entries already imported (skipped)"] == 1

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from memoryproject.copy_rows import rows_insert_new
 from memoryproject.errors import DomainError
 from vault import services, trust
 from vault.models import (
@@ -425,13 +426,21 @@ class Importer(FilesWriter):
 
     def flush(self) -> None:
         """Store the queued entries. The unique (agent, legacy_id) constraint makes a concurrent import of
-        the same source skip, not duplicate."""
+        the same source skip, not duplicate: an entry it stored first counts as skipped here, not created."""
+        counts = self.report.counts
         for batch in self._pending.values():
             if not batch:
                 continue
-            VaultEntry.objects.bulk_create(batch, batch_size=BATCH_SIZE, ignore_conflicts=True)
+            stored = rows_insert_new(batch)
+            for entry in batch:
+                if entry.pk is None:  # left out by the constraint
+                    created = f"entries created ({entry.category})"
+                    counts[created] -= 1
+                    if counts[created] <= 0:
+                        del counts[created]
+                    counts["entries already imported (skipped)"] += 1
             before = self._created_total
-            self._created_total += len(batch)
+            self._created_total += len(stored)
             if self._created_total // PROGRESS_EVERY > before // PROGRESS_EVERY:
                 self.report.say(f"  ... {self._created_total} entries stored")
         self._pending = {}
