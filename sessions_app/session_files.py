@@ -22,6 +22,7 @@ from sessions_app.models import Branch, Checkpoint, Message, Role, Session, Sess
 from sessions_app.services.common import _LOCK_SESSION_CREATE, MAIN_BRANCH, _advisory_lock, reply_context
 from vault.models import Agent
 from vault.redaction import project_redaction_enabled, redact
+from vault.text import text_prefix_chars
 from vault.transfer.common import SESSION_FILE_FORMAT as SESSION_FORMAT
 from vault.transfer.common import ImportReport, ParsedSessionFile, date_parse
 from vault.transfer.export import CHECKPOINTS_DIR, SESSIONS_DIR, marker_ids
@@ -88,8 +89,9 @@ def session_data(session: Session, entry_ids: dict[int, str] | None = None) -> d
 
 
 def _text(value, limit: int) -> str:
-    """A string field of an untrusted file: anything else is empty."""
-    return value[:limit] if isinstance(value, str) else ""
+    """A string field of an untrusted file, cut to `limit` characters between characters a reader sees
+    (text_prefix_chars): anything else is empty."""
+    return text_prefix_chars(value, limit) if isinstance(value, str) else ""
 
 
 def _key(pk: int | None) -> str | None:
@@ -199,7 +201,7 @@ def chat_id_apart(
     if not chat_id:
         return chat_id
     suffix = f"@{source_agent}"
-    apart = chat_id[: 200 - len(suffix)] + suffix
+    apart = text_prefix_chars(chat_id, 200 - len(suffix)) + suffix
     claims = importer.chat_claims
     claimer = claims.get((agent.pk, chat_id))
     taken = None

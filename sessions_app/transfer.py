@@ -23,7 +23,7 @@ from vault.models import (
     Agent,
     Project,
 )
-from vault.text import text_clip
+from vault.text import text_clip, text_prefix_chars
 from vault.transfer import layouts
 from vault.transfer.common import (
     EntryItem,
@@ -125,7 +125,7 @@ def _conversation_plan(
         importer,
         agent,
         item.source_agent,
-        item.external_id[:200],
+        text_prefix_chars(item.external_id, 200),
         {m.client_id: m.text for m in item.messages},
         item.source,
     )
@@ -175,7 +175,7 @@ def _conversation_part_store(
         ],
         session=session,
         session_key=plan.external_id,
-        model_id=item.model_id[:200],
+        model_id=text_prefix_chars(item.model_id, 200),
         changed_by="import",
     )
     if plan.own:
@@ -265,7 +265,9 @@ def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
         report.counts["checkpoints skipped (same or newer already stored)"] += 1
         return
     session = (
-        Session.objects.filter(agent=agent, external_id=item.chat_id[:200]).first() if item.chat_id else None
+        Session.objects.filter(agent=agent, external_id=text_prefix_chars(item.chat_id, 200)).first()
+        if item.chat_id
+        else None
     )
     messages = [
         {"role": m.role, "text": m.text, "internal": m.internal}
@@ -279,8 +281,8 @@ def checkpoint_store(importer: Importer, item: ParsedCheckpoint) -> None:
                 agent=agent,
                 messages=messages,
                 session=session,
-                chat_id=item.chat_id[:200],
-                model_id=item.model_id[:200],
+                chat_id=text_prefix_chars(item.chat_id, 200),
+                model_id=text_prefix_chars(item.model_id, 200),
             )
             Checkpoint.objects.filter(pk=checkpoint.pk).update(saved_at=item.saved_at)
     except DomainError as exc:

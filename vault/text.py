@@ -189,6 +189,12 @@ def text_prefix_bytes(text: str, max_bytes: int) -> str:
     return text[: cluster_start(text, len(encoded[:end].decode("utf-8", errors="surrogatepass")))]
 
 
+def text_prefix_chars(text: str, max_chars: int) -> str:
+    """The longest start of `text` that is at most `max_chars` characters (a column's length) and ends
+    where a character a reader sees ends (cluster_start), as text_prefix_bytes for bytes."""
+    return text if len(text) <= max_chars else text[: cluster_start(text, max(max_chars, 0))]
+
+
 # Markdown task list items: "- [ ] do it", "* [x] done", "1. [ ] first". Fenced code is skipped.
 TASK_LINE_RE = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)\[( |x|X)\](\s)")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")

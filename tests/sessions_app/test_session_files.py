@@ -242,3 +242,32 @@ def test_two_agents_mapped_onto_one_keep_their_sessions_of_the_same_chat_id_apar
         ("agent-b", "chat-1"): [("m1", "B: use Memcached")],
     }
     assert "holding none of its messages; kept apart as 'chat-1@agent-a'" in report.problems[0]
+
+
+def test_fields_an_import_cuts_to_their_column_are_cut_between_characters_a_reader_sees(tmp_path, target):
+    """A branch name, a model id and a chat id longer than their columns were cut by code point: an
+    accent (e + U+0301) or an emoji's skin tone was kept without its letter or emoji, or the letter
+    without its accent. Cut where a character a reader sees ends (vault.text.cluster_start)."""
+    accented = "e\u0301"  # é as a letter and its combining accent
+    thumbs = "\U0001f44d\U0001f3fd"  # 👍 and a skin tone
+    folder = tmp_path / "out" / "dev" / "sessions"
+    folder.mkdir(parents=True)
+    (folder / "1.json").write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "chat_id": "c" * 199 + thumbs,
+                "model_id": "m" * 199 + accented,
+                "messages": [{"key": "1", "role": "user", "text": "hi"}],
+                "branches": [{"name": "b" * 99 + accented, "head": "1"}],
+                "active_branch": "b" * 99 + accented,
+            }
+        ),
+        encoding="utf-8",
+    )
+    transfer.import_memory_dir(path=tmp_path / "out", project=target)
+    session = Session.objects.get(project=target)
+    assert session.external_id == "c" * 199
+    assert session.model_id == "m" * 199
+    assert list(Branch.objects.filter(session=session).values_list("name", flat=True)) == ["b" * 99]
+    assert session.active_branch.name == "b" * 99

@@ -10,6 +10,7 @@ from django.db.models import Q
 from memoryproject.errors import DomainError
 from vault import services
 from vault.models import Agent, Category, ReviewItem, ReviewKind, ReviewPolicy
+from vault.text import text_prefix_chars
 from vault.transfer.common import _read_json, date_parse, dates_where
 from vault.transfer.writer import Importer
 
@@ -98,7 +99,7 @@ def review_file_import(importer: Importer, agent: Agent, path: Path) -> None:
 
 def _text(raw: dict, key: str, limit: int) -> str:
     value = raw.get(key)
-    return value.replace("\x00", "")[:limit] if isinstance(value, str) else ""
+    return text_prefix_chars(value.replace("\x00", ""), limit) if isinstance(value, str) else ""
 
 
 def review_items_link(importer: Importer) -> None:
