@@ -27,3 +27,20 @@ def test_workspace_write_refuses_a_daily_note_named_by_no_date_as_the_rest_api_d
     assert rest.status_code == 422, rest.content
     assert said.startswith(rest.json()["detail"]) and "names a day" in said
     assert not WorkspaceFile.objects.filter(path=path).exists()
+
+
+def test_the_memory_tool_refuses_a_control_character_in_a_path_as_the_rest_api_does(
+    mcp_live_url, dev, dev_token
+):
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return [
+                await scenarios.refused(session, "workspace_write", path="a\n.md", content="x"),
+                await scenarios.refused(
+                    session, "memory", command="create", path="/memories/a\x1b.md", file_text="x"
+                ),
+            ]
+
+    said = run(body)
+    assert all("no control characters" in text for text in said), said
+    assert not WorkspaceFile.objects.filter(path__in=["a\n.md", "memories/a\x1b.md"]).exists()

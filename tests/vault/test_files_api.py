@@ -362,3 +362,19 @@ def test_it_refuses_a_daily_note_path_named_by_no_date(api, agent_a, token_a, pa
     assert not WorkspaceFile.objects.filter(agent=agent_a, path=path).exists()
     ok = api.put("/agents/agent-a/files/memory/2026-02-28.md", {"content": "x"}, token=token_a)
     assert ok.status_code == 201, ok.content
+
+
+@pytest.mark.parametrize("path", ["a\r.md", "notes\t.md", "a\x1b[31m.md", "memories/x\x7f", "a\u202egnp.md"])
+def test_it_refuses_control_characters_in_a_path(api, agent_a, token_a, path):
+    """A newline, a tab, an escape sequence or a right-to-left override was stored in a file's name, and
+    shown raw wherever files are listed (the files page, the export's file names, an agent's listing).
+    (A newline never reached the API, whose URL pattern stops at one, but MCP's workspace_write and the
+    memory tool stored it.)"""
+    from urllib.parse import quote
+
+    response = api.put(f"/agents/agent-a/files/{quote(path)}", {"content": "x"}, token=token_a)
+    assert response.status_code == 422, response.content
+    assert "no control characters" in response.json()["detail"]
+    assert not WorkspaceFile.objects.filter(agent=agent_a, path=path).exists()
+    with pytest.raises(InvalidInput, match="no control characters"):
+        services.file_write(agent=agent_a, path=path.replace("\r", "\n"), content="x", changed_by="t")
