@@ -4,8 +4,9 @@ from typing import Annotated, Literal
 
 from django.conf import settings
 from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from memoryproject.errors import InvalidInput
 from memoryproject.mcp.annotations import READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, current_caller, nul_refuse, tool_adapter
 from memoryproject.mcp.tools_vault import AgentArg, CategoryFilter
@@ -23,7 +24,16 @@ Kind = Literal["entries", "messages", "files"]
 def context_for(agent_slug: str | None, task: str, budget_tokens: int | None) -> dict:
     """The injection block (POST /agents/{agent}/context) for the current caller."""
     caller = current_caller()
-    payload = ContextIn(command=task, budget_tokens=budget_tokens)
+    nul_refuse("task", task)  # the REST API's field is `command`; a refusal names the caller's argument
+    try:
+        payload = ContextIn(command=task, budget_tokens=budget_tokens)
+    except ValidationError as exc:
+        errors = [
+            {"loc": ["task" if e["loc"] == ("command",) else ".".join(map(str, e["loc"]))], "msg": e["msg"]}
+            for e in exc.errors()
+        ]
+        described = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in errors)
+        raise InvalidInput(f"Invalid input: {described}", errors) from None
     caller.principal.require(TokenScope.READ)
     target = agent_for_read(caller, agent_slug)
     built = services.context_build(
