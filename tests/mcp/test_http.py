@@ -186,7 +186,10 @@ def test_a_refused_start_session_prompt_is_an_invalid_params_error_with_the_rest
         no_agent, too_long, other_project = run(body)
     assert (no_agent.code, no_agent.data) == (INVALID_PARAMS, {"status": 422})
     assert no_agent.message.startswith("Name the agent")
-    assert (too_long.code, too_long.message, too_long.data) == (INVALID_PARAMS, rest_detail, {"status": 422})
+    # The REST API's detail, naming the prompt's argument (task) for the REST API's field (command).
+    assert rest_detail == "Invalid input: command: String should have at most 10000 characters"
+    expected = rest_detail.replace("command:", "task:")
+    assert (too_long.code, too_long.message, too_long.data) == (INVALID_PARAMS, expected, {"status": 422})
     assert (other_project.code, other_project.data) == (INVALID_PARAMS, {"status": 404})
     assert other_project.message == "Agent 'dev' not found."
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
