@@ -69,25 +69,69 @@ def etag_responses(*statuses: int, if_match: bool = False) -> dict:
 _RETRY_AFTER = {
     "Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}
 }
-
-# status: (description, applies to operations with a body only, headers)
-ERRORS = {
-    400: ("Malformed JSON, or a value the database refused", False, None),
-    401: ("Missing, unknown or revoked bearer token", False, None),
-    403: ("The token's scope or agent does not allow this", False, None),
-    404: ("No such agent, entry, session, message or file for this token", False, None),
-    409: (
-        "Conflicts with the current state (already exists, already superseded, not pending), or lost to a "
-        "concurrent write and rolled back (deadlock: retry after Retry-After)",
-        True,
-        None,
-    ),
-    413: ("Request body over MEMORY_MAX_REQUEST_BYTES, or a text over its size limit", False, None),
-    414: ("URL over the web server's request-line limit (answered by gunicorn, as HTML)", False, None),
-    422: ("Invalid input (a field, a malformed If-Match header): the field errors say which", False, None),
-    429: ("Over the token's rate limit (MEMORY_API_RATE_LIMIT)", False, _RETRY_AFTER),
-    503: ("The database is unavailable; retry later", False, _RETRY_AFTER),
+_CONFLICT_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying; sent when the request lost to a concurrent "
+        "transaction (deadlock, serialization failure, lock timeout), not on a conflict with the state",
+        "schema": {"type": "integer"},
+    }
 }
+_WWW_AUTHENTICATE = {
+    "WWW-Authenticate": {
+        "description": "The scheme to authenticate with: Bearer",
+        "schema": {"type": "string"},
+    }
+}
+
+# Which operations can answer an error: every one (the database can be unavailable to any), every one
+# that authenticates (a token is read from the database: every status its checks and the handlers of
+# memoryproject/api.py give), or only those that change state (a request with a body).
+EVERY, AUTHENTICATED, WRITES = "every", "authenticated", "writes"
+
+# status: [(which operations, description, headers)]. A status listed twice is one response on an
+# operation both apply to, its descriptions joined and its headers merged.
+ERRORS = {
+    400: [(AUTHENTICATED, "Malformed JSON, or a value the database refused", None)],
+    401: [(AUTHENTICATED, "Missing, unknown or revoked bearer token", _WWW_AUTHENTICATE)],
+    403: [(AUTHENTICATED, "The token's scope or agent does not allow this", None)],
+    404: [(AUTHENTICATED, "No such agent, entry, session, message or file for this token", None)],
+    409: [
+        (
+            WRITES,
+            "Conflicts with the current state (already exists, already superseded, not pending)",
+            None,
+        ),
+        (
+            # memoryproject/database_unavailable.py: any request that reads the database (the token, at
+            # least) can lose to a concurrent write's lock, a GET included.
+            AUTHENTICATED,
+            "Lost to a concurrent transaction and rolled back (deadlock, serialization failure, lock "
+            "timeout): retry after Retry-After",
+            _CONFLICT_RETRY_AFTER,
+        ),
+    ],
+    413: [(AUTHENTICATED, "Request body over MEMORY_MAX_REQUEST_BYTES, or a text over its size limit", None)],
+    414: [
+        (AUTHENTICATED, "URL over the web server's request-line limit (answered by gunicorn, as HTML)", None)
+    ],
+    422: [
+        (
+            AUTHENTICATED,
+            "Invalid input (a field, a malformed If-Match header): the field errors say which",
+            None,
+        )
+    ],
+    429: [(AUTHENTICATED, "Over the token's rate limit (MEMORY_API_RATE_LIMIT)", _RETRY_AFTER)],
+    503: [(EVERY, "The database is unavailable; retry later", _RETRY_AFTER)],
+}
+
+
+def _applies(which: str, *, method: str, authenticated: bool) -> bool:
+    if which == EVERY:
+        return True
+    if which == WRITES and method in ("get", "head"):
+        return False
+    return authenticated
 
 
 def _error_response(status: int, description: str, headers: dict | None) -> dict:
@@ -95,8 +139,35 @@ def _error_response(status: int, description: str, headers: dict | None) -> dict
         return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
     response = {"description": description, "content": {"application/json": {"schema": _REF}}}
     if headers:
-        response["headers"] = headers
+        response["headers"] = dict(headers)
     return response
+
+
+def _response_merge(declared: dict | None, description: str, headers: dict | None) -> dict:
+    """What an operation declared for a status (its own 409, healthz's 503), with what every operation
+    of its kind can also mean by it: the descriptions joined, the headers added, its content kept."""
+    merged = dict(declared)
+    if description not in merged.get("description", ""):
+        merged["description"] = "; or ".join(filter(None, [merged.get("description"), description]))
+    if headers:
+        merged["headers"] = {**headers, **merged.get("headers", {})}
+    return merged
+
+
+def error_responses(responses: dict, *, method: str, authenticated: bool) -> dict:
+    """`responses` (an operation's, keyed by status as int or str) with every error the operation can
+    answer (ERRORS) added to or merged into them, keyed by str."""
+    result = {str(status): response for status, response in responses.items()}
+    for status, meanings in ERRORS.items():
+        for which, description, headers in meanings:
+            if not _applies(which, method=method, authenticated=authenticated):
+                continue
+            declared = result.get(str(status))
+            if declared is None:
+                result[str(status)] = _error_response(status, description, headers)
+            else:
+                result[str(status)] = _response_merge(declared, description, headers)
+    return result
 
 
 # An agent in a URL is its slug (vault.models.SLUG_PATTERN, and not only dots: slug_check), written
@@ -128,14 +199,9 @@ class DocumentedNinjaAPI(NinjaAPI):
                         parameter["schema"] = dict(AGENT_PATH_SCHEMA)
                     if parameter.get("in") == "header" and parameter.get("name") == "If-Match":
                         parameter["schema"] = {"type": "string", "pattern": IF_MATCH_PATTERN}
-                responses = operation.setdefault("responses", {})
-                authenticated = bool(operation.get("security"))
-                for status, (description, write_only, headers) in ERRORS.items():
-                    if status in responses or str(status) in responses:
-                        continue
-                    if write_only and method == "get":
-                        continue
-                    if not authenticated and status != 503:
-                        continue
-                    responses[status] = _error_response(status, description, headers)
+                operation["responses"] = error_responses(
+                    operation.get("responses", {}),
+                    method=method,
+                    authenticated=bool(operation.get("security")),
+                )
         return schema

@@ -1,7 +1,9 @@
 """The OpenAPI document describes the errors every operation can answer and the server's real limits."""
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
+
+from vault.models import TokenScope
 
 pytestmark = pytest.mark.django_db
 
@@ -492,3 +494,183 @@ def test_roles_statuses_and_categories_are_listed_wherever_an_answer_holds_them(
     for name in ("EntryOut", "SearchResultOut"):
         assert _enum(schemas[name]["properties"]["status"]) == list(EntryStatus.values), name
         assert _enum(schemas[name]["properties"]["category"]) == list(Category.values), name
+
+
+# Every operation can answer these, whatever it does: the database (the token is read from it) can be
+# unavailable (503) or the request can lose to a concurrent transaction's lock (409, memoryproject/
+# database_unavailable.py), the token can be missing (401) or over its rate (429).
+COMMON_TO_AUTHENTICATED = {"400", "401", "403", "404", "409", "413", "422", "429", "503"}
+RETRY_AFTER = {"409", "429", "503"}
+
+
+def test_every_operation_documents_every_status_common_to_all_and_its_headers(document):
+    """By construction over the whole document: a GET did not document the 409 of a lock conflict that
+    any request reading the database can answer, and no 409 documented Retry-After."""
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            expected = COMMON_TO_AUTHENTICATED if operation.get("security") else {"503"}
+            assert expected <= set(responses), (method, path, expected - set(responses))
+            for status in expected & RETRY_AFTER:
+                assert "Retry-After" in responses[status].get("headers", {}), (method, path, status)
+            if "401" in expected:
+                assert "WWW-Authenticate" in responses["401"]["headers"], (method, path)
+            for status in expected - {"503"} if operation.get("security") else ():
+                content = responses[status]["content"]["application/json"]["schema"]
+                assert content == {"$ref": "#/components/schemas/ErrorOut"}, (method, path, status)
+
+
+def test_an_operations_own_409_keeps_the_lock_conflicts_meaning(document):
+    """GET messages of an archived session declares its own 409; it also still answers the lock
+    conflict's 409, with Retry-After."""
+    conflict = document["paths"]["/api/v1/agents/{agent}/messages"]["get"]["responses"]["409"]
+    assert "archived" in conflict["description"] and "concurrent transaction" in conflict["description"]
+    assert "Retry-After" in conflict["headers"]
+    health = document["paths"]["/api/v1/healthz"]["get"]["responses"]["503"]
+    assert "Retry-After" in health["headers"] and "status" in str(health["content"])
+
+
+def _conforms(document, template: str, method: str, response) -> None:
+    """What schemathesis checks of an answer: its status is documented for the operation, its JSON
+    body matches the documented schema, and the headers it sends that say something are documented."""
+    import jsonschema_rs
+
+    operation = document["paths"][template][method]
+    documented = operation["responses"].get(str(response.status_code))
+    assert documented is not None, (method, template, response.status_code, sorted(operation["responses"]))
+    content_type = response["Content-Type"].split(";")[0]
+    if documented.get("content") and content_type == "application/json":
+        schema = documented["content"][content_type]["schema"]
+        validator = jsonschema_rs.validator_for({**schema, "components": document["components"]})
+        assert validator.is_valid(response.json()), (method, template, response.status_code, response.content)
+    for header in ("Retry-After", "WWW-Authenticate", "ETag"):
+        if header in response:
+            assert header in documented.get("headers", {}), (method, template, response.status_code, header)
+
+
+def _database_error(cause: Exception | None):
+    """The error Django raises for a statement that failed with `cause` (psycopg's), or for a lost
+    connection (no SQLSTATE: the database is unavailable)."""
+    from django.db import OperationalError
+
+    try:
+        try:
+            raise cause or OSError("server closed the connection unexpectedly")
+        except Exception as exc:
+            raise OperationalError(str(exc)) from exc
+    except OperationalError as wrapped:
+        return wrapped
+
+
+@pytest.fixture
+def representative_gets(agent_a, admin_token, api):
+    """Operations that only read, each named by its template and a concrete address of a row that
+    exists (so that each reaches its view)."""
+    from tests.factories import EntryFactory
+
+    entry = EntryFactory(agent=agent_a, category="decisions", content="The ledger lives in PostgreSQL")
+    said = [{"role": "user", "text": "We use PostgreSQL for the ledger."}]
+    api.post("/agents/agent-a/messages", {"session": "s", "messages": said}, token=admin_token)
+    api.put("/agents/agent-a/files/notes.md", {"content": "# Notes\n"}, token=admin_token)
+    return [
+        ("/api/v1/me", "/me", {}),
+        ("/api/v1/agents", "/agents", {}),
+        ("/api/v1/stats", "/stats", {}),
+        ("/api/v1/agents/{agent}/entries", "/agents/agent-a/entries", {}),
+        ("/api/v1/entries/{entry_id}", f"/entries/{entry.pk}", {}),
+        ("/api/v1/entries/{entry_id}/history", f"/entries/{entry.pk}/history", {}),
+        ("/api/v1/project/context", "/project/context", {}),
+        ("/api/v1/agents/{agent}/messages", "/agents/agent-a/messages", {"session": "s"}),
+        ("/api/v1/agents/{agent}/sessions", "/agents/agent-a/sessions", {}),
+        ("/api/v1/agents/{agent}/sessions/{session_id}/branches", "/agents/agent-a/sessions/s/branches", {}),
+        ("/api/v1/search", "/search", {"q": "ledger"}),
+        ("/api/v1/agents/{agent}/files", "/agents/agent-a/files", {}),
+        ("/api/v1/agents/{agent}/files/{path}", "/agents/agent-a/files/notes.md", {}),
+        ("/api/v1/review", "/review", {}),
+        ("/api/v1/review/counts", "/review/counts", {}),
+    ]
+
+
+@pytest.mark.parametrize(
+    "status, cause",
+    [
+        (409, "lock timeout"),
+        (409, "deadlock"),
+        (409, "serialization failure"),
+        (503, "connection lost"),
+    ],
+)
+def test_a_get_that_fails_in_the_database_answers_a_documented_status(
+    document, api, admin_token, representative_gets, status, cause
+):
+    """A GET whose statement loses to a lock answered a 409 its operation did not document (only
+    writes did); the database going away answers a documented 503. Both with Retry-After."""
+    import psycopg
+    from django.db import connection
+
+    causes = {
+        "lock timeout": psycopg.errors.LockNotAvailable("canceling statement due to lock timeout"),
+        "deadlock": psycopg.errors.DeadlockDetected("deadlock detected"),
+        "serialization failure": psycopg.errors.SerializationFailure("could not serialize access"),
+        "connection lost": None,
+    }
+
+    def fail(execute, sql, params, many, context):
+        raise _database_error(causes[cause])
+
+    for template, address, query in representative_gets:
+        with connection.execute_wrapper(fail):
+            response = api.get(address, token=admin_token, **query)
+        assert response.status_code == status, (address, response.content)
+        assert response["Retry-After"]
+        _conforms(document, template, "get", response)
+
+
+def test_a_get_answers_documented_statuses_for_its_caller_and_its_input(
+    document, api, admin_token, token_b, representative_gets
+):
+    """200, 401 (no token, unknown token), 403 or 404 (an agent token elsewhere), 422 (a parameter out
+    of range), each documented with its schema and headers."""
+    for template, address, query in representative_gets:
+        for token, allowed in [
+            (admin_token, {200}),
+            (None, {401}),
+            ("not-a-token", {401}),
+            (token_b, {200, 403, 404}),
+        ]:
+            response = api.get(address, token=token, **query)
+            assert response.status_code in allowed, (address, token, response.content)
+            _conforms(document, template, "get", response)
+        response = api.get(address, token=admin_token, **{**query, "limit": -1, "days": 0})
+        _conforms(document, template, "get", response)
+
+
+@override_settings(MEMORY_API_RATE_LIMIT="1/m")
+@pytest.mark.usefixtures("one_rate_window")
+def test_a_get_over_the_rate_limit_answers_a_documented_429(document, api, project, representative_gets):
+    from tests.conftest import _token
+
+    for template, address, query in representative_gets:
+        token = _token(project, None, TokenScope.ADMIN)
+        assert api.get(address, token=token, **query).status_code == 200, address
+        response = api.get(address, token=token, **query)
+        assert response.status_code == 429 and response["Retry-After"], (address, response.content)
+        _conforms(document, template, "get", response)
+
+
+def test_a_read_of_an_archived_sessions_conversation_answers_a_documented_409(
+    document, api, admin_token, agent_a
+):
+    from sessions_app.models import Session
+    from sessions_app.services import session_archive
+
+    said = [{"role": "user", "text": "We use PostgreSQL for the ledger."}]
+    api.post("/agents/agent-a/messages", {"session": "s", "messages": said}, token=admin_token)
+    session_archive(session=Session.objects.get(external_id="s"), reason="test")
+    for template, address, query in [
+        ("/api/v1/agents/{agent}/messages", "/agents/agent-a/messages", {"session": "s"}),
+        ("/api/v1/agents/{agent}/sessions/{session_id}/branches", "/agents/agent-a/sessions/s/branches", {}),
+    ]:
+        response = api.get(address, token=admin_token, **query)
+        assert response.status_code == 409 and "archived" in response.json()["detail"], response.content
+        _conforms(document, template, "get", response)
