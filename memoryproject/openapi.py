@@ -198,7 +198,13 @@ class DocumentedNinjaAPI(NinjaAPI):
                     if parameter.get("in") == "path" and parameter.get("name") == "agent":
                         parameter["schema"] = dict(AGENT_PATH_SCHEMA)
                     if parameter.get("in") == "header" and parameter.get("name") == "If-Match":
-                        parameter["schema"] = {"type": "string", "pattern": IF_MATCH_PATTERN}
+                        # `*`: the write goes ahead on whatever the resource is now (a generator's
+                        # example that reaches the operation's logic, unlike a guessed tag: 412).
+                        parameter["schema"] = {
+                            "type": "string",
+                            "pattern": IF_MATCH_PATTERN,
+                            "examples": ["*"],
+                        }
                 operation["responses"] = error_responses(
                     operation.get("responses", {}),
                     method=method,
