@@ -1,11 +1,11 @@
-"""Retention of messages: messages older than MEMORY_RETENTION_DAYS["messages"] are archived, and
-purged for good (with an audit row) after the grace period."""
+"""Retention of messages: messages older than MEMORY_RETENTION_DAYS["messages"], in sessions quiet as
+long, are archived, and purged for good (with an audit row) after the grace period."""
 
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Min, QuerySet, Subquery
+from django.db.models import Max, Min, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from sessions_app import recovery
@@ -134,8 +134,19 @@ def _messages_mark(project: Project, ids: list[int], now: datetime) -> list[int]
     return marked
 
 
+def _sessions_quiet(cutoff: datetime) -> QuerySet[Session]:
+    """Sessions with no activity since `cutoff`, nor a restore from the archive (the lifecycle's
+    rule for archiving and deleting a session). A conversation's retention counts from its session's
+    last activity: each message aged by its own date took a long-running session's first messages
+    while it was still in use."""
+    return Session.objects.filter(
+        Q(last_activity_at__lt=cutoff) & (Q(restored_at__isnull=True) | Q(restored_at__lt=cutoff))
+    ).values("pk")
+
+
 def retention_step_expire_messages(run: CompactionRun, project: Project, now: datetime) -> None:
-    """Archive the messages older than their retention (MEMORY_RETENTION_DAYS["messages"])."""
+    """Archive the messages older than their retention (MEMORY_RETENTION_DAYS["messages"]) in sessions
+    quiet that long."""
     if not settings.MEMORY_RETENTION_ENABLED:
         return
     days = settings.MEMORY_RETENTION_DAYS.get("messages") or 0
@@ -143,7 +154,7 @@ def retention_step_expire_messages(run: CompactionRun, project: Project, now: da
         return
     cutoff = now - timedelta(days=days)
     expired = (
-        Message.objects.filter(project=project, created_at__lt=cutoff)
+        Message.objects.filter(project=project, created_at__lt=cutoff, session__in=_sessions_quiet(cutoff))
         .exclude(pk__in=RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE).values("object_id"))
         .order_by("pk")
     )
@@ -169,6 +180,9 @@ def _message_purge(run: CompactionRun, mark: RetentionMark, now: datetime) -> No
     message = message.first()
     if message is None or not message.archived:
         mark.delete()
+        return
+    if not Session.objects.filter(pk=message.session_id, pk__in=_sessions_quiet(mark.marked_at)).exists():
+        mark.delete()  # its session came back since it expired: it ages again from the new activity
         return
     message_erase(message, reason=DeletionAudit.Reason.PURGE, criteria={"retention": "messages"},
                   deleted_by=f"{ACTOR}: retention purge", now=now)  # fmt: skip

@@ -8,7 +8,9 @@ from tests.fake_llm import fake_llm  # noqa: F401
 
 
 def session_make(agent, texts, *, start=None, external_id="chat-1"):
-    """A session whose messages alternate user / assistant unless a text starts with 'role:'."""
+    """A session whose messages alternate user / assistant unless a text starts with 'role:'. Given a
+    `start`, the session was last active at its last message, as appends leave it."""
+    quiet = start is not None
     start = start or timezone.now() - timedelta(hours=1)
     session = Session.objects.create(project_id=agent.project_id, agent=agent, external_id=external_id)
     for i, text in enumerate(texts):
@@ -23,6 +25,9 @@ def session_make(agent, texts, *, start=None, external_id="chat-1"):
             text=text,
             created_at=start + timedelta(seconds=i),
         )
+    if quiet and texts:
+        session.last_activity_at = start + timedelta(seconds=len(texts) - 1)
+        Session.objects.filter(pk=session.pk).update(last_activity_at=session.last_activity_at)
     return session
 
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memoryproject import maintenance
 from memoryproject.tasks import retention_scheduled
-from sessions_app.models import Message
+from sessions_app.models import Message, Session
 from tests.conftest import until_another_connection_waits_for_a_lock
 from tests.maintenance.conftest import session_make
 from vault import services
@@ -158,6 +158,37 @@ def test_expired_messages_are_archived_then_purged(agent_a):
     run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now + timedelta(days=30))
     assert run.counts["messages_purged"] == 2
     assert DeletionAudit.objects.filter(kind="message", reason="purge").count() == 2
+
+
+def test_an_active_sessions_early_messages_age_by_the_sessions_last_activity(agent_a):
+    """Retention aged each message by its own date: a session in use for months lost its first
+    messages while the conversation went on. A conversation's retention (seed 004's conversation_days)
+    counts from the session's last activity, as the lifecycle's archive and delete do."""
+    start = timezone.now() - timedelta(days=100)
+    ongoing = session_make(agent_a, ["early question here", "early answer"], start=start)
+    Session.objects.filter(pk=ongoing.pk).update(last_activity_at=timezone.now() - timedelta(hours=1))
+    quiet = session_make(agent_a, ["old question here", "old answer"], start=start, external_id="chat-2")
+    now = timezone.now()
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now)
+    assert run.counts["messages_expired"] == 2
+    assert set(Message.objects.filter(archived=True).values_list("session_id", flat=True)) == {quiet.pk}
+
+
+def test_a_message_whose_session_came_back_in_the_grace_period_is_not_purged(agent_a):
+    """A quiet session's messages expire; a message to it before the purge keeps them (their mark is
+    dropped: they age again from the session's new activity)."""
+    start = timezone.now() - timedelta(days=100)
+    session = session_make(agent_a, ["old question here", "old answer"], start=start)
+    now = timezone.now()
+    assert (
+        maintenance.retention_run(project=agent_a.project, dry_run=False, now=now).counts["messages_expired"]
+        == 2
+    )
+    Session.objects.filter(pk=session.pk).update(last_activity_at=now + timedelta(days=1))
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=now + timedelta(days=31))
+    assert run.counts.get("messages_purged", 0) == 0
+    assert Message.objects.filter(session=session).count() == 2
+    assert not RetentionMark.objects.filter(kind="message").exists()
 
 
 def test_a_retention_dry_run_changes_nothing(agent_a):
