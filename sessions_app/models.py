@@ -1,6 +1,7 @@
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
@@ -255,7 +256,8 @@ class SessionTransition(models.Model):
 class SessionArchive(models.Model):
     """The cold storage of an archived session: every message row (all fields, ids and parents
     included), the branch heads and the state-entry links, as zlib-compressed JSON. `text` is the
-    plain text of the messages, kept for full-text search of archived sessions."""
+    plain text of the messages, kept for full-text search of archived sessions; `message_ids` lists
+    the messages it holds."""
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="+")
@@ -265,6 +267,13 @@ class SessionArchive(models.Model):
     raw_bytes = models.PositiveBigIntegerField(default=0)
     compressed_bytes = models.PositiveBigIntegerField(default=0)
     text = models.TextField(blank=True)
+    message_ids = ArrayField(
+        models.BigIntegerField(),
+        default=list,
+        blank=True,
+        help_text="The ids of the messages in the payload, so that a forget by id finds the archive "
+        "holding a message without decompressing the others.",
+    )
     archived_at = models.DateTimeField(db_index=True)
     search_vector = search_vector_field(*bilingual_vectors("text"), *parts_vectors("text"), scoped=False)
 
@@ -278,7 +287,8 @@ class SessionArchive(models.Model):
                 fields=["search_vector"],
                 name="session_archive_search_gin",
                 gin_pending_list_limit=GIN_PENDING_KB,
-            )
+            ),
+            GinIndex(fields=["message_ids"], name="session_archive_ids_gin"),
         ]
 
     def __str__(self) -> str:

@@ -163,6 +163,7 @@ def session_archive(
             raw_bytes=len(raw),
             compressed_bytes=len(payload),
             text="\n".join(m["text"] for m in messages if m["text"] and not m["internal"]),
+            message_ids=[m["id"] for m in messages],
             archived_at=timezone.now(),
         )
         Message.objects.filter(session=session).update(parent=None)
@@ -245,11 +246,16 @@ class ArchiveFilter:
         return (self.since is None or created >= self.since) and (self.until is None or created < self.until)
 
 
+def _archive_rows(archive: SessionArchive) -> list[dict]:
+    return json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))["messages"]
+
+
 def archived_sessions_thaw(wanted: ArchiveFilter, *, by: str) -> list[tuple[Session, datetime | None]]:
     """Restore the archived sessions holding messages a forget names (their messages are in cold
     storage, out of reach of a forget, which then left them, their daily-note exchanges and their
-    search text in place). Returns each with the `restored_at` it had, for archived_sessions_refreeze.
-    Call in the forget's transaction."""
+    search text in place): by id, those whose `message_ids` list one, by criteria, those whose payload
+    holds a message in the range. Returns each with the `restored_at` it had, for
+    archived_sessions_refreeze. Call in the forget's transaction."""
     archives = SessionArchive.objects.filter(project_id=wanted.project_id).defer("text")
     if wanted.agent_ids is not None:
         archives = archives.filter(agent_id__in=wanted.agent_ids)
@@ -257,10 +263,11 @@ def archived_sessions_thaw(wanted: ArchiveFilter, *, by: str) -> list[tuple[Sess
         archives = archives.filter(agent_id=wanted.agent_id)
     if wanted.since is not None:  # archived after its messages were written
         archives = archives.filter(archived_at__gte=wanted.since)
+    if wanted.message_ids is not None:  # the archives listing them: none decompressed to look
+        archives = archives.filter(message_ids__overlap=sorted(wanted.message_ids)).defer("payload")
     thawed = []
     for archive in archives.select_related("session").order_by("session_id"):
-        rows = json.loads(zlib.decompress(bytes(archive.payload)).decode("utf-8"))["messages"]
-        if any(wanted.matches(row) for row in rows):
+        if wanted.message_ids is not None or any(wanted.matches(row) for row in _archive_rows(archive)):
             restored_at = archive.session.restored_at
             thawed.append((session_restore(session=archive.session, by=by, reason="forget"), restored_at))
     return thawed
