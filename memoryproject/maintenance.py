@@ -195,6 +195,17 @@ RETENTION_STEPS = (
 )
 
 
+def lifecycle_run(*, now: datetime | None = None) -> dict:
+    """The session lifecycle (sessions_app's lifecycle_run); when it deleted sessions, whose exchanges
+    it took out of the daily notes, the notes' old vectors are dropped, as after a forget, so that
+    semantic search cannot find them by the erased text's meaning until they are embedded again."""
+    counts = sessions_services.lifecycle_run(now=now)
+    if counts["deleted"]:
+        for project_id in Project.objects.order_by("pk").values_list("pk", flat=True):
+            embeddings_stale_remove("file", project_id=project_id)
+    return counts
+
+
 def retention_run(
     *, project: Project, dry_run: bool, now: datetime | None = None, trigger: str = RunTrigger.API
 ) -> CompactionRun:

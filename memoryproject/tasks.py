@@ -1,5 +1,6 @@
 """django-q2 tasks and schedules of the maintenance runs that span the apps (compaction, retention),
-applied by `manage.py setup_schedules`. The schedule names are the ones they always had."""
+and the session lifecycle (whose deletions reach search's vectors), applied by `manage.py
+setup_schedules`. The schedule names are the ones they always had."""
 
 from django.conf import settings
 from django_q.models import Schedule
@@ -22,6 +23,13 @@ SCHEDULES = [
         "cron": settings.MEMORY_RETENTION_CRON,
         "repeats": -1,
     },
+    {
+        "name": "sessions: lifecycle (idle, archive, delete)",
+        "func": "memoryproject.tasks.lifecycle_scheduled",
+        "schedule_type": Schedule.MINUTES,
+        "minutes": settings.MEMORY_SESSION_LIFECYCLE_MINUTES,
+        "repeats": -1,
+    },
 ]
 
 
@@ -35,3 +43,7 @@ def compaction_scheduled() -> list[dict]:
 
 def retention_scheduled() -> list[dict]:
     return _summary(maintenance.retention_run_all(dry_run=False, trigger=RunTrigger.SCHEDULE))
+
+
+def lifecycle_scheduled() -> dict:
+    return maintenance.lifecycle_run()

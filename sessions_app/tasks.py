@@ -1,23 +1,16 @@
 """django-q2 schedules of sessions_app (applied by `manage.py setup_schedules`)."""
 
-from django.conf import settings
-from django_q.models import Schedule
-
 from . import services
 from .maintenance.extraction import extraction_perform
 
-SCHEDULES = [
-    {
-        "name": "sessions: lifecycle (idle, archive, delete)",
-        "func": "sessions_app.tasks.lifecycle_scheduled",
-        "schedule_type": Schedule.MINUTES,
-        "minutes": settings.MEMORY_SESSION_LIFECYCLE_MINUTES,
-        "repeats": -1,
-    },
-]
+# The session lifecycle's schedule is memoryproject's (memoryproject.tasks): a session it deletes takes
+# its exchanges out of the daily notes, whose old vectors search drops after it.
+SCHEDULES: list[dict] = []
 
 
 def lifecycle_scheduled() -> dict:
+    """What the lifecycle schedule ran before it was memoryproject's; setup_schedules (run by `serve`
+    at start) points the schedule at memoryproject.tasks.lifecycle_scheduled."""
     return services.lifecycle_run()
 
 

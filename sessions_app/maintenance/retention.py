@@ -10,11 +10,19 @@ from django.utils import timezone
 
 from sessions_app import recovery
 from sessions_app.compaction import SUMMARY_STATE_KEY, summary_text_erase
-from sessions_app.models import Branch, Checkpoint, Message, Session, SessionStateEntry, WorkingBufferEntry
+from sessions_app.models import (
+    Branch,
+    Checkpoint,
+    Message,
+    Role,
+    Session,
+    SessionStateEntry,
+    WorkingBufferEntry,
+)
 from vault import services as vault_services
 from vault.maintenance.retention import retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
-from vault.models import CompactionRun, DeletionAudit, Project, RetentionMark
+from vault.models import Agent, CompactionRun, DeletionAudit, Project, RetentionMark
 from vault.redaction import project_redaction_enabled, redact
 from vault.services.audit import deletion_audit_record
 from vault.text import ASCII_CUT, text_clip
@@ -107,13 +115,43 @@ def _message_copies_erase(message: Message) -> None:
 
 
 def _logged_forms(message: Message) -> list[str]:
-    """The forms a message's text takes in a daily note's exchange: whole or clipped to
+    return logged_forms([message.text], redacting=project_redaction_enabled(message.project_id))
+
+
+def logged_forms(texts: list[str], *, redacting: bool) -> list[str]:
+    """The forms messages' texts take in a daily note's exchange: whole or clipped to
     MEMORY_DAILY_NOTE_CHARS, and redacted when the project redacts."""
-    clipped = text_clip(message.text, settings.MEMORY_DAILY_NOTE_CHARS, flatten=False, mark=ASCII_CUT)
-    forms = {message.text, clipped}
-    if project_redaction_enabled(message.project_id):
+    forms = set()
+    for text in texts:
+        forms |= {text, text_clip(text, settings.MEMORY_DAILY_NOTE_CHARS, flatten=False, mark=ASCII_CUT)}
+    if redacting:
         forms |= {redact(form) for form in forms}
     return sorted(forms)
+
+
+# Texts erased from the daily notes at once when a session goes: each is an alternative of one regex
+# and a LIKE of one query, so a long session is taken out in slices.
+_ERASE_SLICE = 200
+
+
+def session_exchanges_erase(*, agent: Agent, project_id: int, rows: list[dict]) -> None:
+    """Take a deleted session's exchanges out of the agent's daily notes (every part, their history
+    and queue; vault's daily_notes_text_erase), reading only the days of its messages. `rows` are its
+    messages as dicts (role, internal, text, created_at as a datetime or ISO text); only the user and
+    assistant messages an exchange logs are looked for."""
+    logged = [r for r in rows if r["role"] in (Role.USER, Role.ASSISTANT) and not r["internal"] and r["text"]]
+    if not logged:
+        return
+    days = [timezone.localtime(_instant(r["created_at"])).date() for r in logged]
+    texts = logged_forms([r["text"] for r in logged], redacting=project_redaction_enabled(project_id))
+    for start in range(0, len(texts), _ERASE_SLICE):
+        vault_services.daily_notes_text_erase(
+            agent=agent, texts=texts[start : start + _ERASE_SLICE], first_day=min(days), last_day=max(days)
+        )
+
+
+def _instant(value: datetime | str) -> datetime:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 def _messages_mark(project: Project, ids: list[int], now: datetime) -> list[int]:

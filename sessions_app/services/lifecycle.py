@@ -16,6 +16,7 @@ from django.utils import timezone
 from memoryproject.errors import Conflict
 from sessions_app import recovery, selectors
 from sessions_app.maintenance.extraction import extraction_enqueue
+from sessions_app.maintenance.retention import session_exchanges_erase
 from sessions_app.models import (
     Branch,
     Message,
@@ -285,7 +286,8 @@ def session_delete(
     *, session: Session, reason: str, by: str = "", quiet_before: datetime | None = None
 ) -> bool:
     """Delete a session for good (retention), audited with vault's DeletionAudit (hash and size of its
-    messages, never their content) and a final SessionTransition that outlives it.
+    messages, never their content) and a final SessionTransition that outlives it. Its exchanges go
+    from the agent's daily notes with it (`[forgotten]`, as a forget leaves them).
 
     With `quiet_before` (the lifecycle) only a session still archived and quiet since then is deleted,
     looked at again under its lock: a message that came in since it was chosen restored it, and must not
@@ -305,12 +307,16 @@ def session_delete(
         if archive is not None:
             text, count = archive.text, archive.message_count
             digest = hashlib.sha256(bytes(archive.payload)).hexdigest()
+            rows = _archive_rows(archive)
         else:
-            texts = list(
-                Message.objects.filter(session=session).order_by("id").values_list("text", flat=True)
+            rows = list(
+                Message.objects.filter(session=session)
+                .order_by("id")
+                .values("role", "internal", "text", "created_at")
             )
-            text, count = "\n".join(texts), len(texts)
+            text, count = "\n".join(row["text"] for row in rows), len(rows)
             digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+        session_exchanges_erase(agent=session.agent, project_id=session.project_id, rows=rows)
         now = timezone.now()
         deletion_audit_record(
             project_id=session.project_id,

@@ -2,6 +2,7 @@
 note's version history and queued exchanges), the session state the write-ahead scan took from it, and
 what search finds; the deletion audit records the erasure without the text."""
 
+import importlib
 import io
 import zipfile
 from datetime import timedelta
@@ -12,8 +13,10 @@ from django.db import connection
 from django.utils import timezone
 
 from memoryproject import maintenance
+from memoryproject.schedules import schedules_declared
 from search.models import Embedding
-from sessions_app.models import Message, SessionStateEntry
+from sessions_app import services as sessions_services
+from sessions_app.models import Message, Session, SessionStateEntry
 from vault.models import DeletionAudit, QueuedNoteAppend, WorkspaceFile, WorkspaceFileVersion
 from vault.selectors import daily_note_path
 
@@ -378,3 +381,38 @@ def test_a_short_last_line_that_begins_a_forgotten_text_is_kept(api, admin_token
     response = api.get("/agents/agent-a/messages?session=s&limit=100", token=token_a)
     summary = next(m["text"] for m in response.json()["items"] if m["text"].startswith("[Conversation"))
     assert "ledger" not in summary and "- [forgotten]\n" in summary and summary.endswith("\n- deploy")
+
+
+def test_a_session_the_lifecycle_deletes_takes_its_exchanges_out_of_the_daily_notes(
+    api, token_a, agent_a, settings
+):
+    """Retention deleted the session, its messages and its archive, but its exchanges stayed in the
+    daily notes, which the recovery block, consolidation, search and exports read for good."""
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker")], session="old")
+    log(api, token_a, [("deploy on friday", "friday it is")], session="kept")
+    assert "4417" in note_text(api, token_a)
+    assert api.post("/agents/agent-a/sessions/old/archive", token=token_a).status_code == 200
+    later = timezone.now() + timedelta(days=settings.MEMORY_SESSION_RETENTION_DAYS + 1)
+    Session.objects.filter(external_id="kept").update(last_activity_at=later)
+    assert sessions_services.lifecycle_run(now=later)["deleted"] == 1
+    text = note_text(api, token_a)
+    assert "4417" not in text and "noted the locker" not in text
+    assert "deploy on friday" in text and "friday it is" in text
+    versions = WorkspaceFileVersion.objects.filter(file__path=daily_note_path(timezone.localdate()))
+    assert not [v.pk for v in versions if "4417" in v.content]
+
+
+def test_the_scheduled_lifecycle_drops_the_old_vector_of_a_note_it_erased(api, token_a, agent_a, settings):
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker")], session="old")
+    assert api.post("/agents/agent-a/sessions/old/archive", token=token_a).status_code == 200
+    note = WorkspaceFile.objects.get(agent=agent_a, path=daily_note_path(timezone.localdate()))
+    other = WorkspaceFile.objects.filter(agent=agent_a).exclude(pk=note.pk).first()
+    _embedded(note, agent_a)
+    kept = _embedded(other, agent_a)
+    (spec,) = [s for s in schedules_declared() if s["name"].startswith("sessions: lifecycle")]
+    module, name = spec["func"].rsplit(".", 1)
+    with time_machine.travel(timezone.now() + timedelta(days=settings.MEMORY_SESSION_RETENTION_DAYS + 1)):
+        assert getattr(importlib.import_module(module), name)()["deleted"] == 1
+    assert list(Embedding.objects.filter(kind="file").values_list("pk", flat=True)) == [kept.pk]
