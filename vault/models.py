@@ -51,6 +51,11 @@ class EntrySource(models.TextChoices):
     COMPACTION = "compaction", "Compaction"
 
 
+# The sources of entries the server writes itself from a conversation (the write-ahead scan's durable
+# facts, sleep's and extraction's decisions and lessons, compaction's).
+WRITTEN_FROM_MESSAGES = [EntrySource.EXTRACTION.value, EntrySource.COMPACTION.value]
+
+
 class TokenScope(models.TextChoices):
     READ = "read", "Read"
     WRITE = "write", "Read and write"
@@ -174,6 +179,12 @@ class VaultEntry(models.Model):
             GinIndex(fields=["tags"], name="vaultentry_tags_gin"),
             models.Index(fields=["agent", "category", "content_hash"], name="vaultentry_agent_hash"),
             GinIndex(fields=["sketch"], name="vaultentry_sketch_gin"),
+            # A forget of a message finds what the server wrote from it alone (entries_from_message_erase).
+            models.Index(
+                fields=["source_message_ids"],
+                name="vaultentry_written_from",
+                condition=models.Q(source__in=WRITTEN_FROM_MESSAGES),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

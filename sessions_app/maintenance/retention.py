@@ -20,7 +20,7 @@ from sessions_app.models import (
     WorkingBufferEntry,
 )
 from vault import services as vault_services
-from vault.maintenance.retention import retention_marks_due
+from vault.maintenance.retention import entries_from_message_erase, retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
 from vault.models import Agent, CompactionRun, DeletionAudit, Project, RetentionMark
 from vault.redaction import project_redaction_enabled, redact
@@ -57,8 +57,24 @@ def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: 
     )
     RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE, object_id=message.pk).delete()
     _message_copies_erase(message)
+    if reason == DeletionAudit.Reason.FORGET:
+        _derived_entries_erase(message, deleted_by=deleted_by, now=now)
     _message_unlink(message)
     message.delete()
+
+
+def _derived_entries_erase(message: Message, *, deleted_by: str, now: datetime) -> None:
+    """A forget reaches what the server wrote from the message alone (vault's
+    entries_from_message_erase): the durable fact the write-ahead scan took from it goes from the vault
+    and, as a line, from MEMORY.md and its history; a decision or lesson extracted from it goes too
+    (with a line of MEMORY.md naming it word for word, if one does).
+    The retention purge, which ages the conversation, leaves them: they have retention of their own."""
+    erased = entries_from_message_erase(
+        agent_id=message.agent_id, message_id=message.pk, deleted_by=deleted_by, now=now
+    )
+    if erased:  # the line durable_fact_record wrote beside the entry
+        lines = [f"- {' '.join(entry.content.split())}" for entry in erased]
+        vault_services.file_lines_erase(agent=message.agent, path="MEMORY.md", lines=lines)
 
 
 def _message_unlink(message: Message) -> None:
@@ -82,8 +98,8 @@ def _message_copies_erase(message: Message) -> None:
     lines a compaction summary of its session quoted from it (compaction.summary_text_erase); and its
     text in the exchanges the agent's daily notes logged, their history and queue (vault's
     daily_notes_text_erase).
-    Long-term entries written from it (durable facts, extraction) are memory of their own, kept with
-    their provenance; they are forgotten by their ids."""
+    Long-term entries written from it are a forget's to erase (_derived_entries_erase), not the
+    purge's."""
     WorkingBufferEntry.objects.filter(session_id=message.session_id, message_id=message.pk).delete()
     SessionStateEntry.objects.filter(message_id=message.pk).delete()
     Message.objects.filter(parent_id=message.pk).exclude(reply_to_text="").update(reply_to_text="")

@@ -5,11 +5,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.db.models.functions import Greatest
 
 from vault import services
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
 from vault.models import (
+    WRITTEN_FROM_MESSAGES,
     CompactionRun,
     DeletionAudit,
     EntryStatus,
@@ -45,6 +47,29 @@ def entry_erase(entry: VaultEntry, *, reason: str, criteria: dict, deleted_by: s
     RetentionMark.objects.filter(kind=RetentionMark.Kind.ENTRY, object_id=entry.pk).delete()
     entry.delete()
     chain_join(predecessor, successor, changed_by=deleted_by)
+
+
+def entries_from_message_erase(
+    *, agent_id: int, message_id: int, deleted_by: str, now: datetime
+) -> list[VaultEntry]:
+    """Erase (entry_erase, audited as a forget naming the message) the entries written automatically
+    from this message alone and never changed since: no version, so neither edited, approved, rejected,
+    archived nor restored by anyone. One that names other messages too (a handoff) or that a person
+    has touched holds knowledge of its own and stays, its provenance naming the erased id. Returns the
+    erased entries (their content and tags, for the caller's copies of them). Call in the forget's
+    transaction."""
+    entries = (
+        VaultEntry.objects.select_for_update(of=("self",))
+        .select_related("agent")
+        .filter(agent_id=agent_id, source__in=WRITTEN_FROM_MESSAGES, source_message_ids=[message_id])
+        .exclude(Exists(EntryVersion.objects.filter(entry_id=OuterRef("pk"))))
+        .order_by("pk")
+    )
+    erased = list(entries)
+    for entry in erased:
+        entry_erase(entry, reason=DeletionAudit.Reason.FORGET, criteria={"source_message_id": message_id},
+                    deleted_by=deleted_by, now=now)  # fmt: skip
+    return erased
 
 
 def relevance(*, category: str, created_at: datetime, importance: float, access_count: int, now) -> float:

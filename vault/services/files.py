@@ -431,6 +431,37 @@ def file_edit(
     return file, count
 
 
+def file_lines_erase(*, agent: Agent, path: str, lines: list[str]) -> int:
+    """Take `lines` (each a whole line, as written) out of a file and out of its version history, where
+    an erased text must not come back from: a forgotten message's durable fact in MEMORY.md. No
+    version is added (it would keep the line). Returns how many texts (the file, versions) changed."""
+    wanted = {line for line in lines if line.strip()}
+    if not wanted:
+        return 0
+
+    def without(content: str) -> str:
+        return "".join(
+            line for line in content.splitlines(keepends=True) if line.rstrip("\r\n") not in wanted
+        )
+
+    changed = 0
+    with transaction.atomic():
+        file = _file_live_locked(agent, path)
+        if file is None:
+            return 0
+        content = without(file.content)
+        if content != file.content:
+            file.content, file.size = content, len(content.encode("utf-8"))
+            file.save(update_fields=["content", "size", "updated_at"])
+            changed += 1
+        for version in WorkspaceFileVersion.objects.filter(file=file).only("pk", "content"):
+            content = without(version.content)
+            if content != version.content:
+                WorkspaceFileVersion.objects.filter(pk=version.pk).update(content=content)
+                changed += 1
+    return changed
+
+
 def file_delete(*, agent: Agent, path: str, deleted_by: str) -> WorkspaceFile:
     """Soft-delete a file: it leaves listings, prompts and search, and its last content is versioned."""
     with transaction.atomic():
