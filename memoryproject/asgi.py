@@ -1,23 +1,24 @@
 """ASGI entry point for `serve`: /mcp goes to the MCP server, everything else to Django's WSGI app.
 
-Django runs as today: its WSGI application in a thread pool (a2wsgi), WEB_THREADS threads per worker,
-so sync views keep the concurrency gunicorn's gthread workers gave them.
+Django runs as today: its WSGI application in a thread pool (a2wsgi's, through
+memoryproject.wsgi_bridge: one hand-off between the loop and the thread per request), WEB_THREADS
+threads per worker, so sync views keep the concurrency gunicorn's gthread workers gave them.
 """
 
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
 
-from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 django_application = get_wsgi_application()
 
 from memoryproject.env import env_int  # noqa: E402
 from memoryproject.mcp.http import MCP_PATH, mcp_http_app  # noqa: E402
+from memoryproject.wsgi_bridge import DjangoWSGIBridge  # noqa: E402
 
 # `serve` checked it and passed it on; a server started otherwise gets the same check.
-_django = WSGIMiddleware(django_application, workers=env_int("WEB_THREADS", 4, minimum=1, maximum=1024))
+_django = DjangoWSGIBridge(django_application, workers=env_int("WEB_THREADS", 4, minimum=1, maximum=1024))
 _mcp = mcp_http_app()
 
 
