@@ -24,19 +24,24 @@ from a2wsgi.wsgi import Body, WSGIMiddleware, WSGIResponder, build_environ
 PREFETCH_BYTES = 256 * 1024
 
 
-def _content_length(scope) -> int | None:
+def _prefetch_length(scope) -> int | None:
+    """The body's declared length; None when it is not declared, or the client waits for the server's
+    100 Continue before sending it (asked for only when the application reads the body, as before)."""
+    length = None
     for name, value in scope.get("headers", ()):
+        if name == b"expect":
+            return None
         if name == b"content-length":
             try:
-                return int(value)
+                length = int(value)
             except ValueError:
                 return None
-    return None
+    return length
 
 
 async def _body_prefetch(body: Body, receive, scope) -> None:
     """Read a declared body of at most PREFETCH_BYTES into `body`'s buffer, as Body.read would."""
-    length = _content_length(scope)
+    length = _prefetch_length(scope)
     if length is None or not 0 < length <= PREFETCH_BYTES:
         return
     while body._has_more and len(body.buffer) < length:

@@ -159,3 +159,27 @@ def test_django_answers_an_api_request_with_no_handoff_back_to_the_loop(settings
 
 def test_the_prefetch_limit_is_far_above_an_entry_and_below_the_request_limit(settings):
     assert 64 * 1024 <= wsgi_bridge.PREFETCH_BYTES <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def test_a_client_waiting_for_100_continue_is_not_asked_for_its_body_before_the_application():
+    reads = []
+
+    def app(environ, start_response):  # refuses without reading, as an unknown token's 401
+        start_response("401 Unauthorized", [("Content-Type", "application/json")])
+        return [b"{}"]
+
+    async def run():
+        scope = _scope("POST", body_length=10)
+        scope["headers"].append((b"expect", b"100-continue"))
+
+        async def receive():
+            reads.append(1)
+            return {"type": "http.request", "body": b"0123456789", "more_body": False}
+
+        async def send(message):
+            pass
+
+        await DjangoWSGIBridge(app, workers=1)(scope, receive, send)
+
+    asyncio.run(run())
+    assert reads == []
