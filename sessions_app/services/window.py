@@ -1,6 +1,7 @@
 """The context window: compaction of long sessions into a summary, and the working buffer."""
 
 import logging
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -10,7 +11,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from memoryproject.copy_rows import rows_create
-from memoryproject.errors import InvalidInput
+from memoryproject.errors import DomainError, InvalidInput
 from memoryproject.llm import llm_configured
 from sessions_app import recovery, selectors
 from sessions_app.compaction import (
@@ -25,7 +26,7 @@ from sessions_app.compaction import (
 )
 from sessions_app.models import Message, Role, Session, WorkingBufferEntry
 from sessions_app.services.common import DEFAULT_SUMMARISER, _session_lock
-from vault.text import ASCII_CUT, text_clip
+from vault.text import ASCII_CUT, text_check, text_clip
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,17 @@ def _summary_body(plan, summarise: Summariser) -> str:
     except Exception:
         logger.exception("summariser failed; using the heuristic summary")
         summary_body = heuristic_summary(plan.summarise)
-    summary_body = (summary_body or "").strip() or heuristic_summary(plan.summarise)
+    if not isinstance(summary_body, str):
+        logger.warning("summariser answered %s, not text; using the heuristic summary", type(summary_body))
+        summary_body = ""
+    try:
+        # A model can answer a NUL or a lone surrogate (JSON's "\ud800"), which PostgreSQL cannot store:
+        # the compaction failed with a 500 (or a failed step, every run) and the session was never compacted.
+        text_check(summary_body, field="summary", allow_empty=True, max_bytes=sys.maxsize)
+    except DomainError as exc:
+        logger.warning("summariser's summary cannot be stored (%s); using the heuristic summary", exc.detail)
+        summary_body = ""
+    summary_body = summary_body.strip() or heuristic_summary(plan.summarise)
     # Cut in token_estimate's unit, UTF-8 bytes, so that a CJK summary keeps to its tokens too.
     return summary_cut(summary_body, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4)
 

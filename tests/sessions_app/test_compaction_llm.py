@@ -107,3 +107,25 @@ def test_a_summary_over_the_cap_is_cut_after_its_last_whole_sentence(agent_a, se
     body = result.summary.text.removeprefix(f"{SUMMARY_PREFIX}\n")
     assert body == "The user wants the ledger on PostgreSQL. The user wants the ledger on PostgreSQL."
     assert summary_cut("x" * 200, 120) == "x" * 117 + "..."
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["The user\x00 migrates the ledger.", "The user \ud800 migrates the ledger."],
+    ids=["nul", "surrogate"],
+)
+def test_a_summary_postgresql_cannot_store_is_not_used(agent_a, fake_llm, api, token_a, settings, answer):
+    """A model's summary holding a NUL or a lone surrogate (JSON's "\\ud800") went to the INSERT of the
+    summary message: the compaction request answered 500 (the scheduled trim failed the same way every
+    run) and the session was never compacted. Now the heuristic summary is used, as for a failed call."""
+    settings.MEMORY_COMPACT_KEEP_FIRST, settings.MEMORY_COMPACT_KEEP_TURNS = 0, 1
+    fake_llm.reply_raw(json.dumps(completion(answer)))
+    texts = [f"step {i}: {PADDING}" for i in range(6)] + ["what next?"]
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "text": t} for i, t in enumerate(texts)]
+    services.messages_append(agent=agent_a, messages=messages, session_key="long")
+    session = Session.objects.get(agent=agent_a)
+    response = api.post(f"/agents/{agent_a.slug}/sessions/long/compact", {"force": True}, token=token_a)
+    assert response.status_code == 200, response.content
+    assert response.json()["compacted"] is True
+    summary = Session.objects.get(pk=session.pk).messages.get(internal=True, archived=False).text
+    assert "migrates the ledger" not in summary and "earlier messages" in summary
