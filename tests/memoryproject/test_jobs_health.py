@@ -22,7 +22,13 @@ def test_it_reports_no_trouble_when_the_jobs_run(api):
     call_command("setup_schedules")
     body = api.get("/healthz").json()
     assert body["status"] == "ok"
-    assert body["jobs"] == {"overdue": 0, "overdue_schedules": [], "failed_last_day": 0}
+    assert body["jobs"] == {
+        "overdue": 0,
+        "overdue_schedules": [],
+        "failed_last_day": 0,
+        "runs_failed_last_day": 0,
+        "runs_failed": [],
+    }
 
 
 def test_it_names_the_schedules_no_worker_has_taken(api):
@@ -44,3 +50,29 @@ def test_it_counts_the_tasks_that_failed_in_the_last_day(api):
     Task.objects.create(id="f" * 32, name="ok", func="vault.tasks.consolidation_scheduled", started=now,
                         stopped=now, success=True, group="vault: consolidation")  # fmt: skip
     assert api.get("/healthz").json()["jobs"]["failed_last_day"] == 2
+
+
+def test_it_counts_the_scheduled_runs_whose_work_failed(api, agent_a, monkeypatch):
+    """A compaction whose step fails, or a consolidation whose agent fails, records the failure in its
+    run and goes on, so its task succeeds: /healthz said nothing of a job that failed every time
+    (failed_last_day counts failed tasks only). The runs of the last day that failed somewhere are
+    counted, and the first named (kind and project), for an operator to open."""
+    from memoryproject import maintenance, tasks
+    from vault.models import CompactionRun, RunKind
+
+    def broken(run, project, now):
+        raise RuntimeError("the step broke")
+
+    monkeypatch.setattr(maintenance, "COMPACTION_STEPS", (broken,))
+    tasks.compaction_scheduled()
+    assert CompactionRun.objects.get(kind=RunKind.COMPACTION).counts["errors"] == 1
+    CompactionRun.objects.create(project=agent_a.project, kind=RunKind.CONSOLIDATION, started_at=timezone.now(),
+                                 counts={"agents": 2, "updated": 1, "refused": 0, "failed": 1})  # fmt: skip
+    CompactionRun.objects.create(project=agent_a.project, kind=RunKind.RETENTION, counts={"errors": 3},
+                                 started_at=timezone.now() - timedelta(days=2))  # fmt: skip
+    CompactionRun.objects.create(project=agent_a.project, kind=RunKind.RETENTION, counts={"errors": 0},
+                                 started_at=timezone.now())  # fmt: skip
+    jobs = api.get("/healthz").json()["jobs"]
+    assert jobs["failed_last_day"] == 0  # no task failed
+    assert jobs["runs_failed_last_day"] == 2
+    assert sorted(jobs["runs_failed"]) == ["compaction of acme", "consolidation of acme"]
