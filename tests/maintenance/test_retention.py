@@ -603,3 +603,29 @@ def test_two_size_limits_at_once_archive_the_agents_overflow_once(agent_a, setti
     assert first.counts["entries_archived_for_size"] == 2
     assert out["run"].counts["entries_archived_for_size"] == 0
     assert VaultEntry.objects.filter(status="archived").count() == 2
+
+
+def test_an_entry_restored_then_archived_again_by_a_curator_is_not_purged(agent_a):
+    """Retention archives an expired entry and purges it after the grace period "unless it was
+    restored". An entry a curator restored and then archived again by hand within the grace period
+    (archive: kept, out of the way; undone at will) was deleted for good with its history, as if
+    retention had archived it: the purge looked at its status only. A change by anyone but retention
+    since the mark now drops the mark; retention marks the entry again when it expires again."""
+    start = timezone.now()
+    with time_machine.travel(start - timedelta(days=200)):
+        kept = services.entry_create(agent=agent_a, category="lessons", content="Lesson a curator keeps")
+        purged = services.entry_create(agent=agent_a, category="lessons", content="Lesson nobody wants")
+    maintenance.retention_run(project=agent_a.project, dry_run=False, now=start)
+    assert VaultEntry.objects.get(pk=kept.pk).status == "archived"
+    with time_machine.travel(start + timedelta(days=5)):
+        for status in ("active", "archived"):
+            services.entry_update(
+                entry_id=kept.pk, changes=services.EntryChanges(status=status), changed_by="curator"
+            )
+
+    run = maintenance.retention_run(project=agent_a.project, dry_run=False, now=start + timedelta(days=31))
+    assert run.counts["entries_purged"] == 1
+    assert not VaultEntry.objects.filter(pk=purged.pk).exists()
+    assert VaultEntry.objects.get(pk=kept.pk).status == "archived"
+    assert EntryVersion.objects.filter(entry_id=kept.pk).count() == 3
+    assert not RetentionMark.objects.filter(object_id=kept.pk).exists()

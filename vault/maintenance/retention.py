@@ -23,6 +23,8 @@ from vault.models import (
 from vault.services.audit import deletion_audit_record
 from vault.services.chains import chain_join, chain_neighbours_lock
 
+RETENTION_ACTOR = f"{ACTOR}: retention"  # who an entry's archiving by retention is versioned as
+
 
 def entry_erase(entry: VaultEntry, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
     """Delete an entry for good, with its versions (so the content is really gone) and an audit row.
@@ -118,7 +120,7 @@ def retention_step_expire_entries(run: CompactionRun, project: Project, now: dat
                     services.entry_update(
                         entry_id=entry_id,
                         changes=services.EntryChanges(status=EntryStatus.ARCHIVED),
-                        changed_by=f"{ACTOR}: retention",
+                        changed_by=RETENTION_ACTOR,
                     )
                     done = "archived"
                 else:
@@ -165,7 +167,7 @@ def _entry_purge(run: CompactionRun, mark: RetentionMark, now: datetime) -> None
         VaultEntry.objects.select_for_update(of=("self",)).select_related("agent").filter(pk=mark.object_id)
     )
     entry = entry.first()
-    if entry is None or entry.status != EntryStatus.ARCHIVED:
+    if entry is None or entry.status != EntryStatus.ARCHIVED or _changed_since(entry, mark):
         mark.delete()
         return
     entry_erase(entry, reason=DeletionAudit.Reason.PURGE, criteria={"retention": entry.category},
@@ -175,9 +177,22 @@ def _entry_purge(run: CompactionRun, mark: RetentionMark, now: datetime) -> None
                f"archived by retention on {mark.marked_at:%Y-%m-%d}, grace period over")  # fmt: skip
 
 
+def _changed_since(entry: VaultEntry, mark: RetentionMark) -> bool:
+    """Whether anyone but retention changed the entry since retention marked it: restored (and archived
+    again by hand), edited. Its status alone said nothing of that: an entry a curator restored, then
+    archived again within the grace period, was purged as if retention had archived it."""
+    versions = EntryVersion.objects.filter(entry_id=entry.pk)
+    # After the version retention's archiving wrote, if it did (the mark's time is the run's start; an
+    # edit just before the archiving is older than the archiving, not a change since).
+    archived_by = versions.filter(changed_by=RETENTION_ACTOR).order_by("-pk").values_list("pk", flat=True)
+    since = versions.filter(changed_at__gte=mark.marked_at, pk__gt=archived_by.first() or 0)
+    return since.exclude(changed_by=RETENTION_ACTOR).exists()
+
+
 def retention_step_purge_entries(run: CompactionRun, project: Project, now: datetime) -> None:
     """Delete the entries retention archived more than MEMORY_PURGE_GRACE_DAYS ago, each with an audit
-    row. An entry restored in the meantime (made active again) is no longer expired: its mark is dropped.
+    row. An entry restored in the meantime (made active again), or changed by anyone since (restored
+    and archived again, edited), is no longer expired: its mark is dropped.
 
     Each entry is purged in a transaction of its own: its row is locked only while it is deleted, and
     one that fails is rolled back and noted (its mark stays, so the next run tries again) while the
