@@ -30,7 +30,7 @@ from vault.maintenance.consolidation import (
     llm_json_rewrite,
     llm_text_storable,
 )
-from vault.maintenance.facts import rewrite_review
+from vault.maintenance.facts import model_text_reported, rewrite_review
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, EntrySource, SessionMark
 from vault.text import text_clip
@@ -168,7 +168,10 @@ def _extraction_contract(reply: dict) -> dict:
     """Check the JSON contract; anything else is an LLMError (and the caller falls back)."""
     if not isinstance(reply.get("should_update"), bool):
         raise LLMError(f"'should_update' must be true or false, got {reply.get('should_update')!r}")
-    checked = {"should_update": reply["should_update"], "reason": str(reply.get("reason") or "")}
+    checked = {
+        "should_update": reply["should_update"],
+        "reason": model_text_reported(str(reply.get("reason") or "")),
+    }
     for field in EXTRACTION_FIELDS:
         value = reply.get(field)
         if value is None:

@@ -23,7 +23,7 @@ from memoryproject.llm import (
 )
 from memoryproject.resilience import failure_detail
 from vault import selectors, services
-from vault.maintenance.facts import fact_clean, fact_key, fact_lines, rewrite_review
+from vault.maintenance.facts import fact_clean, fact_key, fact_lines, model_text_reported, rewrite_review
 from vault.maintenance.runs import ACTOR, UNFINISHED, agent_lock_try, run_change, run_count
 from vault.models import Agent, AgentMaintenance, CompactionRun, Project, RunKind, RunTrigger, WorkspaceFile
 from vault.text import text_check, token_estimate
@@ -186,7 +186,9 @@ def _consolidation_contract(reply: dict) -> tuple[bool, str, str, list]:
     removed = reply.get("removed") or []
     if not isinstance(removed, list):
         raise LLMError(f'\'removed\' must be a list of {{"fact", "why"}} objects, got {removed!r:.100}')
-    return reply["should_update"], str(reply.get("reason") or ""), content, removed
+    # The reason goes into the run's record (jsonb): a NUL or lone surrogate in it failed the run after
+    # MEMORY.md was written (the API answered 400, the nightly job stopped), and any length was kept.
+    return reply["should_update"], model_text_reported(str(reply.get("reason") or "")), content, removed
 
 
 def _notes_scope(now: datetime, sent: list[tuple[str, str]], held: list[tuple[str, str]]) -> str:

@@ -92,9 +92,9 @@ def _removal_whys(removed: list) -> list[tuple[set[str], str]]:
     return whys
 
 
-def _reported(text: str) -> str:
+def model_text_reported(text: str) -> str:
     """A model's text as a result and a run's record may hold it: short, no NUL nor lone surrogate
-    (PostgreSQL's jsonb takes neither)."""
+    (PostgreSQL's jsonb takes neither). For its removals' facts and whys, and its answer's reason."""
     text = text_clip(text.replace("\x00", ""), REMOVAL_CHARS)
     return text.encode("utf-8", "replace").decode("utf-8")
 
@@ -118,7 +118,7 @@ def facts_dropped(path: str, old: str, new: str, removed: list) -> tuple[int, li
         if why is None:
             silent.append(fact)
         else:
-            explained.append({"fact": _reported(fact), "why": _reported(why)})
+            explained.append({"fact": model_text_reported(fact), "why": model_text_reported(why)})
     return len(facts), silent, explained
 
 
