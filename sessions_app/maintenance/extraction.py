@@ -30,7 +30,7 @@ from vault.maintenance.consolidation import (
     llm_json_rewrite,
     llm_text_storable,
 )
-from vault.maintenance.facts import model_text_reported, rewrite_review
+from vault.maintenance.facts import instructions_added, model_text_reported, rewrite_review
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, EntrySource, SessionMark
 from vault.text import text_clip
@@ -208,6 +208,14 @@ def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], n
     )
     reply = llm_json_rewrite(prompt, files={"MEMORY.md": memory or "", "PROFILE.md": profile or ""})
     contract = _extraction_contract(reply)
+    for field, before in (("daily_entry", ""), ("memory_update", memory), ("profile_update", profile)):
+        # Into the files every context of the agent loads: a prompt injection in the conversation must
+        # not be carried there by the model (an entry that looks like this is held for review).
+        findings = instructions_added(before, contract[field])
+        if findings:
+            raise LLMError(
+                f"the model's {field} adds text that looks like instructions ({', '.join(findings)})"
+            )
     result = {"path": "llm", "should_update": contract["should_update"], "reason": contract["reason"]}
     result |= {"refused": [], "removed": []}
     if left_out:

@@ -23,7 +23,14 @@ from memoryproject.llm import (
 )
 from memoryproject.resilience import failure_detail
 from vault import selectors, services
-from vault.maintenance.facts import fact_clean, fact_key, fact_lines, model_text_reported, rewrite_review
+from vault.maintenance.facts import (
+    fact_clean,
+    fact_key,
+    fact_lines,
+    instructions_added,
+    model_text_reported,
+    rewrite_review,
+)
 from vault.maintenance.runs import ACTOR, UNFINISHED, agent_lock_try, run_change, run_count
 from vault.models import Agent, AgentMaintenance, CompactionRun, Project, RunKind, RunTrigger, WorkspaceFile
 from vault.text import text_check, token_estimate
@@ -248,6 +255,11 @@ def _consolidate_with_llm(
     )
     if not should:
         return None, reason, held, (None, [])
+    findings = instructions_added(memory, content)
+    if findings:  # MEMORY.md is in every context of the agent: as extraction's answers, not used
+        raise LLMError(
+            f"the model's MEMORY.md adds text that looks like instructions ({', '.join(findings)})"
+        )
     return content, reason, held, rewrite_review(path="MEMORY.md", old=memory, new=content, removed=removed)
 
 

@@ -6,7 +6,7 @@ import re
 from django.conf import settings
 
 from vault.text import lines_with_code, text_clip
-from vault.trust import text_as_written, text_words
+from vault.trust import poisoning_findings, text_as_written, text_words
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES, PREVIOUS_DEFAULTS
 
 _FACT_PREFIX_RE = re.compile(r"^(?:[-*+•]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
@@ -144,3 +144,13 @@ def rewrite_review(*, path: str, old: str | None, new: str, removed: list) -> tu
         "facts_dropped_silently": dropped[:FACTS_DROPPED_LISTED],
     }
     return refusal, removals
+
+
+def instructions_added(old: str | None, new: str) -> list[str]:
+    """Why the lines a model's `new` text adds to `old` (its rewrite of a memory file; its daily-note
+    entry, with no `old`) look like instructions to the agent (trust.poisoning_findings), the reasons an
+    entry with them is held for review; [] when they do not. The lines `old` holds already (a curator
+    wrote them) are not looked at again."""
+    kept = set((old or "").splitlines())
+    added = "\n".join(line for line in new.splitlines() if line not in kept)
+    return poisoning_findings(added) if added.strip() else []
