@@ -6,6 +6,7 @@ from django.conf import settings
 from django_q.models import Schedule
 
 from memoryproject import maintenance
+from sessions_app.tasks import lifecycle_counts_check
 from vault.models import RunTrigger
 
 SCHEDULES = [
@@ -46,4 +47,6 @@ def retention_scheduled() -> list[dict]:
 
 
 def lifecycle_scheduled() -> dict:
-    return maintenance.lifecycle_run()
+    """The session lifecycle; its task fails (sessions_app's LifecycleFailed) when the pass failed on a
+    session, so that /healthz shows it."""
+    return lifecycle_counts_check(maintenance.lifecycle_run())

@@ -8,10 +8,25 @@ from .maintenance.extraction import extraction_perform
 SCHEDULES: list[dict] = []
 
 
+class LifecycleFailed(Exception):
+    """A lifecycle pass failed on some sessions (it did the others): the task fails, so that /healthz and
+    the admin's failed tasks show a session that fails every pass."""
+
+
 def lifecycle_scheduled() -> dict:
     """What the lifecycle schedule ran before it was memoryproject's; setup_schedules (run by `serve`
     at start) points the schedule at memoryproject.tasks.lifecycle_scheduled."""
-    return services.lifecycle_run()
+    return lifecycle_counts_check(services.lifecycle_run())
+
+
+def lifecycle_counts_check(counts: dict) -> dict:
+    """A lifecycle pass's counts, or LifecycleFailed when it failed on a session (after doing the
+    others)."""
+    if counts["errors"]:
+        raise LifecycleFailed(
+            f"the session lifecycle failed on {counts['errors']} error(s) (logged): {counts}"
+        )
+    return counts
 
 
 def extraction_run(agent_id: int, session_id: int, trigger_source: str) -> dict:

@@ -76,3 +76,32 @@ def test_it_counts_the_scheduled_runs_whose_work_failed(api, agent_a, monkeypatc
     assert jobs["failed_last_day"] == 0  # no task failed
     assert jobs["runs_failed_last_day"] == 2
     assert sorted(jobs["runs_failed"]) == ["compaction of acme", "consolidation of acme"]
+
+
+def test_a_lifecycle_pass_that_failed_on_a_session_fails_its_task(agent_a, monkeypatch):
+    """The session lifecycle counted a session it failed to archive in its result's "errors" and
+    returned: its task succeeded, so a session failing every pass (every few minutes) showed nowhere in
+    /healthz. The pass still does the other sessions, then raises, saying what it did: the task is
+    failed (failed_last_day) with the counts in its error."""
+    from memoryproject import tasks
+    from sessions_app import tasks as sessions_tasks
+    from sessions_app.models import Session
+    from sessions_app.services import lifecycle
+    from tests.maintenance.conftest import session_make
+
+    session_make(agent_a, ["hello"], start=timezone.now() - timedelta(days=100), external_id="old-1")
+    session_make(agent_a, ["hello"], start=timezone.now() - timedelta(days=100), external_id="old-2")
+    Session.objects.update(last_activity_at=timezone.now() - timedelta(days=100), status="idle")
+    archive = lifecycle.session_archive
+    failing = Session.objects.get(external_id="old-1").pk
+
+    def session_archive(*, session, **options):
+        if session.pk == failing:
+            raise RuntimeError("the archive broke")
+        return archive(session=session, **options)
+
+    monkeypatch.setattr(lifecycle, "session_archive", session_archive)
+    with pytest.raises(sessions_tasks.LifecycleFailed, match="1 error") as failed:
+        tasks.lifecycle_scheduled()
+    assert "'archived': 1" in str(failed.value)
+    assert Session.objects.get(external_id="old-2").status == "archived"
