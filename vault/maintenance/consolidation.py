@@ -74,8 +74,8 @@ RECURRING_HEADING = "## Recurring facts"
 
 def daily_notes_recent(agent: Agent, now: datetime, days: int) -> list[tuple[str, str]]:
     """(path, content) of the agent's daily notes of the last `days` days, every part of a day's note
-    (memory/YYYY-MM-DD.md, then -2.md, -3.md, ...), oldest first."""
-    services.daily_notes_flush(agent=agent)
+    (memory/YYYY-MM-DD.md, then -2.md, -3.md, ...), oldest first, as stored (the caller writes their
+    queued exchanges first, services.daily_notes_flush)."""
     today = timezone.localtime(now).date()
     first = today - timedelta(days=days - 1)
     notes = []
@@ -276,6 +276,9 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
     job for this agent is running.
     """
     now = now or timezone.now()
+    # The notes' queued exchanges written and committed before the transaction: written inside it, each
+    # note's row stayed locked while the model thought, and the agent's appends and reads waited for it.
+    services.daily_notes_flush(agent=agent)
     with transaction.atomic():
         if not agent_lock_try(agent.pk):
             raise Conflict(f"An extraction or consolidation for agent {agent.slug!r} is running; try later.")
