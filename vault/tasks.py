@@ -31,4 +31,4 @@ def consolidation_scheduled() -> list[dict]:
 def daily_notes_flush_scheduled() -> int:
     """Write the exchanges queued for daily notes that no append or read has written since (the last
     ones of a burst of appends): at most MEMORY_DAILY_NOTE_WRITE_SECONDS plus a minute behind."""
-    return daily_notes_flush(older_than_seconds=settings.MEMORY_DAILY_NOTE_WRITE_SECONDS)
+    return daily_notes_flush(older_than_seconds=settings.MEMORY_DAILY_NOTE_WRITE_SECONDS, strict=True)

@@ -256,3 +256,22 @@ def test_stats_report_the_queue(api, token_a, agent_a, admin_token):
     with time_machine.travel(T0 + timedelta(seconds=30), tick=False):
         queue = api.get("/stats", token=admin_token).json()["daily_note_queue"]
     assert queue == {"appends": 2, "oldest_seconds": 29.5}
+
+
+def test_the_job_fails_when_a_queue_could_not_be_written(api, token_a, agent_a, monkeypatch):
+    """A note whose queued exchanges failed to be written was logged and left with its queue, and the
+    every-minute job succeeded all the same: a queue that can never be written (and grows with every
+    exchange) showed nowhere in /healthz. The job now writes the other notes, then fails saying which."""
+    from vault.services import daily_notes
+
+    _exchange(api, token_a, "q1", "a1", at=T0)
+    _exchange(api, token_a, "q2", "a2", at=T0 + timedelta(seconds=1))
+
+    def broken(**kwargs):
+        raise RuntimeError("the note cannot be written")
+
+    monkeypatch.setattr(daily_notes, "file_append_many", broken)
+    travel = time_machine.travel(T0 + timedelta(seconds=4), tick=False)
+    with travel, pytest.raises(daily_notes.QueuedNotesNotWritten, match=NOTE):
+        tasks.daily_notes_flush_scheduled()
+    assert QueuedNoteAppend.objects.count() == 1  # kept for the next run

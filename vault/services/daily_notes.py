@@ -100,12 +100,20 @@ def _written_since(agent: Agent, day, seconds: int) -> bool:
         return cursor.fetchone() is not None
 
 
-def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | None = None) -> int:
+class QueuedNotesNotWritten(Exception):
+    """daily_notes_flush(strict=True) failed to write some notes' queued exchanges (it wrote the others)."""
+
+
+def daily_notes_flush(
+    *, agent: Agent | None = None, older_than_seconds: int | None = None, strict: bool = False
+) -> int:
     """Write the queued exchanges of the agent's daily notes (every agent's without `agent`) into their
     notes; with `older_than_seconds`, only notes whose oldest queued block is at least that old.
     Returns how many notes were written. Called before a note is read through the API, the MCP server,
     the pages, an export, consolidation or extraction, and every minute by a job. A note that fails to
-    be written is logged and left with its queue (the read goes on with the note as stored)."""
+    be written is logged and left with its queue (the read goes on with the note as stored); with
+    `strict` (the job) QueuedNotesNotWritten is raised once the others are written, naming the notes, so
+    that a queue that can never be written is a failed task an operator sees, not a log line a minute."""
     queued = QueuedNoteAppend.objects.all()
     if agent is not None:
         queued = queued.filter(agent=agent)
@@ -113,7 +121,7 @@ def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | N
         queued = queued.filter(created_at__lte=timezone.now() - timedelta(seconds=older_than_seconds))
     notes = sorted(set(queued.values_list("agent_id", "path")))
     agents = {agent.pk: agent} if agent is not None else {}
-    written = 0
+    written, failed = 0, []
     for agent_id, path in notes:
         owner = agents.get(agent_id) or Agent.objects.filter(pk=agent_id).first()
         if owner is None:
@@ -131,9 +139,15 @@ def daily_notes_flush(*, agent: Agent | None = None, older_than_seconds: int | N
                 words_known=True,
                 redacted=True,
             ),
-            failed=lambda exc: None,
+            failed=lambda exc, agent_id=agent_id, path=path: failed.append(
+                f"agent {agent_id} {path} ({exc})"
+            ),
         )
         written += done is not None
+    if strict and failed:
+        raise QueuedNotesNotWritten(
+            f"the queued exchanges of {len(failed)} daily note(s) could not be written: {'; '.join(failed[:10])}"
+        )
     return written
 
 
