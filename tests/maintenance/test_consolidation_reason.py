@@ -58,3 +58,15 @@ def test_the_nightly_run_records_such_a_reason(notes, fake_llm, reason):
     assert result["updated"] is True
     [run] = CompactionRun.objects.filter(kind="consolidation")
     assert run.counts["updated"] == 1 and run.notes == []
+
+
+def test_a_model_that_fails_is_noted_in_the_run(notes, fake_llm):
+    """A configured model that failed every night (down, 500s, answers not usable) left the nightly
+    run's record saying only "updated": the deterministic merge ran in its place, and only a log line
+    said so. The run's record now notes it, agent by agent, where curators read the runs."""
+    fake_llm.reply_raw('{"error": "overloaded"}', status=500)
+    [result] = consolidation_run_all()
+    assert result["used"] == "heuristic" and "HTTP 500" in result["llm_error"]
+    [run] = CompactionRun.objects.filter(kind="consolidation")
+    [note] = run.notes
+    assert note.startswith("agent-a: the model's answer was not used") and "HTTP 500" in note

@@ -431,6 +431,11 @@ def _consolidation_record(
     run.counts = {"agents": len(results), "updated": 0, "refused": 0, "failed": 0}
     run.changes, run.notes = [], [] if finished else [UNFINISHED]
     for result in results:
+        if result.get("llm_error"):  # a configured model failing every night must not pass unnoticed
+            run.notes.append(
+                f"{result['agent']}: the model's answer was not used, the deterministic merge ran: "
+                f"{model_text_reported(result['llm_error'])}"
+            )
         if "error" in result:
             action = "failed"
         elif result.get("refused"):
