@@ -192,6 +192,9 @@ def _daily_heading(now: datetime, session: Session, how: str) -> str:
 
 def _extract_with_llm(agent: Agent, session: Session, messages: list[Message], now: datetime) -> dict:
     day = timezone.localtime(now).date()
+    # The note holds every logged exchange: extraction_perform wrote the queued ones before its
+    # transaction (written in it, the note's row stayed locked while the model thought, and the
+    # agent's appends and reads of the note waited for the model).
     # The day's current part (the last): at most MEMORY_DAILY_NOTE_MAX_BYTES however busy the day was.
     daily_parts = selectors.daily_note_parts(agent.pk, day)
     daily_path = daily_parts[-1].path if daily_parts else services.daily_note_path(day)
@@ -378,10 +381,7 @@ def extraction_perform(
             "deferred_until": until.isoformat(),
         }
 
-    # The note as the model reads it holds every logged exchange: the queued ones are written, and
-    # committed, before the transaction. Written inside it, the note's row stayed locked while the model
-    # thought (seconds to minutes), and the agent's appends and reads of the note waited for it.
-    services.daily_notes_flush(agent=agent)
+    services.daily_notes_flush(agent=agent)  # committed: in the transaction, it locked the note
     with transaction.atomic():
         locked = agent_lock_try(agent.pk)
         # Without the lock too: an extraction of this very conversation running now has not written the
