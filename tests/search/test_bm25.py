@@ -1,6 +1,7 @@
 """BM25-grade lexical ranking (search/bm25.py): term weights from document frequencies in the scope
 searched, and candidates chosen rare terms first so an old relevant row is never lost to the caps."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -388,3 +389,42 @@ def test_deleting_an_agent_deletes_its_stored_mean_length(agent_a, large_scope):
     assert ScopeLength.objects.filter(agent=agent_a).exists()
     agent_a.delete()
     assert not ScopeLength.objects.exists()
+
+
+def test_a_term_found_common_in_a_large_scope_is_not_counted_again_while_its_count_stands(
+    agent_a, monkeypatch, settings
+):
+    """A term counted to the cap in a scope of CACHE_MIN_ROWS rows or more is common: its frequency is
+    the estimate either way, so while the scope's count is kept (SCOPE_CACHE_SECONDS) the next search
+    does not count it again (the rare term still is), and ranks the same. Once the count is read
+    again, so is the term's (after deletions, exact again)."""
+    from search import bm25
+
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    monkeypatch.setattr(bm25, "CACHE_MIN_ROWS", 10)
+    settings.MEMORY_SEARCH_CANDIDATES = 50  # the cap: 13 rows
+    counted = []
+    count = bm25._exact_counts
+    monkeypatch.setattr(
+        bm25,
+        "_exact_counts",
+        lambda table, where, terms, *a: counted.append(len(terms)) or count(table, where, terms, *a),
+    )
+    now = timezone.now()
+    common = bulk_messages(
+        agent_a, [f"Caroline: chatting about the weekend, part {i}" for i in range(40)], start=now
+    )
+    rare = bulk_messages(agent_a, ["Melanie: the pottery class was wonderful"], start=now)
+    first = find(agent_a, "Caroline pottery", limit=50)
+    assert first[0] == rare[0].pk and counted == [2]
+    assert find(agent_a, "Caroline pottery", limit=50) == first
+    assert counted == [2, 1]  # pottery only
+    assert (
+        find(agent_a, "Caroline pottery", limit=50, since=now - timedelta(days=1)) == first
+    )  # another filter: counted
+    assert counted == [2, 1, 2]
+    Message.objects.filter(pk__in=[m.pk for m in common[5:]]).delete()
+    later = time.monotonic() + bm25.SCOPE_CACHE_SECONDS + 1
+    monkeypatch.setattr(bm25.time, "monotonic", lambda: later)
+    assert set(find(agent_a, "Caroline pottery", limit=50)) == {rare[0].pk, *(m.pk for m in common[:5])}
+    assert counted[-1] == 2  # the scope counted again, and the term with it: 5 rows, rare now
