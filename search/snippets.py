@@ -1,6 +1,7 @@
 """The snippet a search result shows: the text around the first match of a query word, matches marked."""
 
 import re
+from functools import lru_cache
 
 from vault.search_text import WordMatcher
 
@@ -34,7 +35,7 @@ def _spans(flat: str, matcher: WordMatcher, start: int, end: int) -> list[tuple[
 def snippet_build(text: str, patterns: list[str], *, mark: tuple[str, str] = ("**", "**")) -> str:
     """About 120 characters around the first match of a query word, matches marked."""
     flat = " ".join(text.split())
-    matcher = WordMatcher(patterns) if patterns else None
+    matcher = _matcher(tuple(patterns)) if patterns else None
     first = next(matcher.spans(flat), None) if matcher else None
     start = max(0, first[0] - _SNIPPET_BEFORE) if first else 0
     if start > 0:
@@ -54,3 +55,10 @@ def snippet_build(text: str, patterns: list[str], *, mark: tuple[str, str] = ("*
         done = span_end
     window = "".join(parts) + flat[done:end]
     return ("…" if start > 0 else "") + window + ("…" if end < len(flat) else "")
+
+
+@lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...]) -> WordMatcher:
+    """The matcher of a query's patterns, made once for the page's snippets (a search builds ten or
+    more with the same patterns; making one sorts and compiles the alternation and checks each pattern)."""
+    return WordMatcher(list(patterns))

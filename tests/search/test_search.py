@@ -780,3 +780,20 @@ def test_a_file_extension_is_not_matched_by_the_language_it_abbreviates(agent_a,
 def test_an_abbreviations_written_out_form_is_highlighted(agent_a, make_entry, q, text, marked):
     make_entry(agent_a, text)
     assert marked in snippet_build(text, query_compile(q).patterns)
+
+
+def test_a_pages_snippets_share_one_matcher_of_the_query(api, agent_a, token_a, make_entry, monkeypatch):
+    """The ten snippets of a page mark the same query's words: its matcher (an alternation sorted and
+    compiled, each pattern checked) is made once, not once a result."""
+    from search import snippets
+
+    made = []
+    make = snippets.WordMatcher
+    monkeypatch.setattr(
+        snippets, "WordMatcher", lambda patterns, **kw: made.append(patterns) or make(patterns, **kw)
+    )
+    for i in range(10):
+        make_entry(agent_a, f"We chose Kafka for the event bus, part {i}.")
+    results = api.get("/search", token=token_a, q="kafka event").json()["results"]
+    assert len(results) == 10 and all("**Kafka**" in r["snippet"] for r in results)
+    assert len(made) <= 1
