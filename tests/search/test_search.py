@@ -797,3 +797,25 @@ def test_a_pages_snippets_share_one_matcher_of_the_query(api, agent_a, token_a, 
     results = api.get("/search", token=token_a, q="kafka event").json()["results"]
     assert len(results) == 10 and all("**Kafka**" in r["snippet"] for r in results)
     assert len(made) <= 1
+
+
+def test_a_long_querys_ranking_statement_is_converted_by_psycopg_once(agent_a, make_entry, monkeypatch):
+    """psycopg keeps its conversion of a statement's placeholders only for statements of at most 4,096
+    characters: the ranking statement of a question of several words is sent without its indentation,
+    so a second search of the same shape is not converted again."""
+    from psycopg import _queries
+
+    converted = []
+    convert = _queries._query2pg_nocache
+    monkeypatch.setattr(_queries, "_query2pg_nocache", lambda *a: converted.append(a) or convert(*a))
+    words = "kafka event bus decision payments service east region rollout canary migration schema"
+    make_entry(agent_a, words)
+    q = words  # twelve words: 4,373 characters with the indentation, 3,994 without
+    scope, filters = (
+        SearchScope(agent_a.project_id, [agent_a.pk]),
+        SearchFilters(kinds=("entries",), mode="lexical"),
+    )
+    assert search_run(q=q, scope=scope, filters=filters).results
+    converted.clear()
+    assert search_run(q=q, scope=scope, filters=filters).results
+    assert converted == []
