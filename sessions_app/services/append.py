@@ -20,6 +20,7 @@ from sessions_app.services.common import (
     _LOCK_SESSION_CREATE,
     MEMORY_FILE,
     MEMORY_FILE_HEADER,
+    OPEN_STATUSES,
     WAL_TAG,
     MessageInput,
     _advisory_lock,
@@ -31,6 +32,7 @@ from sessions_app.services.common import (
     _status_set,
     message_input_check,
     reply_context,
+    session_label_check,
 )
 from sessions_app.services.lifecycle import session_ensure
 from sessions_app.services.window import max_input_tokens_check, working_buffer_idle, working_buffer_update
@@ -321,13 +323,18 @@ def messages_append(
             item.text = redact(item.text)
     routed = session is None  # found by its key (or as the current one), not given by the caller
     replay = routed and full and selectors.session_key_is_current(session_key)
-    if routed and not replay:
+    named = routed and not selectors.session_key_is_current(session_key)  # by a chat id
+    if named:
+        session_label_check("session", session_key.strip())
+        session_label_check("model_id", model_id)
+    elif routed and not replay:
         session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)
     elif not routed and session.agent_id != agent.pk:
         raise NotFound("Session not found.")
     with transaction.atomic():
         if routed:
-            session, branch = _session_lock_routed(
+            locked = _named_session_lock(agent, session_key.strip(), model_id) if named else None
+            session, branch = locked or _session_lock_routed(
                 agent, session, replay=items if replay else None, session_key=session_key, model_id=model_id
             )
         else:
@@ -353,6 +360,19 @@ def messages_append(
     return AppendResult(
         session, rows, duplicates, state, parent_id, saved_branch, warnings, recovery, len(logged)
     )
+
+
+def _named_session_lock(agent: Agent, key: str, model_id: str) -> tuple[Session, Branch] | None:
+    """The open session with chat id `key`, locked as it is found (one statement), and its active
+    branch, when session_ensure would return it as it is (open, and its model id the one asked for, if
+    any): the usual batch, which found it and then locked it in two. None otherwise, and nothing locked: the
+    append then takes the usual way (session_ensure, which creates, reopens or restores the session,
+    or changes its model id, then its lock) in its transaction."""
+    found = Session.objects.select_for_update().filter(agent=agent, external_id=key, status__in=OPEN_STATUSES)
+    if model_id:
+        found = found.filter(model_id=model_id)
+    session = found.first()
+    return _session_with_branch(session) if session is not None else None
 
 
 ROUTE_ATTEMPTS = 3

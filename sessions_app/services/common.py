@@ -231,6 +231,9 @@ def _session_not_archived_check(session: Session) -> None:
 
 def _session_with_branch(session: Session) -> tuple[Session, Branch]:
     _session_not_archived_check(session)
+    # Read after the session's lock is held, in a statement of its own: read with the session (a join),
+    # the branch row was the one the statement's snapshot saw before the lock was granted, and a head a
+    # forget had just moved was stale (the append hung its messages from an erased one).
     branch = Branch.objects.filter(pk=session.active_branch_id).first() if session.active_branch_id else None
     if branch is not None:
         session.active_branch = branch  # cached: the append's answer names it

@@ -33,15 +33,16 @@ def _batch(api, token, number: int, *, at):
     return response.json()
 
 
-def test_a_batch_to_an_open_session_takes_nineteen_statements(api, token_a, agent_a, settings):
+def test_a_batch_to_an_open_session_takes_eighteen_statements(api, token_a, agent_a, settings):
     """A batch to an open session whose day's note was written a moment ago (its exchanges queued):
-    no savepoint around the session's lock (a session no longer open is not locked, so there is no lock
-    to release), the branch's head, the session's activity and its running size bound in one statement,
+    the open session its chat id names locked when it is first read (not found, then locked), its active
+    branch read once the lock is held; no savepoint around that lock (a session no longer open is not locked, so there is no
+    lock to release); the branch's head, the session's activity and its running size bound in one statement,
     and the stored client ids asked for with one array; no savepoint around the recovery check or the
     working buffer when they run no SQL (the buffer far from its threshold, no lost-context signal); the
     agent read with the token. In production the append's transaction is BEGIN and COMMIT; here it is a
-    savepoint in the test's transaction, counted (so 19 here, 17 statements and the COPY of the messages and of their
-    write-ahead state rows in production)."""
+    savepoint in the test's transaction, counted (so 18 here, 16 statements and the COPY of the messages and of
+    their write-ahead state rows in production)."""
     settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 2
     settings.TIME_ZONE = "UTC"
     _batch(api, token_a, 0, at=T0)
@@ -53,7 +54,7 @@ def test_a_batch_to_an_open_session_takes_nineteen_statements(api, token_a, agen
     )
     # The one savepoint before the lock is the append's transaction (a savepoint inside the test's).
     assert sum(sql.startswith("SAVEPOINT") for sql in statements[:lock]) == 1, statements[: lock + 1]
-    assert len(statements) == 19, "\n".join(statements)
+    assert len(statements) == 18, "\n".join(statements)
 
     session = Session.objects.get(agent=agent_a, external_id="load")
     head = Message.objects.get(session=session, client_id="b1-m49")
@@ -134,3 +135,40 @@ def test_client_ids_that_array_syntax_would_misread_are_found_again(api, token_a
     assert again.status_code == 200, again.content
     assert again.json()["stored"] == 0 and again.json()["duplicates"] == len(ids)
     assert sorted(Message.objects.filter(agent=agent_a).values_list("client_id", flat=True)) == sorted(ids)
+
+
+def test_a_batch_naming_a_session_it_cannot_write_as_it_is_takes_the_usual_way(api, token_a, agent_a):
+    """The open session a chat id names is locked as it is found; a closed one (reopened), another model
+    id (changed) and a chat id no session has (created) go through session_ensure as before, and a chat id
+    with a NUL is refused before any of it."""
+
+    def post(text: str, **extra):
+        return api.post(
+            "/agents/agent-a/messages",
+            {"session": "named", "messages": [{"role": "user", "text": text}], **extra},
+            token=token_a,
+        )
+
+    created = post("first", model_id="model-a")
+    assert created.status_code == 200, created.content
+    session = Session.objects.get(agent=agent_a, external_id="named")
+    assert post("second", model_id="model-b").json()["session"]["id"] == session.pk
+    session.refresh_from_db()
+    assert session.model_id == "model-b"
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.CLOSED)
+    reopened = post("third")
+    assert reopened.json()["session"]["id"] == session.pk
+    session.refresh_from_db()
+    assert session.status == SessionStatus.ACTIVE and session.model_id == "model-b"
+    assert list(Message.objects.filter(session=session).values_list("text", flat=True)) == [
+        "first",
+        "second",
+        "third",
+    ]
+    refused = api.post(
+        "/agents/agent-a/messages",
+        {"session": "na\x00med", "messages": [{"role": "user", "text": "x"}]},
+        token=token_a,
+    )
+    assert refused.status_code in (400, 422) and "NUL" in refused.json()["detail"], refused.content
+    assert Session.objects.filter(agent=agent_a).count() == 1
