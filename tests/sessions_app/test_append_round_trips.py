@@ -172,3 +172,45 @@ def test_a_batch_naming_a_session_it_cannot_write_as_it_is_takes_the_usual_way(a
     )
     assert refused.status_code in (400, 422) and "NUL" in refused.json()["detail"], refused.content
     assert Session.objects.filter(agent=agent_a).count() == 1
+
+
+def test_a_message_built_for_the_copy_is_the_one_keyword_arguments_build():
+    """_rows_store builds its rows from positional values (half the Python): the same instance, its agent
+    and session cached, the search vector deferred; a column left out or unknown is refused."""
+    from django.utils import timezone
+
+    from sessions_app.services.append import _message_new
+    from vault.models import Agent
+
+    agent, session, now = Agent(pk=3, project_id=2), Session(pk=5), timezone.now()
+    values = {
+        "id": 7,
+        "project_id": 2,
+        "agent_id": 3,
+        "session_id": 5,
+        "parent_id": 6,
+        "client_id": "c",
+        "role": "user",
+        "text": "hello",
+        "internal": False,
+        "tool_calls": [{"name": "t"}],
+        "tool_call_id": "",
+        "state": {"k": 1},
+        "archived": False,
+        "created_at": now,
+        "reply_to_text": "before",
+    }
+    built = _message_new(agent, session, **values)
+    expected = Message(
+        agent=agent,
+        session=session,
+        **{k: v for k, v in values.items() if k not in ("agent_id", "session_id")},
+    )
+    columns = [f.attname for f in Message._meta.concrete_fields if not f.generated]
+    assert [getattr(built, c) for c in columns] == [getattr(expected, c) for c in columns]
+    assert built.get_deferred_fields() == expected.get_deferred_fields() == {"search_vector"}
+    assert built.agent is agent and built.session is session and built._state.adding
+    with pytest.raises(TypeError, match="reply_to_text"):
+        _message_new(agent, session, **{k: v for k, v in values.items() if k != "reply_to_text"})
+    with pytest.raises(TypeError, match="colour"):
+        _message_new(agent, session, **values, colour="red")
