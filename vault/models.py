@@ -178,7 +178,8 @@ class VaultEntry(models.Model):
             models.Index(fields=["project", "-created_at"], name="vaultentry_project_recent"),
             GinIndex(fields=["tags"], name="vaultentry_tags_gin"),
             models.Index(fields=["agent", "category", "content_hash"], name="vaultentry_agent_hash"),
-            GinIndex(fields=["sketch"], name="vaultentry_sketch_gin"),
+            # Searched by the duplicate check of every write of a large agent: a short pending list too.
+            GinIndex(fields=["sketch"], name="vaultentry_sketch_gin", gin_pending_list_limit=GIN_PENDING_KB),
             # A forget of a message finds what the server wrote from it alone (entries_from_message_erase).
             models.Index(
                 fields=["source_message_ids"],
