@@ -1,17 +1,15 @@
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
-from django.db.models import Func
 
 from vault.search_vectors import (
     GIN_PENDING_KB,
     SearchVectorDeferredManager,
-    bilingual_vectors,
-    parts_vectors,
+    entry_text_vector,
     search_vector_field,
 )
 from vault.text import text_clip
@@ -154,12 +152,7 @@ class VaultEntry(models.Model):
     # and Portuguese stemming both apply because agents' users write both. memory_tags_text is an
     # IMMUTABLE wrapper of array_to_string (created by migration 0001): PostgreSQL marks
     # array_to_string STABLE, and a generated column accepts only IMMUTABLE functions.
-    search_vector = search_vector_field(
-        SearchVector(Func("tags", function="memory_tags_text"), config="simple", weight="A"),
-        *bilingual_vectors("content"),
-        *parts_vectors("content"),
-        epochs=True,
-    )
+    search_vector = search_vector_field(entry_text_vector(), epochs=True)
 
     objects = SearchVectorDeferredManager()
 

@@ -28,6 +28,8 @@ PINNED_SQL = {
     (search.sql, "TRIGGER_FUNCTIONS"): "e09a2b7c9e7b1000",
     (search.sql, "FILE_TRIGGER_FUNCTION"): "d9c72bfaf0fafb28",
     (search.sql, "MESSAGE_INSERT_TRIGGER"): "1542bedb95ce9200",
+    # The entries' search vector's function (vault 0030), which their generated column calls.
+    (vault.search_vectors, "ENTRY_VECTOR_FUNCTION_SQL"): "1e5a4df50b7a68d3",
     # Named inside the workspace-file trigger (vault 0015, 0017, 0018).
     (vault.search_vectors, "VECTOR_GIVEN_SETTING"): "2e73d1f0c160114d",
 }
