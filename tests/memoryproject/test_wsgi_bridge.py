@@ -2,6 +2,7 @@
 the thread per request, and the same messages on the wire as a2wsgi's WSGIMiddleware sends."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import a2wsgi.wsgi
 import pytest
@@ -10,6 +11,13 @@ from django.http import HttpResponse, StreamingHttpResponse
 
 from memoryproject import wsgi_bridge
 from memoryproject.wsgi_bridge import PREFETCH_BYTES, DjangoWSGIBridge
+
+
+def _run(coroutine_function) -> None:
+    """asyncio.run on a thread of its own: the browser tests' Playwright keeps an event loop running on
+    the main one for the rest of the session (asyncio.run there fails)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine_function()).result()
 
 
 def _scope(method="GET", path="/", body_length=None):
@@ -58,7 +66,7 @@ def _exchange(app, scope, chunks=(b"",)):
 
     a2wsgi.wsgi.asyncio.run_coroutine_threadsafe = counted
     try:
-        asyncio.run(run())
+        _run(run)
     finally:
         a2wsgi.wsgi.asyncio.run_coroutine_threadsafe = real
     return sent, len(handoffs)
@@ -181,5 +189,5 @@ def test_a_client_waiting_for_100_continue_is_not_asked_for_its_body_before_the_
 
         await DjangoWSGIBridge(app, workers=1)(scope, receive, send)
 
-    asyncio.run(run())
+    _run(run)
     assert reads == []
