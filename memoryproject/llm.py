@@ -5,8 +5,14 @@ Configured by LLM_BASE_URL (e.g. http://localhost:11434/v1), LLM_API_KEY and LLM
 is raised as the one LLMError, so callers have a single thing to catch before falling back to heuristics.
 Prompt templates live in prompts/*.md and are filled with string.Template ($name placeholders), because
 the prompts themselves contain JSON braces.
+
+A call made while a request waits for it (`llm_deadline`, around the endpoints and pages that ask the
+model: compaction, consolidation) ends by LLM_REQUEST_SECONDS, its retries included, so that the request
+answers (the caller's heuristics instead) before a proxy gives up on it; a scheduled job's calls are
+bounded by LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES alone.
 """
 
+import contextlib
 import http.client
 import json
 import logging
@@ -15,6 +21,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from contextvars import ContextVar
 from string import Template
 
 from django.conf import settings
@@ -46,6 +53,36 @@ class LLMPromptTooLong(LLMError):
     """The prompt is over LLM_MAX_INPUT_TOKENS: it was not sent."""
 
 
+# When the calls made now must have ended (time.monotonic()), or None: no bound but each call's own.
+_deadline: ContextVar[float | None] = ContextVar("llm_deadline", default=None)
+
+
+@contextlib.contextmanager
+def llm_deadline(seconds: float | None = None):
+    """Every LLM call made inside ends within `seconds` (LLM_REQUEST_SECONDS by default) from now, its
+    retries and their waits included: an attempt's timeout is what is left, and no attempt starts that
+    could not get LLM_TIMEOUT_MIN_SECONDS. An outer deadline that ends sooner stays."""
+    ends = time.monotonic() + (settings.LLM_REQUEST_SECONDS if seconds is None else seconds)
+    outer = _deadline.get()
+    token = _deadline.set(ends if outer is None else min(outer, ends))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+# An attempt is not started with less time than this left before the deadline.
+LLM_TIMEOUT_MIN_SECONDS = 1.0
+
+
+def _time_left() -> float:
+    """The timeout of the next attempt: LLM_TIMEOUT_SECONDS, or less when a deadline is nearer."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return settings.LLM_TIMEOUT_SECONDS
+    return min(settings.LLM_TIMEOUT_SECONDS, deadline - time.monotonic())
+
+
 def llm_configured() -> bool:
     return bool(settings.LLM_BASE_URL and settings.LLM_MODEL)
 
@@ -63,11 +100,11 @@ def prompt_render(name: str, **values: str) -> str:
         raise LLMError(f"prompt template {name} needs a value for {exc}") from None
 
 
-def _post(url: str, body: bytes, headers: dict) -> dict:
+def _post(url: str, body: bytes, headers: dict, timeout: float) -> dict:
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     started = time.monotonic()
-    with urllib.request.urlopen(request, timeout=settings.LLM_TIMEOUT_SECONDS) as response:
-        raw = response_read(response, settings.LLM_TIMEOUT_SECONDS, started)
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        raw = response_read(response, timeout, started)
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -138,11 +175,18 @@ def _completion(messages: list[dict], *, max_tokens: int | None, temperature: fl
     last_problem = ""
     wait = 0.0
     for attempt in range(attempts):
-        if attempt:
-            time.sleep(max(wait, settings.LLM_RETRY_BACKOFF_SECONDS * (2 ** (attempt - 1))))
+        pause = max(wait, settings.LLM_RETRY_BACKOFF_SECONDS * (2 ** (attempt - 1))) if attempt else 0.0
+        if _deadline.get() is not None and _time_left() - pause < LLM_TIMEOUT_MIN_SECONDS:
+            raise LLMError(
+                f"the LLM call was given up after {attempt} attempt(s): no time left within the request's "
+                f"LLM_REQUEST_SECONDS ({settings.LLM_REQUEST_SECONDS:g} s)"
+                + (f"; {last_problem}" if last_problem else "")
+            )
+        time.sleep(pause)
         wait = 0.0
+        timeout = _time_left()
         try:
-            reply = _post(url, body, headers)
+            reply = _post(url, body, headers, timeout)
         except urllib.error.HTTPError as exc:
             last_problem = _key_hidden(f"HTTP {exc.code}: {error_body(exc)}")
             if exc.code not in RETRYABLE_STATUS:
@@ -152,10 +196,10 @@ def _completion(messages: list[dict], *, max_tokens: int | None, temperature: fl
         except AnswerTooLarge as exc:
             raise LLMError(f"the LLM server's answer is too large: {exc}") from None
         except TimeoutError:
-            last_problem = f"no answer within {settings.LLM_TIMEOUT_SECONDS} s"
+            last_problem = f"no answer within {timeout:g} s"
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError | socket.timeout):
-                last_problem = f"no answer within {settings.LLM_TIMEOUT_SECONDS} s"
+                last_problem = f"no answer within {timeout:g} s"
             else:
                 last_problem = _key_hidden(f"cannot reach {settings.LLM_BASE_URL}: {exc.reason}")
         except (OSError, http.client.HTTPException) as exc:  # ssl.SSLError too, not a ConnectionError

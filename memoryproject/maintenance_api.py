@@ -5,6 +5,7 @@ from ninja import Query, Router
 from memoryproject import maintenance
 from memoryproject.booleans import QueryBoolean
 from memoryproject.errors import NotFound
+from memoryproject.llm import llm_deadline
 from vault import selectors
 from vault.maintenance.consolidation import consolidation_run_one
 from vault.maintenance_schemas import CompactionRunOut, ConsolidationOut, ForgetIn, ForgetOut
@@ -27,7 +28,8 @@ def compact(
 ):
     request.auth.require_project_wide(TokenScope.ADMIN)
     project = selectors.project_for_principal(request.auth)
-    return maintenance.compaction_run(project=project, dry_run=dry_run, trigger=RunTrigger.API)
+    with llm_deadline():  # a request waits for the model at most LLM_REQUEST_SECONDS
+        return maintenance.compaction_run(project=project, dry_run=dry_run, trigger=RunTrigger.API)
 
 
 @router.get("/maintenance/compact", response=CompactionRunOut, summary="The last compaction run")
@@ -57,7 +59,8 @@ def retention_last(request):
 def consolidate(request, agent: str):
     target = selectors.agent_get_for_principal(request.auth, agent)
     request.auth.require_project_wide(TokenScope.ADMIN)
-    return consolidation_run_one(agent=target, trigger=RunTrigger.API)
+    with llm_deadline():  # a request waits for the model at most LLM_REQUEST_SECONDS
+        return consolidation_run_one(agent=target, trigger=RunTrigger.API)
 
 
 @router.post("/forget", response=ForgetOut, summary="Delete memory by ids or criteria, with an audit row")

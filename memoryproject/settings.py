@@ -455,6 +455,10 @@ if bool(LLM_BASE_URL) != bool(LLM_MODEL):  # else the heuristics run, quietly (l
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60, minimum=0.1, maximum=TIMEOUT_SECONDS_MAX)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2, minimum=0, maximum=10)
 LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 1.0, minimum=0, maximum=3600)
+# The longest a request waits for the model in all, retries included (compaction and consolidation asked
+# for through the API or the pages): past it the request answers with the heuristics' result, before a
+# reverse proxy's usual 60 s gives up on it. Scheduled jobs are not bounded by it.
+LLM_REQUEST_SECONDS = env_float("LLM_REQUEST_SECONDS", 45, minimum=1, maximum=TIMEOUT_SECONDS_MAX)
 LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 1000, minimum=16)
 # Consolidation and extraction ask the model for whole files back (MEMORY.md, PROFILE.md): such a call's
 # max_tokens is sized from those files (plus LLM_MAX_TOKENS for what is new), at most this. 16,384 is the

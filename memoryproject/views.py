@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from memoryproject.llm import llm_deadline
 from memoryproject.maintenance import compaction_run
 from sessions_app import selectors as session_selectors
 from vault import selectors, stats
@@ -79,7 +80,8 @@ def maintenance_run(request, project, run_id):
 def compaction_start(request, project):
     project = selectors.project_get_for_user(request.user, project)
     dry_run = request.POST.get("dry_run") == "1"
-    run = compaction_run(project=project, dry_run=dry_run, trigger=RunTrigger.ADMIN)
+    with llm_deadline():  # the page waits for the model at most LLM_REQUEST_SECONDS
+        run = compaction_run(project=project, dry_run=dry_run, trigger=RunTrigger.ADMIN)
     if dry_run:
         context = {"project": project, "run": run, "preview": True}
         template = (

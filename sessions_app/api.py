@@ -5,6 +5,7 @@ from ninja import Query, Router, Status
 
 from memoryproject.booleans import QueryBoolean
 from memoryproject.errors import InvalidInput, NotFound
+from memoryproject.llm import llm_deadline
 from vault.api import agent_for_write
 from vault.models import TokenScope
 from vault.selectors import agent_get_for_principal
@@ -237,14 +238,14 @@ def checkout(request, agent: str, session_id: str, payload: CheckoutIn):
 )
 def compact(request, agent: str, session_id: str, payload: CompactIn):
     session = _session_for_write(request, agent, session_id)
-    result = services.session_compact(
-        session=session,
-        max_input_tokens=payload.max_input_tokens,
-        trigger_ratio=payload.trigger_ratio,
-        emergency=payload.emergency,
-        force=payload.force,
-    )
-    return result
+    with llm_deadline():  # the summary's model waited for at most LLM_REQUEST_SECONDS
+        return services.session_compact(
+            session=session,
+            max_input_tokens=payload.max_input_tokens,
+            trigger_ratio=payload.trigger_ratio,
+            emergency=payload.emergency,
+            force=payload.force,
+        )
 
 
 # --- continuity and lifecycle -------------------------------------------------------------------
