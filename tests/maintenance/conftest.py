@@ -5,6 +5,7 @@ from django.utils import timezone
 
 from sessions_app.models import Message, Session
 from tests.fake_llm import fake_llm  # noqa: F401
+from vault import services as vault_services
 
 
 def session_make(agent, texts, *, start=None, external_id="chat-1"):
@@ -34,3 +35,17 @@ def session_make(agent, texts, *, start=None, external_id="chat-1"):
 @pytest.fixture
 def make_session():
     return session_make
+
+
+@pytest.fixture
+def two_days_of_notes(agent_a):
+    """Agent A with a daily note today and two days ago, each noting the same fact: what consolidation
+    reads."""
+    for days_ago in (0, 2):
+        vault_services.daily_note_append(
+            agent=agent_a,
+            when=timezone.now() - timedelta(days=days_ago),
+            text="\n## 10:00\n- Deploys happen on Fridays\n",
+            changed_by="t",
+        )
+    return agent_a

@@ -1,33 +1,18 @@
 """A model's "reason" is stored in the consolidation run's record (jsonb): what PostgreSQL cannot store
 there, or a reason of any length, must not fail the run nor bloat its record."""
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
-from vault import selectors, services
+from vault import selectors
 from vault.maintenance.consolidation import consolidation_run_all
 from vault.models import CompactionRun
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def notes(agent_a):
-    for days_ago in (0, 2):
-        services.daily_note_append(
-            agent=agent_a,
-            when=timezone.now() - timedelta(days=days_ago),
-            text="\n## 10:00\n- Deploys happen on Fridays\n",
-            changed_by="t",
-        )
-    return agent_a
-
-
 @pytest.mark.parametrize("reason", ["merged\x00 the notes", "merged \ud800 the notes", "x" * 100_000])
 def test_a_reason_postgresql_cannot_store_or_too_long_is_recorded_cut(
-    notes, fake_llm, api, admin_token, reason
+    two_days_of_notes, fake_llm, api, admin_token, reason
 ):
     fake_llm.reply_json(
         {
@@ -39,14 +24,14 @@ def test_a_reason_postgresql_cannot_store_or_too_long_is_recorded_cut(
     response = api.post("/agents/agent-a/consolidate", token=admin_token)
     assert response.status_code == 200, response.content
     assert response.json()["updated"] is True
-    assert "Deploys happen on Fridays" in selectors.file_content(notes.pk, "MEMORY.md")
+    assert "Deploys happen on Fridays" in selectors.file_content(two_days_of_notes.pk, "MEMORY.md")
     [run] = CompactionRun.objects.filter(kind="consolidation")
     assert run.counts["updated"] == 1
     assert len(run.changes[0]["reason"]) <= 600 and "\x00" not in run.changes[0]["reason"]
 
 
 @pytest.mark.parametrize("reason", ["merged\x00 the notes", "merged \ud800 the notes"])
-def test_the_nightly_run_records_such_a_reason(notes, fake_llm, reason):
+def test_the_nightly_run_records_such_a_reason(two_days_of_notes, fake_llm, reason):
     fake_llm.reply_json(
         {
             "should_update": True,
@@ -60,7 +45,7 @@ def test_the_nightly_run_records_such_a_reason(notes, fake_llm, reason):
     assert run.counts["updated"] == 1 and run.notes == []
 
 
-def test_a_model_that_fails_is_noted_in_the_run(notes, fake_llm):
+def test_a_model_that_fails_is_noted_in_the_run(two_days_of_notes, fake_llm):
     """A configured model that failed every night (down, 500s, answers not usable) left the nightly
     run's record saying only "updated": the deterministic merge ran in its place, and only a log line
     said so. The run's record now notes it, agent by agent, where curators read the runs."""

@@ -19,23 +19,11 @@ def no_llm(settings):
     settings.LLM_MODEL = ""
 
 
-@pytest.fixture
-def notes(agent_a):
-    for days_ago in (0, 2):
-        services.daily_note_append(
-            agent=agent_a,
-            when=timezone.now() - timedelta(days=days_ago),
-            text="\n## 10:00\n- Deploys happen on Fridays\n",
-            changed_by="t",
-        )
-    return agent_a
-
-
 def runs():
     return list(CompactionRun.objects.filter(kind="consolidation").order_by("pk"))
 
 
-def test_a_consolidation_through_the_api_is_recorded(notes, api, admin_token, client_a):
+def test_a_consolidation_through_the_api_is_recorded(two_days_of_notes, api, admin_token, client_a):
     """POST /agents/{agent}/consolidate only returned its result: the maintenance page, where curators
     see what consolidation did, never showed it."""
     body = api.post("/agents/agent-a/consolidate", token=admin_token).json()
@@ -49,7 +37,7 @@ def test_a_consolidation_through_the_api_is_recorded(notes, api, admin_token, cl
     assert f"#{run.pk}</a>" in page and "Consolidation" in page and "updated 1" in page
 
 
-def test_a_consolidation_by_the_command_is_recorded(notes, capsys):
+def test_a_consolidation_by_the_command_is_recorded(two_days_of_notes, capsys):
     call_command("consolidate", "--project", "acme", "--agent", "agent-a")
     assert "agent-a: MEMORY.md updated" in capsys.readouterr().out
     [run] = runs()
@@ -57,7 +45,7 @@ def test_a_consolidation_by_the_command_is_recorded(notes, capsys):
     assert run.changes[0]["target"] == "agent-a"
 
 
-def test_a_single_agent_run_that_fails_is_recorded_as_failed(notes, api, admin_token, settings):
+def test_a_single_agent_run_that_fails_is_recorded_as_failed(two_days_of_notes, api, admin_token, settings):
     """The merge taking MEMORY.md over MEMORY_MAX_ENTRY_BYTES is answered 413 (the command exits 1),
     and the run says so, as the nightly job's does."""
     settings.MEMORY_MAX_ENTRY_BYTES = 64
@@ -69,7 +57,9 @@ def test_a_single_agent_run_that_fails_is_recorded_as_failed(notes, api, admin_t
     assert "TooLarge" in runs()[0].changes[0]["reason"]
 
 
-def test_a_consolidation_that_changes_nothing_says_so_in_its_own_words(notes, api, admin_token, client_a):
+def test_a_consolidation_that_changes_nothing_says_so_in_its_own_words(
+    two_days_of_notes, api, admin_token, client_a
+):
     """The run page of a consolidation with no change said "the project is within its limits",
     compaction's words, which say nothing about MEMORY.md."""
     api.post("/agents/agent-a/consolidate", token=admin_token)
