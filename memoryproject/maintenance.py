@@ -197,12 +197,17 @@ RETENTION_STEPS = (
 
 def lifecycle_run(*, now: datetime | None = None) -> dict:
     """The session lifecycle (sessions_app's lifecycle_run); when it deleted sessions, whose exchanges
-    it took out of the daily notes, the notes' old vectors are dropped, as after a forget, so that
-    semantic search cannot find them by the erased text's meaning until they are embedded again."""
-    counts = sessions_services.lifecycle_run(now=now)
-    if counts["deleted"]:
-        for project_id in Project.objects.order_by("pk").values_list("pk", flat=True):
-            embeddings_stale_remove("file", project_id=project_id)
+    it took out of the daily notes, those agents' notes lose their old vectors, as after a forget, so
+    that semantic search cannot find them by the erased text's meaning until they are embedded again.
+    Only the agents whose sessions were deleted: the statement reads every note of the agents it is
+    given, and dropping the others' (their text unchanged) would only have them embedded again."""
+    deleted_from: set[tuple[int, int]] = set()
+    counts = sessions_services.lifecycle_run(now=now, deleted_from=deleted_from)
+    agents_by_project: dict[int, list[int]] = {}
+    for project_id, agent_id in sorted(deleted_from):
+        agents_by_project.setdefault(project_id, []).append(agent_id)
+    for project_id, agent_ids in agents_by_project.items():
+        embeddings_stale_remove("file", project_id=project_id, agent_ids=agent_ids)
     return counts
 
 

@@ -338,12 +338,13 @@ def session_delete(
     return True
 
 
-def lifecycle_run(*, now: datetime | None = None) -> dict:
+def lifecycle_run(*, now: datetime | None = None, deleted_from: set[tuple[int, int]] | None = None) -> dict:
     """One pass of the session lifecycle (the scheduled task): active sessions without activity for
     MEMORY_SESSION_IDLE_MINUTES become idle (and their extraction is queued, trigger "quiet"); sessions
     inactive for MEMORY_SESSION_ARCHIVE_DAYS are archived; archived sessions inactive for
     MEMORY_SESSION_RETENTION_DAYS (0 = never) are deleted; "inactive" counts from a restore too
-    (_quiet_before). One session failing does not stop the rest."""
+    (_quiet_before). One session failing does not stop the rest. `deleted_from`, when given, gets the
+    (project id, agent id) of each session deleted: the agents whose daily notes lost exchanges."""
 
     now = now or timezone.now()
     counts = {"idle": 0, "archived": 0, "deleted": 0, "errors": 0}
@@ -397,6 +398,8 @@ def lifecycle_run(*, now: datetime | None = None) -> dict:
                     quiet_before=delete_cutoff,
                 ):
                     counts["deleted"] += 1
+                    if deleted_from is not None:
+                        deleted_from.add((session.project_id, session.agent_id))
             except Exception:
                 logger.exception("lifecycle: deleting session %s failed", session.pk)
                 counts["errors"] += 1

@@ -17,6 +17,7 @@ from memoryproject.schedules import schedules_declared
 from search.models import Embedding
 from sessions_app import services as sessions_services
 from sessions_app.models import Message, Session, SessionStateEntry
+from vault import services as vault_services
 from vault.models import DeletionAudit, QueuedNoteAppend, WorkspaceFile, WorkspaceFileVersion
 from vault.selectors import daily_note_path
 
@@ -416,3 +417,28 @@ def test_the_scheduled_lifecycle_drops_the_old_vector_of_a_note_it_erased(api, t
     with time_machine.travel(timezone.now() + timedelta(days=settings.MEMORY_SESSION_RETENTION_DAYS + 1)):
         assert getattr(importlib.import_module(module), name)()["deleted"] == 1
     assert list(Embedding.objects.filter(kind="file").values_list("pk", flat=True)) == [kept.pk]
+
+
+def test_the_lifecycle_drops_old_note_vectors_only_of_the_agents_it_deleted_from(
+    api, token_a, agent_a, agent_b, outsider_agent, settings
+):
+    """A lifecycle pass that deleted a session dropped the stale vectors of every note of every project:
+    a note edited elsewhere (another agent, another project), which keeps the vectors of its unchanged
+    chunks until the refresh job embeds it again, lost them, and each project's notes were read."""
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+    log(api, token_a, [("my locker code is 4417", "noted the locker")], session="old")
+    assert api.post("/agents/agent-a/sessions/old/archive", token=token_a).status_code == 200
+    note = WorkspaceFile.objects.get(agent=agent_a, path=daily_note_path(timezone.localdate()))
+    _embedded(note, agent_a)
+    elsewhere = []
+    for agent in (agent_b, outsider_agent):  # the same project's other agent, and another project's
+        edited, _ = vault_services.file_write(
+            agent=agent, path="MEMORY.md", content="- tea\n", changed_by="t"
+        )
+        elsewhere.append(_embedded(edited, agent).pk)
+        vault_services.file_write(
+            agent=agent, path="MEMORY.md", content="- tea\n- and cake\n", changed_by="t"
+        )
+    later = timezone.now() + timedelta(days=settings.MEMORY_SESSION_RETENTION_DAYS + 1)
+    assert maintenance.lifecycle_run(now=later)["deleted"] == 1
+    assert sorted(Embedding.objects.filter(kind="file").values_list("pk", flat=True)) == sorted(elsewhere)
