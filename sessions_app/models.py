@@ -257,7 +257,7 @@ class SessionArchive(models.Model):
     """The cold storage of an archived session: every message row (all fields, ids and parents
     included), the branch heads and the state-entry links, as zlib-compressed JSON. `text` is the
     plain text of the messages, kept for full-text search of archived sessions; `message_ids` lists
-    the messages it holds."""
+    the messages it holds, `first_message_at` and `last_message_at` when they were written."""
 
     project = models.ForeignKey("vault.Project", on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey("vault.Agent", on_delete=models.CASCADE, related_name="+")
@@ -273,6 +273,15 @@ class SessionArchive(models.Model):
         blank=True,
         help_text="The ids of the messages in the payload, so that a forget by id finds the archive "
         "holding a message without decompressing the others.",
+    )
+    first_message_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the payload's first message was written (None: no messages), so that a forget "
+        "by time range decompresses only the archives whose messages can fall in it.",
+    )
+    last_message_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its last message was written."
     )
     archived_at = models.DateTimeField(db_index=True)
     search_vector = search_vector_field(*bilingual_vectors("text"), *parts_vectors("text"), scoped=False)

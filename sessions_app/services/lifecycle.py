@@ -131,6 +131,7 @@ def session_archive(
         messages = list(
             Message.objects.filter(session=session).order_by("created_at", "id").values(*_MESSAGE_FIELDS)
         )
+        dates = [row["created_at"] for row in messages]
         for row in messages:
             row["created_at"] = row["created_at"].isoformat()
         branches = {
@@ -165,6 +166,8 @@ def session_archive(
             compressed_bytes=len(payload),
             text="\n".join(m["text"] for m in messages if m["text"] and not m["internal"]),
             message_ids=[m["id"] for m in messages],
+            first_message_at=min(dates, default=None),
+            last_message_at=max(dates, default=None),
             archived_at=timezone.now(),
         )
         Message.objects.filter(session=session).update(parent=None)
@@ -243,8 +246,10 @@ class ArchiveFilter:
     def matches(self, row: dict) -> bool:
         if self.message_ids is not None:
             return row["id"] in self.message_ids
-        created = datetime.fromisoformat(row["created_at"])
-        return (self.since is None or created >= self.since) and (self.until is None or created < self.until)
+        return self.within(datetime.fromisoformat(row["created_at"]))
+
+    def within(self, instant: datetime) -> bool:
+        return (self.since is None or instant >= self.since) and (self.until is None or instant < self.until)
 
 
 def _archive_rows(archive: SessionArchive) -> list[dict]:
@@ -254,24 +259,41 @@ def _archive_rows(archive: SessionArchive) -> list[dict]:
 def archived_sessions_thaw(wanted: ArchiveFilter, *, by: str) -> list[tuple[Session, datetime | None]]:
     """Restore the archived sessions holding messages a forget names (their messages are in cold
     storage, out of reach of a forget, which then left them, their daily-note exchanges and their
-    search text in place): by id, those whose `message_ids` list one, by criteria, those whose payload
-    holds a message in the range. Returns each with the `restored_at` it had, for
-    archived_sessions_refreeze. Call in the forget's transaction."""
-    archives = SessionArchive.objects.filter(project_id=wanted.project_id).defer("text")
+    search text in place): by id, those whose `message_ids` list one, by criteria, those holding a
+    message in the range. Returns each with the `restored_at` it had, for archived_sessions_refreeze.
+    Call in the forget's transaction.
+
+    No archive is decompressed only to be looked at, but one whose first and last messages lie on
+    either side of the range: an archive whose messages all fall outside it is not read (its first
+    and last messages' dates say so), and one whose first or last message falls in it holds a match."""
+    # The payload is read by the restore (and by _archive_holds_match when it must look), not here.
+    archives = SessionArchive.objects.filter(project_id=wanted.project_id).defer("text", "payload")
     if wanted.agent_ids is not None:
         archives = archives.filter(agent_id__in=wanted.agent_ids)
     if wanted.agent_id is not None:
         archives = archives.filter(agent_id=wanted.agent_id)
-    if wanted.since is not None:  # archived after its messages were written
-        archives = archives.filter(archived_at__gte=wanted.since)
     if wanted.message_ids is not None:  # the archives listing them: none decompressed to look
-        archives = archives.filter(message_ids__overlap=sorted(wanted.message_ids)).defer("payload")
+        archives = archives.filter(message_ids__overlap=sorted(wanted.message_ids))
+    else:  # an archive without messages has no dates, and nothing to forget
+        if wanted.since is not None:
+            archives = archives.filter(last_message_at__gte=wanted.since)
+        if wanted.until is not None:
+            archives = archives.filter(first_message_at__lt=wanted.until)
+        archives = archives.filter(last_message_at__isnull=False)
     thawed = []
     for archive in archives.select_related("session").order_by("session_id"):
-        if wanted.message_ids is not None or any(wanted.matches(row) for row in _archive_rows(archive)):
+        if wanted.message_ids is not None or _archive_holds_match(archive, wanted):
             restored_at = archive.session.restored_at
             thawed.append((session_restore(session=archive.session, by=by, reason="forget"), restored_at))
     return thawed
+
+
+def _archive_holds_match(archive: SessionArchive, wanted: ArchiveFilter) -> bool:
+    """Whether an archive whose messages' dates overlap the range holds a message in it: its first or
+    last message does, or else one of those between (read from the payload)."""
+    if wanted.within(archive.first_message_at) or wanted.within(archive.last_message_at):
+        return True
+    return any(wanted.matches(row) for row in _archive_rows(archive))
 
 
 def archived_sessions_refreeze(thawed: list[tuple[Session, datetime | None]], *, by: str) -> None:
