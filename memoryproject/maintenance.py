@@ -285,10 +285,11 @@ def _forget_criteria(*, by_id: bool, agent, category, tags, since, until, source
 def _forget_erase(
     entries, messages, *, criteria: dict, deleted_by: str, now: datetime, expected: Expected | None = None
 ):
-    """Erase the selected entries and messages, each with its audit row; returns their ids. With
-    `expected`, an entry changed since the caller read it is refused (PreconditionFailed), checked
-    under its lock, and nothing is erased."""
-    entry_ids, message_ids = [], []
+    """Erase the selected entries and messages, each with its audit row; returns their ids, and those
+    of the entries erased as written from an erased message alone. With `expected`, an entry changed
+    since the caller read it is refused (PreconditionFailed), checked under its lock, and nothing is
+    erased."""
+    entry_ids, message_ids, derived_ids = [], [], []
     message_sessions_lock(messages)
     for entry in entries.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
         entry_precondition_check(entry, expected)
@@ -298,10 +299,10 @@ def _forget_erase(
         )
     for message in messages.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
         message_ids.append(message.pk)
-        message_erase(
+        derived_ids += message_erase(
             message, reason=DeletionAudit.Reason.FORGET, criteria=criteria, deleted_by=deleted_by, now=now
         )
-    return entry_ids, message_ids
+    return entry_ids, message_ids, derived_ids
 
 
 def _forget_filtered(
@@ -418,17 +419,21 @@ def forget(
     archived = _forget_archived(project, agent_ids, messages, message_ids if by_id else None, filters)
     with transaction.atomic():
         thawed = sessions_services.archived_sessions_thaw(archived, by=deleted_by) if archived else []
-        deleted_entry_ids, deleted_message_ids = _forget_erase(
+        deleted_entry_ids, deleted_message_ids, derived_entry_ids = _forget_erase(
             entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
         )
         sessions_services.archived_sessions_refreeze(thawed, by=deleted_by)
     if deleted_message_ids:  # their text was taken out of the daily notes: drop the notes' old vectors
         embeddings_stale_remove("file", project_id=project.pk, agent_ids=agent_ids)
     missing = (set(ids or []) - set(deleted_entry_ids)) | (set(message_ids or []) - set(deleted_message_ids))
-    deleted_entries, deleted_messages = len(deleted_entry_ids), len(deleted_message_ids)
+    # The entries written from a forgotten message alone are deleted too, each with its audit row:
+    # counted with the entries (they were left out, so the answer said less than the audit).
+    deleted_entries = len(deleted_entry_ids) + len(derived_entry_ids)
+    deleted_messages = len(deleted_message_ids)
     return {
         "count": deleted_entries + deleted_messages,
         "entries": deleted_entries,
+        "derived_entries": len(derived_entry_ids),
         "messages": deleted_messages,
         "not_found": sorted(missing) if by_id else [],
     }

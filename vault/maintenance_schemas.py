@@ -123,7 +123,20 @@ class ForgetIn(InputSchema):
 
 
 class ForgetOut(Schema):
-    count: int
-    entries: int
-    messages: int
-    not_found: list[int]
+    """What a forget deleted, each item with its audit row (DeletionAudit: hash and size, not the text)."""
+
+    count: int = Field(description="Items deleted in all: `entries` + `messages`")
+    entries: int = Field(
+        description="Vault entries deleted: those the request named (ids or criteria) and the "
+        "`derived_entries`"
+    )
+    derived_entries: int = Field(
+        description="Of `entries`, those deleted because the server wrote them from a forgotten message "
+        "alone and nobody has changed them since (a durable fact of the write-ahead scan, a decision or "
+        "lesson extracted from it); their audit rows name the message"
+    )
+    messages: int = Field(description="Messages deleted (of archived sessions too)")
+    not_found: list[int] = Field(
+        description="Ids named in `ids` or `message_ids` that do not exist or that this token may not "
+        "touch; nothing was done for them (always empty for a forget by criteria)"
+    )

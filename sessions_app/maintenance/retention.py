@@ -41,7 +41,11 @@ def message_sessions_lock(messages: QuerySet[Message]) -> None:
     )
 
 
-def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: str, now: datetime) -> None:
+def message_erase(
+    message: Message, *, reason: str, criteria: dict, deleted_by: str, now: datetime
+) -> list[int]:
+    """Erase a message, its copies and (a forget, not the purge) what was written from it alone, each
+    deletion audited; returns the ids of the entries erased with it (its derived entries)."""
     deletion_audit_record(
         project_id=message.project_id,
         agent_slug=message.agent.slug,
@@ -57,13 +61,15 @@ def message_erase(message: Message, *, reason: str, criteria: dict, deleted_by: 
     )
     RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE, object_id=message.pk).delete()
     _message_copies_erase(message)
+    derived = []
     if reason == DeletionAudit.Reason.FORGET:
-        _derived_entries_erase(message, deleted_by=deleted_by, now=now)
+        derived = _derived_entries_erase(message, deleted_by=deleted_by, now=now)
     _message_unlink(message)
     message.delete()
+    return derived
 
 
-def _derived_entries_erase(message: Message, *, deleted_by: str, now: datetime) -> None:
+def _derived_entries_erase(message: Message, *, deleted_by: str, now: datetime) -> list[int]:
     """A forget reaches what the server wrote from the message alone (vault's
     entries_from_message_erase): the durable fact the write-ahead scan took from it goes from the vault
     and, as a line, from MEMORY.md and its history; a decision or lesson extracted from it goes too
@@ -75,6 +81,7 @@ def _derived_entries_erase(message: Message, *, deleted_by: str, now: datetime) 
     if erased:  # the line durable_fact_record wrote beside the entry
         lines = [f"- {' '.join(entry.content.split())}" for entry in erased]
         vault_services.file_lines_erase(agent=message.agent, path="MEMORY.md", lines=lines)
+    return [entry.pk for entry in erased]
 
 
 def _message_unlink(message: Message) -> None:

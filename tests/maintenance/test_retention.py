@@ -437,7 +437,13 @@ def test_forget_by_ids_deletes_with_an_audit_row(api, admin_token, entry_a, entr
                           changed_by="t")  # fmt: skip
     response = api.post("/forget", {"ids": [entry_a.pk, 999999]}, token=admin_token)
     assert response.status_code == 200
-    assert response.json() == {"count": 1, "entries": 1, "messages": 0, "not_found": [999999]}
+    assert response.json() == {
+        "count": 1,
+        "entries": 1,
+        "derived_entries": 0,
+        "messages": 0,
+        "not_found": [999999],
+    }
     assert not VaultEntry.objects.filter(pk=entry_a.pk).exists()
     assert not EntryVersion.objects.filter(entry_id=entry_a.pk).exists()
     audit = DeletionAudit.objects.get()

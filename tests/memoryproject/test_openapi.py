@@ -697,3 +697,14 @@ def test_every_if_match_header_gives_an_example_that_reaches_the_operation(docum
         f"/entries/{entry_id}", {"content": "Pin it."}, token=token_a, headers={"If-Match": "*"}
     )
     assert response.status_code == 200, response.content
+
+
+def test_the_forget_answer_says_what_each_count_counts(document):
+    """The answer's fields had no description: nothing said that `entries` takes in the entries written
+    from a forgotten message, nor what `not_found` lists."""
+    schema = document
+    forget = schema["paths"]["/api/v1/forget"]["post"]["responses"]["200"]["content"]["application/json"]
+    name = forget["schema"]["$ref"].rsplit("/", 1)[1]
+    fields = schema["components"]["schemas"][name]["properties"]
+    assert set(fields) == {"count", "entries", "derived_entries", "messages", "not_found"}
+    assert all(field.get("description") for field in fields.values()), fields

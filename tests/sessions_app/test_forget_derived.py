@@ -37,7 +37,9 @@ def test_it_erases_the_durable_fact_the_scan_took_from_the_message(api, admin_to
     ids = say(api, token_a, "My name is Bobur.", "I prefer dark roast coffee.")
     assert "Bobur" in memory_file(api, token_a)
     fact = VaultEntry.objects.get(agent=agent_a, tags__contains=["wal"], content__contains="Bobur")
-    forget(api, admin_token, ids["My name is Bobur."])
+    answer = forget(api, admin_token, ids["My name is Bobur."])
+    # The fact's entry was deleted with an audit row, but the answer said "entries": 0.
+    assert answer == {"count": 2, "entries": 1, "derived_entries": 1, "messages": 1, "not_found": []}
     assert not VaultEntry.objects.filter(pk=fact.pk).exists()
     text = memory_file(api, token_a)
     assert "Bobur" not in text and "dark roast" in text
