@@ -288,8 +288,8 @@ def _forget_erase(
     """Erase the selected entries and messages, each with its audit row; returns their ids, and those
     of the entries erased as written from an erased message alone. With `expected`, an entry changed
     since the caller read it is refused (PreconditionFailed), checked under its lock, and nothing is
-    erased."""
-    entry_ids, message_ids, derived_ids = [], [], []
+    erased. The fourth list: the entries left in place without an erased message's quote (a handoff)."""
+    entry_ids, message_ids, derived_ids, rewritten_ids = [], [], [], set()
     message_sessions_lock(messages)
     for entry in entries.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
         entry_precondition_check(entry, expected)
@@ -299,10 +299,12 @@ def _forget_erase(
         )
     for message in messages.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
         message_ids.append(message.pk)
-        derived_ids += message_erase(
+        erased_with = message_erase(
             message, reason=DeletionAudit.Reason.FORGET, criteria=criteria, deleted_by=deleted_by, now=now
         )
-    return entry_ids, message_ids, derived_ids
+        derived_ids += erased_with.derived_entry_ids
+        rewritten_ids |= set(erased_with.rewritten_entry_ids)
+    return entry_ids, message_ids, derived_ids, sorted(rewritten_ids - set(derived_ids))
 
 
 def _forget_filtered(
@@ -419,21 +421,30 @@ def forget(
     archived = _forget_archived(project, agent_ids, messages, message_ids if by_id else None, filters)
     with transaction.atomic():
         thawed = sessions_services.archived_sessions_thaw(archived, by=deleted_by) if archived else []
-        deleted_entry_ids, deleted_message_ids, derived_entry_ids = _forget_erase(
+        deleted_entry_ids, deleted_message_ids, derived_entry_ids, rewritten_entry_ids = _forget_erase(
             entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
         )
         sessions_services.archived_sessions_refreeze(thawed, by=deleted_by)
     if deleted_message_ids:  # their text was taken out of the daily notes: drop the notes' old vectors
         embeddings_stale_remove("file", project_id=project.pk, agent_ids=agent_ids)
+    if rewritten_entry_ids:  # and out of entries quoting them (a handoff): their old vectors too
+        embeddings_stale_remove("entry", project_id=project.pk, agent_ids=agent_ids)
     missing = (set(ids or []) - set(deleted_entry_ids)) | (set(message_ids or []) - set(deleted_message_ids))
-    # The entries written from a forgotten message alone are deleted too, each with its audit row:
-    # counted with the entries (they were left out, so the answer said less than the audit).
-    deleted_entries = len(deleted_entry_ids) + len(derived_entry_ids)
-    deleted_messages = len(deleted_message_ids)
+    return _forget_answer(
+        deleted_entry_ids, deleted_message_ids, derived_entry_ids, rewritten_entry_ids, sorted(missing)
+    )
+
+
+def _forget_answer(entry_ids, message_ids, derived_ids, rewritten_ids, missing: list[int]) -> dict:
+    """A forget's answer (vault's ForgetOut). The entries written from a forgotten message alone are
+    deleted too, each with its audit row: counted with the entries (they were left out, and the answer
+    said less than the audit)."""
+    entries = len(entry_ids) + len(derived_ids)
     return {
-        "count": deleted_entries + deleted_messages,
-        "entries": deleted_entries,
-        "derived_entries": len(derived_entry_ids),
-        "messages": deleted_messages,
-        "not_found": sorted(missing) if by_id else [],
+        "count": entries + len(message_ids),
+        "entries": entries,
+        "derived_entries": len(derived_ids),
+        "entries_rewritten": len(rewritten_ids),
+        "messages": len(message_ids),
+        "not_found": missing,
     }

@@ -135,6 +135,10 @@ class ForgetOut(Schema):
         "alone and nobody has changed them since (a durable fact of the write-ahead scan, a decision or "
         "lesson extracted from it); their audit rows name the message"
     )
+    entries_rewritten: int = Field(
+        description="Entries kept but rewritten without a forgotten message's text: a handoff that quoted "
+        "it (its line says [forgotten]); not counted in `count`"
+    )
     messages: int = Field(description="Messages deleted (of archived sessions too)")
     not_found: list[int] = Field(
         description="Ids named in `ids` or `message_ids` that do not exist or that this token may not "

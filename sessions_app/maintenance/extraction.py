@@ -24,6 +24,7 @@ from sessions_app.maintenance.trimming import session_digest
 from sessions_app.models import Message, Role, Session
 from sessions_app.scan import DURABLE_CATEGORIES, scan_message
 from vault import selectors, services
+from vault.extraction import insights_extract
 from vault.maintenance.consolidation import (
     file_content,
     file_replace_if_unchanged,
@@ -33,7 +34,7 @@ from vault.maintenance.consolidation import (
 from vault.maintenance.facts import instructions_added, model_text_reported, rewrite_review
 from vault.maintenance.runs import ACTOR, agent_lock_try
 from vault.models import Agent, AgentMaintenance, EntrySource, SessionMark
-from vault.text import text_clip
+from vault.text import normalise_fact, text_clip
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +261,22 @@ def _core_files_write(
     return written
 
 
+def insight_sources(messages: list[Message]) -> dict[str, int]:
+    """The id of the message each insight of the conversation was first found in, by normalised text
+    (an entry's provenance: a forget of that message erases the entry written from it alone)."""
+    found: dict[str, int] = {}
+    for message in messages:
+        insights = insights_extract(
+            [message.text],
+            max_per_kind=settings.MEMORY_INSIGHTS_MAX,
+            max_chars=settings.MEMORY_INSIGHT_CHARS,
+            min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
+        )
+        for text in (*insights.decisions, *insights.lessons):
+            found.setdefault(normalise_fact(text), message.pk)
+    return found
+
+
 def _extract_with_heuristics(
     agent: Agent, session: Session, messages: list[Message], now: datetime, facts_written: list[str]
 ) -> dict:
@@ -273,6 +290,8 @@ def _extract_with_heuristics(
         tags=["auto-extract", "session-close"],
         source=EntrySource.EXTRACTION,
         created_by=ACTOR,
+        source_session_id=session.pk,
+        source_messages=lambda: insight_sources(messages),
     )
     facts = []
     for message in messages:

@@ -2,6 +2,7 @@
 long, are archived, and purged for good (with an audit row) after the grace period."""
 
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -16,13 +17,16 @@ from sessions_app.models import (
     Message,
     Role,
     Session,
+    SessionArchive,
     SessionStateEntry,
     WorkingBufferEntry,
 )
+from sessions_app.scan import DURABLE_CATEGORIES, scan_message
 from vault import services as vault_services
+from vault.extraction import insights_extract
 from vault.maintenance.retention import entries_from_message_erase, retention_marks_due
 from vault.maintenance.runs import ACTOR, run_change, run_count, run_guarded
-from vault.models import Agent, CompactionRun, DeletionAudit, Project, RetentionMark
+from vault.models import Agent, CompactionRun, DeletionAudit, Project, RetentionMark, SessionMark
 from vault.redaction import project_redaction_enabled, redact
 from vault.services.audit import deletion_audit_record
 from vault.text import ASCII_CUT, text_clip
@@ -41,11 +45,19 @@ def message_sessions_lock(messages: QuerySet[Message]) -> None:
     )
 
 
+class ErasedWith(NamedTuple):
+    """What a message's erase did to the entries derived from it: those erased (written from it alone,
+    each with an audit row) and those rewritten without its text (a handoff's quote of it)."""
+
+    derived_entry_ids: list[int]
+    rewritten_entry_ids: list[int]
+
+
 def message_erase(
     message: Message, *, reason: str, criteria: dict, deleted_by: str, now: datetime
-) -> list[int]:
-    """Erase a message, its copies and (a forget, not the purge) what was written from it alone, each
-    deletion audited; returns the ids of the entries erased with it (its derived entries)."""
+) -> ErasedWith:
+    """Erase a message, its copies and (a forget, not the purge) what was derived from it, each
+    deletion audited."""
     deletion_audit_record(
         project_id=message.project_id,
         agent_slug=message.agent.slug,
@@ -61,12 +73,14 @@ def message_erase(
     )
     RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE, object_id=message.pk).delete()
     _message_copies_erase(message)
-    derived = []
+    erased_with = ErasedWith([], [])
     if reason == DeletionAudit.Reason.FORGET:
-        derived = _derived_entries_erase(message, deleted_by=deleted_by, now=now)
+        erased_with = ErasedWith(
+            _derived_entries_erase(message, deleted_by=deleted_by, now=now), _derived_texts_erase(message)
+        )
     _message_unlink(message)
     message.delete()
-    return derived
+    return erased_with
 
 
 def _derived_entries_erase(message: Message, *, deleted_by: str, now: datetime) -> list[int]:
@@ -82,6 +96,73 @@ def _derived_entries_erase(message: Message, *, deleted_by: str, now: datetime) 
         lines = [f"- {' '.join(entry.content.split())}" for entry in erased]
         vault_services.file_lines_erase(agent=message.agent, path="MEMORY.md", lines=lines)
     return [entry.pk for entry in erased]
+
+
+def _derived_texts_erase(message: Message) -> list[int]:
+    """A forget takes the message's text out of the text derived from it (vault.services.derived):
+    a handoff's line quoting it (the handoff lists it among its sources), the lines the heuristic
+    extraction wrote from it into its session's blocks of the daily notes, and, where a model wrote
+    it (the extraction's blocks, MEMORY.md, PROFILE.md), its exact text: whole, spaces collapsed or
+    redacted, and the durable facts, decisions and lessons the server took from it. A text another
+    message still says (a live one, or one in an archive) is not erased from the model's text, nor is a
+    heuristic line it also yields. Returns the ids of the entries rewritten."""
+    redacting = project_redaction_enabled(message.project_id)
+    flat = " ".join(message.text.split())
+    quotes = {flat, text_clip(message.text, settings.MEMORY_HANDOFF_MESSAGE_CHARS, mark="")}
+    rewritten = vault_services.entries_quotes_erase(
+        agent_id=message.agent_id,
+        message_id=message.pk,
+        quotes=sorted(quotes | ({redact(q) for q in quotes} if redacting else set())),
+    )
+    lines, texts = _heuristic_lines(message)
+    forms = {message.text.strip(), flat, *texts}
+    forms |= {redact(form) for form in forms} if redacting else set()
+    forms = sorted(form for form in forms if form and not _said_elsewhere(message, form))
+    lines = [line for line, text in lines if not _said_elsewhere(message, text)]
+    session = Session.objects.filter(pk=message.session_id).values_list("external_id", flat=True).first()
+    vault_services.daily_notes_extraction_erase(
+        agent=message.agent,
+        session_label=session or str(message.session_id),
+        lines=lines,
+        texts=forms,
+        first_day=timezone.localtime(message.created_at).date(),
+    )
+    vault_services.memory_files_text_erase(agent=message.agent, lines=lines, texts=forms)
+    facts = {line.removeprefix("- ") for line in lines}
+    mark = SessionMark.objects.filter(session_id=message.session_id, purpose=SessionMark.Purpose.EXTRACTION)
+    for kept in mark.select_for_update().only("pk", "facts"):
+        if facts & set(kept.facts):
+            SessionMark.objects.filter(pk=kept.pk).update(facts=[f for f in kept.facts if f not in facts])
+    return rewritten
+
+
+def _heuristic_lines(message: Message) -> tuple[list[tuple[str, str]], list[str]]:
+    """The lines the heuristic extraction writes from a message into the daily note (its decisions and
+    lessons, and a user's durable facts), each with the text it quotes, and those texts."""
+    found = insights_extract(
+        [message.text],
+        max_per_kind=settings.MEMORY_INSIGHTS_MAX,
+        max_chars=settings.MEMORY_INSIGHT_CHARS,
+        min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
+    )
+    lines = [(f"- Decision: {text}", text) for text in found.decisions]
+    lines += [(f"- Lesson: {text}", text) for text in found.lessons]
+    if message.role == Role.USER:
+        lines += [
+            (f"- {match.category.replace('_', ' ')}: {match.text}", match.text)
+            for match in scan_message(message.text)
+            if match.category in DURABLE_CATEGORIES
+        ]
+    return lines, [text for _, text in lines]
+
+
+def _said_elsewhere(message: Message, text: str) -> bool:
+    """Whether another message of the agent (not a compaction summary, a copy) still holds `text`, live
+    or archived: then the text is not the forgotten message's alone."""
+    others = Message.objects.filter(agent_id=message.agent_id, text__contains=text).exclude(pk=message.pk)
+    if others.exclude(state__has_key=SUMMARY_STATE_KEY).exists():
+        return True
+    return SessionArchive.objects.filter(agent_id=message.agent_id, text__contains=text).exists()
 
 
 def _message_unlink(message: Message) -> None:

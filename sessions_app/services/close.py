@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memoryproject.errors import InvalidInput, NotFound
 from sessions_app import selectors
-from sessions_app.maintenance.extraction import extraction_enqueue
+from sessions_app.maintenance.extraction import extraction_enqueue, insight_sources
 from sessions_app.models import Checkpoint, Message, Role, Session, SessionStatus
 from sessions_app.services.append import AppendResult, messages_append
 from sessions_app.services.common import (
@@ -23,10 +23,9 @@ from sessions_app.services.common import (
     session_label_check,
 )
 from vault import services as vault_services
-from vault.extraction import insights_extract
 from vault.models import Agent, EntrySource, VaultEntry
 from vault.redaction import redact_for_project
-from vault.text import normalise_fact, text_check, text_clip
+from vault.text import text_check, text_clip
 
 logger = logging.getLogger(__name__)
 
@@ -115,21 +114,6 @@ def _handoff_message_ids(messages: Sequence[Message]) -> list[int]:
     return [m.pk for m in chat[-settings.MEMORY_HANDOFF_MESSAGES :] if getattr(m, "pk", None)]
 
 
-def _insight_sources(messages: Sequence[Message]) -> dict[str, int]:
-    """The id of the message each insight of the conversation was first found in, by normalised text."""
-    found: dict[str, int] = {}
-    for message in messages:
-        insights = insights_extract(
-            [message.text],
-            max_per_kind=settings.MEMORY_INSIGHTS_MAX,
-            max_chars=settings.MEMORY_INSIGHT_CHARS,
-            min_line_chars=settings.MEMORY_INSIGHT_MIN_LINE_CHARS,
-        )
-        for text in (*insights.decisions, *insights.lessons):
-            found.setdefault(normalise_fact(text), message.pk)
-    return found
-
-
 @dataclass
 class CloseResult:
     session: Session
@@ -198,7 +182,7 @@ def session_close(
             source=EntrySource.EXTRACTION,
             created_by=changed_by,
             source_session_id=session.pk,
-            source_messages=lambda: _insight_sources(chat),
+            source_messages=lambda: insight_sources(chat),
         )
         decisions = [entry for entry in insights if entry.category == "decisions"]
         lessons = [entry for entry in insights if entry.category == "lessons"]

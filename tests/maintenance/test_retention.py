@@ -441,6 +441,7 @@ def test_forget_by_ids_deletes_with_an_audit_row(api, admin_token, entry_a, entr
         "count": 1,
         "entries": 1,
         "derived_entries": 0,
+        "entries_rewritten": 0,
         "messages": 0,
         "not_found": [999999],
     }

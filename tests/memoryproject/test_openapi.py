@@ -706,5 +706,12 @@ def test_the_forget_answer_says_what_each_count_counts(document):
     forget = schema["paths"]["/api/v1/forget"]["post"]["responses"]["200"]["content"]["application/json"]
     name = forget["schema"]["$ref"].rsplit("/", 1)[1]
     fields = schema["components"]["schemas"][name]["properties"]
-    assert set(fields) == {"count", "entries", "derived_entries", "messages", "not_found"}
+    assert set(fields) == {
+        "count",
+        "entries",
+        "derived_entries",
+        "entries_rewritten",
+        "messages",
+        "not_found",
+    }
     assert all(field.get("description") for field in fields.values()), fields

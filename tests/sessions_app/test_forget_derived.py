@@ -6,10 +6,12 @@ messages too, is memory of its own and stays."""
 import pytest
 from django.utils import timezone
 
+from sessions_app.maintenance.extraction import extraction_perform
 from sessions_app.maintenance.retention import message_erase
 from sessions_app.models import Message
 from vault import services as vault_services
-from vault.models import DeletionAudit, VaultEntry, WorkspaceFileVersion
+from vault.models import DeletionAudit, EntryVersion, SessionMark, VaultEntry, WorkspaceFileVersion
+from vault.selectors import daily_note_path
 
 pytestmark = pytest.mark.django_db
 
@@ -27,6 +29,13 @@ def forget(api, admin_token, *ids):
     return response.json()
 
 
+def note_text(api, token):
+    path = daily_note_path(timezone.localdate())
+    response = api.get(f"/agents/agent-a/files/{path}", token=token)
+    assert response.status_code == 200, response.content
+    return response.json()["content"]
+
+
 def memory_file(api, token):
     return api.get("/agents/agent-a/files/MEMORY.md", token=token).json()["content"]
 
@@ -39,7 +48,9 @@ def test_it_erases_the_durable_fact_the_scan_took_from_the_message(api, admin_to
     fact = VaultEntry.objects.get(agent=agent_a, tags__contains=["wal"], content__contains="Bobur")
     answer = forget(api, admin_token, ids["My name is Bobur."])
     # The fact's entry was deleted with an audit row, but the answer said "entries": 0.
-    assert answer == {"count": 2, "entries": 1, "derived_entries": 1, "messages": 1, "not_found": []}
+    assert answer == {
+        "count": 2, "entries": 1, "derived_entries": 1, "entries_rewritten": 0, "messages": 1, "not_found": [],
+    }  # fmt: skip
     assert not VaultEntry.objects.filter(pk=fact.pk).exists()
     text = memory_file(api, token_a)
     assert "Bobur" not in text and "dark roast" in text
@@ -86,3 +97,102 @@ def test_it_erases_a_decision_sleep_extracted_from_the_message_alone(api, admin_
     forget(api, admin_token, source)
     assert not VaultEntry.objects.filter(pk=decision.pk).exists()
     assert VaultEntry.objects.filter(pk=handoff.pk).exists()  # drawn from the whole conversation
+
+
+def sleep(api, token, messages, session="chat-2"):
+    response = api.post("/agents/agent-a/sleep", {"session": session, "messages": messages}, token=token)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_a_handoff_quoting_the_message_loses_the_quote_and_keeps_the_rest(api, admin_token, token_a, agent_a):
+    """The handoff, drawn from several messages, stays; its line quoting the forgotten one kept the
+    text (and so did its history), which the next session's context shows."""
+    body = sleep(api, token_a, [
+        {"role": "user", "text": "My locker code is 4417, keep it handy."},
+        {"role": "assistant", "text": "Noted the locker code for later."},
+        {"role": "user", "text": "Next we deploy the billing service."},
+    ])  # fmt: skip
+    handoff = VaultEntry.objects.get(pk=body["handoff"]["id"])
+    vault_services.entry_update(
+        entry_id=handoff.pk, changes=vault_services.EntryChanges(importance=0.9), changed_by="curator"
+    )
+    source = Message.objects.get(text__startswith="My locker code").pk
+    answer = forget(api, admin_token, source)
+    assert (answer["entries"], answer["entries_rewritten"]) == (0, 1)
+    handoff.refresh_from_db()
+    assert "4417" not in handoff.content and "[User]: [forgotten]" in handoff.content
+    assert "[Agent]: Noted the locker code for later." in handoff.content
+    assert "Next we deploy the billing service." in handoff.content
+    assert not EntryVersion.objects.filter(entry_id=handoff.pk, content__contains="4417").exists()
+    context = api.post("/agents/agent-a/context", {"command": "locker", "budget_tokens": 2000}, token=token_a)
+    assert "4417" not in context.json()["text"]
+
+
+def test_the_heuristic_extractions_lines_from_the_message_go_from_the_daily_note(
+    api, admin_token, token_a, agent_a, settings
+):
+    """Extraction listed the message's decision and durable fact in the daily note (and stored the
+    decision with no provenance, so no forget could find it): both stayed after the forget."""
+    settings.MEMORY_EXTRACTION_MIN_MESSAGES = 1
+    settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 0
+    ids = say(
+        api, token_a,
+        "My name is Bobur and I handle the payments team.",
+        "We decided to move the ledger to PostgreSQL sixteen this quarter.",
+        "I prefer short status reports every Friday afternoon.",
+    )  # fmt: skip
+    session = Message.objects.get(pk=ids["My name is Bobur and I handle the payments team."]).session
+    done = extraction_perform(agent_id=agent_a.pk, session_id=session.pk, trigger_source="web")
+    assert done["status"] == "done", done
+    note = note_text(api, token_a)
+    assert "Bobur" in note and "- Decision: We decided to move the ledger" in note
+    decision = VaultEntry.objects.get(agent=agent_a, category="decisions", content__contains="ledger")
+    forget(api, admin_token, ids["My name is Bobur and I handle the payments team."])
+    forget(api, admin_token, ids["We decided to move the ledger to PostgreSQL sixteen this quarter."])
+    note = note_text(api, token_a)
+    assert "Bobur" not in note and "ledger" not in note, note
+    assert "short status reports" in note  # the third message's fact stays
+    assert not VaultEntry.objects.filter(pk=decision.pk).exists()
+    mark = SessionMark.objects.get(session_id=session.pk)
+    assert not [fact for fact in mark.facts if "Bobur" in fact] and mark.facts
+
+
+def test_the_exact_text_goes_from_what_a_model_wrote(api, admin_token, token_a, agent_a):
+    """A model's rewrite of PROFILE.md or MEMORY.md and its block of the session's daily note, which
+    cannot be traced to one message, kept the forgotten text word for word."""
+    ids = say(api, token_a, "I am allergic to penicillin and peanuts.", "Sure.")
+    secret = "I am allergic to penicillin and peanuts."
+    session = Message.objects.get(pk=ids[secret]).session
+    vault_services.file_write(agent=agent_a, path="PROFILE.md", content=f"# Profile\n- {secret}\n- Likes tea\n",
+                              changed_by="consolidation")  # fmt: skip
+    vault_services.file_write(agent=agent_a, path="PROFILE.md", content=f"# Profile\n- {secret}\n- Likes tea!\n",
+                              changed_by="consolidation")  # fmt: skip
+    now = timezone.now()
+    for label in (session.external_id, "another-chat"):
+        vault_services.daily_note_append(
+            agent=agent_a, when=now, changed_by="t",
+            text=f"\n## 10:00 · session {label} (extraction)\nThe user said: {secret} Sure.\n",
+        )  # fmt: skip
+    forget(api, admin_token, ids[secret], ids["Sure."])
+    profile = api.get("/agents/agent-a/files/PROFILE.md", token=token_a).json()["content"]
+    assert profile == "# Profile\n- [forgotten]\n- Likes tea!\n"
+    assert (
+        not WorkspaceFileVersion.objects.filter(content__contains="penicillin")
+        .exclude(file__path__startswith="memory/")
+        .exists()
+    )
+    note = note_text(api, token_a)
+    # The session's block loses the text; a block of another conversation keeps it (not derived from
+    # the message); a short text ("Sure.") is not looked for in prose.
+    assert "The user said: [forgotten] Sure." in note
+    assert f"session another-chat (extraction)\nThe user said: {secret}" in note
+
+
+def test_a_text_another_message_still_says_stays_in_what_a_model_wrote(api, admin_token, token_a, agent_a):
+    ids = say(api, token_a, "I am allergic to penicillin and peanuts.")
+    say(api, token_a, "I am allergic to penicillin and peanuts.", session="chat-9")
+    vault_services.file_write(agent=agent_a, path="PROFILE.md", changed_by="t",
+                              content="- I am allergic to penicillin and peanuts.\n")  # fmt: skip
+    forget(api, admin_token, ids["I am allergic to penicillin and peanuts."])
+    assert "penicillin" in api.get("/agents/agent-a/files/PROFILE.md", token=token_a).json()["content"]

@@ -11,6 +11,11 @@ from vault.services.daily_notes import (
     daily_notes_flush,
     daily_notes_text_erase,
 )
+from vault.services.derived import (
+    daily_notes_extraction_erase,
+    entries_quotes_erase,
+    memory_files_text_erase,
+)
 from vault.services.entries import (
     EntryChanges,
     entry_create,
@@ -72,6 +77,9 @@ __all__ = [
     "agent_ensure",
     "agent_name_set",
     "daily_note_append",
+    "daily_notes_extraction_erase",
+    "entries_quotes_erase",
+    "memory_files_text_erase",
     "daily_note_path",
     "entries_mark_accessed",
     "entry_create",
