@@ -22,6 +22,7 @@ from sessions_app.models import (
     WorkingBufferEntry,
 )
 from sessions_app.scan import DURABLE_CATEGORIES, scan_message
+from vault import selectors as vault_selectors
 from vault import services as vault_services
 from vault.extraction import insights_extract
 from vault.maintenance.retention import entries_from_message_erase, retention_marks_due
@@ -115,25 +116,36 @@ def _derived_texts_erase(message: Message) -> list[int]:
         quotes=sorted(quotes | ({redact(q) for q in quotes} if redacting else set())),
     )
     lines, texts = _heuristic_lines(message)
+    _extraction_facts_drop(message.session_id, {line.removeprefix("- ") for line, _ in lines})
     forms = {message.text.strip(), flat, *texts}
     forms |= {redact(form) for form in forms} if redacting else set()
-    forms = sorted(form for form in forms if form and not _said_elsewhere(message, form))
-    lines = [line for line, text in lines if not _said_elsewhere(message, text)]
     session = Session.objects.filter(pk=message.session_id).values_list("external_id", flat=True).first()
+    label = session or str(message.session_id)
+    # Only the texts the derived text holds are erased, so only theirs are looked for in the messages.
+    held = vault_selectors.derived_texts_held(agent_id=message.agent_id, session_label=label, texts=[*forms])
+    kept = {text for text in held if _said_elsewhere(message, text)}
+    forms = sorted(held - kept)
+    lines = [line for line, text in lines if text in held and text not in kept]
+    if not forms and not lines:
+        return rewritten
     vault_services.daily_notes_extraction_erase(
         agent=message.agent,
-        session_label=session or str(message.session_id),
+        session_label=label,
         lines=lines,
         texts=forms,
         first_day=timezone.localtime(message.created_at).date(),
     )
     vault_services.memory_files_text_erase(agent=message.agent, lines=lines, texts=forms)
-    facts = {line.removeprefix("- ") for line in lines}
-    mark = SessionMark.objects.filter(session_id=message.session_id, purpose=SessionMark.Purpose.EXTRACTION)
+    return rewritten
+
+
+def _extraction_facts_drop(session_id: int, facts: set[str]) -> None:
+    """The facts the session's extractions listed (SessionMark.facts, which keeps their text) without
+    those of a forgotten message."""
+    mark = SessionMark.objects.filter(session_id=session_id, purpose=SessionMark.Purpose.EXTRACTION)
     for kept in mark.select_for_update().only("pk", "facts"):
         if facts & set(kept.facts):
             SessionMark.objects.filter(pk=kept.pk).update(facts=[f for f in kept.facts if f not in facts])
-    return rewritten
 
 
 def _heuristic_lines(message: Message) -> tuple[list[tuple[str, str]], list[str]]:

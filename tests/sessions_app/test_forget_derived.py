@@ -4,6 +4,8 @@ a decision sleep extracted from it. An entry a person has changed since, or one 
 messages too, is memory of its own and stays."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sessions_app.maintenance.extraction import extraction_perform
@@ -196,3 +198,16 @@ def test_a_text_another_message_still_says_stays_in_what_a_model_wrote(api, admi
                               content="- I am allergic to penicillin and peanuts.\n")  # fmt: skip
     forget(api, admin_token, ids["I am allergic to penicillin and peanuts."])
     assert "penicillin" in api.get("/agents/agent-a/files/PROFILE.md", token=token_a).json()["content"]
+
+
+def test_a_forget_searches_the_messages_only_for_a_text_something_derived_holds(
+    api, admin_token, token_a, agent_a
+):
+    """Whether another message still says the forgotten text is a search of every message of the
+    agent: asked for each form of each forgotten message, it made a forget by criteria of thousands
+    of messages thousands of such searches, where most hold nothing derived."""
+    ids = say(api, token_a, "What time is the standup tomorrow morning?")
+    with CaptureQueriesContext(connection) as queries:
+        forget(api, admin_token, ids["What time is the standup tomorrow morning?"])
+    searches = [q["sql"] for q in queries if "sessions_app_message" in q["sql"] and "LIKE" in q["sql"]]
+    assert searches == []

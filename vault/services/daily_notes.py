@@ -13,7 +13,7 @@ from django.utils import timezone
 from memoryproject.copy_rows import row_insert
 from memoryproject.resilience import guarded
 from vault.models import Agent, QueuedNoteAppend, WorkspaceFile, WorkspaceFileVersion
-from vault.selectors import daily_note_path
+from vault.selectors import DAILY_NOTE_ANY_PART, daily_note_path
 from vault.services.files import (
     DAILY_NOTE_LOGGER,
     _daily_header,
@@ -153,7 +153,6 @@ def daily_notes_flush(
 
 # What an erased text is replaced with in the exchanges that logged it.
 FORGOTTEN = "[forgotten]"
-_DAILY_NOTE_ANY_PART = r"^memory/[0-9]{4}-[0-9]{2}-[0-9]{2}(-[1-9][0-9]*)?\.md$"
 
 
 def _logged_text_pattern(texts: list[str]) -> re.Pattern:
@@ -183,7 +182,7 @@ def daily_notes_text_erase(
     holding = Q()
     for text in texts:
         holding |= Q(content__contains=text)
-    notes = WorkspaceFile.objects.filter(agent=agent, path__regex=_DAILY_NOTE_ANY_PART)
+    notes = WorkspaceFile.objects.filter(agent=agent, path__regex=DAILY_NOTE_ANY_PART)
     if first_day is not None:
         notes = notes.filter(path__gte=f"memory/{first_day:%Y-%m-%d}")
     if last_day is not None:  # every part of the last day sorts before the next day's path

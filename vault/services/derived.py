@@ -26,13 +26,12 @@ from django.utils import timezone
 
 from vault import trust
 from vault.models import Agent, EntryVersion, VaultEntry, WorkspaceFile, WorkspaceFileVersion
-from vault.services.daily_notes import _DAILY_NOTE_ANY_PART, FORGOTTEN, _note_first_part
+from vault.selectors import DAILY_NOTE_ANY_PART, MEMORY_FILES
+from vault.services.daily_notes import FORGOTTEN, _note_first_part
 from vault.services.files import _file_live_locked
 
 # A form of the forgotten text shorter than this is looked for only where the server wrote it whole.
 DERIVED_TEXT_MIN_CHARS = 12
-# The files a model rewrites from conversations (extraction, consolidation).
-MEMORY_FILES = ("MEMORY.md", "PROFILE.md")
 
 
 def _text_pattern(texts: list[str]) -> re.Pattern | None:
@@ -112,7 +111,7 @@ def daily_notes_extraction_erase(
         rf"^## \d{{1,2}}:\d{{2}} · session {re.escape(session_label)} \((?:heuristic )?extraction\)$"
     )
     marker = f" · session {session_label} ("
-    notes = WorkspaceFile.objects.filter(agent=agent, path__regex=_DAILY_NOTE_ANY_PART)
+    notes = WorkspaceFile.objects.filter(agent=agent, path__regex=DAILY_NOTE_ANY_PART)
     if first_day is not None:
         notes = notes.filter(path__gte=f"memory/{first_day:%Y-%m-%d}")
     changed = 0
@@ -150,7 +149,7 @@ def memory_files_text_erase(*, agent: Agent, lines: list[str], texts: list[str])
     noted = set()
     if lines:
         held = WorkspaceFile.objects.filter(
-            still_noted, agent=agent, path__regex=_DAILY_NOTE_ANY_PART, deleted_at__isnull=True
+            still_noted, agent=agent, path__regex=DAILY_NOTE_ANY_PART, deleted_at__isnull=True
         )
         for content in held.values_list("content", flat=True):
             noted |= {line for line in lines if line in content.splitlines()}
