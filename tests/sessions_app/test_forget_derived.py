@@ -150,12 +150,16 @@ def test_the_heuristic_extractions_lines_from_the_message_go_from_the_daily_note
     note = note_text(api, token_a)
     assert "Bobur" in note and "- Decision: We decided to move the ledger" in note
     decision = VaultEntry.objects.get(agent=agent_a, category="decisions", content__contains="ledger")
+    (fact_line,) = [line for line in note.splitlines() if line.startswith("- proper noun:")]
+    # Consolidation copies a note's recurring fact lines into MEMORY.md as they are.
+    vault_services.file_append(agent=agent_a, path="MEMORY.md", text=f"{fact_line}\n", changed_by="t")
     forget(api, admin_token, ids["My name is Bobur and I handle the payments team."])
     forget(api, admin_token, ids["We decided to move the ledger to PostgreSQL sixteen this quarter."])
     note = note_text(api, token_a)
     assert "Bobur" not in note and "ledger" not in note, note
     assert "short status reports" in note  # the third message's fact stays
     assert not VaultEntry.objects.filter(pk=decision.pk).exists()
+    assert "proper noun" not in memory_file(api, token_a)  # the line, not only its text
     mark = SessionMark.objects.get(session_id=session.pk)
     assert not [fact for fact in mark.facts if "Bobur" in fact] and mark.facts
 
