@@ -28,11 +28,13 @@ def main() -> None:
         # A setting found bad only when a command used it: the same one line.
         sys.exit(f"Configuration error: {exc}")
     except DatabaseError as exc:
-        if sys.argv[1:2] == ["migrate"]:
-            raise
-        from memoryproject.unmigrated import unmigrated_message
+        from memoryproject.unmigrated import unmigrated_message, unreachable_message
 
-        message = unmigrated_message(exc)
+        # A database that cannot be reached (DATABASE_URL naming a server that is down, a database
+        # that does not exist) is one line naming DATABASE_URL, as `serve` says it, not psycopg's traceback.
+        message = unreachable_message(exc)
+        if message is None and sys.argv[1:2] != ["migrate"]:
+            message = unmigrated_message(exc)
         if message is None:
             raise
         sys.stderr.write(f"CommandError: {message}\n")

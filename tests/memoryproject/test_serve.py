@@ -242,6 +242,42 @@ def test_serve_names_database_url_when_the_database_cannot_be_reached(tmp_path, 
     assert "running" not in result.stdout
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["token_create", "--project", "default", "--scope", "admin"],
+        ["createsuperuser", "--noinput", "--username", "ana"],
+        ["migrate"],
+        ["compact", "--dry-run"],
+        ["mcp", "--agent", "dev"],
+    ],
+)
+@pytest.mark.parametrize(
+    ("database", "reason"),
+    [
+        ("127.0.0.1:1/memory", "Connection refused"),
+        ("{host}/memory_no_such_database", 'database "memory_no_such_database" does not exist'),
+    ],
+)
+def test_an_operators_command_names_database_url_when_the_database_cannot_be_reached(
+    tmp_path, command, database, reason
+):
+    """The README's first commands (token_create, createsuperuser) and the others printed psycopg's
+    40-line traceback when DATABASE_URL named a server that is down or a database that does not exist;
+    only `serve` said it in one line."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    host = f"{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}"
+    url = f"postgres://{s['USER']}:secret-pw@{database.format(host=host)}"
+    result = _manage(tmp_path, *command, env={"DATABASE_URL": url})
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    error = result.stderr.strip()
+    assert error.startswith("CommandError: DATABASE_URL: the database cannot be reached (")
+    assert reason in error and "\n" not in error and "secret-pw" not in error
+
+
 def test_serve_names_redis_url_when_the_job_broker_cannot_be_reached(tmp_path):
     """The job cluster printed a traceback every few seconds for as long as it ran, and no job ran."""
     port = _free_port()

@@ -16,10 +16,11 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError, OperationalError, connection
+from django.db import DatabaseError, connection
 
 from memoryproject import embedded_db, serve_state
 from memoryproject.env import env_int
+from memoryproject.unmigrated import unreachable_line
 from search.semantic import semantic_status
 from vault.services import project_ensure_default
 
@@ -58,11 +59,7 @@ def _database_check() -> None:
     try:
         connection.ensure_connection()
     except DatabaseError as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if isinstance(exc, OperationalError):
-            raise CommandError(f"DATABASE_URL: the database cannot be reached ({reason})") from None
-        # An option psycopg does not know (?colour=blue): a ProgrammingError before any connection.
-        raise CommandError(f"DATABASE_URL: its connection settings are refused ({reason})") from None
+        raise CommandError(unreachable_line(exc)) from None
 
 
 def _broker_check() -> None:
