@@ -32,7 +32,6 @@ from vault.etags import Expected, entry_precondition_check
 from vault.maintenance.compaction import (
     compaction_step_cap_categories,
     compaction_step_propose_archive,
-    compaction_step_search_index,
 )
 from vault.maintenance.retention import (
     entry_erase,
@@ -73,7 +72,6 @@ COMPACTION_STEPS = (
     compaction_step_trim_sessions,
     compaction_step_cap_categories,
     compaction_step_propose_archive,
-    compaction_step_search_index,
 )
 
 

@@ -363,6 +363,15 @@ def test_compact_command_supports_dry_run(agent_a, capsys):
     assert Session.objects.count() == 1
 
 
+def test_compact_on_a_project_with_nothing_to_do_prints_one_line(agent_a, capsys):
+    """Every run, of every project, also printed "note: steps D/E: search vectors are generated
+    columns, nothing to rebuild": the seed's step letters, which no reader of this server knows."""
+    call_command("compact")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("acme: nothing to do ("), lines
+    assert CompactionRun.objects.get().notes == []
+
+
 def test_the_compact_command_says_what_failed_and_exits_non_zero(agent_a, monkeypatch, capsys):
     """A failed step printed "errors=1" without saying what failed, and the command exited 0."""
 

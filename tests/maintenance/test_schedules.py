@@ -64,7 +64,7 @@ def test_a_run_whose_worker_died_midway_says_so_and_what_it_did(agent_a, admin_t
     steps = (
         maintenance.compaction_step_trim_sessions,
         worker_killed,
-        maintenance.compaction_step_search_index,
+        maintenance.compaction_step_propose_archive,
     )
     monkeypatch.setattr(maintenance, "COMPACTION_STEPS", steps)
     with pytest.raises(KeyboardInterrupt):

@@ -142,9 +142,3 @@ def compaction_step_propose_archive(run: CompactionRun, project: Project, now: d
             f"citations: {total} entries never cited in {days:g} days; the oldest "
             f"{ARCHIVE_PROPOSALS_LISTED} are listed"
         )
-
-
-def compaction_step_search_index(run: CompactionRun, project: Project, now: datetime) -> None:
-    """Steps D and E of the seed (index rebuild, legacy files) have nothing to do here: search vectors
-    are generated columns that PostgreSQL keeps current, and there are no legacy files."""
-    run.notes.append("steps D/E: search vectors are generated columns, nothing to rebuild")
