@@ -18,13 +18,20 @@ def healthz(request):
 
 @csrf_exempt
 def api_not_found(request, rest=""):
+    """404 as JSON naming the path and where the endpoints are listed (the API's root too: a newcomer
+    who opens /api/v1/ in a browser got django-ninja's bare {"detail": "Not found."})."""
     return JsonResponse(
-        {"detail": f"No API endpoint at /{request.path.lstrip('/')} ({request.method})."}, status=404
+        {
+            "detail": f"No API endpoint at /{request.path.lstrip('/')} ({request.method}). "
+            "The endpoints are listed at /api/v1/docs (OpenAPI: /api/v1/openapi.json)."
+        },
+        status=404,
     )
 
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", api_not_found),
     path("api/v1/", api.urls),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
     path("healthz", healthz, name="healthz"),

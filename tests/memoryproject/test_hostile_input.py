@@ -166,6 +166,17 @@ def test_it_answers_json_404_to_a_post_on_an_unknown_api_path(db):
     assert "No API endpoint" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("path", ["/api/v1/", "/api/v1", "/api/v1/nothing"])
+def test_an_unknown_api_path_and_the_apis_root_name_where_the_endpoints_are_listed(db, path):
+    """/api/v1/, the address a newcomer opens first, answered django-ninja's bare "Not found."."""
+    response = Client().get(path)
+    assert response.status_code == 404
+    assert response.json() == {
+        "detail": f"No API endpoint at {path} (GET). The endpoints are listed at /api/v1/docs "
+        "(OpenAPI: /api/v1/openapi.json)."
+    }
+
+
 def test_it_answers_json_405_to_trace(api, token_a, agent_a):
     response = api.client.generic(
         "TRACE", "/api/v1/agents/agent-a/entries", HTTP_AUTHORIZATION=f"Bearer {token_a}"
