@@ -16,11 +16,15 @@ ensure_installed() {
     fi
   done
   echo "Installing the Python packages into .venv (pyproject.toml is new or changed)..."
-  .venv/bin/python -m pip install --quiet --upgrade pip || true
+  # setuptools warns about every editable install ("Please be careful with folders in your working
+  # directory with the same name as your package"): nine lines of stars on a newcomer's first start,
+  # about nothing (this project installs no package; manage.py runs from the checkout).
+  local quiet="ignore:Editable installation${PYTHONWARNINGS:+,$PYTHONWARNINGS}"
+  PYTHONWARNINGS="$quiet" .venv/bin/python -m pip install --quiet --upgrade pip || true
   if [ "$extras" = "dev" ]; then
-    .venv/bin/python -m pip install --quiet -e ".[dev]"
+    PYTHONWARNINGS="$quiet" .venv/bin/python -m pip install --quiet -e ".[dev]"
   else
-    .venv/bin/python -m pip install --quiet -e .
+    PYTHONWARNINGS="$quiet" .venv/bin/python -m pip install --quiet -e .
   fi
   echo "$want" > ".venv/.installed-$extras"
 }
