@@ -38,6 +38,7 @@ from vault.transfer.common import (
     date_parse,
 )
 from vault.transfer.conversations import _messages_parse, sessions_step
+from vault.transfer.export import EXPORT_MANIFEST
 from vault.transfer.layouts import _run, project_file_import
 from vault.transfer.writer import Importer
 
@@ -426,15 +427,20 @@ def import_conversations(
     if path.is_file():
         files, project_md, source = [path], None, path.parent
     elif (path / "conversations").is_dir():
-        files, project_md = sorted((path / "conversations").glob("*.json")), path / "_project.md"
+        files, project_md = _conversation_files(path / "conversations"), path / "_project.md"
         source = path
     elif path.is_dir():
-        files, project_md = sorted(path.glob("*.json")), path.parent / "_project.md"
+        files, project_md = _conversation_files(path), path.parent / "_project.md"
         source = path.parent
     else:
         raise InvalidInput(f"{path} is neither a conversation file nor a folder")
 
     if not files:  # a failure: a script must not go on as if it worked
+        if path.is_dir() and (path / EXPORT_MANIFEST).is_file():
+            raise InvalidInput(
+                f"{path} is an export of this server, not a folder of conversations: import it with "
+                "`python manage.py import_memory_dir`; nothing imported"
+            )
         raise InvalidInput(f"{path}: no conversation .json files found; nothing imported")
 
     def body(importer: Importer) -> None:
@@ -444,6 +450,13 @@ def import_conversations(
             conversation_insights_import(importer, file)
 
     return _run(project, dry_run, progress, body, source=source, agent_map=agent_map)
+
+
+def _conversation_files(folder: Path) -> list[Path]:
+    """A folder's conversation files: its `*.json`, not hidden ones (pathlib's glob matches a dot file
+    too, so an export's `.export.json` and `.project-versions.json` were read as two conversations
+    "without messages" and the import exited 0 having stored nothing)."""
+    return sorted(file for file in folder.glob("*.json") if not file.name.startswith("."))
 
 
 def import_memory_dir(**options) -> ImportReport:
