@@ -154,7 +154,12 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port")
+    parser.add_argument("-h", "--help", action="store_true")
     options, _ = parser.parse_known_args(argv)
+    if options.help:
+        # `bin/serve --help` starts nothing: `manage.py serve --help` prints the options. It answered
+        # "already running" or "port in use" instead, whenever the default port was taken.
+        return 0
     try:
         if options.port is not None:
             port = port_parse(options.port, "--port")

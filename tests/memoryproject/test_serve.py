@@ -207,6 +207,26 @@ def test_bin_serve_check_names_a_bad_port(tmp_path, args, env, message):
     assert result.stderr.strip() == message
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_bin_serve_help_is_not_refused_while_the_port_is_taken(tmp_path, flag):
+    """`bin/serve --help` said "Port 8000 ... is already in use" (or "already running") and exited 1
+    whenever something listened on the port: the help was never shown."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = subprocess.run(
+            [sys.executable, "-m", "memoryproject.serve_state", flag],
+            cwd=ROOT,
+            env={**os.environ, "MEMORY_DATA_DIR": str(tmp_path), "PORT": port},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
 def test_serve_names_database_url_when_its_connection_options_are_wrong(tmp_path):
     """An option PostgreSQL's client does not know was a ProgrammingError traceback from migrate."""
     from django.db import connection
