@@ -29,7 +29,9 @@ def schedules_declared() -> list[dict]:
 
 @transaction.atomic
 def schedules_apply() -> list[tuple[str, str]]:
-    """Create or update every declared schedule by name; never duplicates. Returns (name, action).
+    """Create or update every declared schedule by name; never duplicates. Returns (name, action):
+    created, updated (a field differed from the declaration: a setting changed, an edit in the admin)
+    or unchanged.
 
     Hosts started at once (README, Running on several hosts) take turns: a schedule has no unique
     name in django-q2, so two of them that both found none would each create it, and every job would
@@ -43,6 +45,15 @@ def schedules_apply() -> list[tuple[str, str]]:
         existing = Schedule.objects.filter(name=name).order_by("pk")
         if existing.count() > 1:
             existing.exclude(pk=existing.first().pk).delete()
-        _, created = Schedule.objects.update_or_create(name=name, defaults=spec)
-        results.append((name, "created" if created else "updated"))
+        current = existing.first()
+        if current is None:
+            Schedule.objects.create(name=name, **spec)
+            results.append((name, "created"))
+        elif any(getattr(current, field) != value for field, value in spec.items()):
+            for field, value in spec.items():
+                setattr(current, field, value)
+            current.save()
+            results.append((name, "updated"))
+        else:  # said "updated" on every run, as if the settings had changed
+            results.append((name, "unchanged"))
     return results

@@ -26,6 +26,23 @@ def test_setup_schedules_twice_leaves_one_row_per_schedule(settings):
     assert consolidation.next_run is not None
 
 
+def test_setup_schedules_says_which_schedules_it_changed():
+    """Every start printed "updated" for every schedule, whether anything had changed or not."""
+    from io import StringIO
+
+    def applied() -> dict[str, str]:
+        out = StringIO()
+        call_command("setup_schedules", stdout=out)
+        return dict(reversed(line.split(None, 1)) for line in out.getvalue().splitlines()[:-1])
+
+    names = {s["name"] for s in schedules_declared()}
+    assert applied() == dict.fromkeys(names, "created")
+    assert applied() == dict.fromkeys(names, "unchanged")
+    Schedule.objects.filter(name="vault: compaction").update(minutes=99)  # edited in the admin
+    assert applied() == {**dict.fromkeys(names, "unchanged"), "vault: compaction": "updated"}
+    assert Schedule.objects.get(name="vault: compaction").minutes == 10
+
+
 def test_the_scheduled_compaction_records_one_run_per_project(agent_a, outsider_agent):
     session_make(agent_a, [f"message {i}" for i in range(25)])
     summary = tasks.compaction_scheduled()

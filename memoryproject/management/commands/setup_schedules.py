@@ -9,5 +9,5 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         results = schedules_apply()
         for name, action in results:
-            self.stdout.write(f"{action:8} {name}")
+            self.stdout.write(f"{action:9} {name}")
         self.stdout.write(self.style.SUCCESS(f"{len(results)} schedule(s) in place."))
