@@ -29,7 +29,9 @@ def lifecycle_counts_check(counts: dict) -> dict:
     return counts
 
 
-def extraction_run(agent_id: int, session_id: int, trigger_source: str) -> dict:
+def extraction_run(agent_id: int, session_id: int, trigger_source: str, attempt: int = 1) -> dict:
     """Enqueued by sessions_app.maintenance.extraction.extraction_enqueue when a session closes or goes
-    quiet."""
-    return extraction_perform(agent_id=agent_id, session_id=session_id, trigger_source=trigger_source)
+    quiet; run again by its retries (deferred, or `attempt` after an interrupted run)."""
+    return extraction_perform(
+        agent_id=agent_id, session_id=session_id, trigger_source=trigger_source, attempt=attempt
+    )

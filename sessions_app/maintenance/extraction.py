@@ -92,7 +92,7 @@ _LOCK_RETRY_SCHEDULE = 73_003
 
 
 def extraction_retry_schedule(
-    *, agent_id: int, session_id: int, trigger_source: str, at: datetime
+    *, agent_id: int, session_id: int, trigger_source: str, at: datetime, attempt: int = 1
 ) -> datetime:
     """Schedule the session's extraction again for `at` (a one-off django-q2 schedule, run by the
     cluster's scheduler like the declared ones); returns when it will run.
@@ -103,7 +103,8 @@ def extraction_retry_schedule(
     turning into a task right now (its row locked until the scheduler deletes it) is left to it, and the
     new one added beside it; under Q_SYNC that task runs inside the scheduler's transaction, and a retry
     it defers replaces the one it runs for. Deferrals of one agent's sessions take turns (an advisory
-    lock held to commit), so two at once add one retry, not two."""
+    lock held to commit), so two at once add one retry, not two. `attempt` is the retry's attempt
+    number when it runs again an extraction that was interrupted (_interrupted_retry_arm)."""
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_RETRY_SCHEDULE, agent_id])
@@ -118,12 +119,44 @@ def extraction_retry_schedule(
             args=repr((agent_id, session_id, trigger_source)),
             # Its task in the group of every extraction (not one named after this schedule), so that
             # the successful tasks kept per group (Q_CLUSTER save_limit_per) stay bounded.
-            kwargs=repr({"q_options": {"group": "extraction"}}),
+            kwargs=repr(
+                {"q_options": {"group": "extraction"}} | ({"attempt": attempt} if attempt > 1 else {})
+            ),
             schedule_type=Schedule.ONCE,
             repeats=-1,  # deleted by the scheduler once the task is queued
             next_run=at,
         )
     return at
+
+
+# An extraction is run at most this many times in a row when its worker is killed or times out.
+EXTRACTION_ATTEMPTS = 3
+# How long after an extraction starts its interrupted-run retry falls due: past Q_TIMEOUT, when the
+# worker is surely gone (the database broker hands a timed-out task out again at the same time).
+INTERRUPTED_RETRY_MARGIN = timedelta(seconds=60)
+
+
+def _interrupted_retry_arm(
+    *, agent_id: int, session_id: int, trigger_source: str, now: datetime, attempt: int
+) -> None:
+    """Before the extraction's transaction, committed: a retry of this extraction for when its worker
+    would have been killed by Q_TIMEOUT. The extraction writes everything in one transaction, so a
+    worker killed or timed out mid-way (or the database connection lost) leaves nothing written and
+    this retry does it all again; an extraction that ends removes it (_retries_remove), a deferral
+    replaces it. Nothing else would run it again: the session's close or quiet queued it once.
+    The attempts are counted; the last arms no retry."""
+    if attempt >= EXTRACTION_ATTEMPTS:
+        logger.warning(
+            "extraction of session %s: attempt %s of %s, no retry if this one is interrupted too",
+            session_id,
+            attempt,
+            EXTRACTION_ATTEMPTS,
+        )
+        return
+    at = now + timedelta(seconds=settings.Q_CLUSTER["timeout"]) + INTERRUPTED_RETRY_MARGIN
+    extraction_retry_schedule(
+        agent_id=agent_id, session_id=session_id, trigger_source=trigger_source, at=at, attempt=attempt + 1
+    )
 
 
 def _retries_remove(session_id: int) -> None:
@@ -352,13 +385,12 @@ def _extraction_mark_store(session: Session, *, digest: str, now: datetime, fact
 
 
 def extraction_perform(
-    *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None
+    *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None, attempt: int = 1
 ) -> dict:
     """The post-conversation extraction: skip rules, per-agent lock, cooldown, LLM or heuristics.
-
     Returns {"status": "done"|"skipped"|"deferred", "reason", ...}; django-q2 stores it as the task's
     result. Within the agent's cooldown a changed conversation is deferred, not dropped: its extraction
-    is scheduled for when the cooldown ends ("deferred_until")."""
+    is scheduled for when the cooldown ends ("deferred_until"); `attempt`: _interrupted_retry_arm."""
     now = now or timezone.now()
 
     def skipped(reason: str) -> dict:
@@ -400,6 +432,8 @@ def extraction_perform(
             "deferred_until": until.isoformat(),
         }
 
+    _interrupted_retry_arm(agent_id=agent.pk, session_id=session.pk, trigger_source=trigger_source,
+                           now=now, attempt=attempt)  # fmt: skip
     services.daily_notes_flush(agent=agent)  # committed: in the transaction, it locked the note
     with transaction.atomic():
         locked = agent_lock_try(agent.pk)
