@@ -8,8 +8,9 @@ the prompts themselves contain JSON braces.
 
 A call made while a request waits for it (`llm_deadline`, around the endpoints and pages that ask the
 model: compaction, consolidation) ends by LLM_REQUEST_SECONDS, its retries included, so that the request
-answers (the caller's heuristics instead) before a proxy gives up on it; a scheduled job's calls are
-bounded by LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES alone.
+answers (the caller's heuristics instead) before a proxy gives up on it; a background task's calls
+(`llm_job_deadline`) keep their retries and end a tenth of Q_TIMEOUT before the task would be killed,
+so that the task falls back to its heuristics and records its work instead of losing it.
 """
 
 import contextlib
@@ -53,22 +54,52 @@ class LLMPromptTooLong(LLMError):
     """The prompt is over LLM_MAX_INPUT_TOKENS: it was not sent."""
 
 
-# When the calls made now must have ended (time.monotonic()), or None: no bound but each call's own.
+# When the calls made now must have ended (time.monotonic()), or None: no bound but each call's own;
+# and what set it, for the error that says why a call was given up.
 _deadline: ContextVar[float | None] = ContextVar("llm_deadline", default=None)
+_deadline_what: ContextVar[str] = ContextVar("llm_deadline_what", default="")
 
 
 @contextlib.contextmanager
-def llm_deadline(seconds: float | None = None):
+def llm_deadline(seconds: float | None = None, *, what: str = ""):
     """Every LLM call made inside ends within `seconds` (LLM_REQUEST_SECONDS by default) from now, its
     retries and their waits included: an attempt's timeout is what is left, and no attempt starts that
     could not get LLM_TIMEOUT_MIN_SECONDS. An outer deadline that ends sooner stays."""
-    ends = time.monotonic() + (settings.LLM_REQUEST_SECONDS if seconds is None else seconds)
+    seconds = settings.LLM_REQUEST_SECONDS if seconds is None else seconds
+    what = what or f"the request's LLM_REQUEST_SECONDS ({settings.LLM_REQUEST_SECONDS:g} s)"
+    ends = time.monotonic() + seconds
     outer = _deadline.get()
-    token = _deadline.set(ends if outer is None else min(outer, ends))
+    inner = outer is None or ends < outer
+    token = _deadline.set(ends if inner else outer)
+    what_token = _deadline_what.set(what if inner else _deadline_what.get())
     try:
         yield
     finally:
+        _deadline_what.reset(what_token)
         _deadline.reset(token)
+
+
+def job_seconds() -> float:
+    """How long a background task's model calls may take in all: Q_TIMEOUT less a tenth of it (at
+    least 5 s), left for the task to fall back to its heuristics and record its work."""
+    timeout = settings.Q_CLUSTER["timeout"]
+    return timeout - max(5.0, timeout / 10)
+
+
+def llm_job_deadline():
+    """llm_deadline for a background task (its retries kept): its model calls end before Q_TIMEOUT
+    kills its worker, which lost the work it was doing and, run after run, starved what came after.
+    Under Q_SYNC a task runs inside the request that queued it (a session's close): LLM_REQUEST_SECONDS."""
+    if settings.Q_CLUSTER.get("sync"):
+        return llm_deadline()
+    timeout = settings.Q_CLUSTER["timeout"]
+    return llm_deadline(job_seconds(), what=f"the background task's Q_TIMEOUT ({timeout} s)")
+
+
+def llm_time_left() -> float | None:
+    """Seconds left before the current deadline (llm_deadline), or None when there is none."""
+    deadline = _deadline.get()
+    return None if deadline is None else deadline - time.monotonic()
 
 
 # An attempt is not started with less time than this left before the deadline.
@@ -178,9 +209,8 @@ def _completion(messages: list[dict], *, max_tokens: int | None, temperature: fl
         pause = max(wait, settings.LLM_RETRY_BACKOFF_SECONDS * (2 ** (attempt - 1))) if attempt else 0.0
         if _deadline.get() is not None and _time_left() - pause < LLM_TIMEOUT_MIN_SECONDS:
             raise LLMError(
-                f"the LLM call was given up after {attempt} attempt(s): no time left within the request's "
-                f"LLM_REQUEST_SECONDS ({settings.LLM_REQUEST_SECONDS:g} s)"
-                + (f"; {last_problem}" if last_problem else "")
+                f"the LLM call was given up after {attempt} attempt(s): no time left within "
+                f"{_deadline_what.get()}" + (f"; {last_problem}" if last_problem else "")
             )
         time.sleep(pause)
         wait = 0.0

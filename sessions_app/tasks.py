@@ -1,5 +1,7 @@
 """django-q2 schedules of sessions_app (applied by `manage.py setup_schedules`)."""
 
+from memoryproject.llm import llm_job_deadline
+
 from . import services
 from .maintenance.extraction import extraction_perform
 
@@ -32,6 +34,7 @@ def lifecycle_counts_check(counts: dict) -> dict:
 def extraction_run(agent_id: int, session_id: int, trigger_source: str, attempt: int = 1) -> dict:
     """Enqueued by sessions_app.maintenance.extraction.extraction_enqueue when a session closes or goes
     quiet; run again by its retries (deferred, or `attempt` after an interrupted run)."""
-    return extraction_perform(
-        agent_id=agent_id, session_id=session_id, trigger_source=trigger_source, attempt=attempt
-    )
+    with llm_job_deadline():  # the model gives up before Q_TIMEOUT, and the heuristics run
+        return extraction_perform(
+            agent_id=agent_id, session_id=session_id, trigger_source=trigger_source, attempt=attempt
+        )

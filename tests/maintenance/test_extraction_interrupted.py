@@ -113,3 +113,36 @@ def test_an_extraction_killed_every_time_is_tried_a_bounded_number_of_times(agen
         assert attempts <= EXTRACTION_ATTEMPTS
     assert attempts == EXTRACTION_ATTEMPTS
     assert not VaultEntry.objects.exists()
+
+
+def test_a_model_slower_than_q_timeout_falls_back_to_the_heuristics_before_the_worker_is_killed(
+    agent_a, settings, monkeypatch
+):
+    """A model that never answers, 60 s timeouts and two retries: the extraction task waited 180 s and
+    more, past a Q_TIMEOUT of 120 s, and was killed every attempt. Its calls now end within Q_TIMEOUT less
+    a tenth (108 s), retries kept, and the heuristics extract the session (failed before: 180 s on the
+    clock). The clock is the LLM client's, moved by the timeouts: nothing waits for real."""
+    import urllib.error
+
+    from memoryproject import llm
+    from sessions_app.tasks import extraction_run
+    from tests.memoryproject.test_llm_deadline import Clock
+
+    settings.LLM_BASE_URL, settings.LLM_MODEL = "http://127.0.0.1:9/v1", "test-model"
+    settings.LLM_TIMEOUT_SECONDS, settings.LLM_MAX_RETRIES = 60, 2
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 120, "sync": False}
+    clock = Clock()
+    monkeypatch.setattr(llm, "time", clock)
+
+    def silent(url, body, headers, timeout):
+        clock.now += timeout
+        raise urllib.error.URLError(TimeoutError("timed out"))
+
+    monkeypatch.setattr(llm, "_post", silent)
+    session = session_make(agent_a, CONVERSATION)
+    started = clock.now
+    result = extraction_run(agent_a.pk, session.pk, "close")
+    assert clock.now - started <= 108
+    assert result["status"] == "done" and result["path"] == "heuristic"
+    assert "Q_TIMEOUT (120 s)" in result["llm_error"]
+    assert VaultEntry.objects.filter(category="decisions", content__contains="Kafka").count() == 1
