@@ -479,6 +479,15 @@ class AgentMaintenance(models.Model):
     agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="maintenance")
     last_extraction_at = models.DateTimeField(null=True, blank=True)
     last_consolidation_at = models.DateTimeField(null=True, blank=True)
+    # The nightly consolidation's record of the agent (vault.maintenance.consolidation): when its last
+    # consolidation started (the run takes the agents tried longest ago first) and ended (not since it
+    # started: its worker was killed or timed out on it), and how many of its scheduled consolidations in
+    # a row failed (raised, interrupted, or the model's answer was not used), the last one's reason,
+    # which /healthz names.
+    consolidation_started_at = models.DateTimeField(null=True, blank=True)
+    consolidation_ended_at = models.DateTimeField(null=True, blank=True)
+    consolidation_failures = models.PositiveIntegerField(default=0)
+    consolidation_failure = models.TextField(blank=True, default="")
 
     def __str__(self) -> str:
         return f"maintenance state of {self.agent}"

@@ -3,6 +3,7 @@
 from django.conf import settings
 from django_q.models import Schedule
 
+from memoryproject.llm import llm_job_deadline
 from vault.maintenance.consolidation import consolidation_run_all
 from vault.services import daily_notes_flush
 
@@ -25,7 +26,9 @@ SCHEDULES = [
 
 
 def consolidation_scheduled() -> list[dict]:
-    return consolidation_run_all()
+    """The nightly consolidation, its model calls ended before Q_TIMEOUT and shared among the agents."""
+    with llm_job_deadline():
+        return consolidation_run_all(time_shared=True)
 
 
 def daily_notes_flush_scheduled() -> int:

@@ -28,6 +28,8 @@ def test_it_reports_no_trouble_when_the_jobs_run(api):
         "failed_last_day": 0,
         "runs_failed_last_day": 0,
         "runs_failed": [],
+        "agents_failing": 0,
+        "agents_failing_listed": [],
     }
 
 

@@ -3,11 +3,12 @@ by a deterministic merge of recurring facts otherwise."""
 
 import logging
 import time
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, DomainError
@@ -16,7 +17,9 @@ from memoryproject.llm import (
     LLMError,
     LLMPromptTooLong,
     llm_configured,
+    llm_deadline,
     llm_json,
+    llm_time_left,
     newest_within,
     prompt_messages,
     prompt_room,
@@ -339,37 +342,46 @@ def consolidation_run(*, agent: Agent, now: datetime | None = None) -> dict:
 
 
 def consolidation_run_all(
-    *, now: datetime | None = None, project: Project | None = None, trigger: str = RunTrigger.SCHEDULE
+    *,
+    now: datetime | None = None,
+    project: Project | None = None,
+    trigger: str = RunTrigger.SCHEDULE,
+    time_shared: bool = False,
 ) -> list[dict]:
     """Consolidate every agent (of `project`, else of every project) that has daily notes in the
     window (what the daily schedule runs). An agent whose run fails gets a result with `error`; the
     agents after it are still consolidated. Each project's results are recorded as its consolidation
     run (the maintenance page lists it): agents, updated, refused and failed counted.
 
-    The agents consolidated longest ago go first, and each project's run is stored after each agent,
-    marked unfinished until the end: a run its worker's timeout stopped (Q_TIMEOUT, a slow model and
-    many agents) says what it did, and the next run begins with the agents it did not reach, where it
-    started again from the first agent and never reached the last ones."""
+    The agents tried longest ago go first (then those consolidated longest ago), and each project's run
+    is stored after each agent, marked unfinished until the end: a run its worker's timeout stopped
+    (Q_TIMEOUT, a slow model and many agents) says what it did, and the next run begins with the agents
+    it did not reach. So an agent on which the worker is killed or times out every time (recorded as
+    interrupted by the next run, which counts its failures in a row for /healthz) is tried after the
+    others, and cannot starve them run after run.
+
+    `time_shared` (the scheduled task, within llm_job_deadline): an agent's model calls get at most
+    half the time left while others come after it, and no agent is started with less than
+    AGENT_MIN_SECONDS left; those are left to the next run, which begins with them."""
     now = now or timezone.now()
     results = []
     by_project: dict[int, tuple[list[dict], list[float], CompactionRun | None]] = {}
-    agents = Agent.objects.filter(files__path__startswith="memory/")
-    if project is not None:
-        agents = agents.filter(project=project)
-    agents = agents.distinct().order_by(F("maintenance__last_consolidation_at").asc(nulls_first=True), "pk")
-    for agent in agents:
+    interrupted = _agents_interrupted(project)
+    agents = _agents_ordered(project)
+    not_reached: list[Agent] = []
+    for index, agent in enumerate(agents):
+        left = llm_time_left() if time_shared else None
+        if left is not None and left < AGENT_MIN_SECONDS:
+            not_reached = agents[index:]
+            break
         if not daily_notes_recent(agent, now, settings.MEMORY_CONSOLIDATE_DAYS):
             continue
         started = time.monotonic()
-        try:
-            result = consolidation_run(agent=agent, now=now)
-        except Conflict as exc:
-            result = {"agent": agent.slug, "updated": False, "refused": False, "reason": exc.detail}
-        except Exception as exc:  # noqa: BLE001 - one agent's failure must not cost the others their run
-            # A MEMORY.md the merge takes over MEMORY_MAX_ENTRY_BYTES fails every night until a curator
-            # shortens it; the agents after it are consolidated all the same, and the failure is reported.
-            logger.exception("consolidation of %s failed", agent)
-            result = _failed(agent, exc)
+        result = _agent_consolidate(
+            agent, now, None if left is None or index == len(agents) - 1 else left / 2
+        )
+        if agent.pk in interrupted:
+            result["interrupted"] = interrupted[agent.pk]
         results.append(result)
         project_results, took, run = by_project.get(agent.project_id, ([], [], None))
         project_results.append(result)
@@ -377,11 +389,94 @@ def consolidation_run_all(
         run = _consolidation_record(agent.project_id, project_results, now=now, trigger=trigger,
                                     seconds=sum(took), run=run, finished=False)  # fmt: skip
         by_project[agent.project_id] = (project_results, took, run)
+    for agent in not_reached:
+        by_project.setdefault(agent.project_id, ([], [], None))
     for project_id, (project_results, took, run) in by_project.items():
-        _consolidation_record(
-            project_id, project_results, now=now, trigger=trigger, seconds=sum(took), run=run
-        )
+        left_out = [agent.slug for agent in not_reached if agent.project_id == project_id]
+        _consolidation_record(project_id, project_results, now=now, trigger=trigger, seconds=sum(took),
+                              run=run, not_reached=left_out)  # fmt: skip
     return results
+
+
+# A scheduled run starts no agent with less time than this left before its task's deadline.
+AGENT_MIN_SECONDS = 10.0
+
+
+def _agents_ordered(project: Project | None) -> list[Agent]:
+    """The agents with daily notes, the one whose consolidation was tried longest ago first (a rotation:
+    one that failed or was interrupted goes after those not tried since), then consolidated longest
+    ago."""
+    agents = Agent.objects.filter(files__path__startswith="memory/")
+    if project is not None:
+        agents = agents.filter(project=project)
+    return list(
+        agents.distinct().order_by(
+            F("maintenance__consolidation_started_at").asc(nulls_first=True),
+            F("maintenance__last_consolidation_at").asc(nulls_first=True),
+            "pk",
+        )
+    )
+
+
+def _agents_interrupted(project: Project | None) -> dict[int, str]:
+    """The agents whose last consolidation began and never ended (its worker killed, or stopped by
+    Q_TIMEOUT, on it), each counted as failed once more; returns why, by agent. One that a job is
+    consolidating now (its lock held) is left alone."""
+    interrupted = {}
+    marked = AgentMaintenance.objects.filter(consolidation_started_at__isnull=False).filter(
+        Q(consolidation_ended_at__isnull=True) | Q(consolidation_ended_at__lt=F("consolidation_started_at"))
+    )
+    if project is not None:
+        marked = marked.filter(agent__project=project)
+    for state in marked:
+        with transaction.atomic():
+            if not agent_lock_try(state.agent_id):
+                continue
+            reason = (
+                f"its consolidation started at {state.consolidation_started_at:%Y-%m-%d %H:%M:%S} UTC "
+                "never ended: the worker was killed or timed out (Q_TIMEOUT) on it"
+            )
+            AgentMaintenance.objects.filter(pk=state.pk).update(
+                consolidation_ended_at=timezone.now(),
+                consolidation_failures=F("consolidation_failures") + 1,
+                consolidation_failure=reason,
+            )
+            interrupted[state.agent_id] = reason
+    return interrupted
+
+
+def _agent_consolidate(agent: Agent, now: datetime, seconds: float | None) -> dict:
+    """One agent's consolidation in a run of all, its model calls within `seconds` (None: no bound of
+    its own), recorded as started and ended, and its failures in a row counted."""
+    state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
+    AgentMaintenance.objects.filter(pk=state.pk).update(consolidation_started_at=timezone.now())
+    failure, busy = "", False
+    share = (
+        llm_deadline(seconds, what="its share of the consolidation task's time") if seconds else nullcontext()
+    )
+    try:
+        with share:
+            result = consolidation_run(agent=agent, now=now)
+        if result.get("llm_error"):
+            failure = f"the model's answer was not used: {model_text_reported(result['llm_error'])}"
+    except Conflict as exc:
+        result, busy = {"agent": agent.slug, "updated": False, "refused": False, "reason": exc.detail}, True
+    except Exception as exc:  # noqa: BLE001 - one agent's failure must not cost the others their run
+        # A MEMORY.md the merge takes over MEMORY_MAX_ENTRY_BYTES fails every night until a curator
+        # shortens it; the agents after it are consolidated all the same, and the failure is reported.
+        logger.exception("consolidation of %s failed", agent)
+        result = _failed(agent, exc)
+        failure = result["error"]
+    changes = {"consolidation_ended_at": timezone.now()}
+    if failure:
+        changes |= {
+            "consolidation_failures": F("consolidation_failures") + 1,
+            "consolidation_failure": failure,
+        }
+    elif not busy:
+        changes |= {"consolidation_failures": 0, "consolidation_failure": ""}
+    AgentMaintenance.objects.filter(pk=state.pk).update(**changes)
+    return result
 
 
 def consolidation_run_one(*, agent: Agent, trigger: str, now: datetime | None = None) -> dict:
@@ -419,6 +514,7 @@ def _consolidation_record(
     seconds: float,
     run: CompactionRun | None = None,
     finished: bool = True,
+    not_reached: list[str] = (),
 ) -> CompactionRun:
     """A project's consolidation results as a maintenance run: what changed (updated, refused, failed)
     with the reason (and the facts a refusal would have lost, or an update removed saying why), and the
@@ -430,7 +526,16 @@ def _consolidation_record(
     run.duration_ms = round(seconds * 1000, 2)
     run.counts = {"agents": len(results), "updated": 0, "refused": 0, "failed": 0}
     run.changes, run.notes = [], [] if finished else [UNFINISHED]
+    if not_reached:
+        run.notes.append(
+            f"not reached before the task's deadline (Q_TIMEOUT), left to the next run, which begins with "
+            f"them: {', '.join(not_reached)}"
+        )
     for result in results:
+        if result.get("interrupted"):
+            run.notes.append(
+                f"{result['agent']}: the last run's {result['interrupted']}; taken after the others"
+            )
         if result.get("llm_error"):  # a configured model failing every night must not pass unnoticed
             run.notes.append(
                 f"{result['agent']}: the model's answer was not used, the deterministic merge ran: "
