@@ -451,7 +451,9 @@ def extraction_perform(
             )
         state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
         state = AgentMaintenance.objects.select_for_update().get(pk=state.pk)
-        if state.last_extraction_at and now - state.last_extraction_at < cooldown:
+        # A last extraction after now (the clock was set back since) starts no cooldown: it deferred
+        # every extraction of the agent until then, hours or days away, however often retried.
+        if state.last_extraction_at and timedelta(0) <= now - state.last_extraction_at < cooldown:
             return deferred(
                 f"cooldown: the last extraction for this agent was at {state.last_extraction_at}",
                 state.last_extraction_at + cooldown,

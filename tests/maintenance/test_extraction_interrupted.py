@@ -146,3 +146,24 @@ def test_a_model_slower_than_q_timeout_falls_back_to_the_heuristics_before_the_w
     assert result["status"] == "done" and result["path"] == "heuristic"
     assert "Q_TIMEOUT (120 s)" in result["llm_error"]
     assert VaultEntry.objects.filter(category="decisions", content__contains="Kafka").count() == 1
+
+
+def test_a_clock_set_back_does_not_defer_the_agents_extractions_until_it_catches_up(agent_a, settings):
+    """The cooldown counted from the last extraction's time: a clock that had run a day ahead and was
+    set back left that time a day in the future, and every extraction of the agent was deferred until
+    then (failed before: deferred by a day)."""
+    settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 5
+    first = session_make(agent_a, CONVERSATION, external_id="chat-1")
+    second = session_make(
+        agent_a, [text.replace("Kafka", "RabbitMQ") for text in CONVERSATION], external_id="chat-2"
+    )
+    now = timezone.now()
+    with time_machine.travel(now + timedelta(days=1), tick=False):
+        assert (
+            extraction_perform(agent_id=agent_a.pk, session_id=first.pk, trigger_source="close")["status"]
+            == "done"
+        )
+    with time_machine.travel(now, tick=False):  # set back
+        result = extraction_perform(agent_id=agent_a.pk, session_id=second.pk, trigger_source="close")
+    assert result["status"] == "done", result
+    assert VaultEntry.objects.filter(content__contains="RabbitMQ").exists()
