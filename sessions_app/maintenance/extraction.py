@@ -384,6 +384,18 @@ def _extraction_mark_store(session: Session, *, digest: str, now: datetime, fact
     )
 
 
+def _maintenance_locked(agent: Agent) -> AgentMaintenance:
+    state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
+    return AgentMaintenance.objects.select_for_update().get(pk=state.pk)
+
+
+def _in_cooldown(last: datetime | None, now: datetime, cooldown: timedelta) -> bool:
+    """Whether the agent's last extraction, at `last`, was less than `cooldown` ago. One after now (the
+    clock was set back since) starts no cooldown: it deferred every extraction of the agent until
+    then, hours or days away, however often retried."""
+    return last is not None and timedelta(0) <= now - last < cooldown
+
+
 def extraction_perform(
     *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None, attempt: int = 1
 ) -> dict:
@@ -449,11 +461,8 @@ def extraction_perform(
                 "another extraction or consolidation for this agent is running",
                 now + max(cooldown, BUSY_RETRY_AFTER),
             )
-        state, _ = AgentMaintenance.objects.get_or_create(agent=agent)
-        state = AgentMaintenance.objects.select_for_update().get(pk=state.pk)
-        # A last extraction after now (the clock was set back since) starts no cooldown: it deferred
-        # every extraction of the agent until then, hours or days away, however often retried.
-        if state.last_extraction_at and timedelta(0) <= now - state.last_extraction_at < cooldown:
+        state = _maintenance_locked(agent)
+        if _in_cooldown(state.last_extraction_at, now, cooldown):
             return deferred(
                 f"cooldown: the last extraction for this agent was at {state.last_extraction_at}",
                 state.last_extraction_at + cooldown,
