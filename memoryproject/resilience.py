@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TypeVar
 
-from django.db import transaction
+from django.db import connection, transaction
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,3 +36,13 @@ def guarded(
         logger.exception("%s failed; continuing without it", label)
         failed(exc)
         return default
+
+
+def connection_recover() -> None:
+    """After a failure outside any transaction, close the connection if the failure left it unusable
+    (the database restarted, the connection dropped), so that the next query opens a new one. Outside
+    a request nothing else does (a transaction whose rollback fails closes it, not a statement outside
+    one): the nightly consolidation went on with the next agent on the dead connection, and every
+    one failed ("the connection is closed")."""
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()

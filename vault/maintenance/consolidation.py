@@ -24,7 +24,7 @@ from memoryproject.llm import (
     prompt_messages,
     prompt_room,
 )
-from memoryproject.resilience import failure_detail
+from memoryproject.resilience import connection_recover, failure_detail
 from vault import selectors, services
 from vault.maintenance.facts import (
     fact_clean,
@@ -464,7 +464,10 @@ def _agent_consolidate(agent: Agent, now: datetime, seconds: float | None) -> di
     except Exception as exc:  # noqa: BLE001 - one agent's failure must not cost the others their run
         # A MEMORY.md the merge takes over MEMORY_MAX_ENTRY_BYTES fails every night until a curator
         # shortens it; the agents after it are consolidated all the same, and the failure is reported.
-        logger.exception("consolidation of %s failed", agent)
+        logger.exception(
+            "consolidation of agent %s (%s) failed", agent.slug, agent.pk
+        )  # no query: it may be what failed
+        connection_recover()  # the database restarted: the next agents get a new connection
         result = _failed(agent, exc)
         failure = result["error"]
     changes = {"consolidation_ended_at": timezone.now()}
