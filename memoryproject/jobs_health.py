@@ -23,6 +23,7 @@ CACHE_SECONDS = 30
 OVERDUE_LISTED = 10
 RUNS_FAILED_LISTED = 10
 AGENTS_FAILING_LISTED = 10
+FAILING_WITHIN = timedelta(days=2)  # the nightly consolidation's last failure, a night missed included
 
 _cache: dict[str, tuple[float, dict]] = {}
 
@@ -36,7 +37,7 @@ def jobs_status() -> dict:
     "failed_last_day": tasks that failed (raised, or ran past Q_TIMEOUT) in the last 24 hours,
     "runs_failed_last_day": maintenance runs of the last 24 hours with a failed step or agent,
     "runs_failed": the newest of them, "<kind> of <project>", once each, "agents_failing": agents whose
-    scheduled consolidation failed the last time(s) in a row, "agents_failing_listed": the ones failing
+    scheduled consolidation failed the last time(s) in a row, the last within FAILING_WITHIN, "agents_failing_listed": the ones failing
     most often, "<agent> of <project>: ... N time(s) in a row: <the last reason>"}."""
     key = connection.settings_dict["NAME"]
     counted_at, status = _cache.get(key, (float("-inf"), {}))
@@ -59,7 +60,10 @@ def jobs_status() -> dict:
         "runs_failed_last_day": runs_failed.count(),
         "runs_failed": list(dict.fromkeys(f"{kind} of {slug}" for kind, slug in named))[:RUNS_FAILED_LISTED],
     }
-    failing = AgentMaintenance.objects.filter(consolidation_failures__gt=0)
+    # Failing lately: an agent with no daily notes since (not consolidated any more) is not listed forever.
+    failing = AgentMaintenance.objects.filter(
+        consolidation_failures__gt=0, consolidation_ended_at__gte=now - FAILING_WITHIN
+    )
     status["agents_failing"] = failing.count()
     status["agents_failing_listed"] = [
         f"{slug} of {project}: consolidation failed {count} time(s) in a row: {text_clip(reason, 300)}"

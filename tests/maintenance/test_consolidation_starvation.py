@@ -122,3 +122,20 @@ def test_agents_left_when_the_time_is_up_are_noted_and_go_first_next_time(
     run = CompactionRun.objects.get(kind="consolidation")
     assert any(note.startswith("not reached") and agent_b.slug in note for note in run.notes), run.notes
     assert [agent.pk for agent in consolidation._agents_ordered(None)] == [agent_b.pk, agent_a.pk]
+
+
+def test_an_agent_no_longer_consolidated_is_not_named_failing_for_ever(agent_a, api):
+    AgentMaintenance.objects.create(
+        agent=agent_a,
+        consolidation_failures=2,
+        consolidation_failure="boom",
+        consolidation_started_at=timezone.now() - timedelta(days=3),
+        consolidation_ended_at=timezone.now() - timedelta(days=3),
+    )
+    assert api.get("/healthz").json()["jobs"]["agents_failing"] == 0
+    jobs_health.jobs_status_cache_clear()
+    AgentMaintenance.objects.filter(agent=agent_a).update(consolidation_ended_at=timezone.now())
+    jobs = api.get("/healthz").json()["jobs"]
+    assert jobs["agents_failing_listed"] == [
+        f"{agent_a.slug} of {agent_a.project.slug}: consolidation failed 2 time(s) in a row: boom"
+    ]
