@@ -6,7 +6,6 @@ from django.conf import settings
 from django_q.models import Schedule
 
 from memoryproject import maintenance
-from memoryproject.llm import llm_job_deadline
 from sessions_app.tasks import lifecycle_counts_check
 from vault.models import RunTrigger
 
@@ -40,10 +39,7 @@ def _summary(runs) -> list[dict]:
 
 
 def compaction_scheduled() -> list[dict]:
-    """The compaction runs; a session's summary by the model gives up before Q_TIMEOUT (the heuristic
-    summary then), which would kill the run at the same session every time and never reach the rest."""
-    with llm_job_deadline():
-        return _summary(maintenance.compaction_run_all(dry_run=False, trigger=RunTrigger.SCHEDULE))
+    return _summary(maintenance.compaction_run_all(dry_run=False, trigger=RunTrigger.SCHEDULE))
 
 
 def retention_scheduled() -> list[dict]:
