@@ -118,3 +118,22 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
   target.click();
 });
+
+// A swap that replaces the focused element (a tab, a pager link): htmx focuses the element of the same
+// id in the new content. Where there is none (the last page has no "Older" link), the focus goes to the
+// element the old one's data-refocus names, not to the page's body, where the next Tab starts over.
+(function () {
+  "use strict";
+  var refocus = null;
+  document.addEventListener("htmx:beforeSwap", function () {
+    var active = document.activeElement;
+    refocus = active && active.getAttribute ? active.getAttribute("data-refocus") : null;
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    var selector = refocus;
+    refocus = null;
+    if (!selector || (document.activeElement && document.activeElement !== document.body)) return;
+    var target = document.querySelector(selector);
+    if (target) target.focus();
+  });
+})();

@@ -86,3 +86,48 @@ def test_focus_stays_on_a_task_box_after_ticking_it(logged_in, task_entry):
     expect(card.get_by_role("checkbox").nth(0)).to_be_focused()
     task_entry.refresh_from_db()
     assert task_entry.content == "Release checklist\n\n- [ ] write notes\n- [ ] tag build\n"
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_focus_stays_where_the_curator_was_when_the_list_changes_tab_page_or_filter(
+    logged_in, agent_a, settings, width
+):
+    """The category tabs, the pager and the filter form replace the whole list (htmx): the keyboard
+    focus stays on the tab, the pager link or the Filter button pressed, not on the page's body (from
+    where the next Tab starts again at the skip link)."""
+    settings.MEMORY_UI_PAGE_SIZE = 2
+    for n in range(3):
+        services.entry_create(agent=agent_a, category="lessons", content=f"Lesson {n} #ops")
+    services.entry_create(agent=agent_a, category="decisions", content="We deploy on Tuesdays")
+    page = logged_in
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/projects/acme/agents/agent-a/?category=decisions")
+    panel = page.locator("#vault-panel")
+    tabs = page.get_by_role("navigation", name="Categories")
+
+    tabs.get_by_role("link", name="Lessons").focus()
+    page.keyboard.press("Enter")
+    expect(tabs.locator("[aria-current=page]")).to_contain_text("Lessons")
+    expect(tabs.get_by_role("link", name="Lessons")).to_be_focused()
+
+    pager = page.get_by_role("navigation", name="Pages", exact=True)
+    pager.get_by_role("link", name="Older").focus()
+    page.keyboard.press("Enter")
+    expect(pager).to_contain_text("Page 2 of 2")
+    # The last page has no "Older" link: the focus goes to the one left, "Newer".
+    expect(pager.get_by_role("link", name="Newer")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(pager).to_contain_text("Page 1 of 2")
+    expect(pager.get_by_role("link", name="Older")).to_be_focused()
+
+    panel.get_by_label("Tag", exact=True).fill("ops")
+    panel.get_by_role("button", name="Filter").focus()
+    page.keyboard.press("Enter")
+    expect(panel.get_by_role("link", name="Clear filters")).to_be_visible()
+    expect(panel.get_by_role("button", name="Filter")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(panel.get_by_role("link", name="Clear filters")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(panel.get_by_role("link", name="Clear filters")).to_have_count(0)
+    # Its link is gone with the filters: the focus goes back to the button that filters.
+    expect(panel.get_by_role("button", name="Filter")).to_be_focused()
