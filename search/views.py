@@ -3,6 +3,7 @@
 from urllib.parse import urlencode
 
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 
 from memoryproject.errors import DomainError
@@ -51,6 +52,9 @@ def search(request):
         "query": query,
         "results": results,
         "error": error,
+        "summary": f"{len(results)} result{pluralize(len(results))} for “{query}”."
+        if query and not error
+        else "",
         "agents": vault_selectors.agents_for_user(request.user).order_by("project__slug", "slug"),
     }
     template = "search/search.html#results" if is_htmx(request) else "search/search.html"

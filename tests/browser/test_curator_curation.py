@@ -18,6 +18,30 @@ def test_it_searches_as_you_type_from_the_top_box(logged_in, entry_a):
     expect(page.get_by_role("heading", name=f"Entry #{entry_a.pk}")).to_be_visible()
 
 
+MARK_LIVE_REGIONS = (
+    "() => document.querySelectorAll('[aria-live], [role=status]').forEach(el => el.dataset.before = '')"
+)
+
+
+@pytest.mark.parametrize("start", ["/", "/search/"])
+def test_a_screen_reader_hears_how_many_results_each_search_found(logged_in, entry_a, start):
+    """A live region is announced when its content changes, not when it is swapped in with its content
+    already there: the sentence saying how many results were found must change inside a region that was
+    on the page before the search (the results list itself is replaced as a whole)."""
+    page = logged_in
+    page.goto(start)
+    page.evaluate(MARK_LIVE_REGIONS)
+    box = page.get_by_label("Search memory") if start == "/" else page.locator("#search-q")
+    box.fill("postgresql")
+    live = page.locator("[aria-live=polite], [aria-live=assertive], [role=status]")
+    status = live.filter(has_text="1 result for “postgresql”")
+    expect(status).to_have_count(1)
+    expect(status).to_have_attribute("data-before", "")
+    box.fill("zebra crossing")
+    expect(live.filter(has_text="0 results for “zebra crossing”")).to_have_attribute("data-before", "")
+    expect(page.locator("#search-results")).to_contain_text("Nothing found")
+
+
 def test_a_curator_clears_a_queue_of_50_from_the_keyboard(logged_in, project, agent_a):
     services.review_policy_set(project=project, hold_agent_writes=True, hold_extracted=True)
     ids = [
