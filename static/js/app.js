@@ -75,6 +75,28 @@ document.addEventListener("submit", (event) => {
   document.addEventListener("click", function (event) {
     if (event.target.closest && event.target.closest("[data-dismiss-notice]")) clear();
   });
+
+  // A form that posts the whole page (no htmx) with typed text in it (the file editor, a new entry,
+  // the project context): with the server down the browser would leave for its own error page, and
+  // the text would be lost (Back loads the page again: it is not cached). The health check is asked
+  // first; unreachable, or answering an error, the page says so and stays, text and all.
+  var checked = null;
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (event.defaultPrevented || !form.matches || !form.matches("form[method=post]:not([hx-post])")) return;
+    if (!form.querySelector("textarea")) return;
+    if (checked === form) { checked = null; return; }
+    event.preventDefault();
+    var submitter = event.submitter || null;
+    fetch(document.body.getAttribute("data-health-url"), { method: "HEAD", cache: "no-store" }).then(
+      function (response) {
+        if (response.status >= 500) { show(failure(response.status)); return; }
+        checked = form;
+        form.requestSubmit(submitter);
+      },
+      function () { show("Could not reach the server: check the connection and try again. What you typed is kept."); }
+    );
+  });
 })();
 
 // After htmx swaps content in, the keyboard focus goes where it says (data-focus: a selector looked

@@ -70,3 +70,42 @@ def test_a_server_error_or_a_lost_connection_is_reported(logged_in, task_entry):
     expect(page.get_by_role("alert").filter(has_text="could not reach the server")).to_be_visible()
     task_entry.refresh_from_db()
     assert "- [ ] write notes" in task_entry.content
+
+
+def server_down(route):
+    route.abort("connectionrefused")
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_a_page_form_sent_while_the_server_is_down_says_so_and_keeps_the_text(logged_in, agent_a, width):
+    """The file editor and the new-entry form post the whole page (no htmx): with the server down the
+    browser left for its own error page and the text typed was gone (Back reloads the page, which
+    no-store keeps out of the cache). Now the page says the server cannot be reached and stays, text
+    and all; once the server is back the same button saves."""
+    from vault.models import VaultEntry
+
+    services.file_write(agent=agent_a, path="MEMORY.md", content="# Memory\n", changed_by="t")
+    page = logged_in
+    page.set_viewport_size(VIEWPORTS[width])
+    page.goto("/projects/acme/agents/agent-a/files/?path=MEMORY.md")
+    editor = page.get_by_label("Markdown")
+    editor.fill("# Memory\n\nTyped while the server was down\n")
+    page.route("**/*", server_down)
+    page.get_by_role("button", name="Save file").click()
+    alert = page.get_by_role("alert").filter(has_text="could not reach the server")
+    expect(alert).to_be_in_viewport()
+    expect(editor).to_have_value("# Memory\n\nTyped while the server was down\n")
+    assert page.url.endswith("/files/?path=MEMORY.md")
+    page.unroute("**/*", server_down)
+    page.get_by_role("button", name="Save file").click()
+    expect(page.locator(".messages")).to_contain_text("MEMORY.md saved")
+    assert agent_a.files.get(path="MEMORY.md").content == "# Memory\n\nTyped while the server was down\n"
+
+    page.goto("/projects/acme/agents/agent-a/")
+    page.get_by_text("New entry").click()
+    page.get_by_label("Content (markdown)").fill("A lesson typed while the server was down")
+    page.route("**/*", server_down)
+    page.get_by_role("button", name="Create entry").click()
+    expect(page.get_by_role("alert").filter(has_text="could not reach the server")).to_be_visible()
+    expect(page.get_by_label("Content (markdown)")).to_have_value("A lesson typed while the server was down")
+    assert not VaultEntry.objects.filter(content="A lesson typed while the server was down").exists()
