@@ -60,6 +60,17 @@ def _open_brackets(text: str) -> int:
     return depth + max(0, deepest - NESTING_ALLOWED) + open_targets
 
 
+# Memory's own headings ("# Memory", "## Rollout") sit on a page under its h1 and the h2 of the entry or
+# file that holds them: they are shown two levels down (h1 as h3, ...; h4 and below as h6), so that a
+# screen reader's list of headings keeps the page's title first and its sections in order.
+HEADING_SHIFT = 2
+_HEADING_TAG_RE = re.compile(r"<(/?)h([1-6])>")
+
+
+def _headings_lowered(html: str) -> str:
+    return _HEADING_TAG_RE.sub(lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + HEADING_SHIFT)}>", html)
+
+
 def markdown_html(text: str) -> str:
     """Sanitised HTML for markdown text (a plain str: callers mark it safe after adding their own).
 
@@ -74,12 +85,14 @@ def markdown_html(text: str) -> str:
         html = _markdown().convert(text)
     except RecursionError:
         return linebreaks(text, autoescape=True)
-    return nh3.clean(
-        html,
-        tags=ALLOWED_TAGS,
-        attributes=ALLOWED_ATTRIBUTES,
-        url_schemes=URL_SCHEMES,
-        link_rel="noopener noreferrer nofollow",
+    return _headings_lowered(
+        nh3.clean(
+            html,
+            tags=ALLOWED_TAGS,
+            attributes=ALLOWED_ATTRIBUTES,
+            url_schemes=URL_SCHEMES,
+            link_rel="noopener noreferrer nofollow",
+        )
     )
 
 
