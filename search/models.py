@@ -30,9 +30,11 @@ class VocabularyWord(models.Model):
     word = models.CharField(max_length=64, primary_key=True)
 
     class Meta:
+        # Prefix completion (search.query._analyse: `~>=~` / `~<~`, byte order whatever the collation)
+        # reads the `..._like` index (word varchar_pattern_ops) that Django creates beside the primary
+        # key of a CharField. A second index of that same definition, `vocabularyword_prefix`, was
+        # dropped (search migration 0015): every new word was written into both.
         indexes = [
-            # Byte-order index for prefix completion (search.query._analyse), whatever the collation.
-            models.Index(fields=["word"], name="vocabularyword_prefix", opclasses=["varchar_pattern_ops"]),
             # The words that differ from a query word only by accents, in one indexed look-up.
             models.Index(folded(models.F("word")), name="vocabularyword_folded"),
         ]

@@ -1,0 +1,46 @@
+"""What the write path's indexes and triggers cost the database: no index written twice over."""
+
+import pytest
+from django.db import connection
+
+pytestmark = pytest.mark.django_db
+
+# Indexes of one table that index the same columns or expressions with the same operator classes,
+# collations, predicate and access method: every write updates each, and a query can use only one.
+SAME_DEFINITION = """
+SELECT i.indrelid::regclass::text, array_agg(i.indexrelid::regclass::text ORDER BY 1)
+FROM pg_index i
+JOIN pg_class t ON t.oid = i.indrelid
+JOIN pg_class x ON x.oid = i.indexrelid
+WHERE t.relnamespace = current_schema()::regnamespace
+GROUP BY i.indrelid, i.indkey::text, i.indclass::text, i.indcollation::text, i.indoption::text,
+    coalesce(pg_get_expr(i.indexprs, i.indrelid), ''), coalesce(pg_get_expr(i.indpred, i.indrelid), ''),
+    x.relam
+HAVING count(*) > 1
+"""
+
+
+def test_no_table_keeps_two_indexes_of_one_definition():
+    with connection.cursor() as cursor:
+        cursor.execute(SAME_DEFINITION)
+        assert cursor.fetchall() == []
+
+
+def test_prefix_completion_still_reads_an_index_of_the_vocabulary(agent_a, make_entry):
+    """search.query completes a prefix with `~>=~` and `~<~` (byte order): the `..._like` index Django
+    keeps beside the words' primary key serves it."""
+    for word in ["karpenter", "karpathos", "karst"]:
+        make_entry(agent_a, f"about {word}")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            "EXPLAIN SELECT word FROM search_vocabularyword v"
+            " WHERE v.word ~>=~ 'karp' AND v.word ~<~ ('karp' || chr(1114111))"
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute(
+            "SELECT word FROM search_vocabularyword v"
+            " WHERE v.word ~>=~ 'karp' AND v.word ~<~ ('karp' || chr(1114111)) ORDER BY 1"
+        )
+        assert [row[0] for row in cursor.fetchall()] == ["karpathos", "karpenter"]
+    assert "search_vocabularyword_word_" in plan and "_like" in plan, plan
