@@ -3,6 +3,8 @@
 import pytest
 from django.db import connection
 
+from vault.search_vectors import GIN_PENDING_KB
+
 pytestmark = pytest.mark.django_db
 
 # Indexes of one table that index the same columns or expressions with the same operator classes,
@@ -44,3 +46,18 @@ def test_prefix_completion_still_reads_an_index_of_the_vocabulary(agent_a, make_
         )
         assert [row[0] for row in cursor.fetchall()] == ["karpathos", "karpenter"]
     assert "search_vocabularyword_word_" in plan and "_like" in plan, plan
+
+
+def test_every_gin_index_of_the_entries_keeps_a_short_pending_list():
+    """Every search of a GIN index reads its whole pending list: the tags index kept PostgreSQL's 4 MB,
+    which every tag filter read (vault 0031)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, c.reloptions FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+            " JOIN pg_am a ON a.oid = c.relam"
+            " WHERE i.indrelid = 'vault_vaultentry'::regclass AND a.amname = 'gin' ORDER BY 1"
+        )
+        indexes = dict(cursor.fetchall())
+    assert set(indexes) == {"vaultentry_search_gin", "vaultentry_sketch_gin", "vaultentry_tags_gin"}
+    for name, options in indexes.items():
+        assert options == [f"gin_pending_list_limit={GIN_PENDING_KB}"], name
