@@ -12,7 +12,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("vault", "0030_entry_search_vector_function"),
+        ("vault", "0031_agent_consolidation_failures"),
     ]
 
     operations = [
