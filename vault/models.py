@@ -253,6 +253,9 @@ class ProjectContextVersion(models.Model):
         return f"{self.project.slug} context before {self.changed_at:%Y-%m-%d %H:%M}"
 
 
+WORKSPACE_PATH_MAX = 255  # characters of a workspace file's path
+
+
 class WorkspaceFile(models.Model):
     """A markdown file of an agent's workspace: AGENTS.md, SOUL.md, PROFILE.md,
     MEMORY.md, daily notes under memory/, memory-tool files under memories/, and free files.
@@ -263,7 +266,7 @@ class WorkspaceFile(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="files")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="files")
-    path = models.CharField(max_length=255)
+    path = models.CharField(max_length=WORKSPACE_PATH_MAX)
     content = models.TextField(blank=True)
     enabled = models.BooleanField(default=False)
     sort_order = models.IntegerField(default=100)

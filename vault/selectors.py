@@ -10,9 +10,10 @@ from django.db.models import Count, Func, Prefetch, Q, QuerySet
 from django.utils import timezone
 from django_q.models import Schedule
 
-from memoryproject.errors import NotFound
+from memoryproject.errors import InvalidInput, NotFound
 from memoryproject.prepared import prepared_cursor
 from vault.models import (
+    WORKSPACE_PATH_MAX,
     Agent,
     ApiToken,
     Category,
@@ -30,6 +31,7 @@ from vault.models import (
     WorkspaceFileVersion,
 )
 from vault.principal import Principal
+from vault.text import echoed
 from vault.tokens import TOKEN_PREFIX, token_hash
 
 MAX_ID = 2**63 - 1
@@ -138,7 +140,7 @@ def agent_get_for_principal(principal: Principal, slug: str) -> Agent:
     An agent token's own agent, read with the token, needs none."""
     if principal.agent_row is not None:
         if principal.agent_row[_AGENT_SLUG] != slug:
-            raise NotFound(f"Agent {slug!r} not found.")
+            raise NotFound(f"Agent {echoed(slug)} not found.")
         return Agent.from_db(connection.alias, _AGENT_FIELDS, principal.agent_row)
     bound = "" if principal.agent_id is None else " AND id = %s"
     with prepared_cursor() as cursor:
@@ -149,7 +151,7 @@ def agent_get_for_principal(principal: Principal, slug: str) -> Agent:
         )
         row = cursor.fetchone()
     if row is None:
-        raise NotFound(f"Agent {slug!r} not found.")
+        raise NotFound(f"Agent {echoed(slug)} not found.")
     return Agent.from_db(connection.alias, _AGENT_FIELDS, row)
 
 
@@ -289,11 +291,27 @@ def files_list(*, agent: Agent, prefix: str = "") -> QuerySet[WorkspaceFile]:
     return files.order_by("sort_order", "path")
 
 
+def file_path_lookup_check(path: str) -> None:
+    """A path a read or a change of an existing file names: no stored file has one longer than
+    WORKSPACE_PATH_MAX, so such a path is refused as invalid (422), as a write of it is, not looked up
+    and echoed whole in a 404."""
+    if len(path) > WORKSPACE_PATH_MAX:
+        raise InvalidInput(
+            f"Invalid path {echoed(path)}: at most {WORKSPACE_PATH_MAX} characters.",
+            [{"loc": ["path"], "msg": f"at most {WORKSPACE_PATH_MAX} characters"}],
+        )
+
+
+def file_not_found(path: str) -> NotFound:
+    return NotFound(f"File {echoed(path, WORKSPACE_PATH_MAX)} not found.")
+
+
 def file_get(*, agent: Agent, path: str) -> WorkspaceFile:
     """The agent's live file at path; NotFound when there is none (or it was deleted)."""
+    file_path_lookup_check(path)
     file = WorkspaceFile.objects.filter(agent=agent, path=path, deleted_at__isnull=True).first()
     if file is None:
-        raise NotFound(f"File {path!r} not found.")
+        raise file_not_found(path)
     return file
 
 

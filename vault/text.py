@@ -287,6 +287,16 @@ _REGIONAL = re.compile("[\U0001f1e6-\U0001f1ff]")
 ASCII_CUT = "..."
 
 
+def echoed(value, max_chars: int = 80) -> str:
+    """`value` as an error message quotes it: its repr, cut to `max_chars` characters (marked "…") when
+    longer. An error names what the client sent, never all of it: a path, agent or session key of a
+    megabyte came back whole in its 404."""
+    value = str(value)
+    if len(value) > max_chars:
+        value = value[: cluster_start(value, max_chars - 1)] + "…"
+    return repr(value)
+
+
 def text_clip(
     text: str, max_chars: int, *, flatten: bool = True, mark: str = "…", at_word: bool = False
 ) -> str:

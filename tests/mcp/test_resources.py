@@ -44,3 +44,21 @@ def test_a_refused_resource_read_is_invalid_params_with_the_rest_apis_detail_and
     error = _read_refused(f"{mcp_live_url}/mcp", project_reader, "memory://handoff/latest")
     assert error.code == INVALID_PARAMS and error.data["status"] == 422
     assert error.message.startswith("Name the agent")
+
+
+def test_a_workspace_file_path_over_255_characters_is_invalid_not_echoed_as_not_found(
+    mcp_live_url, dev, dev_token
+):
+    """memory://files/{path} took a path of any length and answered "File '<the whole path>' not
+    found."; no file has such a path: it is an invalid path (422), quoted in at most 80 characters."""
+    error = _read_refused(f"{mcp_live_url}/mcp", dev_token, "memory://files/" + "x" * 5_000 + ".md")
+    assert error.code == INVALID_PARAMS and error.data["status"] == 422
+    assert error.message.startswith(f"Invalid path {'x' * 79 + '…'!r}: at most 255 characters.")
+    assert len(error.message) < 200
+
+    async def tool():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return await session.call_tool("workspace_read", {"path": "x" * 5_000 + ".md"})
+
+    result = run(tool)
+    assert result.is_error and len(result.content[0].text) < 200

@@ -378,3 +378,39 @@ def test_it_refuses_control_characters_in_a_path(api, agent_a, token_a, path):
     assert not WorkspaceFile.objects.filter(agent=agent_a, path=path).exists()
     with pytest.raises(InvalidInput, match="no control characters"):
         services.file_write(agent=agent_a, path=path.replace("\r", "\n"), content="x", changed_by="t")
+
+
+def test_a_path_over_255_characters_is_invalid_wherever_a_file_is_named_and_never_echoed_whole(
+    api, agent_a, token_a
+):
+    """No stored file has a path over 255 characters, but a read, a settings change, an edit, a history
+    or a delete of one looked it up and answered 404 with the whole path in its detail (a path of
+    100,000 characters came back whole). It is an invalid path now, as for a write (422 naming the
+    field), and every error quotes at most 80 characters of it."""
+    long_path = "x" * 100_000 + ".md"
+    answers = [
+        api.get(f"/agents/agent-a/files/{long_path}", token=token_a),
+        api.get(f"/agents/agent-a/files/{long_path}/history", token=token_a),
+        api.patch(f"/agents/agent-a/files/{long_path}", {"enabled": True}, token=token_a),
+        api.post(
+            f"/agents/agent-a/files/{long_path}/edit", {"old_text": "a", "new_text": "b"}, token=token_a
+        ),
+        api.delete(f"/agents/agent-a/files/{long_path}", token=token_a),
+        api.put(f"/agents/agent-a/files/{long_path}", {"content": "x"}, token=token_a),
+    ]
+    for response in answers:
+        assert response.status_code == 422, response.content[:300]
+        body = response.json()
+        assert "at most 255 characters" in body["detail"]
+        assert len(body["detail"]) < 400
+        assert {"loc": ["path"], "msg": "at most 255 characters"} in body["errors"]
+    missing = "y" * 255
+    response = api.get(f"/agents/agent-a/files/{missing}", token=token_a)
+    assert response.status_code == 404
+    assert response.json()["detail"] == f"File {missing!r} not found."
+
+
+def test_an_unknown_agent_is_named_in_at_most_80_characters(api, admin_token):
+    response = api.get("/agents/" + "a" * 50_000 + "/entries", token=admin_token)
+    assert response.status_code == 404
+    assert response.json()["detail"] == f"Agent {'a' * 79 + '…'!r} not found."

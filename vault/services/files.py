@@ -14,17 +14,23 @@ from django.db.models import F, Func, IntegerField, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from memoryproject.errors import Conflict, InvalidInput, NotFound
+from memoryproject.errors import Conflict, InvalidInput
 from vault import selectors
-from vault.models import Agent, QueuedNoteAppend, VersionAction, WorkspaceFile, WorkspaceFileVersion
+from vault.models import (
+    WORKSPACE_PATH_MAX,
+    Agent,
+    QueuedNoteAppend,
+    VersionAction,
+    WorkspaceFile,
+    WorkspaceFileVersion,
+)
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
 from vault.search_vectors import VECTOR_GIVEN_SETTING, WORDS_KNOWN_SETTING, bilingual_vectors, parts_vectors
 from vault.selectors import daily_note_path
-from vault.text import text_bytes, text_check
+from vault.text import echoed, text_bytes, text_check
 
 # --- Workspace files -----------------------------------------------------------------------------
 
-WORKSPACE_PATH_MAX = 255
 # Unicode's bidirectional embeddings, overrides and isolates: a name shown with one reads backwards
 # (`a\u202egnp.md` is listed as `adm.png`).
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -71,7 +77,7 @@ def file_path_check(path: str, *, markdown_only: bool = True, dateless_notes: bo
         problems.append(DAY_NAME_RULE)
     if problems:
         raise InvalidInput(
-            f"Invalid path {path!r}: {'; '.join(problems)}.",
+            f"Invalid path {echoed(path)}: {'; '.join(problems)}.",
             [{"loc": ["path"], "msg": problem} for problem in problems],
         )
     return path
@@ -388,9 +394,10 @@ def _settings_on(names: list[str]):
 
 
 def _file_locked(agent: Agent, path: str) -> WorkspaceFile:
+    selectors.file_path_lookup_check(path)
     file = _file_live_locked(agent, path)
     if file is None:
-        raise NotFound(f"File {path!r} not found.")
+        raise selectors.file_not_found(path)
     return file
 
 
