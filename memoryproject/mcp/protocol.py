@@ -19,11 +19,50 @@ def _has_lone_surrogate(value) -> bool:
     return False
 
 
+_NAME_SHOWN = 64  # an argument's name is the client's: shown in at most this many characters
+
+
+def _lone_surrogate_loc(value, loc: tuple = ()) -> tuple | None:
+    """Where the first lone surrogate is in `value`: the keys and indexes leading to it, as the REST
+    API's `loc` (a key holding one ends the path: it cannot be shown)."""
+    if isinstance(value, str):
+        return loc if _has_lone_surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _has_lone_surrogate(key):
+                return (*loc, "(an argument's name)")
+            found = _lone_surrogate_loc(item, (*loc, str(key)[:_NAME_SHOWN]))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate_loc(item, (*loc, index))
+            if found is not None:
+                return found
+    return None
+
+
+def _lone_surrogates_message(params) -> tuple[str, list]:
+    """The error text naming the argument that holds the lone surrogate (`content`, `messages.0.text`),
+    as the REST API names the field, and its loc."""
+    if not isinstance(params, dict):
+        return LONE_SURROGATES, []
+    arguments = params.get("arguments")
+    loc = _lone_surrogate_loc(arguments) if isinstance(arguments, dict) else None
+    if loc is None:
+        loc = _lone_surrogate_loc(params)
+    if not loc:
+        return LONE_SURROGATES, []
+    where = ".".join(str(part) for part in loc)
+    return f"Invalid input: {where}: contains invalid Unicode (lone surrogates).", list(loc)
+
+
 def lone_surrogate_answer(body: bytes) -> dict | None:
     """The answer to a request whose JSON escapes half of a surrogate pair ("\\ud83d", an emoji cut in
     two, as JavaScript's JSON.stringify writes it), or None for any other body. The SDK's parser refuses
     such a message whole, as a parse error without the request's id; the REST API answers 422. A tool
-    call is answered as a tool error, anything else as invalid params, under the request's id."""
+    call is answered as a tool error, anything else as invalid params, under the request's id; either
+    names the argument that holds it, as the REST API names the field."""
     if b"\\u" not in body:
         return None
     try:
@@ -39,10 +78,11 @@ def lone_surrogate_answer(body: bytes) -> dict | None:
         return None
     if not _has_lone_surrogate(message):
         return None
+    text, loc = _lone_surrogates_message(message.get("params"))
     if message["method"] == "tools/call":
-        result = {"content": [{"type": "text", "text": LONE_SURROGATES}], "isError": True}
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
         return {"jsonrpc": "2.0", "id": message["id"], "result": result}
-    error = {"code": INVALID_PARAMS, "message": LONE_SURROGATES, "data": {"status": 422}}
+    error = {"code": INVALID_PARAMS, "message": text, "data": {"status": 422, "loc": loc}}
     return {"jsonrpc": "2.0", "id": message["id"], "error": error}
 
 

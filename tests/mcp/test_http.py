@@ -13,6 +13,7 @@ from django.db import OperationalError, connection
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
+from sessions_app.models import Message
 from tests.conftest import ApiClient
 from tests.mcp import scenarios
 from tests.mcp.conftest import http_session, run, text
@@ -537,9 +538,38 @@ def test_text_with_a_lone_surrogate_is_a_tool_error_for_that_call(mcp_live_url, 
     answer = response.json()
     assert answer["id"] == 7 and answer["result"]["isError"] is True
     assert answer["result"]["content"][0]["text"] == (
-        "Invalid input: text contains invalid Unicode (lone surrogates)."
+        "Invalid input: content: contains invalid Unicode (lone surrogates)."
     )
     assert not VaultEntry.objects.exists()
+
+
+def test_a_lone_surrogate_is_answered_naming_the_argument_that_holds_it(mcp_live_url, dev_token):
+    """The REST API names the field holding a lone surrogate ("content contains invalid Unicode");
+    the tool error said only "text contains invalid Unicode", whichever of a call's arguments (a
+    message's text among fifty, a session key, a tag) held it."""
+    headers = {
+        "Authorization": f"Bearer {dev_token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+
+    def answer(params: bytes, method: bytes = b"tools/call") -> dict:
+        call = b'{"jsonrpc": "2.0", "id": 8, "method": "' + method + b'", "params": ' + params + b"}"
+        return httpx2.post(f"{mcp_live_url}/mcp", content=call, headers=headers).json()
+
+    logged = answer(
+        b'{"name": "session_log", "arguments": {"session": "s", "messages": [{"role": "user", "text": '
+        b'"fine"}, {"role": "assistant", "text": "cut \\ud83d here"}]}}'
+    )
+    assert logged["result"]["content"][0]["text"] == (
+        "Invalid input: messages.1.text: contains invalid Unicode (lone surrogates)."
+    )
+    tagged = answer(b'{"name": "memory_search", "arguments": {"query": "x", "tags": ["ok", "\\udc00"]}}')
+    assert tagged["result"]["content"][0]["text"].startswith("Invalid input: tags.1: ")
+    read = answer(b'{"uri": "memory://files/\\ud800.md"}', b"resources/read")
+    assert read["error"]["message"] == "Invalid input: uri: contains invalid Unicode (lone surrogates)."
+    assert read["error"]["data"] == {"status": 422, "loc": ["uri"]}
+    assert not Message.objects.exists()
 
 
 def test_search_and_forget_tags_are_bounded_and_checked_as_the_rest_api_does(mcp_live_url, dev, dev_token):
@@ -632,7 +662,6 @@ def test_nan_and_infinity_are_refused_as_not_finite_by_the_tools(mcp_live_url, d
     """The SDK's parser reads NaN and Infinity as Python floats: memory_save(importance=NaN) was refused
     as "less than or equal to 1", and a NaN in a logged message's state reached PostgreSQL, which refused
     the batch as "A value was rejected by the database: invalid input syntax for type json"."""
-    from sessions_app.models import Message
 
     rest = ApiClient(dev_token)
     raw = '{"category": "lessons", "content": "x y", "importance": NaN}'
