@@ -287,6 +287,18 @@ _REGIONAL = re.compile("[\U0001f1e6-\U0001f1ff]")
 ASCII_CUT = "..."
 
 
+# Unicode's bidirectional embeddings, overrides and isolates: a name shown with one reads backwards
+# (`a\u202egnp.md` is listed as `adm.png`).
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+CONTROL_CHARACTERS_RULE = "no control characters (newline, tab, escape, bidirectional overrides)"
+
+
+def control_characters_in(value: str) -> bool:
+    """Whether a name (a path, a session key) holds a control character (NUL aside: its own rule) or a
+    bidirectional control, which a listing would show raw."""
+    return any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in value if ch != "\x00")
+
+
 def echoed(value, max_chars: int = 80) -> str:
     """`value` as an error message quotes it: its repr, cut to `max_chars` characters (marked "…") when
     longer. An error names what the client sent, never all of it: a path, agent or session key of a

@@ -17,7 +17,7 @@ from memoryproject.timestamps import earliest_check, shown, stored
 from sessions_app import selectors
 from sessions_app.models import Branch, Role, Session, SessionStatus, SessionTransition
 from vault.models import Agent
-from vault.text import text_check
+from vault.text import CONTROL_CHARACTERS_RULE, control_characters_in, text_check
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +187,20 @@ def _message_size_check(item: MessageInput, index: int) -> None:
 # --- sessions ------------------------------------------------------------------------------------
 
 
+def session_key_new_check(key: str) -> None:
+    """A new session's chat id: no control characters, as a file's path (a newline, an escape sequence
+    or a right-to-left override was stored and shown raw on the session pages, in exports and in every
+    listing). Checked only where a session is created: a session stored with one before is still found,
+    written to and closed by its key."""
+    if control_characters_in(key):
+        raise InvalidInput(
+            f"session must have {CONTROL_CHARACTERS_RULE}",
+            [{"loc": ["session"], "msg": CONTROL_CHARACTERS_RULE}],
+        )
+
+
 def _session_create(agent: Agent, *, external_id: str = "", model_id: str = "") -> Session:
+    session_key_new_check(external_id)
     session = Session.objects.create(
         project_id=agent.project_id, agent=agent, external_id=external_id, model_id=model_id
     )

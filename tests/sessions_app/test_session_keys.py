@@ -30,3 +30,54 @@ def test_a_nul_in_the_model_id_is_a_422_naming_it(api, token_a, agent_a, path):
     response = api.post(f"/agents/agent-a/{path}", body, token=token_a)
     assert response.status_code == 422, response.content
     assert response.json()["detail"] == "model_id must not contain NUL (\\u0000) characters"
+
+
+def stored_with_key(agent, key: str):
+    """A session stored, before keys were checked, under a key holding a control character."""
+    from sessions_app.models import Branch, Session
+
+    session = Session.objects.create(project_id=agent.project_id, agent=agent, external_id=key)
+    session.active_branch = Branch.objects.create(session=session, name="main")
+    session.save(update_fields=["active_branch"])
+    return session
+
+
+@pytest.mark.parametrize("key", ["chat\none", "tab\tkey", "red\x1b[31m", "a\u202egnp", "del\x7f"])
+def test_a_control_character_in_a_new_session_key_is_a_422_naming_it(api, token_a, agent_a, key):
+    """A newline, a tab, an escape sequence or a right-to-left override in a session key was stored
+    and shown raw (session pages, exports, listings), as a file's path no longer may be."""
+    from sessions_app.models import Message, Session
+
+    body = {"session": key, "messages": [{"role": "user", "text": "hi"}]}
+    response = api.post("/agents/agent-a/messages", body, token=token_a)
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"] == (
+        "session must have no control characters (newline, tab, escape, bidirectional overrides)"
+    )
+    assert response.json()["errors"][0]["loc"] == ["session"]
+    response = api.post("/agents/agent-a/sleep", body, token=token_a)
+    assert response.status_code == 422, response.content
+    assert not Session.objects.exists() and not Message.objects.exists()
+
+
+def test_a_session_stored_under_a_key_with_a_control_character_is_still_read_written_and_closed(
+    api, token_a, agent_a
+):
+    from sessions_app.models import SessionStatus
+
+    old = stored_with_key(agent_a, "legacy\tchat")
+    body = {"session": "legacy\tchat", "messages": [{"role": "user", "text": "We ship on Friday"}]}
+    appended = api.post("/agents/agent-a/messages", body, token=token_a)
+    assert appended.status_code == 200, appended.content
+    assert appended.json()["session"]["id"] == old.pk
+    read = api.get("/agents/agent-a/messages", token=token_a, session="legacy\tchat")
+    assert read.status_code == 200 and [m["text"] for m in read.json()["items"]] == ["We ship on Friday"]
+    closed = api.post("/agents/agent-a/sleep", {"session": "legacy\tchat"}, token=token_a)
+    assert closed.status_code == 200, closed.content
+    old.refresh_from_db()
+    assert old.status == SessionStatus.CLOSED
+    reopened = api.post(
+        "/agents/agent-a/messages", body | {"messages": [{"role": "user", "text": "x"}]}, token=token_a
+    )
+    assert reopened.status_code == 200, reopened.content
+    assert reopened.json()["session"]["id"] == old.pk

@@ -2,7 +2,6 @@
 versioned."""
 
 import re
-import unicodedata
 from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import date, datetime
@@ -27,13 +26,10 @@ from vault.models import (
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
 from vault.search_vectors import VECTOR_GIVEN_SETTING, WORDS_KNOWN_SETTING, bilingual_vectors, parts_vectors
 from vault.selectors import daily_note_path
-from vault.text import echoed, text_bytes, text_check
+from vault.text import CONTROL_CHARACTERS_RULE, control_characters_in, echoed, text_bytes, text_check
 
 # --- Workspace files -----------------------------------------------------------------------------
 
-# Unicode's bidirectional embeddings, overrides and isolates: a name shown with one reads backwards
-# (`a\u202egnp.md` is listed as `adm.png`).
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # A name of a day's note (memory/YYYY-MM-DD.md) or of one of its parts (memory/YYYY-MM-DD-2.md).
 _DAY_NAMED_RE = re.compile(r"^memory/([0-9]{4}-[0-9]{2}-[0-9]{2})(?:-[0-9]+)?\.md$")
 DAY_NAME_RULE = "memory/YYYY-MM-DD.md names a day: this date does not exist"
@@ -61,8 +57,8 @@ def file_path_check(path: str, *, markdown_only: bool = True, dateless_notes: bo
         problems.append("no NUL characters")
     if "\\" in path:
         problems.append("no backslashes")
-    if any(unicodedata.category(ch) == "Cc" or ch in _BIDI_CONTROLS for ch in path if ch != "\x00"):
-        problems.append("no control characters (newline, tab, escape, bidirectional overrides)")
+    if control_characters_in(path):
+        problems.append(CONTROL_CHARACTERS_RULE)
     if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
         problems.append("relative paths only (no absolute paths)")
     if any(part == ".." for part in path.replace("\\", "/").split("/")):
