@@ -5,9 +5,10 @@ from ninja import Field, Schema
 from pydantic import ConfigDict
 
 from memoryproject.input_schema import InputSchema
-from memoryproject.numbers import Integer
+from memoryproject.numbers import integer
 from memoryproject.timestamps import SINCE, UNTIL, InstantBound
 from vault.schemas import CategoryName, SourceName
+from vault.selectors import MAX_ID
 from vault.text import NOT_BLANK_PATTERN, TAG_FILTER_MAX, TAG_MAX_CHARS
 
 
@@ -94,13 +95,16 @@ FORGET_RULES = {"allOf": [{"anyOf": [_BY_ID, _BY_CRITERIA]}, _ENTRIES_ONLY]}
 
 FORGET_MAX_IDS = 10_000
 FORGET_MAX_TAGS = TAG_FILTER_MAX
+# An id the database can hold (bigint): one past 2**63 - 1 was answered "not found", as if it might
+# have been an entry's.
+RowId = integer(ge=1, le=MAX_ID)
 
 
 class ForgetIn(InputSchema):
     model_config = ConfigDict(json_schema_extra=FORGET_RULES)
 
-    ids: list[Integer] | None = Field(default=None, max_length=FORGET_MAX_IDS, description="Vault entry ids")
-    message_ids: list[Integer] | None = Field(
+    ids: list[RowId] | None = Field(default=None, max_length=FORGET_MAX_IDS, description="Vault entry ids")
+    message_ids: list[RowId] | None = Field(
         default=None, max_length=FORGET_MAX_IDS, description="Message ids"
     )
     agent: str | None = Field(default=None, max_length=64)

@@ -11,12 +11,12 @@ from memoryproject.booleans import Boolean
 from memoryproject.errors import InvalidInput
 from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
 from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
-from memoryproject.numbers import Integer, integer, number
+from memoryproject.numbers import integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
 from memoryproject.timestamps import SINCE, UNTIL, InstantBound
 from vault import selectors, services
 from vault.etags import updated_at_expected
-from vault.maintenance_schemas import FORGET_MAX_IDS, FORGET_MAX_TAGS, ForgetIn, ForgetOut
+from vault.maintenance_schemas import FORGET_MAX_IDS, FORGET_MAX_TAGS, ForgetIn, ForgetOut, RowId
 from vault.models import EntrySource, EntryStatus, TokenScope
 from vault.schemas import EntryIn, EntryOut, EntryPatch
 
@@ -147,7 +147,7 @@ def memory_list(
 @tool_adapter
 def memory_forget(
     ids: Annotated[
-        list[Integer] | None, Field(max_length=FORGET_MAX_IDS, description="Entry ids to delete")
+        list[RowId] | None, Field(max_length=FORGET_MAX_IDS, description="Entry ids to delete")
     ] = None,
     category: CategoryFilter = None,
     tags: Annotated[

@@ -717,3 +717,20 @@ def test_mcp_with_a_trailing_slash_is_served_as_mcp(mcp_live_url, dev, dev_token
     assert httpx2.get(f"{mcp_live_url}/mcp/", headers=headers).status_code == 405
     assert httpx2.post(f"{mcp_live_url}/mcp/", json=ping).status_code == 401
     assert httpx2.post(f"{mcp_live_url}/mcp/other", json=ping, headers=headers).status_code == 404
+
+
+def test_memory_forget_refuses_an_id_no_entry_can_have(mcp_live_url, dev, dev_token):
+    """memory_forget(ids=[2**63]) answered count 0 with the id among not_found, as if it might have been
+    an entry's; no bigint holds it: refused naming the argument, and nothing is forgotten."""
+    kept = services.entry_create(agent=dev, category="lessons", content="Keep this lesson", created_by="t")
+
+    async def body():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return [
+                await scenarios.refused(session, "memory_forget", ids=[kept.pk, bad])
+                for bad in (2**63, 2**70, 0)
+            ]
+
+    for refused in run(body):
+        assert refused.startswith("Invalid input: ids.1: Input should be"), refused
+    assert VaultEntry.objects.filter(pk=kept.pk).exists()

@@ -346,3 +346,14 @@ def test_it_refuses_nan_and_infinity_in_a_messages_tool_calls_and_state(api, tok
     )
     assert list(Message.objects.values_list("text", flat=True)) == ["first"]
     assert not Checkpoint.objects.exists() and not VaultEntry.objects.filter(category="handoffs").exists()
+
+
+@pytest.mark.parametrize("field", ["ids", "message_ids"])
+@pytest.mark.parametrize("bad", [2**63, 2**70, 0, -1])
+def test_a_forget_id_no_row_can_have_is_a_422_naming_it(api, admin_token, entry_a, field, bad):
+    """An id past 2**63 - 1 (bigint) was answered 200 with it among `not_found`, as if it might have
+    been a row's; it is invalid input, and the valid ids beside it are not forgotten either."""
+    response = api.post("/forget", {field: [entry_a.pk, bad]}, token=admin_token)
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"].startswith(f"Invalid input: {field}.1: Input should be")
+    assert VaultEntry.objects.filter(pk=entry_a.pk).exists()
