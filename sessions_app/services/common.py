@@ -194,7 +194,7 @@ def session_key_new_check(key: str) -> None:
     written to and closed by its key."""
     if control_characters_in(key):
         raise InvalidInput(
-            f"session must have {CONTROL_CHARACTERS_RULE}",
+            f"Invalid input: session: {CONTROL_CHARACTERS_RULE}",
             [{"loc": ["session"], "msg": CONTROL_CHARACTERS_RULE}],
         )
 

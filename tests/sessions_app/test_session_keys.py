@@ -52,7 +52,7 @@ def test_a_control_character_in_a_new_session_key_is_a_422_naming_it(api, token_
     response = api.post("/agents/agent-a/messages", body, token=token_a)
     assert response.status_code == 422, response.content
     assert response.json()["detail"] == (
-        "session must have no control characters (newline, tab, escape, bidirectional overrides)"
+        "Invalid input: session: no control characters (newline, tab, escape, bidirectional overrides)"
     )
     assert response.json()["errors"][0]["loc"] == ["session"]
     response = api.post("/agents/agent-a/sleep", body, token=token_a)
