@@ -84,8 +84,8 @@ def test_an_entry_of_another_agent_cannot_be_superseded(api, token_a, agent_a, a
         {"category": "decisions", "content": NEW, "supersedes": theirs.pk},
         token=token_a,
     )
-    assert response.status_code == 404
-    assert "not found" in response.json()["detail"].lower()
+    assert response.status_code == 422  # told apart from a missing entry no more than a read tells them
+    assert response.json()["detail"] == f"supersedes: entry {theirs.pk} not found."
     theirs.refresh_from_db()
     assert theirs.status == EntryStatus.ACTIVE
     assert not VaultEntry.objects.filter(agent=agent_a).exists()

@@ -438,8 +438,8 @@ def test_supersede_rejects_cycles_self_and_double(api, token_a, entry_a):
 
 
 def test_cannot_supersede_what_you_cannot_see(api, token_b, entry_a, outsider_token):
-    assert _create(api, token_b, "mine", agent="agent-b", supersedes=entry_a.pk).status_code == 404
-    assert _create(api, outsider_token, "theirs", supersedes=entry_a.pk).status_code == 404
+    assert _create(api, token_b, "mine", agent="agent-b", supersedes=entry_a.pk).status_code == 422
+    assert _create(api, outsider_token, "theirs", supersedes=entry_a.pk).status_code == 422
     assert VaultEntry.objects.get(pk=entry_a.pk).status == "active"
 
 
@@ -794,3 +794,21 @@ def test_a_write_cuts_its_words_and_sketches_them_once(api, token_a):
         response = _create(api, token_a, "The nightly invoices export goes to the finance bucket daily now")
     assert response.status_code == 201
     assert sketched.call_count == 1
+
+
+def test_a_supersedes_naming_no_entry_is_a_422_naming_the_field(api, token_a, entry_a, outsider_token):
+    """`supersedes` is a body field: an entry it names that does not exist (or that the token may not
+    see) was answered 404, the status of a missing address, on a request whose address exists. It is
+    bad input in that field now, worded the same whether the entry is missing or not visible."""
+    missing = entry_a.pk + 1000
+    created = _create(api, token_a, "A new ledger decision text.", supersedes=missing)
+    edited = api.patch(f"/entries/{entry_a.pk}", {"supersedes": missing}, token=token_a)
+    theirs = _create(api, outsider_token, "theirs", supersedes=entry_a.pk)
+    for response, named in ((created, missing), (edited, missing), (theirs, entry_a.pk)):
+        assert response.status_code == 422, response.content
+        assert response.json() == {
+            "detail": f"supersedes: entry {named} not found.",
+            "errors": [{"loc": ["supersedes"], "msg": f"entry {named} not found"}],
+        }
+    assert VaultEntry.objects.count() == 1
+    assert VaultEntry.objects.get(pk=entry_a.pk).supersedes_id is None

@@ -128,11 +128,11 @@ def entry_create_for_principal(
     source: str = EntrySource.API,
 ) -> VaultEntry:
     """entry_create on behalf of a caller (the API and the MCP server): the entry it supersedes must
-    be one the caller may read (else 404, as reading it would), and the entry records who wrote it and
+    be one the caller may read (else 422 naming `supersedes`), and the entry records who wrote it and
     through what (`source`: api, or mcp for the MCP server's tools).
     The entry comes back with what its response shows already loaded."""
     if supersedes_id is not None:
-        selectors.entry_get_for_principal(principal, supersedes_id)
+        selectors.entry_to_supersede_for_principal(principal, supersedes_id)
     entry = entry_create(
         agent=agent,
         category=category,
