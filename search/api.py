@@ -2,6 +2,7 @@ from typing import Annotated, Literal
 
 from ninja import Field, Query, Router
 
+from memoryproject.openapi import AGENT_PATH_SCHEMA
 from memoryproject.timestamps import SINCE, UNTIL, InstantBound
 from search import selectors, services
 from search.query import MAX_QUERY_CHARS
@@ -13,6 +14,10 @@ from vault.text import TAG_FILTER_MAX, TAG_MAX_CHARS, tags_filter_check
 
 router = Router(tags=["search"])
 
+# An agent's slug (AGENT_PATH_SCHEMA), or empty: no agent named. A name no agent can have is refused
+# (422), not looked up and answered 404.
+AGENT_FILTER_PATTERN = "^(" + AGENT_PATH_SCHEMA["pattern"][1:-1] + ")?$"
+
 # A tag's length as the schema states it; tags_filter_check is the authority (and allows the '#').
 TagFilter = Annotated[str, Field(json_schema_extra={"maxLength": TAG_MAX_CHARS})]
 
@@ -23,7 +28,13 @@ def search(
     q: str = Query(
         ..., min_length=1, max_length=MAX_QUERY_CHARS, description='Words, "phrases", -exclusions, OR'
     ),
-    agent: str | None = Query(None, max_length=64),
+    agent: str | None = Query(
+        None,
+        max_length=AGENT_PATH_SCHEMA["maxLength"],
+        pattern=AGENT_FILTER_PATTERN,
+        description="Only this agent's memory: its slug, 1-64 characters of a-z, 0-9, '.', '_' or '-', not "
+        "only dots (empty or absent: every agent the token may read)",
+    ),
     category: CategoryName | None = None,
     tag: list[TagFilter] = Query(
         None,

@@ -376,6 +376,28 @@ def test_the_search_tags_are_limited_in_the_schema_as_the_server_limits_them(doc
         assert _accepted(response) == accepted, (tags, response.content)
 
 
+def test_searchs_agent_carries_the_slug_rule_and_a_name_no_agent_can_have_is_a_422(
+    document, api, admin_token, agent_a
+):
+    """search's `agent` was a bare string of at most 64 characters: a name no agent can have ("A",
+    "a b", "..") was looked up and answered 404, a missing resource, where the query is bad input; and
+    the document did not say what a name is. Empty still means no agent named."""
+    import re
+
+    (agent,) = [p for p in document["paths"]["/api/v1/search"]["get"]["parameters"] if p["name"] == "agent"]
+    (schema,) = [branch for branch in agent["schema"]["anyOf"] if branch["type"] == "string"]
+    pattern = re.compile(schema["pattern"])
+    assert schema["maxLength"] == 64
+    for name in ["", "agent-a", "a.b_c", ".a"]:
+        assert pattern.match(name)
+        assert api.get("/search", token=admin_token, q="x", agent=name).status_code in (200, 404), name
+    for name in ["A", "a b", "..", "é", "a/b"]:
+        assert not pattern.match(name)
+        response = api.get("/search", token=admin_token, q="x", agent=name)
+        assert response.status_code == 422, (name, response.content)
+        assert response.json()["errors"][0]["loc"] == ["query", "agent"]
+
+
 def _schemas(node):
     if isinstance(node, dict):
         if "type" in node or "anyOf" in node:
