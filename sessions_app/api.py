@@ -9,6 +9,7 @@ from memoryproject.llm import llm_deadline
 from vault.api import agent_for_write
 from vault.models import TokenScope
 from vault.selectors import agent_get_for_principal
+from vault.text import echoed
 from vault.transfer import export
 
 from . import recovery as recovery_reads
@@ -55,7 +56,7 @@ def messages_append(request, agent: str, payload: MessagesIn):
     target = agent_for_write(request, agent)
     if payload.agentId is not None and payload.agentId != target.slug:
         raise InvalidInput(
-            f"agentId {payload.agentId!r} does not match the agent in the path ({target.slug!r}).",
+            f"agentId {echoed(payload.agentId)} does not match the agent in the path ({target.slug!r}).",
             [{"loc": ["agentId"], "msg": "does not match the path"}],
         )
     result = services.messages_append(
@@ -89,7 +90,7 @@ def messages_list(
     target = agent_get_for_principal(request.auth, agent)
     found = selectors.session_find(target, session)
     if found is None and session:
-        raise NotFound(f"Session {session!r} of agent {agent!r} not found.")
+        raise NotFound(f"Session {echoed(session)} of agent {echoed(agent)} not found.")
     if found is not None:
         selectors.session_listable_check(found, target.slug)
     conversation = selectors.session_conversation(found, active_only=not include_archived) if found else []
@@ -117,7 +118,7 @@ def session_state(request, agent: str, session: str | None = Query(None, max_len
     target = agent_get_for_principal(request.auth, agent)
     found = selectors.session_find(target, session)
     if found is None and session:
-        raise NotFound(f"Session {session!r} of agent {agent!r} not found.")
+        raise NotFound(f"Session {echoed(session)} of agent {echoed(agent)} not found.")
     entries = list(selectors.session_state_list(found)) if found else []
     return {"session": found, "items": entries, "markdown": selectors.session_state_markdown(entries)}
 
@@ -129,7 +130,7 @@ def checkpoint_save(request, agent: str, payload: CheckpointIn):
         target, payload.session or payload.chat_id, field="session" if payload.session else "chat_id"
     )
     if payload.session and session is None:
-        raise NotFound(f"Session {payload.session!r} of agent {agent!r} not found.")
+        raise NotFound(f"Session {echoed(payload.session)} of agent {echoed(agent)} not found.")
     return services.checkpoint_save(
         agent=target,
         messages=[m.as_input() for m in payload.messages] if payload.messages is not None else None,
@@ -144,7 +145,7 @@ def checkpoint_get(request, agent: str):
     target = agent_get_for_principal(request.auth, agent)
     checkpoint = selectors.checkpoint_get_valid(target)
     if checkpoint is None:
-        raise NotFound(f"Agent {agent!r} has no checkpoint younger than the validity window.")
+        raise NotFound(f"Agent {echoed(agent)} has no checkpoint younger than the validity window.")
     return checkpoint
 
 
@@ -195,7 +196,7 @@ def branch_create(request, agent: str, session_id: str, payload: BranchIn):
     if payload.message:
         message = selectors.message_find(session, payload.message)
         if message is None:
-            raise NotFound(f"Message {payload.message!r} not found in this session.")
+            raise NotFound(f"Message {echoed(payload.message)} not found in this session.")
     branch = services.branch_create(session=session, name=payload.name, message=message)
     session.refresh_from_db()
     listed = next(b for b in selectors.branches_list(session) if b["name"] == branch.name)
@@ -219,7 +220,7 @@ def checkout(request, agent: str, session_id: str, payload: CheckoutIn):
     else:
         message = selectors.message_find(session, payload.message)
         if message is None:
-            raise NotFound(f"Message {payload.message!r} not found in this session.")
+            raise NotFound(f"Message {echoed(payload.message)} not found in this session.")
         branch, preserved = services.message_checkout(session=session, message=message)
         saved = preserved.name if preserved else None
     session.refresh_from_db()

@@ -19,7 +19,7 @@ from vault import stats as vault_stats
 from vault.models import Agent
 from vault.principal import Principal
 from vault.selectors import MAX_ID, agent_get_for_principal
-from vault.text import token_estimate_of_bytes
+from vault.text import echoed, token_estimate_of_bytes
 
 from .compaction import SUMMARY_STATE_KEY, message_tokens
 from .models import Branch, Checkpoint, Message, Role, Session, SessionStateEntry, SessionStatus
@@ -141,10 +141,10 @@ def session_get_for_principal(
     slug = agent.slug if isinstance(agent, Agent) else agent
     target = agent_get_for_principal(principal, slug)
     if isinstance(agent, Agent) and agent.pk != target.pk:
-        raise NotFound(f"Agent {slug!r} not found.")
+        raise NotFound(f"Agent {echoed(slug)} not found.")
     session = session_find(target, None if session_id is None else str(session_id))
     if session is None:
-        raise NotFound(f"Session {session_id or 'current'!r} of agent {slug!r} not found.")
+        raise NotFound(f"Session {echoed(session_id or 'current')} of agent {echoed(slug)} not found.")
     return session
 
 

@@ -7,6 +7,7 @@ from django.db import transaction
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from sessions_app.models import Branch, Message, Session
 from sessions_app.services.common import _head_preserve, _session_lock
+from vault.text import echoed
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ def branch_create(*, session: Session, name: str, message: Message | None = None
         if message is not None and message.session_id != session.pk:
             raise NotFound("Message not found in this session.")
         if Branch.objects.filter(session=session, name=name).exists():
-            raise Conflict(f"Branch {name!r} already exists.")
+            raise Conflict(f"Branch {echoed(name)} already exists.")
         head_id = message.pk if message is not None else active.head_id
         return Branch.objects.create(session=session, name=name, head_id=head_id, from_message_id=head_id)
 
@@ -42,7 +43,7 @@ def branch_checkout(*, session: Session, name: str) -> Branch:
         session, _ = _session_lock(session)
         branch = Branch.objects.filter(session=session, name=name).first()
         if branch is None:
-            raise NotFound(f"Branch {name!r} not found.")
+            raise NotFound(f"Branch {echoed(name)} not found.")
         session.active_branch = branch
         session.save(update_fields=["active_branch"])
         return branch

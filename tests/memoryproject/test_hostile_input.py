@@ -357,3 +357,37 @@ def test_a_forget_id_no_row_can_have_is_a_422_naming_it(api, admin_token, entry_
     assert response.status_code == 422, response.content
     assert response.json()["detail"].startswith(f"Invalid input: {field}.1: Input should be")
     assert VaultEntry.objects.filter(pk=entry_a.pk).exists()
+
+
+def test_no_error_echoes_a_path_parameter_whole(api, admin_token, token_a, agent_a, entry_a):
+    """Errors quoted what the client sent: an agent, a session id, a branch or a message reference of
+    20,000 characters came back whole in a 404 or 422 (a session's operations, a checkpoint, a sleep,
+    a file's). Every operation's every path parameter, 20,000 characters long: a 4xx of under 1,000
+    bytes."""
+    import re
+
+    document = Client().get("/api/v1/openapi.json").json()
+    api.post(
+        "/agents/agent-a/messages",
+        {"session": "s1", "messages": [{"role": "user", "text": "hi"}]},
+        token=token_a,
+    )
+    values = {"agent": "agent-a", "session_id": "s1", "entry_id": str(entry_a.pk), "path": "MEMORY.md"}
+    tried = 0
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            names = [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]
+            for name in names if method != "head" else []:
+                url = re.sub(
+                    r"\{(\w+)(:\w+)?\}", lambda m: {**values, name: "z" * 20_000}.get(m[1], "1"), path
+                )
+                response = api.request(method, url.removeprefix("/api/v1"), {}, token=admin_token)
+                assert 400 <= response.status_code < 500, (method, path, name, response.status_code)
+                assert len(response.content) < 1000, (method, path, name, response.content[:200])
+                tried += 1
+    assert tried >= 50
+    for body in ({"name": "b" * 20_000}, {"name": "b", "message": "m" * 20_000}):
+        response = api.post("/agents/agent-a/sessions/s1/branches", body, token=token_a)
+        assert 400 <= response.status_code < 500 and len(response.content) < 1000, response.content[:200]
+    response = api.post("/agents/agent-a/sessions/s1/checkout", {"branch": "b" * 20_000}, token=token_a)
+    assert 400 <= response.status_code < 500 and len(response.content) < 1000, response.content[:200]

@@ -26,7 +26,7 @@ from vault.models import (
 from vault.redaction import redact_for_project
 from vault.services.audit import deletion_audit_record
 from vault.services.files import file_write
-from vault.text import text_check
+from vault.text import echoed, text_check
 from vault.tokens import TOKEN_PREFIX, token_hash
 from vault.workspace_templates import DEFAULT_WORKSPACE_FILES, PREVIOUS_DEFAULTS
 
@@ -40,7 +40,7 @@ def slug_check(value: str, *, field: str) -> str:
         path_segment_validator(value)
     except DjangoValidationError:
         raise InvalidInput(
-            f"{field} {value!r} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-', "
+            f"{field} {echoed(value)} is not valid: use 1-64 characters of a-z, 0-9, '.', '_' or '-', "
             "not only dots.",
             [{"loc": [field], "msg": "invalid slug"}],
         ) from None
