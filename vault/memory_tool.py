@@ -17,6 +17,7 @@ from django.db import transaction
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from vault import services
 from vault.models import Agent, WorkspaceFile
+from vault.text import clipped
 
 ROOT = "/memories"
 ROOT_PREFIX = "memories"
@@ -49,7 +50,8 @@ def _path(value, *, field: str = "path") -> ToolPath:
     shown = value.rstrip("/") or value
     if shown != ROOT and not shown.startswith(ROOT + "/"):
         raise InvalidInput(
-            f"Path must start with {ROOT}, got: {value}", [{"loc": [field], "msg": "outside /memories"}]
+            f"Path must start with {ROOT}, got: {clipped(value)}",
+            [{"loc": [field], "msg": "outside /memories"}],
         )
     stored = shown[1:]
     if stored != ROOT_PREFIX:
@@ -58,7 +60,7 @@ def _path(value, *, field: str = "path") -> ToolPath:
         except InvalidInput as exc:
             reasons = "; ".join(error["msg"] for error in exc.errors) or exc.detail
             raise InvalidInput(
-                f"Invalid path {value}: {reasons}.", [{"loc": [field], "msg": reasons}]
+                f"Invalid path {clipped(value)}: {reasons}.", [{"loc": [field], "msg": reasons}]
             ) from None
     return ToolPath(shown=shown, stored=stored)
 

@@ -299,14 +299,19 @@ def control_characters_in(value: str) -> bool:
     return any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in value if ch != "\x00")
 
 
-def echoed(value, max_chars: int = 80) -> str:
-    """`value` as an error message quotes it: its repr, cut to `max_chars` characters (marked "…") when
-    longer. An error names what the client sent, never all of it: a path, agent or session key of a
-    megabyte came back whole in its 404."""
+def clipped(value, max_chars: int = 80) -> str:
+    """`value` as an error message shows it, cut to `max_chars` characters (marked "…") when longer. An
+    error names what the client sent, never all of it: a path, agent or session key of a megabyte came
+    back whole in its 404."""
     value = str(value)
     if len(value) > max_chars:
         value = value[: cluster_start(value, max_chars - 1)] + "…"
-    return repr(value)
+    return value
+
+
+def echoed(value, max_chars: int = 80) -> str:
+    """`value` quoted in an error message: the repr of `clipped`."""
+    return repr(clipped(value, max_chars))
 
 
 def text_clip(

@@ -7,7 +7,7 @@ from django.db import transaction
 from memoryproject.errors import Conflict, InvalidInput, NotFound
 from sessions_app.models import Branch, Message, Session
 from sessions_app.services.common import _head_preserve, _session_lock
-from vault.text import echoed
+from vault.text import CONTROL_CHARACTERS_RULE, control_characters_in, echoed
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +20,11 @@ def _branch_name_check(name: str) -> str:
     if not name or len(name) > 100 or "\x00" in name:
         raise InvalidInput(
             "branch name must be 1-100 characters", [{"loc": ["name"], "msg": "invalid branch name"}]
+        )
+    if control_characters_in(name):  # shown raw in listings and on the session page, as a path would be
+        raise InvalidInput(
+            f"Invalid input: name: {CONTROL_CHARACTERS_RULE}",
+            [{"loc": ["name"], "msg": CONTROL_CHARACTERS_RULE}],
         )
     return name
 

@@ -391,3 +391,33 @@ def test_no_error_echoes_a_path_parameter_whole(api, admin_token, token_a, agent
         assert 400 <= response.status_code < 500 and len(response.content) < 1000, response.content[:200]
     response = api.post("/agents/agent-a/sessions/s1/checkout", {"branch": "b" * 20_000}, token=token_a)
     assert 400 <= response.status_code < 500 and len(response.content) < 1000, response.content[:200]
+
+
+@pytest.mark.parametrize("name", ["a\nb", "tab\there", "red\x1b[31m", "a\u202egnp"])
+def test_a_branch_name_with_a_control_character_is_a_422_naming_it(api, token_a, agent_a, name):
+    """A branch's name took a newline, an escape sequence or a right-to-left override, shown raw in
+    the branch listing and on the session page, as session keys and paths no longer may."""
+    from sessions_app.models import Branch
+
+    api.post(
+        "/agents/agent-a/messages",
+        {"session": "s1", "messages": [{"role": "user", "text": "hi"}]},
+        token=token_a,
+    )
+    response = api.post("/agents/agent-a/sessions/s1/branches", {"name": name}, token=token_a)
+    assert response.status_code == 422, response.content
+    assert response.json()["errors"] == [
+        {"loc": ["name"], "msg": "no control characters (newline, tab, escape, bidirectional overrides)"}
+    ]
+    assert list(Branch.objects.values_list("name", flat=True)) == ["main"]
+
+
+def test_the_memory_tool_quotes_a_bad_path_in_at_most_80_characters(api, token_a, agent_a):
+    for body in (
+        {"command": "view", "path": "/memories/" + "a" * 20_000},
+        {"command": "view", "path": "/elsewhere/" + "a" * 20_000},
+        {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/" + "b" * 20_000},
+    ):
+        response = api.post("/agents/agent-a/memory-tool", body, token=token_a)
+        assert response.status_code == 422, response.content[:200]
+        assert len(response.content) < 1000, response.content[:200]
