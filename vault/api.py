@@ -138,7 +138,7 @@ def entry_update(
     fields = payload.dict(exclude_unset=True)
     supersedes = fields.pop("supersedes", None)
     if supersedes is not None:
-        selectors.entry_to_supersede_for_principal(request.auth, supersedes)
+        selectors.entry_named_for_principal(request.auth, supersedes, field="supersedes")
     changes = services.EntryChanges(**fields)
     entry = services.entry_update(
         entry_id=entry.pk,

@@ -69,12 +69,12 @@ def review_reject(request, payload: ReviewRejectIn, entry_id: int = ENTRY_ID):
     response=EntryOut,
     summary="Merge into an existing entry",
     description="Appends the pending entry's text to `into`, an active entry of the same agent (409 "
-    "otherwise), and returns it. The merged entry becomes superseded by it and joins its supersede chain "
+    "otherwise; 422 when the project has no such entry), and returns it. The merged entry becomes superseded by it and joins its supersede chain "
     "just below it, so its `superseded_by` and `/entries/{id}/chain` lead to where its text went.",
 )
 def review_merge(request, payload: ReviewMergeIn, entry_id: int = ENTRY_ID):
     entry = _pending_for(request, entry_id)
-    target = selectors.entry_get_for_principal(request.auth, payload.into)
+    target = selectors.entry_named_for_principal(request.auth, payload.into, field="into")
     return services.review_merge(entry_id=entry.pk, into_id=target.pk, by=request.auth.label)
 
 

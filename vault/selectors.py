@@ -198,17 +198,16 @@ def entry_get_for_principal(principal: Principal, entry_id: int) -> VaultEntry:
     return entry
 
 
-def entry_to_supersede_for_principal(principal: Principal, entry_id: int) -> VaultEntry:
-    """The entry a write's `supersedes` names, if this principal may see it. One it may not see is bad
-    input in that body field (422 naming it), not a missing resource: the request's own address exists
-    (it was answered 404, as a read of the entry would be). Told apart from a missing entry no more
-    than a read tells them apart."""
+def entry_named_for_principal(principal: Principal, entry_id: int, *, field: str) -> VaultEntry:
+    """The entry a body field names (a write's `supersedes`, a merge's `into`), if this principal may
+    see it. One it may not see is bad input in that field (422 naming it), not a missing resource: the
+    request's own address exists (it was answered 404, as a read of the entry would be). Told apart
+    from a missing entry no more than a read tells them apart."""
     try:
         return entry_get_for_principal(principal, entry_id)
     except NotFound:
         raise InvalidInput(
-            f"supersedes: entry {entry_id} not found.",
-            [{"loc": ["supersedes"], "msg": f"entry {entry_id} not found"}],
+            f"{field}: entry {entry_id} not found.", [{"loc": [field], "msg": f"entry {entry_id} not found"}]
         ) from None
 
 

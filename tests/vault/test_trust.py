@@ -812,3 +812,19 @@ def test_a_supersedes_naming_no_entry_is_a_422_naming_the_field(api, token_a, en
         }
     assert VaultEntry.objects.count() == 1
     assert VaultEntry.objects.get(pk=entry_a.pk).supersedes_id is None
+
+
+def test_a_merge_into_no_entry_is_a_422_naming_into(api, admin_token, token_a):
+    """`into` is a body field, as `supersedes` is: an id no entry of the project has was answered 404,
+    the status of a missing address, while the pending entry the address names exists."""
+    pending = _create(api, token_a, RECEIPTS).json()
+    missing = pending["id"] + 1000
+
+    response = _merge(api, admin_token, pending["id"], missing)
+
+    assert response.status_code == 422, response.content
+    assert response.json() == {
+        "detail": f"into: entry {missing} not found.",
+        "errors": [{"loc": ["into"], "msg": f"entry {missing} not found"}],
+    }
+    assert VaultEntry.objects.get(pk=pending["id"]).status == "pending"

@@ -132,7 +132,7 @@ def entry_create_for_principal(
     through what (`source`: api, or mcp for the MCP server's tools).
     The entry comes back with what its response shows already loaded."""
     if supersedes_id is not None:
-        selectors.entry_to_supersede_for_principal(principal, supersedes_id)
+        selectors.entry_named_for_principal(principal, supersedes_id, field="supersedes")
     entry = entry_create(
         agent=agent,
         category=category,
