@@ -169,7 +169,7 @@ class VaultEntry(models.Model):
             models.Index(fields=["project", "-id"], name="vaultentry_project_newest"),
             models.Index(fields=["agent", "category", "status", "-created_at"], name="vaultentry_agent_cat"),
             models.Index(fields=["project", "-created_at"], name="vaultentry_project_recent"),
-            # Read by every tag filter (search's, the entry list's): a short pending list too (vault 0031).
+            # Read by every tag filter (search's, the entry list's): a short pending list too (vault 0032).
             GinIndex(fields=["tags"], name="vaultentry_tags_gin", gin_pending_list_limit=GIN_PENDING_KB),
             models.Index(fields=["agent", "category", "content_hash"], name="vaultentry_agent_hash"),
             # Searched by the duplicate check of every write of a large agent: a short pending list too.

@@ -50,7 +50,7 @@ def test_prefix_completion_still_reads_an_index_of_the_vocabulary(agent_a, make_
 
 def test_every_gin_index_of_the_entries_keeps_a_short_pending_list():
     """Every search of a GIN index reads its whole pending list: the tags index kept PostgreSQL's 4 MB,
-    which every tag filter read (vault 0031)."""
+    which every tag filter read (vault 0032)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.relname, c.reloptions FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
