@@ -33,6 +33,7 @@ from search.conversation import neighbours_spread
 from search.semantic import (
     ScopeSimilarity,
     background_submit,
+    own_connection,
     query_vector,
     query_vector_start,
     semantic_enabled,
@@ -145,7 +146,8 @@ def _on_own_connection(compute: Callable[[], list[dict]]) -> list[dict]:
     its own: closed before use when broken or past DATABASE_CONN_MAX_AGE, kept otherwise."""
     close_old_connections()
     try:
-        return compute()
+        with own_connection():
+            return compute()
     finally:
         close_old_connections()
 

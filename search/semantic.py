@@ -19,9 +19,10 @@ iterative scan when it is large: see docs/benchmarks.md for where the two cross.
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -308,28 +309,28 @@ def semantic_search(
             )
         )
     exact = scope_rows is None or scope_rows <= EXACT_SCAN_MAX_ROWS
-    settings_sql = ""
+    scan_settings = {}
     if exact:
         # An expression the HNSW index does not serve: the planner takes the scope's btree index.
         distance = "(vector <=> %(q)s::vector)"
         if scope_rows is None or scope_rows > SERIAL_SCAN_MIN_ROWS:
             # In one process: parallel workers made a 50,000-row scan 1.2 times slower on 2
             # cores (docs/benchmarks.md); smaller scans are never parallel.
-            settings_sql = "SET LOCAL max_parallel_workers_per_gather = 0"
+            scan_settings = {"max_parallel_workers_per_gather": "0"}
     else:
         distance = f"(vector::vector({dimensions}) <=> %(q)s::vector({dimensions}))"
         # pgvector 0.8: keep walking the graph until enough rows pass the tenant filter.
-        settings_sql = (
-            f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}; SET LOCAL hnsw.iterative_scan = relaxed_order"
-        )
-    # A transaction only where SET LOCAL needs one: a small exact scan is a single statement.
+        scan_settings = {"hnsw.ef_search": str(int(HNSW_EF_SEARCH)), "hnsw.iterative_scan": "relaxed_order"}
+    # A transaction only where SET LOCAL needs one: a small exact scan is a single statement, and so
+    # is any scan on the semantic arm's own connection, which keeps the settings for the session.
     scope_where = (
         f"dimensions = {dimensions} AND model = %(model)s AND project_id = %(project)s {agent_filter}"
         " AND kind = ANY(%(kinds)s)"
     )
-    with transaction.atomic() if settings_sql else nullcontext(), connection.cursor() as cursor:
-        if settings_sql:
-            cursor.execute(settings_sql)
+    local = bool(scan_settings) and not _session_settings_kept(scan_settings)
+    with transaction.atomic() if local else nullcontext(), connection.cursor() as cursor:
+        if local:
+            cursor.execute("; ".join(f"SET LOCAL {name} = {value}" for name, value in scan_settings.items()))
         if exact:
             cursor.execute(_EXACT_SQL.format(distance=distance, where=scope_where), params)
             rows = cursor.fetchall()
@@ -343,6 +344,51 @@ def semantic_search(
     if count:
         hits.scope = ScopeSimilarity(count=int(count), mean=1.0 - float(mean_distance), sd=float(sd or 0.0))
     return hits
+
+
+# The semantic arm's own connection (own_connection): the scan settings it keeps for its session,
+# by the connection they were set on.
+_own_connection = threading.local()
+_session_settings: "weakref.WeakKeyDictionary[object, dict[str, str]]" = weakref.WeakKeyDictionary()
+# Every setting a scan may ask for, set together on an own connection the first time (one statement).
+_SESSION_SETTINGS = ("max_parallel_workers_per_gather", "hnsw.ef_search", "hnsw.iterative_scan")
+
+
+@contextmanager
+def own_connection():
+    """Mark this thread's default connection, for the block, as the semantic arm's own
+    (search.fusion.semantic_rows_start): a connection that runs nothing but the arm's statements, so
+    the scan settings may stay set on its session instead of being SET LOCAL in a transaction of
+    their own for every search (BEGIN, SET LOCAL, the scan, COMMIT: three round trips more on the
+    arm's path, each a wait for the database's process when the cores are busy)."""
+    _own_connection.active = True
+    try:
+        yield
+    finally:
+        _own_connection.active = False
+
+
+def _session_settings_kept(wanted: dict[str, str]) -> bool:
+    """On the arm's own connection outside a transaction: `wanted` is set for the session (all the
+    scan settings at once, the first time or when one changed), and True. Elsewhere False: the caller
+    sets them LOCAL. The other settings a scan does not ask for stay as they are: the exact scan
+    ignores the HNSW ones, and the HNSW walk is never parallel."""
+    if not getattr(_own_connection, "active", False) or connection.in_atomic_block:
+        return False
+    connection.ensure_connection()
+    kept = _session_settings.get(connection.connection)
+    full = {
+        "max_parallel_workers_per_gather": "0",
+        "hnsw.ef_search": str(int(HNSW_EF_SEARCH)),
+        "hnsw.iterative_scan": "relaxed_order",
+    }
+    if any(full.get(name) != value for name, value in wanted.items()):
+        return False  # a setting this module does not keep
+    if kept != full:
+        with connection.cursor() as cursor:
+            cursor.execute("; ".join(f"SET {name} = {full[name]}" for name in _SESSION_SETTINGS))
+        _session_settings[connection.connection] = full
+    return True
 
 
 def _sample_similarity(cursor, scope_where: str, params: dict, rows_at_least: int) -> tuple:

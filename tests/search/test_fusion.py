@@ -419,3 +419,59 @@ def test_semantic_mode_keeps_its_own_min_max_scale(api, token_a, agent_a, make_e
         response = api.get("/search", q=question, mode=mode, kinds="entries", token=token_a)
         assert response.status_code == 200 and response.json()["results"]
     assert methods == ["minmax", None]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("semantic_on")
+def test_the_semantic_arms_own_connection_keeps_its_scan_settings_instead_of_a_transaction_a_search(
+    agent_a, make_entry, monkeypatch
+):
+    """On the query-embed thread's own connection the scan's settings (no parallel workers for a large
+    exact scan; the HNSW walk's ef_search and iterative scan) are set once for the session, not SET
+    LOCAL in a transaction of the scan's own on every search (three round trips more on the arm's
+    path). Inside a transaction the arm runs on the request's connection and keeps SET LOCAL. The
+    hits are the same either way."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from search import fusion, semantic
+    from search.ranking import SearchFilters, SearchScope
+
+    for text in (
+        "Our invoices are stored in PostgreSQL with nightly backups.",
+        "The cat sleeps on the sofa all afternoon.",
+        "Kafka keeps events for seven days.",
+    ):
+        make_entry(agent_a, text)
+    embed_all()
+    monkeypatch.setattr(semantic, "SERIAL_SCAN_MIN_ROWS", 0)  # every exact scan asks for its setting
+    statements = []
+    search = fusion.semantic_search
+
+    def recorded(**kwargs):
+        with CaptureQueriesContext(connection) as queries:
+            hits = search(**kwargs)
+        statements.extend(q["sql"] for q in queries.captured_queries)
+        return hits
+
+    monkeypatch.setattr(fusion, "semantic_search", recorded)
+    scope, filters = SearchScope(agent_a.project_id, [agent_a.pk]), SearchFilters(kinds=("entries",))
+
+    def arm(q):
+        return [
+            (r["id"], r["similarity"])
+            for r in fusion.semantic_rows_start(q, scope, filters, ["entries"], 3).result()
+        ]
+
+    for exact_max, setting in ((1_000_000, "max_parallel_workers_per_gather"), (0, "hnsw.ef_search")):
+        monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", exact_max)
+        semantic._scope_rows_cache.clear()
+        statements.clear()
+        own = [arm("where are the invoices kept?"), arm("which queue keeps events?")]
+        assert not [sql for sql in statements if "SET LOCAL" in sql]
+        assert len([sql for sql in statements if f"SET {setting} =" in sql]) <= 1
+        statements.clear()
+        with transaction.atomic():
+            local = [arm("where are the invoices kept?"), arm("which queue keeps events?")]
+        assert len([sql for sql in statements if f"SET LOCAL {setting} =" in sql]) == 2
+        assert own == local and own[0]
