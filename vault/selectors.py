@@ -570,31 +570,6 @@ MEMORY_FILES = ("MEMORY.md", "PROFILE.md")
 DAILY_NOTE_ANY_PART = r"^memory/[0-9]{4}-[0-9]{2}-[0-9]{2}(-[1-9][0-9]*)?\.md$"
 
 
-def derived_texts_held(*, agent_id: int, session_label: str, texts: list[str]) -> set[str]:
-    """Those of `texts` found in the text derived from a session's messages: the agent's daily notes
-    that hold an extraction block of the session, MEMORY.md and PROFILE.md, and their versions. A forget
-    asks this first, and asks whether another message still says a text (a search of every message of
-    the agent) only for those found: most forgets then have nothing more to ask."""
-    wanted = sorted({text for text in texts if text})
-    if not wanted:
-        return set()
-    holding = Q()
-    for text in wanted:
-        holding |= Q(content__contains=text)
-    marker = f" · session {session_label} ("
-    derived = Q(path__in=MEMORY_FILES) | Q(path__regex=DAILY_NOTE_ANY_PART, content__contains=marker)
-    contents = list(
-        WorkspaceFile.objects.filter(derived, holding, agent_id=agent_id).values_list("content", flat=True)
-    )
-    versions = WorkspaceFileVersion.objects.filter(
-        Q(file__path__in=MEMORY_FILES) | Q(file__path__regex=DAILY_NOTE_ANY_PART, content__contains=marker),
-        holding,
-        file__agent_id=agent_id,
-    )
-    contents += versions.values_list("content", flat=True)
-    return {text for text in wanted if any(text in content for content in contents)}
-
-
 def file_content(agent_id: int, path: str) -> str | None:
     """The content of the agent's live file at `path`, or None when there is none."""
     file = WorkspaceFile.objects.filter(agent_id=agent_id, path=path, deleted_at__isnull=True).first()

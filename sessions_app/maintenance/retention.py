@@ -22,7 +22,6 @@ from sessions_app.models import (
     WorkingBufferEntry,
 )
 from sessions_app.scan import DURABLE_CATEGORIES, scan_message
-from vault import selectors as vault_selectors
 from vault import services as vault_services
 from vault.extraction import insights_extract
 from vault.maintenance.retention import entries_from_message_erase, retention_marks_due
@@ -122,7 +121,7 @@ def _derived_texts_erase(message: Message) -> list[int]:
     session = Session.objects.filter(pk=message.session_id).values_list("external_id", flat=True).first()
     label = session or str(message.session_id)
     # Only the texts the derived text holds are erased, so only theirs are looked for in the messages.
-    held = vault_selectors.derived_texts_held(agent_id=message.agent_id, session_label=label, texts=[*forms])
+    held = vault_services.derived_texts_held(agent_id=message.agent_id, session_label=label, texts=[*forms])
     kept = {text for text in held if _said_elsewhere(message, text)}
     forms = sorted(held - kept)
     lines = [line for line, text in lines if text in held and text not in kept]

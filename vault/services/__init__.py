@@ -13,6 +13,7 @@ from vault.services.daily_notes import (
 )
 from vault.services.derived import (
     daily_notes_extraction_erase,
+    derived_texts_held,
     entries_quotes_erase,
     memory_files_text_erase,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "agent_name_set",
     "daily_note_append",
     "daily_notes_extraction_erase",
+    "derived_texts_held",
     "entries_quotes_erase",
     "memory_files_text_erase",
     "daily_note_path",

@@ -179,3 +179,28 @@ def memory_files_text_erase(*, agent: Agent, lines: list[str], texts: list[str])
                     WorkspaceFileVersion.objects.filter(pk=version.pk).update(content=content)
                     changed += 1
     return changed
+
+
+def derived_texts_held(*, agent_id: int, session_label: str, texts: list[str]) -> set[str]:
+    """Those of `texts` found in the text derived from a session's messages: the agent's daily notes
+    that hold an extraction block of the session, MEMORY.md and PROFILE.md, and their versions. A forget
+    asks this first, and asks whether another message still says a text (a search of every message of
+    the agent) only for those found: most forgets then have nothing more to ask."""
+    wanted = sorted({text for text in texts if text})
+    if not wanted:
+        return set()
+    holding = Q()
+    for text in wanted:
+        holding |= Q(content__contains=text)
+    marker = f" · session {session_label} ("
+    derived = Q(path__in=MEMORY_FILES) | Q(path__regex=DAILY_NOTE_ANY_PART, content__contains=marker)
+    contents = list(
+        WorkspaceFile.objects.filter(derived, holding, agent_id=agent_id).values_list("content", flat=True)
+    )
+    versions = WorkspaceFileVersion.objects.filter(
+        Q(file__path__in=MEMORY_FILES) | Q(file__path__regex=DAILY_NOTE_ANY_PART, content__contains=marker),
+        holding,
+        file__agent_id=agent_id,
+    )
+    contents += versions.values_list("content", flat=True)
+    return {text for text in wanted if any(text in content for content in contents)}
