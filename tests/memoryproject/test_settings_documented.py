@@ -7,6 +7,7 @@ script under bin/ would not show at import time.
 """
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -55,6 +56,9 @@ def _read_names(node: ast.AST, in_env_module: bool, constants: set[str]) -> set[
     return set()
 
 
+# The scan parses every module of the project (over a second of CPU); the tests read its result only,
+# so it runs once a process, not once a test and per-kind pattern.
+@functools.cache
 def python_reads() -> dict[str, set[str]]:
     """{variable name or pattern: {file:line, ...}} for every read of the environment in the code."""
     reads: dict[str, set[str]] = {}
