@@ -8,6 +8,14 @@ import pytest
 from django.db import close_old_connections, connection
 
 
+@pytest.fixture(autouse=True)
+def fresh_connection():
+    """Each test starts on a new connection: close_old_connections() below also closes one older than
+    CONN_MAX_AGE (60 s), which a connection opened during a slow test-database setup, or tests before
+    this one, may be; the health check would then not be what ended it."""
+    connection.close()
+
+
 def _checked_before_the_next_query():
     # What Django does between two requests: the next request's first query checks the connection.
     close_old_connections()
