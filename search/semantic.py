@@ -336,12 +336,9 @@ def semantic_search(
             rows = cursor.fetchall()
             stats = rows[0][3:] if rows else (0, None, None)
         else:
-            # The walk and its sample's statistics in one statement (_WALK_SQL): one round trip.
-            sampled = {**params, "sample": _sample_ids(cursor, scope_where, params, scope_rows)}
-            cursor.execute(_WALK_SQL.format(distance=distance, where=scope_where), sampled)
-            walked = cursor.fetchall()
-            rows = [row for row in walked if row[0] is not None]
-            stats = walked[0][3:] if walked else (0, None, None)
+            cursor.execute(_NEAREST_SQL.format(distance=distance, where=scope_where), params)
+            rows = cursor.fetchall()
+            stats = _sample_similarity(cursor, scope_where, params, scope_rows)
     hits = SemanticHits(SemanticHit(kind=row[0], object_id=row[1], similarity=1.0 - row[2]) for row in rows)
     count, mean_distance, sd = stats
     if count:
@@ -394,6 +391,19 @@ def _session_settings_kept(wanted: dict[str, str]) -> bool:
     return True
 
 
+def _sample_similarity(cursor, scope_where: str, params: dict, rows_at_least: int) -> tuple:
+    """(count, mean, sd) of the query's distance to a sample of the scope's chunks (`_sample_ids`),
+    for a scope walked through the HNSW index, whose distances are not all computed. It was the
+    first STATS_SAMPLE_ROWS chunks the scan met: the oldest, and all of one kind when the scope held
+    that many entries (the index orders the kinds), so a search of messages was scaled by entries."""
+    cursor.execute(
+        "SELECT count(*), avg(d), stddev_pop(d) FROM (SELECT (vector <=> %(q)s::vector) AS d"
+        " FROM search_embedding WHERE id = ANY(%(sample)s)) sample",
+        {**params, "sample": _sample_ids(cursor, scope_where, params, rows_at_least)},
+    )
+    return cursor.fetchone()
+
+
 def _sample_ids(cursor, scope_where: str, params: dict, rows_at_least: int) -> list[int]:
     """About STATS_SAMPLE_ROWS ids of the scope's chunks, spread over its whole history and its kinds,
     kept SAMPLE_CACHE_SECONDS in the process.
@@ -442,23 +452,6 @@ _NEAREST_SQL = """
     ORDER BY distance, object_id DESC
     LIMIT %(limit)s
 """
-# The HNSW walk's nearest items beside (count, mean, sd) of the query's distance to a sample of the
-# scope's chunks (`_sample_ids`), for a scope whose distances are not all computed. The statistics were
-# the first STATS_SAMPLE_ROWS chunks the scan met: the oldest, and all of one kind when the scope held
-# that many entries (the index orders the kinds), so a search of messages was scaled by entries.
-_WALK_SQL = (
-    """
-    SELECT n.kind, n.object_id, n.distance, s.count, s.mean, s.sd
-    FROM (
-        SELECT count(*) AS count, avg(d) AS mean, stddev_pop(d) AS sd FROM (
-            SELECT (vector <=> %(q)s::vector) AS d FROM search_embedding WHERE id = ANY(%(sample)s)
-        ) sample
-    ) s LEFT JOIN LATERAL ("""
-    + _NEAREST_SQL
-    + """) n ON true
-    ORDER BY n.distance, n.object_id DESC
-"""
-)
 # The same from an exact scan, whose distances of every chunk of the scope also give its statistics
 # (computed once, read twice).
 _EXACT_SQL = """

@@ -475,32 +475,3 @@ def test_the_semantic_arms_own_connection_keeps_its_scan_settings_instead_of_a_t
             local = [arm("where are the invoices kept?"), arm("which queue keeps events?")]
         assert len([sql for sql in statements if f"SET LOCAL {setting} =" in sql]) == 2
         assert own == local and own[0]
-
-
-@pytest.mark.usefixtures("semantic_on")
-def test_an_hnsw_walk_and_its_samples_statistics_are_one_statement(agent_a, make_entry, monkeypatch):
-    """A scope walked through the HNSW index reads its nearest items and the query's distance to its
-    sample of chunks (the statistics the fusion scales by) in one statement, not two."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from search import semantic
-
-    for text in ("Our invoices are stored in PostgreSQL.", "Kafka keeps events for seven days."):
-        make_entry(agent_a, text)
-    embed_all()
-    monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", 0)
-    semantic._scope_rows_cache.clear()
-    semantic._sample_cache.clear()
-
-    def search(kinds):
-        return semantic.semantic_search(
-            project_id=agent_a.project_id, agent_id=agent_a.pk, kinds=kinds, query="invoices", limit=5
-        )
-
-    search({"entries"})  # samples the scope
-    with CaptureQueriesContext(connection) as queries:
-        hits = search({"entries"})
-    assert len([q for q in queries.captured_queries if "<=>" in q["sql"]]) == 1
-    assert hits and hits.scope.count == 2
-    assert not search({"messages"}) and search({"messages"}).scope is None  # a kind with no chunk
