@@ -28,7 +28,7 @@ from vault import trust
 from vault.models import Agent, EntryVersion, VaultEntry, WorkspaceFile, WorkspaceFileVersion
 from vault.selectors import DAILY_NOTE_ANY_PART, MEMORY_FILES
 from vault.services.daily_notes import FORGOTTEN, _note_first_part
-from vault.services.files import _file_live_locked
+from vault.services.files import file_history_rewrite
 
 # A form of the forgotten text shorter than this is looked for only where the server wrote it whole.
 DERIVED_TEXT_MIN_CHARS = 12
@@ -162,23 +162,8 @@ def memory_files_text_erase(*, agent: Agent, lines: list[str], texts: list[str])
         content = "".join(kept)
         return pattern.sub(FORGOTTEN, content) if pattern is not None else content
 
-    changed = 0
     with transaction.atomic():
-        for path in MEMORY_FILES:
-            file = _file_live_locked(agent, path)
-            if file is None:
-                continue
-            content = erased(file.content)
-            if content != file.content:
-                file.content, file.size = content, len(content.encode("utf-8"))
-                file.save(update_fields=["content", "size", "updated_at"])
-                changed += 1
-            for version in WorkspaceFileVersion.objects.filter(file=file).only("pk", "content"):
-                content = erased(version.content)
-                if content != version.content:
-                    WorkspaceFileVersion.objects.filter(pk=version.pk).update(content=content)
-                    changed += 1
-    return changed
+        return sum(file_history_rewrite(agent=agent, path=path, rewrite=erased) for path in MEMORY_FILES)
 
 
 def derived_texts_held(*, agent_id: int, session_label: str, texts: list[str]) -> set[str]:

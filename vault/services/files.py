@@ -447,18 +447,25 @@ def file_lines_erase(*, agent: Agent, path: str, lines: list[str]) -> int:
             line for line in content.splitlines(keepends=True) if line.rstrip("\r\n") not in wanted
         )
 
+    return file_history_rewrite(agent=agent, path=path, rewrite=without)
+
+
+def file_history_rewrite(*, agent: Agent, path: str, rewrite) -> int:
+    """Rewrite the live file at `path` and every one of its versions with `rewrite` (text -> text), under
+    the file's lock, adding no version (a version would keep what is taken out): how an erased text
+    leaves a file for good. Returns how many texts (the file, versions) changed."""
     changed = 0
     with transaction.atomic():
         file = _file_live_locked(agent, path)
         if file is None:
             return 0
-        content = without(file.content)
+        content = rewrite(file.content)
         if content != file.content:
             file.content, file.size = content, len(content.encode("utf-8"))
             file.save(update_fields=["content", "size", "updated_at"])
             changed += 1
         for version in WorkspaceFileVersion.objects.filter(file=file).only("pk", "content"):
-            content = without(version.content)
+            content = rewrite(version.content)
             if content != version.content:
                 WorkspaceFileVersion.objects.filter(pk=version.pk).update(content=content)
                 changed += 1
