@@ -104,8 +104,17 @@ class _Item:
     score: float | None = None
     tag: str = ""  # the source tag, rendered with the text and never truncated with it
     clipped: bool = False  # the text was cut to the per-item cap (ITEM_CHARS, a task's 300)
+    # The last rendering and what it was of ((text, bullet), result): fitting a context to its budget
+    # renders the whole block after each cut, and all but the item cut are the same each time.
+    _rendered: tuple[tuple[str, str], str] | None = field(default=None, repr=False, compare=False)
 
     def render(self, bullet: str) -> str:
+        key = (self.text, bullet)
+        if self._rendered is None or self._rendered[0] != key:
+            self._rendered = (key, self._render(bullet))
+        return self._rendered[1]
+
+    def _render(self, bullet: str) -> str:
         text = self.text
         fence = _fence_open(text)
         if fence:  # a block the text opened and never closed would turn the rest of the context into code
