@@ -286,8 +286,9 @@ def _forget_erase(
     """Erase the selected entries and messages, each with its audit row; returns their ids, and those
     of the entries erased as written from an erased message alone. With `expected`, an entry changed
     since the caller read it is refused (PreconditionFailed), checked under its lock, and nothing is
-    erased. The fourth list: the entries left in place without an erased message's quote (a handoff)."""
-    entry_ids, message_ids, derived_ids, rewritten_ids = [], [], [], set()
+    erased. The fourth list: the entries left in place without an erased message's quote (a handoff);
+    the fifth: the compaction summaries rewritten without an erased message."""
+    entry_ids, message_ids, derived_ids, rewritten_ids, summary_ids = [], [], [], set(), set()
     message_sessions_lock(messages)
     for entry in entries.select_for_update(of=("self",)).select_related("agent").order_by("pk"):
         entry_precondition_check(entry, expected)
@@ -302,7 +303,9 @@ def _forget_erase(
         )
         derived_ids += erased_with.derived_entry_ids
         rewritten_ids |= set(erased_with.rewritten_entry_ids)
-    return entry_ids, message_ids, derived_ids, sorted(rewritten_ids - set(derived_ids))
+        summary_ids |= set(erased_with.summary_ids)
+    summary_ids -= set(message_ids)  # a summary forgotten with its messages is counted as a message
+    return entry_ids, message_ids, derived_ids, sorted(rewritten_ids - set(derived_ids)), sorted(summary_ids)
 
 
 def _forget_filtered(
@@ -419,21 +422,34 @@ def forget(
     archived = _forget_archived(project, agent_ids, messages, message_ids if by_id else None, filters)
     with transaction.atomic():
         thawed = sessions_services.archived_sessions_thaw(archived, by=deleted_by) if archived else []
-        deleted_entry_ids, deleted_message_ids, derived_entry_ids, rewritten_entry_ids = _forget_erase(
+        erased = _forget_erase(
             entries, messages, criteria=audit_criteria, deleted_by=deleted_by, now=now, expected=expected
         )
+        deleted_entry_ids, deleted_message_ids, derived_entry_ids, rewritten_entry_ids, summary_ids = erased
         sessions_services.archived_sessions_refreeze(thawed, by=deleted_by)
-    if deleted_message_ids:  # their text was taken out of the daily notes: drop the notes' old vectors
-        embeddings_stale_remove("file", project_id=project.pk, agent_ids=agent_ids)
-    if rewritten_entry_ids:  # and out of entries quoting them (a handoff): their old vectors too
-        embeddings_stale_remove("entry", project_id=project.pk, agent_ids=agent_ids)
+    _forget_vectors_drop(project, agent_ids, deleted_message_ids, rewritten_entry_ids, summary_ids)
     missing = (set(ids or []) - set(deleted_entry_ids)) | (set(message_ids or []) - set(deleted_message_ids))
     return _forget_answer(
-        deleted_entry_ids, deleted_message_ids, derived_entry_ids, rewritten_entry_ids, sorted(missing)
+        deleted_entry_ids,
+        deleted_message_ids,
+        derived_entry_ids,
+        rewritten_entry_ids,
+        summary_ids,
+        sorted(missing),
     )
 
 
-def _forget_answer(entry_ids, message_ids, derived_ids, rewritten_ids, missing: list[int]) -> dict:
+def _forget_vectors_drop(project, agent_ids, message_ids, rewritten_entry_ids, summary_ids) -> None:
+    """The erased messages' text was taken out of the daily notes, of entries quoting them (a handoff)
+    and of compaction summaries: those rows' old vectors go, so semantic search cannot find it."""
+    for kind, changed in (("file", message_ids), ("entry", rewritten_entry_ids), ("message", summary_ids)):
+        if changed:
+            embeddings_stale_remove(kind, project_id=project.pk, agent_ids=agent_ids)
+
+
+def _forget_answer(
+    entry_ids, message_ids, derived_ids, rewritten_ids, summary_ids, missing: list[int]
+) -> dict:
     """A forget's answer (vault's ForgetOut). The entries written from a forgotten message alone are
     deleted too, each with its audit row: counted with the entries (they were left out, and the answer
     said less than the audit)."""
@@ -444,5 +460,6 @@ def _forget_answer(entry_ids, message_ids, derived_ids, rewritten_ids, missing: 
         "derived_entries": len(derived_ids),
         "entries_rewritten": len(rewritten_ids),
         "messages": len(message_ids),
+        "summaries_rewritten": len(summary_ids),
         "not_found": missing,
     }

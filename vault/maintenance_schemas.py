@@ -144,6 +144,11 @@ class ForgetOut(Schema):
         "it (its line says [forgotten]); not counted in `count`"
     )
     messages: int = Field(description="Messages deleted (of archived sessions too)")
+    summaries_rewritten: int = Field(
+        description="Compaction summaries kept but rewritten without a forgotten message: the lines the "
+        "heuristic summary quoted from it say [forgotten], and a summary a model wrote from it is rebuilt "
+        "by the heuristic from the messages it still replaces; not counted in `count`"
+    )
     not_found: list[int] = Field(
         description="Ids named in `ids` or `message_ids` that do not exist or that this token may not "
         "touch; nothing was done for them (always empty for a forget by criteria)"

@@ -10,7 +10,14 @@ from django.db.models import Max, Min, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from sessions_app import recovery
-from sessions_app.compaction import SUMMARY_STATE_KEY, summary_text_erase
+from sessions_app.compaction import (
+    FORGOTTEN,
+    SUMMARY_PREFIX,
+    SUMMARY_STATE_KEY,
+    heuristic_summary,
+    summary_cut,
+    summary_text_erase,
+)
 from sessions_app.models import (
     Branch,
     Checkpoint,
@@ -46,11 +53,13 @@ def message_sessions_lock(messages: QuerySet[Message]) -> None:
 
 
 class ErasedWith(NamedTuple):
-    """What a message's erase did to the entries derived from it: those erased (written from it alone,
-    each with an audit row) and those rewritten without its text (a handoff's quote of it)."""
+    """What a message's erase did to what was derived from it: the entries erased (written from it
+    alone, each with an audit row), those rewritten without its text (a handoff's quote of it), and the
+    compaction summaries rewritten without it (its lines erased, or rebuilt)."""
 
     derived_entry_ids: list[int]
     rewritten_entry_ids: list[int]
+    summary_ids: list[int]
 
 
 def message_erase(
@@ -72,11 +81,15 @@ def message_erase(
         now=now,
     )
     RetentionMark.objects.filter(kind=RetentionMark.Kind.MESSAGE, object_id=message.pk).delete()
+    forget = reason == DeletionAudit.Reason.FORGET
+    summary_ids = _summaries_erase(message, rebuild=forget)
     _message_copies_erase(message)
-    erased_with = ErasedWith([], [])
-    if reason == DeletionAudit.Reason.FORGET:
+    erased_with = ErasedWith([], [], summary_ids)
+    if forget:
         erased_with = ErasedWith(
-            _derived_entries_erase(message, deleted_by=deleted_by, now=now), _derived_texts_erase(message)
+            _derived_entries_erase(message, deleted_by=deleted_by, now=now),
+            _derived_texts_erase(message),
+            summary_ids,
         )
     _message_unlink(message)
     message.delete()
@@ -188,13 +201,53 @@ def _message_unlink(message: Message) -> None:
     Branch.objects.filter(from_message_id=message.pk).update(from_message_id=parent)
 
 
+def _summaries_erase(message: Message, *, rebuild: bool) -> list[int]:
+    """The compaction summaries of the message's session without it: the lines the heuristic summary
+    quoted from it say "[forgotten]" (compaction.summary_text_erase). A forget (`rebuild`) goes further
+    where words cannot be traced to lines: a summary a model wrote from it (or one stored before
+    summaries said who wrote them), and a summary that summarised such a summary again, is rebuilt by
+    the heuristic from the messages it still replaces, saying how many were forgotten. Not by the
+    model: a forget must not wait on, fail with or send the conversation again to an LLM inside its
+    transaction. Returns the ids of the summaries changed."""
+    summaries = Message.objects.select_for_update().filter(
+        session_id=message.session_id, state__has_key=SUMMARY_STATE_KEY
+    )
+    changed, rebuilt = [], set()
+    for summary in summaries.exclude(pk=message.pk).order_by("pk"):  # a summary after those it replaces
+        mark = summary.state[SUMMARY_STATE_KEY] if isinstance(summary.state[SUMMARY_STATE_KEY], dict) else {}
+        replaces = [pk for pk in mark.get("replaces") or [] if isinstance(pk, int)]
+        derived = {message.pk, *changed} & set(replaces)  # from it, or from a summary that quoted it
+        if rebuild and derived and (not mark.get("heuristic") or rebuilt & derived):
+            kept = [pk for pk in replaces if pk != message.pk]
+            rows = Message.objects.in_bulk(kept)
+            body = summary_cut(
+                heuristic_summary([rows[pk] for pk in kept if pk in rows]),
+                settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4,
+            )
+            forgotten = int(mark.get("forgotten") or 0) + 1
+            note = f"{FORGOTTEN} {forgotten} of the messages it summarised; rebuilt without them."
+            summary.state[SUMMARY_STATE_KEY] = {**mark, "replaces": kept, "forgotten": forgotten}
+            summary.text = f"{SUMMARY_PREFIX}\n{note}\n{body}"
+            summary.save(update_fields=["text", "state"])
+            rebuilt.add(summary.pk)
+        else:
+            erased = summary_text_erase(summary.text, message.text)
+            if erased == summary.text:
+                continue
+            summary.text = erased
+            summary.save(update_fields=["text"])
+        changed.append(summary.pk)
+    if changed:
+        recovery.context_bound_clear([message.session_id])  # a summary's erase mark may be the longer
+    return changed
+
+
 def _message_copies_erase(message: Message) -> None:
     """Erase the copies of a message's text kept beside it, which the recovery block, the context
     injection, search and exports read: its working-buffer rows; the session-state facts the
     write-ahead scan took from it (they quote the user's words); its replies' `reply_to_text` (search
     matches a reply by what it answers); its text in its agent's checkpoint (which holds texts, not
-    ids: every copy of that text goes, the safe side for a message someone asked to forget); the
-    lines a compaction summary of its session quoted from it (compaction.summary_text_erase); and its
+    ids: every copy of that text goes, the safe side for a message someone asked to forget); and its
     text in the exchanges the agent's daily notes logged, their history and queue (vault's
     daily_notes_text_erase).
     Long-term entries written from it are a forget's to erase (_derived_entries_erase), not the
@@ -202,13 +255,6 @@ def _message_copies_erase(message: Message) -> None:
     WorkingBufferEntry.objects.filter(session_id=message.session_id, message_id=message.pk).delete()
     SessionStateEntry.objects.filter(message_id=message.pk).delete()
     Message.objects.filter(parent_id=message.pk).exclude(reply_to_text="").update(reply_to_text="")
-    summaries = Message.objects.filter(session_id=message.session_id, state__has_key=SUMMARY_STATE_KEY)
-    for summary in summaries.exclude(pk=message.pk):
-        erased = summary_text_erase(summary.text, message.text)
-        if erased != summary.text:
-            summary.text = erased
-            summary.save(update_fields=["text"])
-            recovery.context_bound_clear([summary.session_id])  # its erase mark may be the longer
     first, last = (
         Message.objects.filter(session_id=message.session_id)
         .aggregate(first=Min("created_at"), last=Max("created_at"))

@@ -73,14 +73,18 @@ def context_render(messages: Sequence[Message]) -> list[dict]:
     ]
 
 
-def _summary_body(plan, summarise: Summariser) -> str:
+def _summary_body(plan, summarise: Summariser) -> tuple[str, bool]:
     """The summary of the planned middle of the conversation; the heuristic one when the summariser
-    fails or says nothing. Called with no lock held: an LLM takes seconds to a minute."""
+    fails or says nothing. Called with no lock held: an LLM takes seconds to a minute. The flag says
+    whether the heuristic wrote it (it quotes the messages line by line, so a forget can take a
+    message's lines out; any other summary is rebuilt without it)."""
+    heuristic = summarise is heuristic_summary
     try:
         summary_body = summarise(plan.summarise)
     except Exception:
         logger.exception("summariser failed; using the heuristic summary")
         summary_body = heuristic_summary(plan.summarise)
+        heuristic = True
     if not isinstance(summary_body, str):
         logger.warning("summariser answered %s, not text; using the heuristic summary", type(summary_body))
         summary_body = ""
@@ -91,9 +95,10 @@ def _summary_body(plan, summarise: Summariser) -> str:
     except DomainError as exc:
         logger.warning("summariser's summary cannot be stored (%s); using the heuristic summary", exc.detail)
         summary_body = ""
-    summary_body = summary_body.strip() or heuristic_summary(plan.summarise)
+    if not summary_body.strip():
+        summary_body, heuristic = heuristic_summary(plan.summarise), True
     # Cut in token_estimate's unit, UTF-8 bytes, so that a CJK summary keeps to its tokens too.
-    return summary_cut(summary_body, settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4)
+    return summary_cut(summary_body.strip(), settings.MEMORY_COMPACT_SUMMARY_TOKENS * 4), heuristic
 
 
 def _plan_applies(plan, active: Sequence[Message]) -> bool:
@@ -104,7 +109,7 @@ def _plan_applies(plan, active: Sequence[Message]) -> bool:
     return [m.pk for m in active[: len(planned)]] == planned
 
 
-def _summary_insert(session: Session, plan, summary_body: str, *, emergency: bool):
+def _summary_insert(session: Session, plan, summary_body: str, *, emergency: bool, heuristic: bool):
     """Archive the planned middle of the conversation and put its summary in the tree in its place,
     just before the kept recent messages; returns the summary message and the archived ids."""
     archived_ids = [m.pk for m in plan.summarise]
@@ -117,7 +122,7 @@ def _summary_insert(session: Session, plan, summary_body: str, *, emergency: boo
         role=Role.USER,
         text=f"{SUMMARY_PREFIX}\n{summary_body}",
         internal=True,
-        state={SUMMARY_STATE_KEY: {"replaces": archived_ids, "emergency": emergency}},
+        state={SUMMARY_STATE_KEY: {"replaces": archived_ids, "emergency": emergency, "heuristic": heuristic}},
         created_at=timezone.now(),
     )
     Message.objects.filter(pk=plan.keep_recent[0].pk).update(parent_id=summary.pk)
@@ -181,7 +186,7 @@ def session_compact(
             return CompactResult(
                 False, "nothing to compact", before, before, threshold, context=context_render(active)
             )
-        summary_body = _summary_body(
+        summary_body, heuristic = _summary_body(
             plan, heuristic_summary if emergency else summariser or summariser_default()
         )
         with transaction.atomic():
@@ -190,7 +195,9 @@ def session_compact(
             if not _plan_applies(plan, active):
                 continue
             before = selectors.conversation_tokens(active)
-            summary, archived_ids = _summary_insert(session, plan, summary_body, emergency=emergency)
+            summary, archived_ids = _summary_insert(
+                session, plan, summary_body, emergency=emergency, heuristic=heuristic
+            )
             kept = len(plan.keep_first) + len(plan.summarise)
             after_messages = [*plan.keep_first, summary, *active[kept:]]
             after = selectors.conversation_tokens(after_messages)

@@ -443,6 +443,7 @@ def test_forget_by_ids_deletes_with_an_audit_row(api, admin_token, entry_a, entr
         "derived_entries": 0,
         "entries_rewritten": 0,
         "messages": 0,
+        "summaries_rewritten": 0,
         "not_found": [999999],
     }
     assert not VaultEntry.objects.filter(pk=entry_a.pk).exists()

@@ -734,6 +734,7 @@ def test_the_forget_answer_says_what_each_count_counts(document):
         "derived_entries",
         "entries_rewritten",
         "messages",
+        "summaries_rewritten",
         "not_found",
     }
     assert all(field.get("description") for field in fields.values()), fields

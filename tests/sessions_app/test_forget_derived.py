@@ -51,7 +51,8 @@ def test_it_erases_the_durable_fact_the_scan_took_from_the_message(api, admin_to
     answer = forget(api, admin_token, ids["My name is Bobur."])
     # The fact's entry was deleted with an audit row, but the answer said "entries": 0.
     assert answer == {
-        "count": 2, "entries": 1, "derived_entries": 1, "entries_rewritten": 0, "messages": 1, "not_found": [],
+        "count": 2, "entries": 1, "derived_entries": 1, "entries_rewritten": 0, "messages": 1,
+        "summaries_rewritten": 0, "not_found": [],
     }  # fmt: skip
     assert not VaultEntry.objects.filter(pk=fact.pk).exists()
     text = memory_file(api, token_a)
