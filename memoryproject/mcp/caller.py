@@ -132,6 +132,16 @@ def nul_refuse(field: str, *values) -> None:
         raise InvalidInput(f"Invalid input: {field}: {NUL_MESSAGE}", [{"loc": [field], "msg": NUL_MESSAGE}])
 
 
+def agent_name_check(slug: str | None) -> None:
+    """An agent a tool is given (its argument, the URL's `?agent=`, stdio's `--agent`) is named by the
+    REST API's rule (vault's slug_check: 1-64 characters of a-z, 0-9, '.', '_' or '-', a safe path
+    segment, never `.` or `..`): a name no agent can have is refused with the API's error naming the
+    argument, not looked up ("not found", or "no results" from a search filter)."""
+    nul_refuse("agent", slug)
+    if slug:
+        vault_services.slug_check(slug, field="agent")
+
+
 def _own_agent(principal: Principal) -> Agent:
     return vault_selectors.agents_for_principal(principal).get(pk=principal.agent_id)
 
@@ -141,7 +151,7 @@ def agent_for_read(caller: Caller, agent: str | None) -> Agent:
     else the token's own agent. Whatever is named must be visible to the principal."""
     caller.principal.require(TokenScope.READ)
     slug = agent or caller.default_agent
-    nul_refuse("agent", slug)
+    agent_name_check(slug)
     if slug:
         return vault_selectors.agent_get_for_principal(caller.principal, slug)
     if caller.principal.is_agent_bound:
@@ -157,13 +167,13 @@ def agent_for_write(caller: Caller, agent: str | None) -> Agent:
     principal = caller.principal
     principal.require(TokenScope.WRITE)
     slug = agent or caller.default_agent
-    nul_refuse("agent", slug)
+    agent_name_check(slug)
     if principal.is_agent_bound:
         return vault_selectors.agent_get_for_principal(principal, slug) if slug else _own_agent(principal)
     if not slug:
         return agent_for_read(caller, None)  # raises the "name the agent" error
     project = vault_selectors.project_for_principal(principal)
-    return vault_services.agent_ensure(project=project, slug=vault_services.slug_check(slug, field="agent"))
+    return vault_services.agent_ensure(project=project, slug=slug)
 
 
 def describe_error(exc: Exception) -> str | None:

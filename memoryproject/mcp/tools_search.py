@@ -8,7 +8,13 @@ from pydantic import Field, ValidationError
 
 from memoryproject.errors import InvalidInput
 from memoryproject.mcp.annotations import READ_ONLY, dump
-from memoryproject.mcp.caller import agent_for_read, current_caller, nul_refuse, tool_adapter
+from memoryproject.mcp.caller import (
+    agent_for_read,
+    agent_name_check,
+    current_caller,
+    nul_refuse,
+    tool_adapter,
+)
 from memoryproject.mcp.tools_vault import AgentArg, CategoryFilter
 from memoryproject.numbers import integer
 from memoryproject.timestamps import SINCE, UNTIL, InstantBound
@@ -111,7 +117,7 @@ def memory_search(
 ) -> dict:
     caller = current_caller()
     caller.principal.require(TokenScope.READ)
-    nul_refuse("agent", agent or caller.default_agent)
+    agent_name_check(agent or caller.default_agent)
     nul_refuse("tags", *(tags or []))
     filters = selectors.SearchFilters(
         category=category,

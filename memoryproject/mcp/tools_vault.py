@@ -10,7 +10,13 @@ from memoryproject import maintenance
 from memoryproject.booleans import Boolean
 from memoryproject.errors import InvalidInput
 from memoryproject.mcp.annotations import ADDITIVE, DESTRUCTIVE, DESTRUCTIVE_IDEMPOTENT, READ_ONLY, dump
-from memoryproject.mcp.caller import agent_for_read, agent_for_write, current_caller, nul_refuse, tool_adapter
+from memoryproject.mcp.caller import (
+    agent_for_read,
+    agent_for_write,
+    agent_name_check,
+    current_caller,
+    tool_adapter,
+)
 from memoryproject.numbers import integer, number
 from memoryproject.openapi import AGENT_PATH_SCHEMA
 from memoryproject.timestamps import SINCE, UNTIL, InstantBound
@@ -24,7 +30,10 @@ AgentArg = Annotated[
     str | None,
     Field(
         description="Agent name; only for a project-wide token (an agent token always acts as its agent)",
-        json_schema_extra={"maxLength": AGENT_PATH_SCHEMA["maxLength"]},
+        json_schema_extra={
+            "maxLength": AGENT_PATH_SCHEMA["maxLength"],
+            "pattern": AGENT_PATH_SCHEMA["pattern"],
+        },
     ),
 ]
 Category = Literal["decisions", "lessons", "tasks", "projects", "handoffs"]
@@ -183,7 +192,7 @@ def memory_forget(
     # As POST /forget: an agent token forgets its own memory; a project-wide token needs admin scope.
     principal.require(TokenScope.WRITE if principal.is_agent_bound else TokenScope.ADMIN)
     named = payload.agent or (caller.default_agent if not (principal.is_agent_bound or payload.ids) else None)
-    nul_refuse("agent", named)
+    agent_name_check(named)
     if not (principal.is_agent_bound or payload.ids or named or all_agents):
         # As every other tool: a project-wide token names the agent. Criteria alone would reach every
         # agent of the project, which a model asked to forget "my tasks" does not mean.
