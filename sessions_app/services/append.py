@@ -354,7 +354,7 @@ def messages_append(
     replay = routed and full and selectors.session_key_is_current(session_key)
     named = routed and not selectors.session_key_is_current(session_key)  # by a chat id
     if named:
-        session_label_check("session", session_key.strip())
+        session_label_check("session", session_key.strip(), controls=False)
         session_label_check("model_id", model_id)
     elif routed and not replay:
         session = session_ensure(agent=agent, external_id=session_key, model_id=model_id)

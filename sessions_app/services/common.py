@@ -67,15 +67,23 @@ class MessageInput:
     warning: dict | None = None
 
 
-def session_label_check(name: str, value: str | None) -> None:
+def session_label_check(name: str, value: str | None, *, controls: bool = True) -> None:
     """A chat id or model id stored on a session or checkpoint: at most 200 characters, no NUL (which
-    PostgreSQL text cannot hold: its refusal named nothing)."""
+    PostgreSQL text cannot hold: its refusal named nothing), and no control characters, the rule of
+    names shown in listings (vault.text.control_characters_in), as a new session's key and a branch
+    name. `controls=False` for a session key that may name a session stored before that rule, which is
+    still found by it (session_key_new_check holds new ones to it)."""
     if len(value or "") > 200:
         raise InvalidInput(f"{name} must be at most 200 characters", [{"loc": [name], "msg": "too long"}])
     if "\x00" in (value or ""):
         raise InvalidInput(
             f"{name} must not contain NUL (\\u0000) characters",
             [{"loc": [name], "msg": "contains NUL characters"}],
+        )
+    if controls and control_characters_in(value or ""):  # shown raw on the session pages and exports
+        raise InvalidInput(
+            f"Invalid input: {name}: {CONTROL_CHARACTERS_RULE}",
+            [{"loc": [name], "msg": CONTROL_CHARACTERS_RULE}],
         )
 
 

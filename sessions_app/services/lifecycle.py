@@ -56,7 +56,7 @@ def session_ensure(*, agent: Agent, external_id: str = "", model_id: str = "") -
     "current" is no chat id: it names the current session, as it does for reads (session_find), so a
     write to "current" never reopens a closed session nor creates one called "current"."""
     external_id = "" if selectors.session_key_is_current(external_id) else external_id.strip()
-    session_label_check("session", external_id)
+    session_label_check("session", external_id, controls=False)
     session_label_check("model_id", model_id)
     # Most writes go to an open session that needs no change: found without the lock and a transaction
     # of their own (the append locks the session row next). Creating, reopening, restoring or changing

@@ -81,3 +81,26 @@ def test_a_session_stored_under_a_key_with_a_control_character_is_still_read_wri
     )
     assert reopened.status_code == 200, reopened.content
     assert reopened.json()["session"]["id"] == old.pk
+
+
+@pytest.mark.parametrize("value", ["chat\none", "tab\tkey", "red\x1b[31m", "a\u202egnp", "del\x7f"])
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [("checkpoint", "chat_id"), ("checkpoint", "model_id"), ("messages", "model_id"), ("sleep", "model_id")],
+)
+def test_a_control_character_in_a_chat_or_model_id_is_a_422_naming_it(
+    api, token_a, agent_a, path, field, value
+):
+    """A checkpoint's chat id and model id, and a session's model id, are shown as a session key is
+    (recovery, session pages, exports): a newline, an escape sequence or a right-to-left override was
+    stored and shown raw, where a new session key or a branch name with one is a 422."""
+    from sessions_app.models import Checkpoint, Session
+
+    body = {field: value, "messages": [{"role": "user", "text": "hi"}]}
+    response = api.post(f"/agents/agent-a/{path}", body, token=token_a)
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"] == (
+        f"Invalid input: {field}: no control characters (newline, tab, escape, bidirectional overrides)"
+    )
+    assert response.json()["errors"][0]["loc"] == [field]
+    assert not Checkpoint.objects.exists() and not Session.objects.exists()
