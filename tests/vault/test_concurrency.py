@@ -129,3 +129,62 @@ def test_an_import_does_not_count_as_created_an_entry_a_concurrent_import_stored
     assert VaultEntry.objects.filter(agent=agent_a, legacy_id__in=["src-1", "src-2"]).count() == 2
     assert report.counts["entries created (lessons)"] == 1
     assert report.counts["entries already imported (skipped)"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_loser_of_two_supersedes_of_one_entry_is_told_which_entry_won(agent_a, token_a):
+    """Two writers supersede the same entry at once: the second waits for the first's lock on it, and
+    is answered 409 naming the entry that superseded it (it was 'another entry': the agent could not
+    tell which one to supersede instead)."""
+    from django.db import transaction
+
+    from vault import services
+
+    old = services.entry_create(agent=agent_a, category="decisions", content="We deploy on Fridays")
+    held, release, won, errors = threading.Event(), threading.Event(), [], []
+
+    def first():
+        try:
+            with transaction.atomic():
+                entry = services.entry_create(
+                    agent=agent_a,
+                    category="decisions",
+                    content="We deploy on Mondays now",
+                    supersedes_id=old.pk,
+                )
+                won.append(entry.pk)
+                held.set()
+                release.wait(10)
+        except Exception as exc:  # noqa: BLE001 - any failure fails the test
+            errors.append(exc)
+        finally:
+            held.set()
+            connection.close()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert held.wait(10)
+    answers = []
+
+    def second():
+        try:
+            body = {"category": "decisions", "content": "We deploy on Tuesdays now", "supersedes": old.pk}
+            answers.append(ApiClient(token_a).post("/agents/agent-a/entries", body))
+        finally:
+            connection.close()
+
+    loser = threading.Thread(target=second)
+    loser.start()
+    loser.join(1.0)
+    assert loser.is_alive()  # waiting for the first writer's lock on the entry
+    release.set()
+    thread.join()
+    loser.join()
+    assert errors == []
+    (response,) = answers
+    assert response.status_code == 409, response.content
+    assert f"Entry {old.pk} is already superseded by entry {won[0]}" in response.json()["detail"]
+    assert response.json()["errors"] == [
+        {"loc": ["supersedes"], "msg": f"already superseded by entry {won[0]}"}
+    ]
+    assert VaultEntry.objects.filter(supersedes_id=old.pk).count() == 1

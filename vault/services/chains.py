@@ -56,13 +56,19 @@ def entry_supersede(*, new_id: int, old_id: int, changed_by: str, new_written: b
                 f"Entry {new_id} already supersedes entry {new.supersedes_id}; an entry supersedes one entry.",
                 [{"loc": ["supersedes"], "msg": "already supersedes another entry"}],
             )
-        if (
+        successor = (
             VaultEntry.objects.filter(supersedes_id=old_id)
             .exclude(pk=new_id)
             .exclude(status=EntryStatus.REJECTED)
-            .exists()
-        ):
-            raise Conflict(f"Entry {old_id} is already superseded by another entry.")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if successor is not None:  # a concurrent supersede of the same entry (it waited for its lock) too
+            raise Conflict(
+                f"Entry {old_id} is already superseded by entry {successor}: supersede entry {successor} "
+                "instead, or edit it.",
+                [{"loc": ["supersedes"], "msg": f"already superseded by entry {successor}"}],
+            )
         cursor = old
         while cursor.supersedes_id is not None:  # refuse cycles: old must not descend from new
             if cursor.supersedes_id == new_id:
