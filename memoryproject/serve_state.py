@@ -155,10 +155,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port")
     parser.add_argument("-h", "--help", action="store_true")
-    options, _ = parser.parse_known_args(argv)
-    if options.help:
+    options, unknown = parser.parse_known_args(argv)
+    if options.help or unknown:
         # `bin/serve --help` starts nothing: `manage.py serve --help` prints the options. It answered
-        # "already running" or "port in use" instead, whenever the default port was taken.
+        # "already running" or "port in use" instead, whenever the default port was taken. Arguments
+        # this early check does not know (a typo such as `--prot 8001`, or Django's own options) are
+        # `manage.py serve`'s to refuse with its usage and a "did you mean" or to take; it checks the
+        # port again before it starts anything.
         return 0
     try:
         if options.port is not None:

@@ -227,6 +227,33 @@ def test_bin_serve_help_is_not_refused_while_the_port_is_taken(tmp_path, flag):
     assert result.stderr == ""
 
 
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [(["--prot", "8001"], "--port"), (["--wrokers=2"], "--workers"), (["--no-clutser"], "--no-cluster")],
+)
+def test_serve_names_the_option_a_typo_meant(tmp_path, args, meant):
+    """`bin/serve --prot 8001` ended in "unrecognized arguments: --prot 8001", or, when the default port
+    was taken, in bin/serve's early check's "port 8000 in use", which named nothing of the typo."""
+    result = _manage(tmp_path, "serve", *args)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: manage.py serve ")
+    assert result.stderr.strip().endswith(
+        f"error: unrecognized arguments: {' '.join(args)} (did you mean {meant}?)"
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        early = subprocess.run(
+            [sys.executable, "-m", "memoryproject.serve_state", *args],
+            cwd=ROOT,
+            env={**os.environ, "MEMORY_DATA_DIR": str(tmp_path), "PORT": str(taken.getsockname()[1])},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert (early.returncode, early.stderr) == (0, "")  # left to manage.py serve, which names the typo
+
+
 def test_serve_names_database_url_when_its_connection_options_are_wrong(tmp_path):
     """An option PostgreSQL's client does not know was a ProgrammingError traceback from migrate."""
     from django.db import connection

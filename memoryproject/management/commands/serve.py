@@ -1,6 +1,7 @@
 """Run the whole server: migrations, schedules, a gunicorn web server and the django-q2 cluster."""
 
 import contextlib
+import difflib
 import io
 import os
 import shlex
@@ -86,8 +87,30 @@ def _die_with_parent() -> None:
         pass
 
 
+def _option_hint(parser, message: str) -> str:
+    """ " (did you mean --port?)" for the first option argparse refused as unrecognized that is close to
+    one of the command's (a typo: `--prot`), else nothing."""
+    if not message.startswith("unrecognized arguments:"):
+        return ""
+    known = [option for option in parser._option_string_actions if option.startswith("--")]
+    for word in message.removeprefix("unrecognized arguments:").split():
+        close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1) if word.startswith("-") else []
+        if close:
+            return f" (did you mean {close[0]}?)"
+    return ""
+
+
 class Command(BaseCommand):
     help = "Migrate, then run the web server (gunicorn) and the background job cluster (django-q2) together."
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        """The parser, whose refusal of an unknown option (printed with the usage, exit status 2) names
+        the option meant when it is a typo of one: `bin/serve --prot 8001` said only "unrecognized
+        arguments"."""
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        refuse = parser.error
+        parser.error = lambda message: refuse(message + _option_hint(parser, message))
+        return parser
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
