@@ -111,3 +111,14 @@ def test_the_header_box_on_the_search_page_searches_with_the_pages_filters(logge
     assert "kind=messages" in page.url
     expect(page.locator("#search-q")).to_have_value("staging noon")
     expect(page.get_by_label("Kind")).to_have_value("messages")
+
+
+def test_the_search_pages_status_filter_is_named_by_its_label(logged_in, agent_a):
+    """The status filter's id was the search count's live region's (base.html's #search-status), which
+    comes first: its label named the live region, and the select had no name for a screen reader."""
+    page = logged_in
+    page.goto("/search/?q=ledger")
+    expect(page.locator("[id=search-status]")).to_have_count(1)
+    expect(page.get_by_role("combobox", name="Status (entries)")).to_have_count(1)
+    page.get_by_label("Status (entries)").select_option("all")
+    expect(page.locator("#search-status")).to_have_attribute("aria-live", "polite")
