@@ -13,6 +13,7 @@ from django.utils import timezone
 from memoryproject.copy_rows import ids_allocate, rows_copy, rows_create
 from memoryproject.errors import Conflict, NotFound, TooLarge
 from memoryproject.resilience import failure_detail, guarded
+from memoryproject.row_read import row_first
 from sessions_app import recovery, selectors
 from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
 from sessions_app.scan import DURABLE_CATEGORIES, normalise_fact, scan_message
@@ -251,7 +252,7 @@ def _rows_store(
     """Store the items as one chain from `parent_id`; returns the rows and the new head's id."""
     rows = []
     # The first row keeps its parent loaded (the daily note's look-back reads it).
-    parent = Message.objects.filter(pk=parent_id).first() if parent_id else None
+    parent = row_first(Message, "id = %s", [parent_id]) if parent_id else None
     previous = reply_context(parent.text if parent else "")
     for pk, item in zip(ids_allocate(Message, len(items)), items, strict=True):
         rows.append(
@@ -391,16 +392,24 @@ def messages_append(
     )
 
 
+_OPEN_STATUS_VALUES = [status.value for status in OPEN_STATUSES]
+
+
 def _named_session_lock(agent: Agent, key: str, model_id: str) -> tuple[Session, Branch] | None:
     """The open session with chat id `key`, locked as it is found (one statement), and its active
     branch, when session_ensure would return it as it is (open, and its model id the one asked for, if
     any): the usual batch, which found it and then locked it in two. None otherwise, and nothing locked: the
     append then takes the usual way (session_ensure, which creates, reopens or restores the session,
     or changes its model id, then its lock) in its transaction."""
-    found = Session.objects.select_for_update().filter(agent=agent, external_id=key, status__in=OPEN_STATUSES)
-    if model_id:
-        found = found.filter(model_id=model_id)
-    session = found.first()
+    # By hand (row_first): the ORM compiled this query anew for every batch.
+    session = row_first(
+        Session,
+        "agent_id = %s AND external_id = %s AND status = ANY(%s)"
+        + (" AND model_id = %s" if model_id else ""),
+        [agent.pk, key, _OPEN_STATUS_VALUES, *([model_id] if model_id else [])],
+        order_by="last_activity_at DESC, id DESC",  # Session's Meta.ordering, as first() orders
+        lock=True,
+    )
     return _session_with_branch(session) if session is not None else None
 
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, TooLarge
 from memoryproject.resilience import failure_detail, guarded
+from memoryproject.row_read import row_first
 from memoryproject.timestamps import earliest_check, shown, stored
 from sessions_app import selectors
 from sessions_app.models import Branch, Role, Session, SessionStatus, SessionTransition
@@ -255,7 +256,7 @@ def _session_with_branch(session: Session) -> tuple[Session, Branch]:
     # Read after the session's lock is held, in a statement of its own: read with the session (a join),
     # the branch row was the one the statement's snapshot saw before the lock was granted, and a head a
     # forget had just moved was stale (the append hung its messages from an erased one).
-    branch = Branch.objects.filter(pk=session.active_branch_id).first() if session.active_branch_id else None
+    branch = row_first(Branch, "id = %s", [session.active_branch_id]) if session.active_branch_id else None
     if branch is not None:
         session.active_branch = branch  # cached: the append's answer names it
     else:
