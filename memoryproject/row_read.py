@@ -4,8 +4,9 @@ The message append read three rows through the ORM (the session, locked; its act
 message the batch hangs from), and Django compiled each query anew: 1.6-1.9 ms of Python a query for
 a message against 0.3-0.5 ms for this (docs/benchmarks.md). Here the statement's text is built once
 per model and condition and prepared by PostgreSQL (`prepared_cursor`), and the row comes back as the
-ORM would make it: the same columns (generated ones left deferred, as the managers defer the search
-vectors), each value through its field's converters (JSON), `_state` of a row read from the database.
+ORM would make it: the same columns (those the model's default manager defers, the search vectors,
+left deferred), each value through its field's converters (JSON), `_state` of a row read from the
+database. A day's note, locked on each write of it (vault.services.files), is read the same way.
 """
 
 from collections.abc import Sequence
@@ -23,7 +24,10 @@ def _statement(
 ) -> tuple[str, tuple, tuple]:
     """The SELECT of `model`'s stored columns where `where`, the first by `order_by` (the primary key
     if empty); the columns' attnames; (position, field, its column) of each value that has converters."""
-    fields = [field for field in model._meta.concrete_fields if not field.generated]
+    deferred, defer = model._default_manager.all().query.deferred_loading
+    if not defer:  # only(): not needed so far
+        raise NotImplementedError(f"{model.__name__}'s manager loads only some columns")
+    fields = [field for field in model._meta.concrete_fields if field.name not in deferred]
     table = model._meta.db_table
     quote = connections[using].ops.quote_name
     columns = ", ".join(quote(field.column) for field in fields)

@@ -14,6 +14,7 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput
+from memoryproject.row_read import row_first
 from vault import selectors
 from vault.models import (
     WORKSPACE_PATH_MAX,
@@ -136,14 +137,13 @@ def file_write(
 
 def _file_live_locked(agent: Agent, path: str) -> WorkspaceFile | None:
     """The live file at path with its row locked (its own row only), or None. A path has one live file
-    (the partial unique constraint), so no ordering: `.first()` would join the agent and the project
-    for the default ordering. Call inside a transaction."""
-    try:
-        return WorkspaceFile.objects.select_for_update(of=("self",)).get(
-            agent=agent, path=path, deleted_at__isnull=True
-        )
-    except WorkspaceFile.DoesNotExist:
-        return None
+    (the partial unique constraint), so the order does not matter: Meta.ordering, which `.first()`
+    would use, would join the agent and the project. Call inside a transaction."""
+    # By hand (row_first): a day's note is locked here on every write of it, and the ORM compiled
+    # this query anew each time.
+    return row_first(
+        WorkspaceFile, "agent_id = %s AND path = %s AND deleted_at IS NULL", [agent.pk, path], lock=True
+    )
 
 
 def _file_lock_or_create(agent: Agent, path: str, content: str = "") -> tuple[WorkspaceFile, bool]:
