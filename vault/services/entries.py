@@ -42,8 +42,15 @@ def _importance_check(value: float | None) -> float | None:
     return float(value)
 
 
+# The choices' values, listed once: TextChoices.values builds its list anew on every read (four reads
+# an entry write).
+_CATEGORIES = tuple(Category.values)
+_SOURCES = tuple(EntrySource.values)
+_STATUSES = tuple(EntryStatus.values)
+
+
 def _category_check(value: str) -> str:
-    if value not in Category.values:
+    if value not in _CATEGORIES:
         raise InvalidInput(
             f"Unknown category {value!r}; use one of: {', '.join(Category.values)}.",
             [{"loc": ["category"], "msg": "unknown category"}],
@@ -72,7 +79,7 @@ def _agent_category_lock(agent_id: int, category: str) -> None:
     with prepared_cursor() as cursor:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(%s, %s)",
-            [agent_id % 2_147_483_647, Category.values.index(category)],
+            [agent_id % 2_147_483_647, _CATEGORIES.index(category)],
         )
 
 
@@ -161,9 +168,9 @@ def _new_content_checked(
     redaction_on, has_policy = _project_write_flags(agent.project_id)
     content = redact(content) if redaction_on else content
     text_check(content)
-    if source not in EntrySource.values:
+    if source not in _SOURCES:
         raise InvalidInput(f"Unknown source {source!r}")
-    if status not in EntryStatus.values:
+    if status not in _STATUSES:
         raise InvalidInput(f"Unknown status {status!r}; use one of: {', '.join(EntryStatus.values)}.")
     return content, has_policy
 
