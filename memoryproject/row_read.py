@@ -33,7 +33,10 @@ def _statement(
     columns = ", ".join(quote(field.column) for field in fields)
     statement = (
         f"SELECT {columns} FROM {quote(table)} WHERE {where} "
-        f"ORDER BY {order_by or quote(model._meta.pk.column)} LIMIT 1{' FOR UPDATE' if lock else ''}"
+        f"ORDER BY {order_by or quote(model._meta.pk.column)} LIMIT 1"
+        # OF the table, as the files' locks say (tests/vault/test_concurrency.py): the same lock here,
+        # where nothing is joined, and the same if a join is ever added.
+        + (f" FOR UPDATE OF {quote(table)}" if lock else "")
     )
     converted = tuple(
         (position, field, field.get_col(table))
@@ -55,8 +58,8 @@ def row_first(
     """The first row of `model` where `where` (SQL over the table's own column names, each parameter
     one PostgreSQL can type from the statement, as server binding needs) by `order_by` (SQL; the
     primary key if empty: give the model's Meta.ordering where several rows can match, as `first()`
-    orders by it), or None; `lock`: FOR UPDATE, as `select_for_update().first()`. `where` and
-    `order_by` are the statement's text: never build them from a client's value."""
+    orders by it), or None; `lock`: FOR UPDATE OF this table, as `select_for_update(of=("self",))`.
+    `where` and `order_by` are the statement's text: never build them from a client's value."""
     statement, attnames, converted = _statement(model, where, order_by, lock, using)
     with prepared_cursor(using) as cursor:
         cursor.execute(statement, list(params))

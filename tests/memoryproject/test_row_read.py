@@ -72,7 +72,7 @@ def test_it_locks_the_row_it_reads_with_a_prepared_statement(agent_a):
     assert read.get_deferred_fields() == {"search_vector"}
     (statement,) = [q["sql"] for q in queries.captured_queries if "vault_workspacefile" in q["sql"]]
     # Server-bound: the statement's text is the same for every file, so PostgreSQL prepares it once.
-    assert statement.endswith("LIMIT 1 FOR UPDATE") and "path = $2" in statement
+    assert statement.endswith('LIMIT 1 FOR UPDATE OF "vault_workspacefile"') and "path = $2" in statement
 
 
 def test_a_batch_reads_its_session_branch_and_parent_with_prepared_statements(api, token_a, agent_a):
