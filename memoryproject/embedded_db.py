@@ -186,5 +186,8 @@ def embedded_database_stop(data_dir: Path) -> bool:
     finally:
         package_log.setLevel(level)
     global started_here
-    started_here = False
+    # Only the server this process started: stopping another data folder's (a test's, a command's)
+    # left this one running when the process exited (a PostgreSQL left behind after the suite).
+    if info.pid == _started_pid:
+        started_here = False
     return True

