@@ -195,7 +195,7 @@ def test_a_call_whose_text_has_a_lone_surrogate_is_answered_not_dropped(dev, mcp
 
     def wait_for(id_: int) -> dict:
         while True:
-            message = json.loads(lines.get(timeout=60))
+            message = json.loads(lines.get(timeout=120))  # as the test above: a loaded machine
             if message.get("id") == id_:
                 return message
 
