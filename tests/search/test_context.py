@@ -293,19 +293,7 @@ def test_open_tasks_are_read_a_page_at_a_time_and_only_as_far_as_the_budget_need
     from search import services as search_services
 
     same_time = timezone.now()  # equal timestamps: the id breaks ties between pages
-    VaultEntry.objects.bulk_create(
-        [
-            VaultEntry(
-                project=agent_a.project,
-                agent=agent_a,
-                category="tasks",
-                content=f"- [ ] task number {i}\n- [x] closed {i}",
-                created_at=same_time,
-                updated_at=same_time,
-            )
-            for i in range(250)
-        ]
-    )
+    _tasks_store(agent_a, [f"- [ ] task number {i}\n- [x] closed {i}" for i in range(250)], same_time)
     everything = search_services._tasks(agent_a)
     texts = [item.text for item in everything]
     assert len(texts) == 250 and len(set(texts)) == 250  # three pages, nothing twice, nothing lost
@@ -324,19 +312,7 @@ def test_fitting_to_the_budget_renders_each_item_once_not_once_per_cut(agent_a, 
     from search import services as search_services
 
     now = timezone.now()
-    VaultEntry.objects.bulk_create(
-        [
-            VaultEntry(
-                project=agent_a.project,
-                agent=agent_a,
-                category="tasks",
-                content=f"- [ ] task {i}",
-                created_at=now,
-                updated_at=now,
-            )
-            for i in range(100)
-        ]
-    )
+    _tasks_store(agent_a, [f"- [ ] task {i}" for i in range(100)], now)
     rendered = []
     original = search_services._fence_open
     monkeypatch.setattr(search_services, "_fence_open", lambda text: rendered.append(text) or original(text))
@@ -464,3 +440,20 @@ def test_an_item_cut_to_its_own_cap_is_reported_as_truncated(api, token_a, agent
     assert decisions.startswith("- Decided the ledger uses PostgreSQL. reason") and "… (#" in decisions
     assert sections["decisions"]["truncated"] and sections["tasks"]["truncated"]
     assert not sections["lessons"]["truncated"] and not sections["handoff"]["truncated"]
+
+
+def _tasks_store(agent, contents, at):
+    """Task entries of `agent`, all written at the instant `at`."""
+    VaultEntry.objects.bulk_create(
+        [
+            VaultEntry(
+                project=agent.project,
+                agent=agent,
+                category="tasks",
+                content=content,
+                created_at=at,
+                updated_at=at,
+            )
+            for content in contents
+        ]
+    )
