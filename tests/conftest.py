@@ -78,6 +78,18 @@ def background_connections_closed(django_db_setup):
     background_connections_close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def passwords_hashed_fast():
+    """Every test user's password is hashed with MD5, not Django's PBKDF2 at 1,000,000 rounds: one
+    PBKDF2 hash costs 1.5-3 s of CPU on a slow 2-core machine, and some 300 curator-page tests each
+    create one or two users. Production keeps Django's default hashers (settings.py sets none);
+    tests/memoryproject/test_password_hashing.py checks that a curator's password is stored with them."""
+    from django.test.utils import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def query_embedding_not_paused():
     """A test whose embedder failed leaves searches lexical for a while (search.semantic's pause after
