@@ -49,3 +49,33 @@ def test_a_60_kb_entry_keeps_its_buttons_and_the_next_entry_within_reach(logged_
     whole = page.locator(f"#entry-{long.pk} .markdown")
     assert whole.evaluate("box => box.scrollHeight <= box.clientHeight")
     expect(whole).to_contain_text("The last line of the long entry.")
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_a_long_entrys_box_is_reached_by_tab_and_named_even_with_a_link_in_it(
+    logged_in, project, agent_a, width
+):
+    # Chromium puts a box that scrolls in the Tab order by itself only while nothing in it takes the
+    # focus: with a link at its top, Tab went into the link and End scrolled the page, not the box.
+    text = "See [the runbook](https://example.com/runbook).\n\n" + LONG
+    long = services.entry_create(agent=agent_a, category="lessons", content=text)
+    services.review_policy_set(project=project, hold_agent_writes=True, hold_extracted=True)
+    pending = services.entry_create(
+        agent=agent_a, category="lessons", content=text.replace("ledger", "queue")
+    )
+    page = logged_in
+    page.set_viewport_size({"width": width, "height": 844 if width == 390 else 900})
+    for url, entry, before in [
+        ("/projects/acme/agents/agent-a/?category=lessons", long, "Delete"),
+        ("/projects/acme/review/", pending, f"#{pending.pk}"),
+    ]:
+        page.goto(url)
+        box = page.get_by_role("region", name=f"Text of entry #{entry.pk}")
+        expect(box).to_contain_text("The last line of the long entry.")
+        page.locator(f"[id$='-{entry.pk}']").get_by_role("link", name=before, exact=True).focus()
+        page.keyboard.press("Tab")
+        expect(box).to_be_focused()
+        page.keyboard.press("End")
+        expect(box.get_by_text("The last line of the long entry.")).to_be_in_viewport()
+        page.keyboard.press("Tab")  # then into the text: its link
+        expect(box.get_by_role("link", name="the runbook")).to_be_focused()
