@@ -92,6 +92,35 @@ def test_a_boolean_argument_is_true_or_false_and_nothing_else(mcp_live_url, dev,
     assert edited["replacements"] == 2 and edited["content"] == "1 two 1\n"
 
 
+def test_a_number_argument_is_a_json_number_not_a_string(mcp_live_url, dev, dev_token):
+    """memory_save(importance="0.9") stored 0.9 and memory_forget(ids=["1"]) forgot entry 1, where each
+    tool's inputSchema says number or integer: refused in the REST API's words, nothing stored."""
+    first = services.entry_create(agent=dev, category="lessons", content="The first lesson", created_by="t")
+    save = {"category": "lessons", "content": "The second lesson"}
+
+    async def refuse():
+        async with http_session(f"{mcp_live_url}/mcp", dev_token) as session:
+            return [
+                await scenarios.refused(session, "memory_save", **save, importance="0.9"),
+                await scenarios.refused(session, "memory_save", **save, supersedes=str(first.pk)),
+                await scenarios.refused(session, "memory_update", id=first.pk, importance="0.9"),
+                await scenarios.refused(session, "memory_get", id=str(first.pk)),
+                await scenarios.refused(session, "memory_list", limit="5"),
+                await scenarios.refused(session, "memory_forget", ids=[str(first.pk)]),
+                await scenarios.refused(session, "memory_context", budget_tokens="500"),
+            ]
+
+    fields = ["importance", "supersedes", "importance", "id", "limit", "ids.0", "budget_tokens"]
+    kinds = ["number", "integer", "number", "integer", "integer", "integer", "integer"]
+    assert run(refuse) == [
+        f"Invalid input: {field}: Input should be a valid {kind}, not a string"
+        for field, kind in zip(fields, kinds, strict=True)
+    ]
+    first.refresh_from_db()
+    assert first.status == "active" and first.importance == 0.5
+    assert list(VaultEntry.objects.values_list("pk", flat=True)) == [first.pk]
+
+
 def test_a_request_with_a_null_id_is_answered_as_invalid_over_http(mcp_live_url, dev_token):
     """JSON-RPC: a notification has no id member; "id": null is a request, which MCP forbids. The SDK
     took it for a notification: 202 and no answer, the tool never run, the client left waiting."""

@@ -210,69 +210,107 @@ def test_it_answers_422_naming_the_parameter_for_a_nul_in_a_query_or_path_parame
 _ENTRY = {"category": "lessons", "content": "The second lesson"}
 
 
-@pytest.mark.parametrize(
-    "method, path, body, field, kind",
-    [
-        ("post", "/agents/agent-a/entries", {**_ENTRY, "supersedes": True}, "supersedes", "integer"),
-        ("post", "/agents/agent-a/entries", {**_ENTRY, "importance": True}, "importance", "number"),
-        ("post", "/agents/agent-a/entries", {**_ENTRY, "confidence": False}, "confidence", "number"),
-        ("patch", "/entries/{id}", {"supersedes": True}, "supersedes", "integer"),
-        ("patch", "/entries/{id}", {"importance": True}, "importance", "number"),
-        ("post", "/agents/agent-a/context", {"budget_tokens": True}, "budget_tokens", "integer"),
-        ("post", "/forget", {"ids": [True]}, "ids.0", "integer"),
-        ("post", "/forget", {"message_ids": [True]}, "message_ids.0", "integer"),
-        ("post", "/review/bulk", {"action": "approve", "ids": [True]}, "ids.0", "integer"),
-        ("post", "/review/{id}/merge", {"into": True}, "into", "integer"),
-        (
-            "post",
-            "/agents/agent-a/messages",
-            {"messages": [{"role": "user", "text": "hi"}], "max_input_tokens": True},
-            "max_input_tokens",
-            "integer",
-        ),
-        (
-            "post",
-            "/agents/agent-a/sessions/s/compact",
-            {"max_input_tokens": True},
-            "max_input_tokens",
-            "integer",
-        ),
-        ("post", "/agents/agent-a/sessions/s/compact", {"trigger_ratio": True}, "trigger_ratio", "number"),
-        (
-            "put",
-            "/agents/agent-a/files/notes.md",
-            {"content": "x", "sort_order": True},
-            "sort_order",
-            "integer",
-        ),
-        (
-            "post",
-            "/agents/agent-a/memory-tool",
-            {"command": "view", "path": "/memories/a.md", "view_range": [True, 2]},
-            "view_range.0",
-            "integer",
-        ),
-        (
-            "post",
-            "/agents/agent-a/memory-tool",
-            {"command": "insert", "path": "/memories/a.md", "insert_line": False, "insert_text": "x"},
-            "insert_line",
-            "integer",
-        ),
-    ],
-)
-def test_it_refuses_a_boolean_where_a_number_is_taken(
-    api, admin_token, entry_a, method, path, body, field, kind
-):
-    """pydantic's lax mode read JSON true as 1 and false as 0: `"supersedes": true` superseded entry 1,
-    `"ids": [true]` forgot it, `"importance": true` stored 1.0."""
-    response = getattr(api, method)(path.format(id=entry_a.pk), body, token=admin_token)
+# Each number a body takes, with a value in its range: "{value}" stands for what the test sends.
+_NUMBER_FIELDS = [
+    ("post", "/agents/agent-a/entries", {**_ENTRY, "supersedes": "{value}"}, "supersedes", "integer", 1),
+    ("post", "/agents/agent-a/entries", {**_ENTRY, "importance": "{value}"}, "importance", "number", 0.5),
+    ("post", "/agents/agent-a/entries", {**_ENTRY, "confidence": "{value}"}, "confidence", "number", 0.5),
+    ("patch", "/entries/{id}", {"supersedes": "{value}"}, "supersedes", "integer", 1),
+    ("patch", "/entries/{id}", {"importance": "{value}"}, "importance", "number", 0.9),
+    ("post", "/agents/agent-a/context", {"budget_tokens": "{value}"}, "budget_tokens", "integer", 500),
+    ("post", "/forget", {"ids": ["{value}"]}, "ids.0", "integer", 1),
+    ("post", "/forget", {"message_ids": ["{value}"]}, "message_ids.0", "integer", 1),
+    ("post", "/review/bulk", {"action": "approve", "ids": ["{value}"]}, "ids.0", "integer", 1),
+    ("post", "/review/{id}/merge", {"into": "{value}"}, "into", "integer", 1),
+    (
+        "post",
+        "/agents/agent-a/messages",
+        {"messages": [{"role": "user", "text": "hi"}], "max_input_tokens": "{value}"},
+        "max_input_tokens",
+        "integer",
+        8000,
+    ),
+    (
+        "post",
+        "/agents/agent-a/sessions/s/compact",
+        {"max_input_tokens": "{value}"},
+        "max_input_tokens",
+        "integer",
+        8000,
+    ),
+    (
+        "post",
+        "/agents/agent-a/sessions/s/compact",
+        {"trigger_ratio": "{value}"},
+        "trigger_ratio",
+        "number",
+        0.5,
+    ),
+    (
+        "put",
+        "/agents/agent-a/files/notes.md",
+        {"content": "x", "sort_order": "{value}"},
+        "sort_order",
+        "integer",
+        3,
+    ),
+    (
+        "post",
+        "/agents/agent-a/memory-tool",
+        {"command": "view", "path": "/memories/a.md", "view_range": ["{value}", 2]},
+        "view_range.0",
+        "integer",
+        1,
+    ),
+    (
+        "post",
+        "/agents/agent-a/memory-tool",
+        {"command": "insert", "path": "/memories/a.md", "insert_line": "{value}", "insert_text": "x"},
+        "insert_line",
+        "integer",
+        0,
+    ),
+]
+
+
+def _filled(body, value):
+    if body == "{value}":
+        return value
+    if isinstance(body, dict):
+        return {key: _filled(item, value) for key, item in body.items()}
+    if isinstance(body, list):
+        return [_filled(item, value) for item in body]
+    return body
+
+
+def _number_refused(api, admin_token, entry_a, method, path, body, field, kind, value, what):
+    response = getattr(api, method)(path.format(id=entry_a.pk), _filled(body, value), token=admin_token)
     assert response.status_code == 422, response.content
     valid = "a valid integer" if kind == "integer" else "a valid number"
-    assert f"{field}: Input should be {valid}, not a boolean" in response.json()["detail"]
+    assert f"{field}: Input should be {valid}, not {what}" in response.json()["detail"]
     entry_a.refresh_from_db()
     assert entry_a.status == "active" and entry_a.importance == 0.5
     assert VaultEntry.objects.count() == 1
+
+
+@pytest.mark.parametrize("value", [True, False])
+@pytest.mark.parametrize("method, path, body, field, kind, good", _NUMBER_FIELDS)
+def test_it_refuses_a_boolean_where_a_number_is_taken(
+    api, admin_token, entry_a, method, path, body, field, kind, good, value
+):
+    """pydantic's lax mode read JSON true as 1 and false as 0: `"supersedes": true` superseded entry 1,
+    `"ids": [true]` forgot it, `"importance": true` stored 1.0."""
+    _number_refused(api, admin_token, entry_a, method, path, body, field, kind, value, "a boolean")
+
+
+@pytest.mark.parametrize("method, path, body, field, kind, good", _NUMBER_FIELDS)
+def test_it_refuses_a_string_where_a_number_is_taken(
+    api, admin_token, entry_a, method, path, body, field, kind, good
+):
+    """pydantic's lax mode read a string of digits as its number where the OpenAPI document says
+    number or integer: `"importance": "0.5"` stored 0.5, `"ids": ["1"]` forgot entry 1. A 422 naming
+    the field, as for a boolean."""
+    _number_refused(api, admin_token, entry_a, method, path, body, field, kind, str(good), "a string")
 
 
 def test_numbers_in_json_and_in_query_strings_are_still_taken(api, token_a, entry_a):
