@@ -91,7 +91,7 @@ def redact(text: str) -> str:
     """The text with every configured pattern replaced by [REDACTED]."""
     if not isinstance(text, str) or not text:
         return text
-    lowered = None
+    lowered = None  # the text lower-cased for the hints: once, and again only after a pattern changed it
     for pattern, hints in _configured():
         if pattern.pattern == _GENERIC_KEY:
             if not _LONG_RUN.search(text):
@@ -101,8 +101,9 @@ def redact(text: str) -> str:
                 lowered = haystack(text)
             if not any(hint in lowered for hint in hints):
                 continue
-        text = pattern.sub(_replace, text)
-        lowered = None  # the text changed
+        text, replaced = pattern.subn(_replace, text)
+        if replaced:
+            lowered = None
     return text
 
 

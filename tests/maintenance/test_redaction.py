@@ -154,6 +154,9 @@ def _every_pattern_applied(text: str) -> str:
         "Authorization: Bearer abcdefghijklmnopqrstuvwxyz012",
         "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
         "client_secret: 'zzz'; secret = yyy",
+        # Patterns that run and change nothing, then ones that redact: the hints read after each change.
+        "@alice the api client, see https://example.com/docs/ledger/replication-lag; password: hunter2",
+        "mail bob@example.com, password: hunter2 and api_key=zz; senha: não, AbCdEfGh1234567890AbCdEfGh12345678",
     ],
 )
 def test_skipping_a_pattern_by_its_hints_never_changes_the_result(settings, text):
@@ -194,3 +197,30 @@ def test_an_extra_regex_matching_nothing_somewhere_changes_nothing_there(
     response = api.post("/agents/agent-a/entries", {"category": "lessons", "content": "Ask CUST-123456 at port 5432 #ops"},
                         token=token_a)  # fmt: skip
     assert response.status_code == 201 and response.json()["content"] == expected
+
+
+def test_the_text_is_lower_cased_once_when_no_pattern_changes_it(settings, monkeypatch):
+    """Each pattern that ran (an '@' for the address rule, a long URL for the generic key rule, 'api'
+    and 'password' for the key and password rules) had the next one lower-case the whole text again:
+    four passes over a 10 KB chat turn where one does."""
+    from vault import redaction
+
+    settings.MEMORY_REDACTION_PATTERNS = list(BUILTIN_PATTERNS)
+    calls = []
+    monkeypatch.setattr(redaction, "haystack", lambda text: calls.append(text) or text.lower())
+    turn = (
+        "@alice the api client retries on 503, see https://example.com/docs/ledger/replication-lag-notes "
+        "and the @dataclass in ledger/models.py; the password reset flow is unchanged. "
+    ) * 60
+    assert redact(turn) == turn
+    assert len(calls) == 1
+    calls.clear()
+    assert (
+        redact("mail bob@example.com, then password: hunter2") == "mail [REDACTED], then password: [REDACTED]"
+    )
+    # Again after each replacement (a later rule reads the hints of the changed text), and only then.
+    assert calls == [
+        "mail bob@example.com, then password: hunter2",
+        "mail [REDACTED], then password: hunter2",
+        "mail [REDACTED], then password: [REDACTED]",
+    ]
