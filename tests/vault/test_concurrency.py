@@ -1,10 +1,41 @@
 import threading
+from contextlib import contextmanager
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from tests.conftest import ApiClient
 from vault.models import VaultEntry
+
+
+@contextmanager
+def _held_in_a_transaction(action):
+    """Run `action` in a transaction of another thread and keep that transaction open, its locks held,
+    until the block ends; yields a list that receives the action's result. The action's failure fails
+    the test once the block is left."""
+    held, release, results, errors = threading.Event(), threading.Event(), [], []
+
+    def holder():
+        try:
+            with transaction.atomic():
+                results.append(action())
+                held.set()
+                release.wait(10)
+        except Exception as exc:  # noqa: BLE001 - any failure fails the test
+            errors.append(exc)
+        finally:
+            held.set()
+            connection.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(10)
+        yield results
+    finally:
+        release.set()
+        thread.join()
+    assert errors == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -41,29 +72,14 @@ def test_a_file_held_for_an_append_locks_neither_its_agent_nor_its_project(agent
     joins its default ordering brought in): every agent's daily-note append in the project waited for
     the others, and a commit's foreign-key check on the project row deadlocked with one under load
     (bench_write, 8 clients: a batch of messages answered 503)."""
-    from django.db import OperationalError, transaction
+    from django.db import OperationalError
 
     from vault import services
 
     services.file_append(agent=agent_a, path="notes.md", text="first", changed_by="test")
-    held, release, errors = threading.Event(), threading.Event(), []
-
-    def holder():
-        try:
-            with transaction.atomic():
-                services.file_append(agent=agent_a, path="notes.md", text="held", changed_by="test")
-                held.set()
-                release.wait(10)
-        except Exception as exc:  # noqa: BLE001 - any failure fails the test
-            errors.append(exc)
-        finally:
-            held.set()
-            connection.close()
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    try:
-        assert held.wait(10)
+    with _held_in_a_transaction(
+        lambda: services.file_append(agent=agent_a, path="notes.md", text="held", changed_by="test")
+    ):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '2s'")
             for table, pk in (("vault_project", agent_a.project_id), ("vault_agent", agent_a.pk)):
@@ -75,10 +91,6 @@ def test_a_file_held_for_an_append_locks_neither_its_agent_nor_its_project(agent
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '2s'")
             services.file_append(agent=agent_b, path="notes.md", text="meanwhile", changed_by="test")
-    finally:
-        release.set()
-        thread.join()
-    assert errors == []
 
 
 @pytest.mark.django_db
@@ -136,34 +148,9 @@ def test_the_loser_of_two_supersedes_of_one_entry_is_told_which_entry_won(agent_
     """Two writers supersede the same entry at once: the second waits for the first's lock on it, and
     is answered 409 naming the entry that superseded it (it was 'another entry': the agent could not
     tell which one to supersede instead)."""
-    from django.db import transaction
-
     from vault import services
 
     old = services.entry_create(agent=agent_a, category="decisions", content="We deploy on Fridays")
-    held, release, won, errors = threading.Event(), threading.Event(), [], []
-
-    def first():
-        try:
-            with transaction.atomic():
-                entry = services.entry_create(
-                    agent=agent_a,
-                    category="decisions",
-                    content="We deploy on Mondays now",
-                    supersedes_id=old.pk,
-                )
-                won.append(entry.pk)
-                held.set()
-                release.wait(10)
-        except Exception as exc:  # noqa: BLE001 - any failure fails the test
-            errors.append(exc)
-        finally:
-            held.set()
-            connection.close()
-
-    thread = threading.Thread(target=first)
-    thread.start()
-    assert held.wait(10)
     answers = []
 
     def second():
@@ -174,13 +161,17 @@ def test_the_loser_of_two_supersedes_of_one_entry_is_told_which_entry_won(agent_
             connection.close()
 
     loser = threading.Thread(target=second)
-    loser.start()
-    loser.join(1.0)
-    assert loser.is_alive()  # waiting for the first writer's lock on the entry
-    release.set()
-    thread.join()
+    with _held_in_a_transaction(
+        lambda: (
+            services.entry_create(
+                agent=agent_a, category="decisions", content="We deploy on Mondays now", supersedes_id=old.pk
+            ).pk
+        )
+    ) as won:
+        loser.start()
+        loser.join(1.0)
+        assert loser.is_alive()  # waiting for the first writer's lock on the entry
     loser.join()
-    assert errors == []
     (response,) = answers
     assert response.status_code == 409, response.content
     assert f"Entry {old.pk} is already superseded by entry {won[0]}" in response.json()["detail"]
