@@ -247,3 +247,14 @@ def one_rate_window(monkeypatch):
 
     now = time.time()
     monkeypatch.setattr(django_ratelimit.core, "time", types.SimpleNamespace(time=lambda: now))
+
+
+def body_filled(body, value):
+    """`body` with each "{value}" in it, at any depth, replaced by `value` (a test's bad input)."""
+    if body == "{value}":
+        return value
+    if isinstance(body, dict):
+        return {key: body_filled(item, value) for key, item in body.items()}
+    if isinstance(body, list):
+        return [body_filled(item, value) for item in body]
+    return body

@@ -6,6 +6,7 @@ import zipfile
 import pytest
 from django.test import Client, override_settings
 
+from tests.conftest import body_filled
 from vault import services
 from vault.models import Agent, VaultEntry
 from vault.transfer import export as exporters
@@ -273,18 +274,8 @@ _NUMBER_FIELDS = [
 ]
 
 
-def _filled(body, value):
-    if body == "{value}":
-        return value
-    if isinstance(body, dict):
-        return {key: _filled(item, value) for key, item in body.items()}
-    if isinstance(body, list):
-        return [_filled(item, value) for item in body]
-    return body
-
-
 def _number_refused(api, admin_token, entry_a, method, path, body, field, kind, value, what):
-    response = getattr(api, method)(path.format(id=entry_a.pk), _filled(body, value), token=admin_token)
+    response = getattr(api, method)(path.format(id=entry_a.pk), body_filled(body, value), token=admin_token)
     assert response.status_code == 422, response.content
     valid = "a valid integer" if kind == "integer" else "a valid number"
     assert f"{field}: Input should be {valid}, not {what}" in response.json()["detail"]

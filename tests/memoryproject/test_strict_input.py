@@ -4,6 +4,7 @@ as 1/0 or strings, and fields it does not know (a typo's value dropped, the defa
 import pytest
 
 from sessions_app.models import Message
+from tests.conftest import body_filled
 from vault import services
 from vault.models import CompactionRun, ReviewPolicy, VaultEntry, WorkspaceFile
 
@@ -57,16 +58,6 @@ _BOOLEAN_BODIES = [
 ]
 
 
-def _filled(body, value):
-    if body == "{value}":
-        return value
-    if isinstance(body, dict):
-        return {key: _filled(item, value) for key, item in body.items()}
-    if isinstance(body, list):
-        return [_filled(item, value) for item in body]
-    return body
-
-
 def _state():
     return (
         list(VaultEntry.objects.values_list("pk", "status", "content")),
@@ -84,7 +75,7 @@ def test_it_refuses_anything_but_true_or_false_for_a_boolean_in_a_body(
     """`"internal": "false"`, `"replace_all": 1` or `"enabled": "yes"` were read as booleans (and "yes"
     could have been a typo of anything): a body's boolean is JSON true or false, nothing else."""
     before = _state()
-    response = getattr(api, method)(path.format(id=entry_a.pk), _filled(body, value), token=admin_token)
+    response = getattr(api, method)(path.format(id=entry_a.pk), body_filled(body, value), token=admin_token)
     assert response.status_code == 422, response.content
     assert f"{field}: Input should be a valid boolean" in response.json()["detail"]
     assert _state() == before
