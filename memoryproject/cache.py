@@ -89,11 +89,12 @@ class DatabaseCache(DjangoDatabaseCache):
     def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
         if not _is_int(value):
             return super().add(key, value, timeout, version=version)
-        key = self.make_and_validate_key(key, version=version)
+        key = self.make_key(key, version=version)
         now = tz_now()
         known = self._live.get(key)
         if known is not None and known >= now:
             return False
+        self.validate_key(key)  # a live counter's key was checked when it was stored
         db = router.db_for_write(self.cache_model_class)
         connection = connections[db]
         table = connection.ops.quote_name(self._table)
@@ -118,7 +119,9 @@ class DatabaseCache(DjangoDatabaseCache):
         return stored
 
     def incr(self, key, delta=1, version=None):
-        made = self.make_and_validate_key(key, version=version)
+        made = self.make_key(key, version=version)
+        if made not in self._live:  # a live counter's key was checked when it was stored
+            self.validate_key(made)
         db = router.db_for_write(self.cache_model_class)
         connection = connections[db]
         table = connection.ops.quote_name(self._table)

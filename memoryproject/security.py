@@ -1,5 +1,6 @@
 """Security defaults: the secret key kept in the data folder, and the per-token API rate limit."""
 
+import functools
 import logging
 import os
 import secrets
@@ -91,6 +92,15 @@ def _rate_limit_skipped_warn(exc: Exception) -> None:
         logger.warning("API rate limit not counted: the cache (Redis) cannot be reached: %s", exc)
 
 
+@functools.cache
+def _rate_split(rate: str) -> tuple[int, int]:
+    """MEMORY_API_RATE_LIMIT as django-ratelimit's (count, seconds), parsed by its own parser once per
+    value rather than twice a request; the counter's cache key is the same as for the text."""
+    from django_ratelimit.core import _split_rate
+
+    return _split_rate(rate)
+
+
 def api_rate_check(principal) -> None:
     """Count a request of this token against its limit (MEMORY_API_RATE_LIMIT, shared by every web process
     through the cache); raise RateLimited when the token is over it. The REST API and MCP over HTTP
@@ -107,7 +117,7 @@ def api_rate_check(principal) -> None:
             None,  # counted whatever the method; the key is the token's, not the request's
             group="api-token",
             key=lambda group, request: str(principal.token_id),
-            rate=rate,
+            rate=_rate_split(rate),
             method=ALL,
             increment=True,
         )

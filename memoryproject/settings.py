@@ -1,5 +1,6 @@
 """Settings for the memory server, all read from the environment (see README "Configuration")."""
 
+import hashlib
 import re
 import zoneinfo
 from pathlib import Path
@@ -234,6 +235,10 @@ if MEMORY_API_RATE_LIMIT and not re.fullmatch(r"0*[1-9]\d*/(0*[1-9]\d*)?[smhd]",
         f"got {MEMORY_API_RATE_LIMIT!r}"
     )
 RATELIMIT_USE_CACHE = "default"
+# django-ratelimit's defaults, set: an unset setting raises (and is caught) on each request's read.
+RATELIMIT_ENABLE = True
+RATELIMIT_CACHE_PREFIX = "rl:"
+RATELIMIT_HASH_ALGORITHM = hashlib.sha256  # a callable, not its dotted path: imported on every use
 RATELIMIT_FAIL_OPEN = True  # a cache outage must not lock every agent out
 # Curator logins (django-axes): after this many failures in a row for one username from one address, that
 # pair is locked out for MEMORY_LOGIN_LOCKOUT_MINUTES; a success resets the count.

@@ -6,6 +6,7 @@ import stat
 import subprocess
 import sys
 import threading
+import types
 from datetime import UTC, datetime
 from pathlib import Path
 from unittest import mock
@@ -18,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
+from django_ratelimit import ALL
 
 from memoryproject import cache as cache_module
 from memoryproject.security import secret_key_load
@@ -82,6 +84,25 @@ def test_a_busy_shared_cache_does_not_drop_a_tokens_count(api, token_a, agent_a)
     # order, once it held 300, and this token's counter sorts before these.
     cache.set_many({f"zz-other-{i:04d}": i for i in range(400)}, 60)
     assert api.get("/me", token=token_a).status_code == 429
+
+
+@override_settings(MEMORY_API_RATE_LIMIT="3/m")
+@pytest.mark.django_db
+@pytest.mark.usefixtures("one_rate_window")
+def test_a_tokens_count_is_kept_under_the_key_django_ratelimit_names_for_the_rate_as_written():
+    """The rate is handed to django-ratelimit parsed once, and its settings set to their defaults: the
+    counter must stay under the key the written rate names, which web processes of an earlier version
+    (during a rolling restart) and of other hosts count on."""
+    from django_ratelimit.core import _get_window, _make_cache_key
+
+    from memoryproject.security import api_rate_check
+
+    principal = types.SimpleNamespace(token_id=4242)
+    key = _make_cache_key("api-token", _get_window("4242", 60), "3/m", "4242", ALL)
+    assert key.startswith("rl:")
+    api_rate_check(principal)
+    api_rate_check(principal)
+    assert cache.get(key) == 2
 
 
 @override_settings(MEMORY_API_RATE_LIMIT="")
