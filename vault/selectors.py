@@ -83,13 +83,7 @@ def token_authenticate(secret: str) -> Principal | None:
     # query took 0.65 ms against 0.17 ms for the statement itself; prepared, PostgreSQL plans it once.
     # An agent token's agent is read with it: most requests name that agent (agent_get_for_principal).
     with prepared_cursor() as cursor:
-        cursor.execute(
-            "SELECT t.id, t.project_id, t.agent_id, t.scope, t.prefix, t.last_used_at, "
-            f"{', '.join(f'a.{name}' for name in _AGENT_FIELDS)} FROM {ApiToken._meta.db_table} t "
-            f"LEFT JOIN {Agent._meta.db_table} a ON a.id = t.agent_id AND a.project_id = t.project_id "
-            "WHERE t.token_hash = %s AND t.revoked_at IS NULL",
-            [token_hash(secret)],
-        )
+        cursor.execute(_TOKEN_STATEMENT, [token_hash(secret)])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -130,6 +124,13 @@ def agent_of_principal(principal: Principal) -> Agent | None:
 
 _AGENT_FIELDS = [field.attname for field in Agent._meta.concrete_fields]
 _AGENT_SLUG = _AGENT_FIELDS.index("slug")
+# token_authenticate's statement, its text built once rather than on every request.
+_TOKEN_STATEMENT = (
+    "SELECT t.id, t.project_id, t.agent_id, t.scope, t.prefix, t.last_used_at, "
+    f"{', '.join(f'a.{name}' for name in _AGENT_FIELDS)} FROM {ApiToken._meta.db_table} t "
+    f"LEFT JOIN {Agent._meta.db_table} a ON a.id = t.agent_id AND a.project_id = t.project_id "
+    "WHERE t.token_hash = %s AND t.revoked_at IS NULL"
+)
 
 
 def agent_get_for_principal(principal: Principal, slug: str) -> Agent:
