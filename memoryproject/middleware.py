@@ -1,6 +1,10 @@
 """Every answer under /api/ is JSON, including the ones Django or Ninja produce before a view runs; a NUL
-in an API parameter is refused before a view runs."""
+in an API parameter is refused before a view runs; the pages' session, user and messages middlewares
+are skipped under /api/."""
 
+from django.contrib.auth import middleware as auth_middleware
+from django.contrib.messages import middleware as messages_middleware
+from django.contrib.sessions import middleware as sessions_middleware
 from django.core.exceptions import DisallowedHost
 from django.http import JsonResponse
 
@@ -74,3 +78,24 @@ class ApiNulParametersMiddleware:
             },
             status=422,
         )
+
+
+def _pages_only(middleware: type) -> type:
+    """`middleware` run for the curator pages and skipped under /api/, whose requests carry a bearer
+    token and never read the session, the logged-in user or flash messages (the three such middlewares
+    made a sixth of Django's work around an API view: a session store, a lazy user and two message
+    stores per request, none used)."""
+
+    class PagesOnly(middleware):
+        def __call__(self, request):
+            if request.path.startswith(API_PREFIX):
+                return self.get_response(request)
+            return super().__call__(request)
+
+    PagesOnly.__name__ = PagesOnly.__qualname__ = f"PagesOnly{middleware.__name__}"
+    return PagesOnly
+
+
+SessionMiddleware = _pages_only(sessions_middleware.SessionMiddleware)
+AuthenticationMiddleware = _pages_only(auth_middleware.AuthenticationMiddleware)
+MessageMiddleware = _pages_only(messages_middleware.MessageMiddleware)

@@ -74,11 +74,11 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "memoryproject.database_unavailable.DatabaseUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "memoryproject.middleware.SessionMiddleware",  # these three: the pages', skipped under /api/
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "memoryproject.middleware.AuthenticationMiddleware",
+    "memoryproject.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "memoryproject.content_security_policy.CSPMiddleware",
     # Inside the ones above, so that its page gets their headers and the user its layout shows.
