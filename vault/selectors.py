@@ -12,6 +12,7 @@ from django_q.models import Schedule
 
 from memoryproject.errors import InvalidInput, NotFound
 from memoryproject.prepared import prepared_cursor
+from memoryproject.row_read import row_first
 from vault.models import (
     WORKSPACE_PATH_MAX,
     Agent,
@@ -106,7 +107,12 @@ def token_authenticate(secret: str) -> Principal | None:
 
 
 def project_for_principal(principal: Principal) -> Project:
-    return Project.objects.get(pk=principal.project_id)
+    """The principal's project; Project.DoesNotExist when it is gone (as `get` raises). Read by a
+    prepared statement: the ORM's compiling of this one-row read cost about 1.5 ms of CPU a request."""
+    project = row_first(Project, "id = %s", [principal.project_id])
+    if project is None:
+        raise Project.DoesNotExist("Project matching query does not exist.")
+    return project
 
 
 def agents_for_principal(principal: Principal) -> QuerySet[Agent]:
@@ -118,7 +124,10 @@ def agents_for_principal(principal: Principal) -> QuerySet[Agent]:
 
 
 def agent_of_principal(principal: Principal) -> Agent | None:
-    """The agent an agent-bound token belongs to; None for a project-wide token."""
+    """The agent an agent-bound token belongs to; None for a project-wide token. An agent token's own
+    agent was read with the token (token_authenticate): no query."""
+    if principal.agent_row is not None:
+        return Agent.from_db(connection.alias, _AGENT_FIELDS, principal.agent_row)
     return Agent.objects.filter(pk=principal.agent_id).first() if principal.agent_id else None
 
 

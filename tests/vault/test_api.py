@@ -1,6 +1,10 @@
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from vault.models import EntryVersion, VaultEntry
+from vault import selectors
+from vault.models import EntryVersion, Project, TokenScope, VaultEntry
+from vault.principal import Principal
 
 pytestmark = pytest.mark.django_db
 
@@ -431,3 +435,17 @@ def test_project_context_rejects_bad_input(api, admin_token, project, payload):
 
 def test_whoami(api, token_a):
     assert api.get("/me", token=token_a).json()["agent"] == "agent-a"
+
+
+def test_whoami_reads_an_agent_tokens_agent_with_the_token(api, token_a, admin_token):
+    api.get("/me", token=token_a)  # the token's last use recorded, the rate counter stored
+    with CaptureQueriesContext(connection) as queries:
+        body = api.get("/me", token=token_a).json()
+    assert body == {"project": "acme", "agent": "agent-a", "scope": "write", "token": body["token"]}
+    assert not [q["sql"] for q in queries if 'FROM "vault_agent"' in q["sql"]]
+    assert api.get("/me", token=admin_token).json()["agent"] is None
+
+
+def test_a_principal_whose_project_is_gone_finds_no_project(db):
+    with pytest.raises(Project.DoesNotExist):
+        selectors.project_for_principal(Principal(project_id=987654, scope=TokenScope.READ, label="gone"))
