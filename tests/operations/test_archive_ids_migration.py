@@ -9,13 +9,15 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from tests.operations.plan_state import plan_state_reach
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = ("sessions_app", "0015_session_context_bytes_bound")
 
 
 def test_an_upgrade_lists_the_ids_each_archive_holds(migrator):
-    old = migrator.apply_initial_migration(BEFORE)
+    old = plan_state_reach(migrator, [BEFORE])
     Project = old.apps.get_model("vault", "Project")
     Agent = old.apps.get_model("vault", "Agent")
     Session = old.apps.get_model("sessions_app", "Session")

@@ -6,13 +6,15 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from tests.operations.plan_state import plan_state_reach
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = ("sessions_app", "0014_future_dates_clamped")
 
 
 def test_an_upgrade_fills_every_sessions_bound(migrator):
-    old = migrator.apply_initial_migration(BEFORE)
+    old = plan_state_reach(migrator, [BEFORE])
     Project = old.apps.get_model("vault", "Project")
     Agent = old.apps.get_model("vault", "Agent")
     Session = old.apps.get_model("sessions_app", "Session")
