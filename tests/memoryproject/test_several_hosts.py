@@ -57,10 +57,12 @@ def _manage(env, *args, timeout=120) -> str:
 
 
 @pytest.fixture
-def shared_database():
+def shared_database(data_dir_templates):
     """A throwaway embedded PostgreSQL, reached by every process through one DATABASE_URL, as a managed
-    database would be."""
+    database would be: a migrated template's copy (what sharing it is about, not its first migrate)."""
     data = Path(tempfile.mkdtemp(prefix="memsrv-hosts-"))
+    os.chmod(data, 0o755)
+    shutil.move(data_dir_templates.copy("migrated"), data / "db")
     env = {
         k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_TEST_NAME", "REDIS_URL")
     }

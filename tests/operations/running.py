@@ -1,6 +1,7 @@
 """Helpers for tests that start the real server (bin/serve, manage.py serve) in a fresh data folder."""
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -129,6 +130,81 @@ def remove_data_dir(path: Path) -> None:
     kill_everything(path)
     wait_no_processes(path, timeout=5)
     shutil.rmtree(path, ignore_errors=True)
+
+
+class DataDirTemplates:
+    """Data folders made once per test run and copied for each test that needs one: "initialised"
+    (the embedded PostgreSQL's initdb done, the server stopped) and "migrated" (that, then `migrate`).
+
+    A copy is the state a fresh folder reaches after its first initdb (and migrate), without paying
+    for them again: on a loaded 2-core machine a fresh `migrate` took 30-60 s, and each test that
+    started a server on a fresh folder paid it. Tests about the first start itself (initdb, the first
+    migrate, the first-run hint) keep an empty folder.
+
+    registry: a folder the test processes of one run share (pytest-xdist's workers): the first process
+    to need a template makes it, under a lock, and writes its path there; the others copy that one, and
+    the controller removes them at the end (templates_remove). Without it, the templates are this
+    process's own, removed by remove()."""
+
+    def __init__(self, registry: Path | None = None):
+        self.registry = registry
+        self.made: dict[str, Path] = {}
+
+    def _make(self, kind: str) -> Path:
+        if kind == "initialised":
+            path = fresh_data_dir()
+            # Started, then stopped at this process's exit (it started the server).
+            command = [PYTHON, "-c", "import sys, pathlib, memoryproject.embedded_db as e; "
+                       "e.embedded_database_url(pathlib.Path(sys.argv[1]))", str(path)]  # fmt: skip
+        elif kind == "migrated":
+            path = self.copy("initialised")
+            command = [PYTHON, "manage.py", "migrate", "--verbosity", "0"]
+        else:
+            raise ValueError(kind)
+        result = subprocess.run(
+            command, cwd=ROOT, env=server_env(path), capture_output=True, text=True, timeout=600
+        )
+        if result.returncode != 0:
+            raise AssertionError(f"the {kind} template could not be made:\n{result.stdout}{result.stderr}")
+        if wait_no_processes(path, timeout=30):
+            raise AssertionError(f"the {kind} template's server did not stop: {our_processes(path)}")
+        (path / "pg" / ".handle_pids.json").unlink(missing_ok=True)
+        return path
+
+    def _template(self, kind: str) -> Path:
+        if kind in self.made:
+            return self.made[kind]
+        if self.registry is None:
+            self.made[kind] = self._make(kind)
+            return self.made[kind]
+        self.registry.mkdir(parents=True, exist_ok=True)
+        with (self.registry / f"{kind}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            recorded = self.registry / f"{kind}.path"
+            if not recorded.exists():
+                recorded.write_text(str(self._make(kind)))
+            self.made[kind] = Path(recorded.read_text())
+        return self.made[kind]
+
+    def copy(self, kind: str) -> Path:
+        """A new data folder holding a copy of the `kind` template (made on first use)."""
+        template = self._template(kind)
+        path = fresh_data_dir()
+        # cp -a: the PostgreSQL folder belongs to the user the embedded server runs as.
+        subprocess.run(["cp", "-a", f"{template}/.", str(path)], check=True, timeout=120)
+        return path
+
+    def remove(self) -> None:
+        if self.registry is None:
+            for path in self.made.values():
+                remove_data_dir(path)
+
+
+def templates_remove(registry: Path) -> None:
+    """Remove the templates the test processes of a run recorded in registry (DataDirTemplates)."""
+    for recorded in registry.glob("*.path"):
+        remove_data_dir(Path(recorded.read_text()))
+        recorded.unlink()
 
 
 def token_create(data_dir: Path) -> str:

@@ -69,7 +69,8 @@ def test_bin_serve_and_bin_test_work_offline_and_leave_nothing_running(data_dir)
     assert wait_no_processes(data_dir) == []
 
 
-def test_a_benchmark_on_a_fresh_data_folder_migrates_it_first(data_dir):
+def test_a_benchmark_on_a_fresh_data_folder_migrates_it_first(initialised_data_dir):
+    data_dir = initialised_data_dir
     result = subprocess.run(
         [PYTHON, "manage.py", "bench_write", "--entries", "500", "--writes", "2"],
         cwd=ROOT, env=server_env(data_dir), capture_output=True, text=True, timeout=300,
@@ -80,9 +81,10 @@ def test_a_benchmark_on_a_fresh_data_folder_migrates_it_first(data_dir):
     assert wait_no_processes(data_dir) == []
 
 
-def test_an_operators_command_on_a_fresh_data_folder_says_to_migrate(data_dir, tmp_path):
+def test_an_operators_command_on_a_fresh_data_folder_says_to_migrate(initialised_data_dir, tmp_path):
     """Run before the first `serve` (or after an upgrade, before `migrate`), every command died with a
     traceback ending in `relation "vault_project" does not exist`."""
+    data_dir = initialised_data_dir
     source = tmp_path / ".memory" / "dev"
     source.mkdir(parents=True)
     (source / "decisions.md").write_text("## 2026-03-01\nUse SSE.\n")

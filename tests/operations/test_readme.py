@@ -27,7 +27,10 @@ def test_every_shell_block_says_whether_it_runs():
     )
 
 
-def test_readme_blocks_run_in_order_show_what_the_readme_says(data_dir, tmp_path):
+def test_readme_blocks_run_in_order_show_what_the_readme_says(migrated_data_dir, tmp_path):
+    """Against a server on a migrated data folder (the state its first `serve` leaves): what the README's
+    blocks do, not the first migrate, is the point here (test_serve_lifecycle's first run does that)."""
+    data_dir = migrated_data_dir
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     log = tmp_path / "serve.log"

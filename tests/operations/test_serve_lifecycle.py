@@ -70,7 +70,8 @@ def test_first_run_hint_second_serve_and_ctrl_c(data_dir, tmp_path, unused_port)
     assert "SIGKILL" not in output and "Traceback" not in output
 
 
-def test_sigterm_to_the_process_group_leaves_nothing_running(data_dir, tmp_path, unused_port):
+def test_sigterm_to_the_process_group_leaves_nothing_running(migrated_data_dir, tmp_path, unused_port):
+    data_dir = migrated_data_dir
     url = f"http://127.0.0.1:{unused_port}/"
     process, log = _serve(data_dir, unused_port, tmp_path)
     try:
@@ -87,8 +88,9 @@ def test_sigterm_to_the_process_group_leaves_nothing_running(data_dir, tmp_path,
 
 
 def test_embedded_database_killed_under_serve_comes_back_and_nothing_acknowledged_is_lost(
-    data_dir, tmp_path, unused_port
+    migrated_data_dir, tmp_path, unused_port
 ):
+    data_dir = migrated_data_dir
     url = f"http://127.0.0.1:{unused_port}/"
     api = url + "api/v1/agents/dev/entries"
     process, log = _serve(data_dir, unused_port, tmp_path, script=False)
