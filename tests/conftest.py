@@ -67,6 +67,13 @@ class ApiClient:
         return self.request("delete", path, token=token, headers=headers)
 
 
+def pytest_configure(config):
+    """Transactional tests' databases emptied without re-running post_migrate (tests/database_flush.py)."""
+    from tests import database_flush
+
+    database_flush.install()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def background_connections_closed(django_db_setup):
     """Searches outside a transaction (transactional tests, the live server) run their semantic arm on
