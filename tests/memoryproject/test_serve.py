@@ -1,7 +1,9 @@
 """`serve` on an empty MEMORY_DATA_DIR starts the embedded PostgreSQL, and data survives a restart."""
 
+import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -11,7 +13,9 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,21 +157,46 @@ def shared_data(data_dir_templates):
     if "DATABASE_URL" in os.environ:
         path = Path(tempfile.mkdtemp(prefix="memsrv-serve-"))
         os.chmod(path, 0o755)
-    else:
-        path = data_dir_templates.copy("migrated")
-        subprocess.run(
-            # The starting process would stop the server on exit; this one hands it over to the tests.
-            [sys.executable, "-c", "import sys, pathlib; import memoryproject.embedded_db as e; "
-             "e.embedded_database_url(pathlib.Path(sys.argv[1])); e.started_here = False", str(path)],
-            cwd=ROOT, timeout=180, check=True,
-        )  # fmt: skip
+        with _scratch_database(os.environ["DATABASE_URL"]) as url:
+            _SHARED_ENV["DATABASE_URL"] = url
+            try:
+                yield path
+            finally:
+                _SHARED_ENV.clear()
+                shutil.rmtree(path, ignore_errors=True)
+        return
+    path = data_dir_templates.copy("migrated")
+    subprocess.run(
+        # The starting process would stop the server on exit; this one hands it over to the tests.
+        [sys.executable, "-c", "import sys, pathlib; import memoryproject.embedded_db as e; "
+         "e.embedded_database_url(pathlib.Path(sys.argv[1])); e.started_here = False", str(path)],
+        cwd=ROOT, timeout=180, check=True,
+    )  # fmt: skip
     yield path
     _stop_embedded(path)
     shutil.rmtree(path, ignore_errors=True)
 
 
+# DATABASE_URL of shared_data's commands when the suite runs on a database server: a scratch database,
+# so that a `serve` that gets as far as migrating does so there, not in the database DATABASE_URL names
+# (the operator's, which the suite itself only uses to create test_<name>).
+_SHARED_ENV: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def _scratch_database(url: str):
+    name = f"memsrv_serve_{os.getpid()}_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def _manage(data_dir, *args, env=None, timeout=60):
-    env = {**os.environ, "MEMORY_DATA_DIR": str(data_dir), **(env or {})}
+    env = {**os.environ, **_SHARED_ENV, "MEMORY_DATA_DIR": str(data_dir), **(env or {})}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -379,6 +408,7 @@ def test_serve_without_the_job_cluster_starts_while_redis_is_down(shared_data):
     port = _free_port()
     env = {
         **os.environ,
+        **_SHARED_ENV,
         "MEMORY_DATA_DIR": str(shared_data),
         "REDIS_URL": f"redis://127.0.0.1:{_free_port()}/0",
     }
@@ -386,10 +416,21 @@ def test_serve_without_the_job_cluster_starts_while_redis_is_down(shared_data):
         [sys.executable, "manage.py", "serve", "--no-cluster", "--port", str(port)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
+    tables_before = _operator_tables()
     try:
         _wait_healthy(f"http://127.0.0.1:{port}/", process)
     finally:
         _stop(process)
+    # On a database server the command migrated a scratch database, not the one DATABASE_URL names.
+    assert _operator_tables() == tables_before
+
+
+def _operator_tables() -> int | None:
+    """Tables in the database DATABASE_URL names (None on the embedded database)."""
+    if "DATABASE_URL" not in os.environ:
+        return None
+    with psycopg.connect(os.environ["DATABASE_URL"]) as connection:
+        return connection.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0]
 
 
 @pytest.mark.parametrize(
