@@ -6,7 +6,9 @@ One browser per test session (it is the slow part); a fresh context (cookies) pe
 import os
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Group, User
+from django.test import Client
 
 from memoryproject.browser import CHROMIUM, CHROMIUM_ARGS
 from vault import services
@@ -55,7 +57,30 @@ def curator(project):
 
 
 @pytest.fixture
-def logged_in(page, curator):
+def logged_in(page, curator, live_server):
+    """The curator's session, made as a login through the form makes it, given to the browser as its
+    cookie; the page is left blank for the test to open what it tests. Filling the form, then loading
+    the dashboard it leads to, cost 1-2 s of every browser test's set-up here; the form itself is
+    tested by logged_in_by_form's users and tests/browser/test_login_lockout.py."""
+    client = Client()
+    client.force_login(curator, backend="django.contrib.auth.backends.ModelBackend")
+    page.context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server.url,
+                "httpOnly": True,
+                "sameSite": "Lax",
+            }
+        ]
+    )
+    return page
+
+
+@pytest.fixture
+def logged_in_by_form(page, curator):
+    """Logged in as a curator does, through the login form: the page is then on the dashboard."""
     page.goto("/login/")
     page.get_by_label("Username").fill("cora")
     page.get_by_label("Password").fill("cora-password-1")

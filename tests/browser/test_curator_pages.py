@@ -8,9 +8,8 @@ from vault.models import EntryVersion, VaultEntry
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_it_logs_in_and_shows_the_dashboard(logged_in, entry_a):
-    page = logged_in
-    page.goto("/")
+def test_it_logs_in_and_shows_the_dashboard(entry_a, logged_in_by_form):
+    page = logged_in_by_form
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
     expect(page.get_by_role("link", name="agent-a", exact=True)).to_be_visible()
     expect(page.get_by_role("img", name="Entries created per day")).to_be_visible()
