@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from django_q.conf import Conf
 from django_q.models import Schedule
 from django_q.tasks import async_task
 from redis.exceptions import RedisError
@@ -52,6 +53,15 @@ def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) ->
         return False
 
     def enqueue():
+        if _broker_in_memory():
+            # Redis keeps a queued task in memory, and a worker takes it off the list before it runs:
+            # a Redis restart without persistence, or a worker killed before the task's first commit,
+            # loses it, and nothing else would extract this conversation. A one-off schedule in the
+            # database runs the extraction later if the task never starts; the task, when it starts,
+            # replaces it (_interrupted_retry_arm) and removes it when done (_retries_remove).
+            extraction_retry_schedule(
+                agent_id=agent.pk, session_id=session_id, trigger_source=trigger_source, at=_lost_task_due()
+            )
         try:
             async_task(
                 EXTRACTION_TASK,
@@ -80,6 +90,19 @@ def extraction_enqueue(*, agent: Agent, session_id: int, trigger_source: str) ->
 
 
 EXTRACTION_TASK = "sessions_app.tasks.extraction_run"
+
+
+def _broker_in_memory() -> bool:
+    """Whether queued tasks live in Redis (REDIS_URL) rather than in PostgreSQL, which keeps a task until
+    it is done and hands one whose worker died out again (Q_CLUSTER retry); with Q_SYNC they run at once."""
+    return not Conf.SYNC and not Conf.ORM
+
+
+def _lost_task_due() -> datetime:
+    """When a task queued now is surely lost if it has not started: as for an interrupted run."""
+    return timezone.now() + timedelta(seconds=settings.Q_CLUSTER["timeout"]) + INTERRUPTED_RETRY_MARGIN
+
+
 BUSY_RETRY_AFTER = timedelta(minutes=1)  # an extraction that found the agent busy, with no cooldown
 
 
