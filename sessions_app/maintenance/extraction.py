@@ -430,6 +430,8 @@ def extraction_perform(
 
     def skipped(reason: str) -> dict:
         logger.info("extraction for agent %s session %s skipped: %s", agent_id, session_id, reason)
+        with transaction.atomic():
+            _retries_remove(session_id)  # a retry, or a lost task's schedule, would be skipped too
         return {"status": "skipped", "reason": reason}
 
     if not settings.MEMORY_EXTRACTION_ENABLED:

@@ -81,3 +81,15 @@ def test_the_database_broker_keeps_its_tasks_and_needs_no_schedule(
     _close(api, token_a, django_capture_on_commit_callbacks)
     assert len(queued) == 1
     assert not Schedule.objects.filter(func=EXTRACTION_TASK).exists()
+
+
+def test_a_task_that_skips_the_conversation_takes_the_schedule_with_it(
+    api, token_a, agent_a, settings, monkeypatch, queued, django_capture_on_commit_callbacks
+):
+    """A short conversation is skipped: its schedule would only be skipped again, six minutes later."""
+    settings.MEMORY_EXTRACTION_MIN_MESSAGES = 5
+    monkeypatch.setattr(Conf, "ORM", None)
+    _close(api, token_a, django_capture_on_commit_callbacks)
+    assert Schedule.objects.filter(func=EXTRACTION_TASK).count() == 1
+    assert extraction_run(*queued[0][1:])["status"] == "skipped"
+    assert not Schedule.objects.filter(func=EXTRACTION_TASK).exists()
