@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from benchmarks.corpus import corpus_generate
+from benchmarks.db_waits import WaitSampler
 from sessions_app.models import Message
 from vault import services
 from vault.models import Project, TokenScope, VaultEntry, WorkspaceFile
@@ -132,6 +133,7 @@ class PhaseResult:
     statuses: Counter = field(default_factory=Counter)
     acknowledged: list = field(default_factory=list)
     cpu: dict = field(default_factory=dict)
+    waits: str = ""  # WaitSampler.line(): what the database's sessions were doing
 
     @property
     def items_per_second(self) -> float:
@@ -139,10 +141,14 @@ class PhaseResult:
 
     def line(self) -> str:
         return (
-            f"{self.name:9} {self.items:6d} items in {self.seconds:6.2f} s = {self.items_per_second:8.1f}/s  "
-            f"request p50 {percentile(self.latencies_ms, 50):6.1f} ms  p95 {percentile(self.latencies_ms, 95):6.1f} ms  "
-            f"statuses {dict(sorted(self.statuses.items()))}"
-        ) + self.cpu_line()
+            (
+                f"{self.name:9} {self.items:6d} items in {self.seconds:6.2f} s = {self.items_per_second:8.1f}/s  "
+                f"request p50 {percentile(self.latencies_ms, 50):6.1f} ms  p95 {percentile(self.latencies_ms, 95):6.1f} ms  "
+                f"statuses {dict(sorted(self.statuses.items()))}"
+            )
+            + self.cpu_line()
+            + self.waits
+        )
 
     def cpu_line(self) -> str:
         """Where the CPU went during the phase: the machine's cores are shared by all three."""
@@ -232,10 +238,16 @@ def _client(port: int, token: str, requests: list[tuple[str, dict, int]], result
 
 
 def run_phase(
-    name: str, port: int, plans: list[tuple[str, list]], items_per_request: int, server_pid: int | None = None
+    name: str,
+    port: int,
+    plans: list[tuple[str, list]],
+    items_per_request: int,
+    server_pid: int | None = None,
+    waits: bool = False,
 ) -> PhaseResult:
-    """Run one phase; with the server's pid, also measure the CPU the server, PostgreSQL and this
-    client used during it."""
+    """Run one phase; with the server's pid, also measure the CPU the server, PostgreSQL and this client
+    used during it; with `waits`, sample what the database's sessions do meanwhile (benchmarks/db_waits.py:
+    the sampling's own statements then count in the database's and the client's CPU)."""
     result = PhaseResult(name=name)
     before = proc_table() if server_pid else {}
     postmaster = database_pid()
@@ -244,12 +256,14 @@ def run_phase(
         threading.Thread(target=_client, args=(port, token, requests, result, lock))
         for token, requests in plans
     ]
+    sampler = WaitSampler().start() if waits else None
     started = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     result.seconds = time.perf_counter() - started
+    result.waits = sampler.stop().line() if sampler else ""
     result.items = sum(items_per_request for _ in range(result.statuses[200] + result.statuses[201]))
     if before:
         after = proc_table()
@@ -334,6 +348,7 @@ def load_run(
     project_slug: str,
     out,
     server_pid: int | None = None,
+    waits: bool = False,
 ) -> dict:
     """Create a fresh project with one agent and token per client, run both phases against a live server,
     check that every acknowledged write is stored, and return the figures."""
@@ -346,9 +361,9 @@ def load_run(
 
     entry_plans, message_plans = _plans(tokens, writes=writes, batches=batches, batch_size=batch_size)
 
-    entries = run_phase("entries", port, entry_plans, 1, server_pid)
+    entries = run_phase("entries", port, entry_plans, 1, server_pid, waits)
     out(entries.line())
-    messages = run_phase("messages", port, message_plans, batch_size, server_pid)
+    messages = run_phase("messages", port, message_plans, batch_size, server_pid, waits)
     out(messages.line())
 
     acknowledged_ids = {reply["id"] for _, reply in entries.acknowledged}

@@ -35,6 +35,11 @@ class Command(BaseCommand):
         parser.add_argument("--batches", type=int, default=20, help="--clients: message batches per client")
         parser.add_argument("--batch-size", type=int, default=50, help="--clients: messages per batch")
         parser.add_argument("--port", type=int, default=0, help="--clients: a running server's port")
+        parser.add_argument(
+            "--waits",
+            action="store_true",
+            help="--clients: also sample what the database's sessions wait on (its queries add some CPU)",
+        )
 
     def handle(self, *args, **options):
         ensure_migrated(self)
@@ -125,6 +130,7 @@ class Command(BaseCommand):
             batches=options["batches"],
             batch_size=options["batch_size"],
             project_slug=f"{options['project']}-http",
+            waits=options["waits"],
             out=self.stdout.write,
         )
         self.stdout.write(
