@@ -123,6 +123,51 @@ def cpu_by_role(
     return totals
 
 
+def _socket_inodes(pid: int) -> set[int]:
+    """The inodes of the sockets a process holds open (empty when it cannot be read)."""
+    inodes = set()
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def established_inodes(port: int, tables: list[str]) -> set[int]:
+    """The inodes of the established TCP connections whose local port is `port`, from the text of
+    `/proc/net/tcp` and `/proc/net/tcp6`."""
+    found = set()
+    for text in tables:
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            # local address "0100007F:4966" (port in hex), state 01 = ESTABLISHED, inode
+            if len(fields) > 9 and fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                found.add(int(fields[9]))
+    return found
+
+
+def worker_connections(server_pid: int, port: int) -> list[int]:
+    """How many of the clients' connections to `port` each process of the server holds (its web
+    workers), largest first; processes holding none are left out. Linux only: empty elsewhere."""
+    tables = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as table:
+                tables.append(table.read())
+        except OSError:
+            continue
+    established = established_inodes(port, tables)
+    counts = [len(_socket_inodes(pid) & established) for pid in _descendants(proc_table(), server_pid)]
+    return sorted((n for n in counts if n), reverse=True)
+
+
 @dataclass
 class PhaseResult:
     name: str
@@ -237,6 +282,33 @@ def _client(port: int, token: str, requests: list[tuple[str, dict, int]], result
         result.requests += len(requests)
 
 
+class SplitWatch:
+    """In a thread, until stopped: how the phase's client connections are spread over the server's
+    processes, read once every client is connected (keep-alive: each stays where it landed)."""
+
+    def __init__(self, server_pid: int, port: int, clients: int):
+        self.split: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(server_pid, port, clients), daemon=True)
+        self._thread.start()
+
+    def _run(self, server_pid: int, port: int, clients: int) -> None:
+        while True:  # at least one look, however short the phase
+            split = worker_connections(server_pid, port)
+            if sum(split) >= clients:
+                self.split = split
+                return
+            if self._stop.wait(0.02):
+                return
+
+    def line(self) -> str:
+        self._stop.set()
+        self._thread.join()
+        if not self.split:
+            return ""
+        return "\n          connections per web worker: " + ", ".join(map(str, self.split))
+
+
 def run_phase(
     name: str,
     port: int,
@@ -247,7 +319,8 @@ def run_phase(
 ) -> PhaseResult:
     """Run one phase; with the server's pid, also measure the CPU the server, PostgreSQL and this client
     used during it; with `waits`, sample what the database's sessions do meanwhile (benchmarks/db_waits.py:
-    the sampling's own statements then count in the database's and the client's CPU)."""
+    the sampling's own statements then count in the database's and the client's CPU) and, with the
+    server's pid too, how the clients' connections are spread over its web workers."""
     result = PhaseResult(name=name)
     before = proc_table() if server_pid else {}
     postmaster = database_pid()
@@ -257,13 +330,14 @@ def run_phase(
         for token, requests in plans
     ]
     sampler = WaitSampler().start() if waits else None
+    split = SplitWatch(server_pid, port, len(plans)) if waits and server_pid and plans else None
     started = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     result.seconds = time.perf_counter() - started
-    result.waits = sampler.stop().line() if sampler else ""
+    result.waits = (sampler.stop().line() if sampler else "") + (split.line() if split else "")
     result.items = sum(items_per_request for _ in range(result.statuses[200] + result.statuses[201]))
     if before:
         after = proc_table()

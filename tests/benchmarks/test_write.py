@@ -107,3 +107,35 @@ def test_the_load_check_finds_every_logged_exchange_and_counts_a_missing_one(set
     note.content = note.content.replace("of batch 1 from", "of batch one from")
     note.save()
     assert note_exchanges_missing([agent_a], bodies) == 1
+
+
+def test_it_counts_the_connections_each_server_process_holds_on_the_port():
+    """bench_write --waits prints how the clients' keep-alive connections are spread over the web
+    workers (a worker holding most of them serves them under one GIL while the other idles)."""
+    import socket
+
+    from benchmarks.load import SplitWatch, established_inodes, worker_connections
+
+    tcp = (
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+        "   0: 0100007F:4966 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 100 1\n"
+        "   1: 0100007F:4966 0100007F:C350 01 00000000:00000000 00:00000000 00000000 0 0 101 1\n"
+        "   2: 0100007F:C350 0100007F:4966 01 00000000:00000000 00:00000000 00000000 0 0 102 1\n"
+        "   3: 0100007F:4967 0100007F:C351 01 00000000:00000000 00:00000000 00000000 0 0 103 1\n"
+    )
+    # 0x4966 = 18790: the listening socket (0A) and the client's end (local port 0xC350) do not count
+    assert established_inodes(18790, [tcp]) == {101}
+    assert established_inodes(18791, [tcp, ""]) == {103}
+
+    if not os.path.isdir("/proc/net"):
+        return
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        accepted = [server.accept()[0] for _ in range(3)]
+        try:
+            assert worker_connections(os.getpid(), port) == [3]  # this process holds the server's ends
+            assert SplitWatch(os.getpid(), port, 3).line() == "\n          connections per web worker: 3"
+        finally:
+            for sock in clients + accepted:
+                sock.close()
