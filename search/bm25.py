@@ -340,23 +340,53 @@ def _or_of_lexemes(tsquery: str) -> bool:
     return not set(_QUOTED.sub("", tsquery)) - set(" ()|:*")
 
 
+# A term slot past the query's own terms holds this: a lexeme no search vector holds (no parser output
+# starts with '#', and the scope lexemes are '#a...' and '#p...'), so it ranks 0 on every row.
+NO_TERM = "'#none'"
+
+
+def term_slots(n: int) -> int:
+    """The number of term slots of a statement for `n` terms: n up to 4, then the next multiple of 2
+    (5 and 6 terms share one statement, 7 and 8 another, ...)."""
+    return n if n <= 4 else n + n % 2
+
+
 def bm25_score_sql(alias: str, compiled: CompiledQuery, params: dict) -> str:
     """The BM25 text score of row `alias` (with the parameters `term_stats` set).
 
     Each term's ts_rank is computed once per row, in a subquery the planner keeps as it is (OFFSET 0):
-    written out, the formula holds it twice, and PostgreSQL evaluated both (plus an `@@` per term for
-    the coordination count, which the ts_rank now answers for terms of lexemes). That took scoring
-    1,500 rows on five terms from 11 ms to 7 ms; the score is the same, operation for operation."""
-    cols = [f"%(k1)s * (1 - %(b)s + %(b)s * length({alias}.search_vector) / %(avglen)s::float8) AS kl"]
+    written out, the formula holds it twice, and PostgreSQL evaluated both. That took scoring 1,500 rows
+    on five terms from 11 ms to 7 ms; the score is the same, operation for operation.
+
+    The statement's text depends on the number of term slots only (`term_slots`), not on which terms
+    are phrases or on the exact count: every term's match is counted with `@@` (for a term of lexemes
+    joined by `|` the same as its ts_rank being above 0, _or_of_lexemes; about 0.03 us a row), the slots
+    past the query's terms hold NO_TERM with idf 0 (a part of exactly 0.0, and no match), and the number
+    of terms the coverage divides by is a parameter. A statement is planned once per connection and kept
+    (search.ranking._fetch): a search whose statement text is new plans it, 1.5-2 ms of the database's
+    CPU, and bench_search's 200 questions made 46 different texts, 29 of them from which terms were
+    phrases. The score is the same: x + 0.0 is x, and the same matches are counted."""
+    n = len(compiled.terms)
+    # `d.v`: the row's vector read once. A vector too long to stay in its row (in TOAST: an entry's
+    # long text) was fetched again by each function given it, ts_rank and `@@` of every term: put in
+    # an array it is fetched once (construct_array detoasts its elements), and the rest read the copy:
+    # scoring 318 rows of a 100,000-entry corpus on seven terms read 1,140 buffers, now 228 (about one
+    # entry in eight has its vector in TOAST there). k1 + 1 and the matches are computed once, which
+    # also keeps a long question's statement under psycopg's 4,096 characters (search.ranking._one_line).
+    cols = ["%(k1)s * (1 - %(b)s + %(b)s * length(d.v) / %(avglen)s::float8) AS kl", "%(k1)s + 1 AS k"]
     parts, matched = [], []
-    for i, term in enumerate(compiled.terms):
-        params[f"t{i}"] = term.tsquery
-        cols.append(f"ts_rank({alias}.search_vector, %(t{i})s::tsquery) / {ONE_OCCURRENCE} AS tf{i}")
-        parts.append(f"%(idf{i})s::float8 * r.tf{i} * (%(k1)s + 1) / (r.tf{i} + r.kl)")
-        if _or_of_lexemes(term.tsquery):
-            matched.append(f"(r.tf{i} > 0)::int")
+    for i in range(term_slots(n)):
+        if i < n:
+            params[f"t{i}"] = compiled.terms[i].tsquery
         else:
-            cols.append(f"({alias}.search_vector @@ %(t{i})s::tsquery)::int AS m{i}")
-            matched.append(f"r.m{i}")
-    coord = f"({' + '.join(matched)})::float8 / {len(matched)}"
-    return f"(SELECT ({' + '.join(parts)}) * {coord} FROM (SELECT {', '.join(cols)} OFFSET 0) r)"
+            params[f"t{i}"], params[f"idf{i}"] = NO_TERM, 0.0
+        cols.append(f"ts_rank(d.v, %(t{i})s::tsquery) / {ONE_OCCURRENCE} AS tf{i}")
+        parts.append(f"%(idf{i})s::float8 * r.tf{i} * r.k / (r.tf{i} + r.kl)")
+        matched.append(f"(d.v @@ %(t{i})s::tsquery)::int")
+    cols.append(f"{' + '.join(matched)} AS m")
+    params["nterms"] = n
+    vector = f"(SELECT (ARRAY[{alias}.search_vector])[1] AS v OFFSET 0) d"
+    return (
+        f"(SELECT ({' + '.join(parts)}) * r.m::float8 / %(nterms)s::float8"
+        f" FROM (SELECT {', '.join(cols)} FROM {vector} OFFSET 0) r)"
+    )
