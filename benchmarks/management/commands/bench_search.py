@@ -17,6 +17,7 @@ query), and in this process the query's embedding and the semantic scan
 import http.client
 import io
 import json
+import os
 import time
 from datetime import timedelta
 
@@ -25,7 +26,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from benchmarks.corpus import corpus_generate, corpus_queries
-from benchmarks.load import Server, free_port
+from benchmarks.load import Server, cpu_by_role, database_pid, free_port, proc_table
 from benchmarks.migrated import ensure_migrated
 from benchmarks.vectors import synthetic_embeddings_copy, vector_pool
 from memoryproject.embeddings import embedder_get
@@ -105,7 +106,8 @@ class Command(BaseCommand):
         _, token = vault_services.token_create(project=project, scope=TokenScope.ADMIN, name="bench_search")
         port = options["port"] or free_port()
         try:
-            with Server(port, env={"WEB_WORKERS": str(options["workers"])}):
+            with Server(port, env={"WEB_WORKERS": str(options["workers"])}) as server:
+                self._server_pid = server.process.pid
                 self._measure(project, token, port, options["queries"], embeddings=options["embeddings"])
         except RuntimeError as exc:  # benchmarks.load.Server: the server did not start
             raise CommandError(str(exc)) from exc
@@ -291,17 +293,29 @@ class Command(BaseCommand):
         self._table(runs, count)
 
     def _table(self, runs: dict, count: int) -> None:
-        """Each operation run 20 times untimed, then `count` times: p50, p95, p99 and mean hits."""
-        self.stdout.write(f"{'operation':<32}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'mean hits':>11}")
+        """Each operation run 20 times untimed, then `count` times: p50, p95, p99, mean hits, and for
+        the requests the CPU the server's processes and PostgreSQL used, a request (a machine shared
+        with other work slows every request; it changes the CPU much less)."""
+        self.stdout.write(
+            f"{'operation':<32}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'mean hits':>11}"
+            f"{'CPU ms: server / database':>28}"
+        )
+        server_pid, postmaster = getattr(self, "_server_pid", None), database_pid()
         for name, run in runs.items():
             for i in range(20):  # warm up connections and caches
                 run(count + i)
             times, hits = [], []
+            before = proc_table() if server_pid and "in-process" not in name else {}
             for i in range(count):
                 elapsed, body = run(i)
                 times.append(elapsed)
                 hits.append(len(body.get("results", body.get("cited", []))))
+            cpu = ""
+            if before:
+                begin = cpu_by_role(before, server_pid, os.getpid(), postmaster)
+                end = cpu_by_role(proc_table(), server_pid, os.getpid(), postmaster)
+                cpu = f"{(end['server'] - begin['server']) / count * 1000:.1f} / {(end['database'] - begin['database']) / count * 1000:.1f}"
             self.stdout.write(
                 f"{name:<32}{percentile(times, 50):>9.1f}{percentile(times, 95):>9.1f}"
-                f"{percentile(times, 99):>9.1f}{sum(hits) / len(hits):>11.1f}"
+                f"{percentile(times, 99):>9.1f}{sum(hits) / len(hits):>11.1f}{cpu:>28}"
             )
