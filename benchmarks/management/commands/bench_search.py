@@ -306,16 +306,43 @@ class Command(BaseCommand):
                 run(count + i)
             times, hits = [], []
             before = proc_table() if server_pid and "in-process" not in name else {}
+            before_reaped = {"server": _reaped_cpu(server_pid), "database": _reaped_cpu(postmaster)}
             for i in range(count):
                 elapsed, body = run(i)
                 times.append(elapsed)
                 hits.append(len(body.get("results", body.get("cited", []))))
             cpu = ""
             if before:
-                begin = cpu_by_role(before, server_pid, os.getpid(), postmaster)
-                end = cpu_by_role(proc_table(), server_pid, os.getpid(), postmaster)
-                cpu = f"{(end['server'] - begin['server']) / count * 1000:.1f} / {(end['database'] - begin['database']) / count * 1000:.1f}"
+                after = proc_table()
+                # A process started during the row counts from zero; one that ended (a PostgreSQL
+                # backend whose connection closed) counts in its parent's reaped CPU.
+                start = {
+                    pid: (parent, before.get(pid, (0, 0.0, ""))[1], cmd)
+                    for pid, (parent, _, cmd) in after.items()
+                }
+                begin = cpu_by_role(start, server_pid, os.getpid(), postmaster)
+                end = cpu_by_role(after, server_pid, os.getpid(), postmaster)
+                reaped = {
+                    "server": _reaped_cpu(server_pid) - before_reaped["server"],
+                    "database": _reaped_cpu(postmaster) - before_reaped["database"],
+                }
+                server, database = (
+                    (end[role] - begin[role] + reaped[role]) / count * 1000 for role in ("server", "database")
+                )
+                cpu = f"{server:.1f} / {database:.1f}"
             self.stdout.write(
                 f"{name:<32}{percentile(times, 50):>9.1f}{percentile(times, 95):>9.1f}"
                 f"{percentile(times, 99):>9.1f}{sum(hits) / len(hits):>11.1f}{cpu:>28}"
             )
+
+
+def _reaped_cpu(pid: int | None) -> float:
+    """CPU seconds of the children `pid` has waited for (ended processes), from /proc; 0 when unknown."""
+    if not pid:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
