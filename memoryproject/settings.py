@@ -415,10 +415,9 @@ MEMORY_EMBEDDINGS_MAX_RETRIES = env_int("MEMORY_EMBEDDINGS_MAX_RETRIES", 2, mini
 MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS = env_float(
     "MEMORY_EMBEDDINGS_QUERY_TIMEOUT_SECONDS", 5, minimum=0.1, maximum=TIMEOUT_SECONDS_MAX
 )
-# Threads the local model uses for one search query. 0: chosen by measurement in each web process,
-# one thread or half the cores (at least two), whichever embeds queries faster at the moment
-# (memoryproject/query_threads.py): two threads halve a query on an idle 2-core machine, and triple its
-# time while the cores are busy (docs/benchmarks.md). Batch embedding (the job) uses every core.
+# Threads the local model uses for one search query. 0: one or half the cores (at least two), whichever
+# embeds faster now, measured by each web process (memoryproject/query_threads.py; docs/benchmarks.md:
+# two threads halve a query on an idle machine, triple it on a busy one). Batch embedding uses every core.
 MEMORY_EMBEDDINGS_QUERY_THREADS = env_int("MEMORY_EMBEDDINGS_QUERY_THREADS", 0, minimum=0, maximum=256)
 # The local model embeds at most this many tokens of a search query (its start, cut at a space); its time
 # grows with every token. 0: the whole query (up to 1,000 characters: about a second of CPU at worst).
