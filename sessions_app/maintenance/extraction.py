@@ -419,6 +419,15 @@ def _in_cooldown(last: datetime | None, now: datetime, cooldown: timedelta) -> b
     return last is not None and timedelta(0) <= now - last < cooldown
 
 
+def _skipped(agent_id: int, session_id: int, reason: str) -> dict:
+    """An extraction's result when it skips the conversation; the session's pending retries go (a retry,
+    or the schedule that backs a task queued on Redis, would be skipped too)."""
+    logger.info("extraction for agent %s session %s skipped: %s", agent_id, session_id, reason)
+    with transaction.atomic():
+        _retries_remove(session_id)
+    return {"status": "skipped", "reason": reason}
+
+
 def extraction_perform(
     *, agent_id: int, session_id: int, trigger_source: str, now: datetime | None = None, attempt: int = 1
 ) -> dict:
@@ -429,10 +438,7 @@ def extraction_perform(
     now = now or timezone.now()
 
     def skipped(reason: str) -> dict:
-        logger.info("extraction for agent %s session %s skipped: %s", agent_id, session_id, reason)
-        with transaction.atomic():
-            _retries_remove(session_id)  # a retry, or a lost task's schedule, would be skipped too
-        return {"status": "skipped", "reason": reason}
+        return _skipped(agent_id, session_id, reason)
 
     if not settings.MEMORY_EXTRACTION_ENABLED:
         return skipped("extraction is disabled (MEMORY_EXTRACTION_ENABLED)")
