@@ -109,7 +109,13 @@ class LocalEmbedder:
             return []
         return self._loaded().passage(list(texts)).tolist()
 
-    def embed_query(self, text: str) -> list[float]:
+    def query_threads_pick(self) -> int:
+        """The thread count the next query is embedded on: MEMORY_EMBEDDINGS_QUERY_THREADS, or the
+        chooser's pick (search.semantic.query_vector_begin decides where to embed by it)."""
+        return self.query_threads if self.query_threads > 0 else self.threads_chooser.pick()
+
+    def embed_query(self, text: str, threads: int | None = None) -> list[float]:
+        """`threads`: query_threads_pick()'s count when the caller picked it already."""
         model = self._loaded()
         counted: dict[str, int] = {}
 
@@ -119,15 +125,12 @@ class LocalEmbedder:
             return counted[part]
 
         text = query_clip(text, self.query_max_tokens, count)
-        if self.query_threads > 0:
-            with _omp_threads(model, self.query_threads):
-                return model.query(text).tolist()
-        # 0: the thread count measured fastest in this process (memoryproject/query_threads.py).
-        threads = self.threads_chooser.pick()
+        threads = threads or self.query_threads_pick()
         started = time.perf_counter()
         with _omp_threads(model, threads):
             vector = model.query(text)
-        self.threads_chooser.record(threads, time.perf_counter() - started, count(text))
+        if self.query_threads <= 0:  # 0: the count measured fastest in this process (query_threads.py)
+            self.threads_chooser.record(threads, time.perf_counter() - started, count(text))
         return vector.tolist()
 
 

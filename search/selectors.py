@@ -30,7 +30,7 @@ from django.conf import settings
 
 from memoryproject.errors import InvalidInput
 from memoryproject.timestamps import time_range_check
-from search import conversation, fusion
+from search import conversation, fusion, semantic
 from search.bm25 import TermStats
 from search.query import CompiledQuery, query_compile, query_size_check
 from search.ranking import (
@@ -351,7 +351,8 @@ def search_run(
         query_size_check(q)  # a query refused must not cost an embedding
     if mode != "lexical" and not nothing_in_scope:
         kinds = [k for k in filters.kinds if k == "entries" or not entries_only]
-        semantic_arm = fusion.semantic_rows_start(q, scope, filters, kinds, wanted.limit)
+        embedding = semantic.query_vector_begin(q)
+        semantic_arm = fusion.semantic_rows_start(q, scope, filters, kinds, wanted.limit, embedding)
     compiled = compiled or query_compile(q)
     if nothing_in_scope:
         return SearchOutcome(results=[], took_ms=0.0, query=compiled)

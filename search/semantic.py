@@ -175,10 +175,10 @@ def semantic_status(*, project_id: int | None = None, with_pending: bool = True)
     return status
 
 
-def query_vector(query: str) -> tuple[float, ...] | None:
+def query_vector(query: str, threads: int | None = None) -> tuple[float, ...] | None:
     """The configured model's vector of a search query, from the cache when it was asked before;
     None when embeddings are off or the query cannot be embedded (a remote backend that is down:
-    the lexical arm still answers)."""
+    the lexical arm still answers). `threads`: the local model's thread count, picked already."""
     embedder = embedder_get()
     if embedder is None or not query.strip():
         return None
@@ -192,7 +192,7 @@ def query_vector(query: str) -> tuple[float, ...] | None:
     if time.monotonic() < _query_embed_paused_until:
         return None
     try:
-        vector = tuple(embedder.embed_query(query))
+        vector = tuple(embedder.embed_query(query, threads) if threads else embedder.embed_query(query))
     except EmbeddingError as exc:
         # Every search would wait for the same slow or down server: asked again after a pause.
         _query_embed_paused_until = time.monotonic() + QUERY_EMBED_PAUSE_SECONDS
@@ -226,6 +226,30 @@ def background_submit(fn, *args) -> Future:
 def query_vector_start(query: str) -> Future:
     """Start embedding `query` in the background; the future's result is query_vector(query)."""
     return background_submit(query_vector, query)
+
+
+def query_vector_begin(query: str) -> Future:
+    """The query's vector for a hybrid search, as a future. Embedded on this thread before the search's
+    arms start when the local model would use more than one thread for it (query_threads_pick), else on
+    the query-embed thread while the lexical arm runs. A team of threads needs every core it has: beside
+    the lexical arm's statement two threads were no faster than one (33.8 against 33.9 ms in the server,
+    14.8 against 23.7 alone), while embedding first and then running both arms at once took a hybrid
+    search from 51-54 to 42-48 ms p50 (docs/benchmarks.md, twenty-seventh session)."""
+    embedder = embedder_get()
+    pick = getattr(embedder, "query_threads_pick", None)
+    if pick is not None and query.strip() and not _query_cached(embedder.model_id, query):
+        threads = pick()
+        if threads > 1:
+            done: Future = Future()
+            done.set_result(query_vector(query, threads))
+            return done
+        return background_submit(query_vector, query, threads)
+    return query_vector_start(query)
+
+
+def _query_cached(model_id: str, query: str) -> bool:
+    with _query_cache_lock:
+        return (model_id, query) in _query_cache
 
 
 def background_connections_close() -> None:

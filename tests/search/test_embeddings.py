@@ -493,6 +493,11 @@ def test_by_default_a_query_is_embedded_on_the_thread_count_measured_fastest(loc
         before = chooser.state()
         embedder_get().embed_query("which cache did we choose")
         assert seen[-1] == 2 and chooser.state() == before
+        # A count picked beforehand (search.semantic.query_vector_begin) is the one used, and timed.
+        settings.MEMORY_EMBEDDINGS_QUERY_THREADS = 0
+        picked = local_model.query_threads_pick()
+        embedder_get().embed_query("which cache did we choose", picked)
+        assert seen[-1] == picked and chooser.state() != before
     finally:
         del model.query
         local_model.threads_chooser = kept
