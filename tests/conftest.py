@@ -70,6 +70,16 @@ class ApiClient:
         return self.request("delete", path, token=token, headers=headers)
 
 
+def conversation_closed(api, token: str, capture, text: str) -> int:
+    """agent-a's user says `text`, then the session is closed (`sleep`) with the commit's callbacks run
+    (`capture`: django_capture_on_commit_callbacks), as the extraction's queueing needs; its id."""
+    api.post("/agents/agent-a/messages", {"messages": [{"role": "user", "text": text}]}, token=token)
+    with capture(execute=True):
+        closed = api.post("/agents/agent-a/sleep", {"session": "current"}, token=token)
+    assert closed.status_code == 200, closed.content
+    return closed.json()["session"]["id"]
+
+
 def pytest_configure(config):
     """Transactional tests' databases emptied without re-running post_migrate (tests/database_flush.py);
     the product's bytecode written before any test starts a process (product_bytecode_write)."""

@@ -11,8 +11,11 @@ from django_q.models import Schedule
 from sessions_app.maintenance import extraction
 from sessions_app.maintenance.extraction import EXTRACTION_TASK
 from sessions_app.tasks import extraction_run
+from tests.conftest import conversation_closed
 
 pytestmark = pytest.mark.django_db
+
+DECISION = "we decided to keep the job queue in PostgreSQL"
 
 
 @pytest.fixture
@@ -24,18 +27,6 @@ def queued(monkeypatch):
     return tasks
 
 
-def _close(api, token, capture):
-    api.post(
-        "/agents/agent-a/messages",
-        {"messages": [{"role": "user", "text": "we decided to keep the job queue in PostgreSQL"}]},
-        token=token,
-    )
-    with capture(execute=True):
-        closed = api.post("/agents/agent-a/sleep", {"session": "current"}, token=token)
-    assert closed.status_code == 200, closed.content
-    return closed.json()["session"]["id"]
-
-
 def test_a_task_redis_lost_is_run_by_the_schedule_left_in_the_database(
     api, token_a, agent_a, settings, monkeypatch, queued, django_capture_on_commit_callbacks
 ):
@@ -44,7 +35,7 @@ def test_a_task_redis_lost_is_run_by_the_schedule_left_in_the_database(
     monkeypatch.setattr(Conf, "ORM", None)
     monkeypatch.setattr(Conf, "REDIS", "redis://127.0.0.1:6379/9")
     before = timezone.now()
-    session_id = _close(api, token_a, django_capture_on_commit_callbacks)
+    session_id = conversation_closed(api, token_a, django_capture_on_commit_callbacks, DECISION)
     assert [args[1:] for args in queued] == [(agent_a.pk, session_id, "close")]  # queued, then lost
 
     backstop = Schedule.objects.get(func=EXTRACTION_TASK)
@@ -64,7 +55,7 @@ def test_a_task_that_runs_takes_the_schedule_with_it(
     settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 0
     settings.MEMORY_EXTRACTION_MIN_MESSAGES = 1
     monkeypatch.setattr(Conf, "ORM", None)
-    session_id = _close(api, token_a, django_capture_on_commit_callbacks)
+    session_id = conversation_closed(api, token_a, django_capture_on_commit_callbacks, DECISION)
     assert Schedule.objects.filter(func=EXTRACTION_TASK).count() == 1
     assert extraction_run(*queued[0][1:])["status"] == "done"  # the queued task after all
     assert not Schedule.objects.filter(func=EXTRACTION_TASK).exists()
@@ -78,7 +69,7 @@ def test_the_database_broker_keeps_its_tasks_and_needs_no_schedule(
     settings.MEMORY_EXTRACTION_COOLDOWN_MINUTES = 0
     settings.MEMORY_EXTRACTION_MIN_MESSAGES = 1
     monkeypatch.setattr(Conf, "ORM", "default")
-    _close(api, token_a, django_capture_on_commit_callbacks)
+    conversation_closed(api, token_a, django_capture_on_commit_callbacks, DECISION)
     assert len(queued) == 1
     assert not Schedule.objects.filter(func=EXTRACTION_TASK).exists()
 
@@ -89,7 +80,7 @@ def test_a_task_that_skips_the_conversation_takes_the_schedule_with_it(
     """A short conversation is skipped: its schedule would only be skipped again, six minutes later."""
     settings.MEMORY_EXTRACTION_MIN_MESSAGES = 5
     monkeypatch.setattr(Conf, "ORM", None)
-    _close(api, token_a, django_capture_on_commit_callbacks)
+    conversation_closed(api, token_a, django_capture_on_commit_callbacks, DECISION)
     assert Schedule.objects.filter(func=EXTRACTION_TASK).count() == 1
     assert extraction_run(*queued[0][1:])["status"] == "skipped"
     assert not Schedule.objects.filter(func=EXTRACTION_TASK).exists()

@@ -15,6 +15,7 @@ from django_q.models import Schedule
 
 from memoryproject import security
 from sessions_app.maintenance.extraction import EXTRACTION_TASK
+from tests.conftest import conversation_closed
 
 pytestmark = pytest.mark.django_db
 
@@ -95,15 +96,10 @@ def test_a_closed_sessions_extraction_is_kept_when_the_broker_is_unreachable(
     monkeypatch.setattr(Conf, "SYNC", False)
     monkeypatch.setattr(Conf, "ORM", None)
     monkeypatch.setattr(Conf, "REDIS", NOBODY)
-    api.post(
-        "/agents/agent-a/messages",
-        {"messages": [{"role": "user", "text": "we chose PostgreSQL for the queue"}]},
-        token=token_a,
+    session_id = conversation_closed(
+        api, token_a, django_capture_on_commit_callbacks, "we chose PostgreSQL for the queue"
     )
-    with django_capture_on_commit_callbacks(execute=True):
-        closed = api.post("/agents/agent-a/sleep", {"session": "current"}, token=token_a)
-    assert closed.status_code == 200, closed.content
     # The broker could not take the task: a one-off schedule (in the database) runs it once Redis is back.
     retry = Schedule.objects.get(func=EXTRACTION_TASK)
     assert retry.schedule_type == Schedule.ONCE
-    assert eval(retry.args) == (agent_a.pk, closed.json()["session"]["id"], "close")
+    assert eval(retry.args) == (agent_a.pk, session_id, "close")
