@@ -340,17 +340,22 @@ def run_phase(
     result.waits = (sampler.stop().line() if sampler else "") + (split.line() if split else "")
     result.items = sum(items_per_request for _ in range(result.statuses[200] + result.statuses[201]))
     if before:
-        after = proc_table()
-        # A process started during the phase counts from zero (with its parent as it is now); one
-        # that ended during the phase cannot be read and is left out.
-        start = {
-            pid: (parent, before.get(pid, (0, 0.0, ""))[1], command)
-            for pid, (parent, _, command) in after.items()
-        }
-        begin = cpu_by_role(start, server_pid, os.getpid(), postmaster)
-        end = cpu_by_role(after, server_pid, os.getpid(), postmaster)
-        result.cpu = {role: end[role] - begin[role] for role in end}
+        result.cpu = cpu_since(before, server_pid, postmaster)
     return result
+
+
+def cpu_since(before: dict, server_pid: int, postmaster: int | None) -> dict[str, float]:
+    """CPU seconds each role (cpu_by_role) used since the process table `before` (proc_table()). A
+    process started since counts from zero (with its parent as it is now); one that ended since cannot
+    be read and is left out (a caller that needs it adds its parent's reaped CPU)."""
+    after = proc_table()
+    start = {
+        pid: (parent, before.get(pid, (0, 0.0, ""))[1], command)
+        for pid, (parent, _, command) in after.items()
+    }
+    begin = cpu_by_role(start, server_pid, os.getpid(), postmaster)
+    end = cpu_by_role(after, server_pid, os.getpid(), postmaster)
+    return {role: end[role] - begin[role] for role in end}
 
 
 def note_exchanges_missing(agents: list, bodies: list[dict]) -> int:

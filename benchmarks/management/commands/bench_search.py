@@ -26,7 +26,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from benchmarks.corpus import corpus_generate, corpus_queries
-from benchmarks.load import Server, cpu_by_role, database_pid, free_port, proc_table
+from benchmarks.load import Server, cpu_since, database_pid, free_port, proc_table
 from benchmarks.migrated import ensure_migrated
 from benchmarks.vectors import synthetic_embeddings_copy, vector_pool
 from memoryproject.embeddings import embedder_get
@@ -313,21 +313,15 @@ class Command(BaseCommand):
                 hits.append(len(body.get("results", body.get("cited", []))))
             cpu = ""
             if before:
-                after = proc_table()
-                # A process started during the row counts from zero; one that ended (a PostgreSQL
-                # backend whose connection closed) counts in its parent's reaped CPU.
-                start = {
-                    pid: (parent, before.get(pid, (0, 0.0, ""))[1], cmd)
-                    for pid, (parent, _, cmd) in after.items()
-                }
-                begin = cpu_by_role(start, server_pid, os.getpid(), postmaster)
-                end = cpu_by_role(after, server_pid, os.getpid(), postmaster)
+                # A process that ended during the row (a PostgreSQL backend whose connection closed)
+                # counts in its parent's reaped CPU.
+                used = cpu_since(before, server_pid, postmaster)
                 reaped = {
                     "server": _reaped_cpu(server_pid) - before_reaped["server"],
                     "database": _reaped_cpu(postmaster) - before_reaped["database"],
                 }
                 server, database = (
-                    (end[role] - begin[role] + reaped[role]) / count * 1000 for role in ("server", "database")
+                    (used[role] + reaped[role]) / count * 1000 for role in ("server", "database")
                 )
                 cpu = f"{server:.1f} / {database:.1f}"
             self.stdout.write(
