@@ -114,8 +114,9 @@ class LocalEmbedder:
         chooser's pick (search.semantic.query_vector_begin decides where to embed by it)."""
         return self.query_threads if self.query_threads > 0 else self.threads_chooser.pick()
 
-    def embed_query(self, text: str, threads: int | None = None) -> list[float]:
-        """`threads`: query_threads_pick()'s count when the caller picked it already."""
+    def embed_query(self, text: str, threads: int | None = None, *, timed: bool = True) -> list[float]:
+        """`threads`: query_threads_pick()'s count when the caller picked it already. `timed=False`: the
+        time is not the chooser's to learn from (a count the caller fixed, beside other work)."""
         model = self._loaded()
         counted: dict[str, int] = {}
 
@@ -129,7 +130,7 @@ class LocalEmbedder:
         started = time.perf_counter()
         with _omp_threads(model, threads):
             vector = model.query(text)
-        if self.query_threads <= 0:  # 0: the count measured fastest in this process (query_threads.py)
+        if timed and self.query_threads <= 0:  # 0: the count measured fastest here (query_threads.py)
             self.threads_chooser.record(threads, time.perf_counter() - started, count(text))
         return vector.tolist()
 

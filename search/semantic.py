@@ -24,6 +24,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 
 from django.conf import settings
 from django.db import connection, connections, transaction
@@ -175,10 +176,11 @@ def semantic_status(*, project_id: int | None = None, with_pending: bool = True)
     return status
 
 
-def query_vector(query: str, threads: int | None = None) -> tuple[float, ...] | None:
+def query_vector(query: str, threads: int | None = None, *, timed: bool = True) -> tuple[float, ...] | None:
     """The configured model's vector of a search query, from the cache when it was asked before;
     None when embeddings are off or the query cannot be embedded (a remote backend that is down:
-    the lexical arm still answers). `threads`: the local model's thread count, picked already."""
+    the lexical arm still answers). `threads`: the local model's thread count, picked already;
+    `timed=False` keeps its time from the thread chooser."""
     embedder = embedder_get()
     if embedder is None or not query.strip():
         return None
@@ -192,7 +194,10 @@ def query_vector(query: str, threads: int | None = None) -> tuple[float, ...] | 
     if time.monotonic() < _query_embed_paused_until:
         return None
     try:
-        vector = tuple(embedder.embed_query(query, threads) if threads else embedder.embed_query(query))
+        if threads:
+            vector = tuple(embedder.embed_query(query, threads, timed=timed))
+        else:
+            vector = tuple(embedder.embed_query(query))
     except EmbeddingError as exc:
         # Every search would wait for the same slow or down server: asked again after a pause.
         _query_embed_paused_until = time.monotonic() + QUERY_EMBED_PAUSE_SECONDS
@@ -224,7 +229,14 @@ def background_submit(fn, *args) -> Future:
 
 
 def query_vector_start(query: str) -> Future:
-    """Start embedding `query` in the background; the future's result is query_vector(query)."""
+    """Start embedding `query` in the background; the future's result is query_vector(query).
+
+    The caller works meanwhile (context_build reads its other sections), so the local model embeds
+    on one thread: a team of two beside the caller's work waits at each barrier for the thread the
+    scheduler put aside (query_threads.py), and the one-thread time, taken beside other work, is not
+    the thread chooser's to learn from."""
+    if getattr(embedder_get(), "query_threads_pick", None) is not None:
+        return background_submit(partial(query_vector, query, 1, timed=False))
     return background_submit(query_vector, query)
 
 

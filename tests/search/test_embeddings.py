@@ -498,6 +498,10 @@ def test_by_default_a_query_is_embedded_on_the_thread_count_measured_fastest(loc
         picked = local_model.query_threads_pick()
         embedder_get().embed_query("which cache did we choose", picked)
         assert seen[-1] == picked and chooser.state() != before
+        # A count the caller fixed beside other work (search.semantic.query_vector_start) is not timed.
+        before = chooser.state()
+        embedder_get().embed_query("which cache did we choose", 1, timed=False)
+        assert seen[-1] == 1 and chooser.state() == before
     finally:
         del model.query
         local_model.threads_chooser = kept

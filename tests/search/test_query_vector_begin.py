@@ -14,10 +14,11 @@ class RemoteEmbedder:
     model_id = "fake-model"
 
     def __init__(self, threads: int | None = None):
-        self.threads, self.picks, self.calls = threads, 0, []
+        self.threads, self.picks, self.calls, self.timed = threads, 0, [], []
 
-    def embed_query(self, text: str, threads: int | None = None) -> list[float]:
+    def embed_query(self, text: str, threads: int | None = None, *, timed: bool = True) -> list[float]:
         self.calls.append((threading.current_thread().name, threads))
+        self.timed.append(timed)
         return [1.0, 0.0, 0.0]
 
 
@@ -64,3 +65,20 @@ def test_a_cached_query_picks_no_threads_and_is_not_embedded_again(embedder):
     again = semantic.query_vector_begin("which cache did we choose")
     assert again.result() == (1.0, 0.0, 0.0)
     assert len(embedder.calls) == 1 and embedder.picks == 1
+
+
+@pytest.mark.parametrize("embedder", [2], indirect=True)
+def test_a_context_command_is_embedded_on_one_untimed_thread_beside_the_sections(embedder):
+    """context_build reads its other sections while the command is embedded (query_vector_start): two
+    threads beside that work wait for each other at every barrier, and a time taken beside other work
+    would teach the thread chooser a wrong cost. Before, the chooser's count (2 here) was used and timed."""
+    assert semantic.query_vector_start("which cache did we choose").result() == (1.0, 0.0, 0.0)
+    ((thread, threads),) = embedder.calls
+    assert thread.startswith("query-embed") and threads == 1
+    assert embedder.timed == [False] and embedder.picks == 0
+
+
+@pytest.mark.parametrize("embedder", [None], indirect=True)
+def test_a_remote_backends_context_command_is_embedded_as_before(embedder):
+    assert semantic.query_vector_start("which cache did we choose").result() == (1.0, 0.0, 0.0)
+    assert embedder.calls[0][1] is None and embedder.timed == [True]
