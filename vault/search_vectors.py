@@ -6,6 +6,7 @@ triggers."""
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Func
+from django.db.models.expressions import RawSQL
 
 from vault.search_text import FUNCTION_NAME as SEARCH_TEXT_FUNCTION
 from vault.search_text import PARTS_FUNCTION_NAME
@@ -108,6 +109,27 @@ def identifier_parts(text: str | models.Expression) -> Func:
 def parts_vectors(text: str | models.Expression) -> list[SearchVector]:
     """The bilingual vectors of a text's identifier parts, at PARTS_WEIGHT."""
     return bilingual_vectors(identifier_parts(text), weight=PARTS_WEIGHT)
+
+
+def text_vectors(text: str) -> RawSQL:
+    """The bilingual vectors of a value (weight B) then those of its identifiers' parts (PARTS_WEIGHT),
+    concatenated: what `bilingual_vectors(Value(text))` and `parts_vectors(Value(text))` give, with the
+    text sent once and cut once (memory_search_text, memory_identifier_parts), not four times and twice.
+    The sub-select's OFFSET 0 keeps PostgreSQL from pulling it up into the expressions, which would
+    inline both cuts into each vector again. A daily note's 17 kB tail (an append of 50 messages): about
+    1.5 ms of the database's CPU less (docs/benchmarks.md)."""
+    vectors = " || ".join(
+        f"setweight(to_tsvector('{config}', t.{column}), '{weight}')"
+        for column, weight in (("searched", "B"), ("parts", PARTS_WEIGHT))
+        for config in ("english", "portuguese")
+    )
+    return RawSQL(
+        f"(SELECT {vectors} FROM (SELECT COALESCE({SEARCH_TEXT_FUNCTION}(v.txt), '') AS searched,"
+        f" COALESCE({SEARCH_TEXT_FUNCTION}({PARTS_FUNCTION_NAME}(v.txt)), '') AS parts"
+        " FROM (SELECT %s::text AS txt) v OFFSET 0) t)",
+        [text],
+        output_field=SearchVectorField(),
+    )
 
 
 # An entry's text vector: its tags, its content in both languages, its identifiers' parts in both, in

@@ -25,7 +25,7 @@ from vault.models import (
     WorkspaceFileVersion,
 )
 from vault.redaction import project_redaction_enabled, redact, redact_for_project
-from vault.search_vectors import VECTOR_GIVEN_SETTING, WORDS_KNOWN_SETTING, bilingual_vectors, parts_vectors
+from vault.search_vectors import VECTOR_GIVEN_SETTING, WORDS_KNOWN_SETTING, text_vectors
 from vault.selectors import daily_note_path
 from vault.text import CONTROL_CHARACTERS_RULE, control_characters_in, echoed, text_bytes, text_check
 
@@ -364,8 +364,7 @@ def _vector_appended(tail: str) -> Func:
     and its identifiers' parts at weight D."""
     return Func(
         F("search_vector"),
-        *bilingual_vectors(Value(tail)),
-        *parts_vectors(Value(tail)),
+        text_vectors(tail),
         template="(%(expressions)s)",
         arg_joiner=" || ",
         output_field=SearchVectorField(),
