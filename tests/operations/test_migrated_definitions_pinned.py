@@ -25,9 +25,9 @@ PINNED_SQL = {
     (vault.search_text, "FUNCTION_SQL"): "2713df579166bb45",
     (vault.search_text, "PARTS_FUNCTION_SQL"): "4b880856a2ff0512",
     (search.sql, "VOCABULARY_ADD_FUNCTION"): "c58e7564f73ac9aa",  # FUNCTION_SQL, then its own
-    (search.sql, "TRIGGER_FUNCTIONS"): "e09a2b7c9e7b1000",
+    (search.sql, "TRIGGER_FUNCTIONS"): "6e4cf7908d9045b4",
     (search.sql, "FILE_TRIGGER_FUNCTION"): "d9c72bfaf0fafb28",
-    (search.sql, "MESSAGE_INSERT_TRIGGER"): "1542bedb95ce9200",
+    (search.sql, "MESSAGE_INSERT_TRIGGER"): "75ae02a7001b3d58",  # search 0016 applies it again
     # The entries' search vector's function (vault 0030), which their generated column calls.
     (vault.search_vectors, "ENTRY_VECTOR_FUNCTION_SQL"): "1e5a4df50b7a68d3",
     # Named inside the workspace-file trigger (vault 0015, 0017, 0018).
