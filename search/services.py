@@ -2,10 +2,11 @@
 
 The context block keeps the headings. When it is over budget, lessons go first (least relevant
 first), then decisions (the seed's order); if it is still over, the workspace files (no layer of the
-seed's), then the handoff, the recovery snapshot, tasks, project context and finally the instructions are
-shortened from their end (a text cut keeps its head and says so; an item is dropped only when under 20
-bytes of it would be left), so the returned text never exceeds the budget and the must-have layers
-(handoff, tasks, project context) outlive the workspace files. Every section is built on its own: one
+seed's), then a handoff over half the budget down to half, the open tasks, the recovery snapshot, the rest
+of the handoff (the seed's most valuable layer, cut last of the three), project context and finally the
+instructions are shortened from their end (a text cut keeps its head and says so; an item is dropped only
+when under 20 bytes of it would be left), so the returned text never exceeds the budget, the must-have
+layers (handoff, tasks, project context) outlive the workspace files, and the handoff outlives the tasks. Every section is built on its own: one
 that fails is logged and reported in `warnings`, never failing the request.
 
 Memory is injected as reference data, never as instructions (in the spirit of the
@@ -320,14 +321,25 @@ def _render(sections: dict[str, _Section]) -> str:
 
 # Over budget: whole items of these go first, least relevant first (seed 000: lessons, then decisions)...
 DROPPED_FIRST = ("lessons", "decisions")
-# ...then these are shortened from their end, the least essential first: the workspace files are no layer of
-# the seed's; a handoff too long for the room left keeps its head rather than vanishing whole.
-SHORTENED_NEXT = ("workspace", "handoff", "recovery", "tasks", "project", "instructions")
+# ...then these are shortened from their end, the least essential first, each down to the share of the
+# budget it keeps at that step: the workspace files (no layer of the seed's) to nothing; a handoff over
+# half the budget to half, so that a very long one cannot push everything else out; then the open tasks
+# and the recovery lines, before the rest of the handoff (seed 000: the handoff goes last, the most
+# valuable); then the project context and last the instructions.
+SHORTENED_NEXT = (
+    ("workspace", 0.0),
+    ("handoff", 0.5),
+    ("tasks", 0.0),
+    ("recovery", 0.0),
+    ("handoff", 0.0),
+    ("project", 0.0),
+    ("instructions", 0.0),
+)
 
 
 def _fit_to_budget(sections: dict[str, _Section], budget: int) -> str:
     """The rendered context within `budget` tokens: the least relevant items dropped first (lessons,
-    then decisions), then what is left shortened, the least essential first."""
+    then decisions), then what is left shortened, the least essential first (SHORTENED_NEXT)."""
     text = _render(sections)
     for name in DROPPED_FIRST:
         section = sections[name]
@@ -335,10 +347,14 @@ def _fit_to_budget(sections: dict[str, _Section], budget: int) -> str:
             section.items.pop()
             section.dropped += 1
             text = _render(sections)
-    for name in SHORTENED_NEXT:
+    for name, share in SHORTENED_NEXT:
         section = sections[name]
+        keep = int(budget * 4 * share)  # bytes of the section this step leaves
         while section.items and token_estimate(text) > budget:
-            _shorten(section, text_bytes(text) - budget * 4)
+            room = text_bytes(section.render()) - keep
+            if room <= 0:
+                break
+            _shorten(section, min(text_bytes(text) - budget * 4, room))
             text = _render(sections)
     return text if token_estimate(text) <= budget else text_prefix_bytes(text, budget * 4)
 

@@ -100,10 +100,10 @@ def test_text_never_exceeds_the_budget(api, token_a, memory, budget):
         assert entry.content.split()[0] in body["text"]
 
 
-def test_it_drops_lessons_then_decisions_then_handoff(api, token_a, memory):
+def test_it_drops_lessons_then_decisions_then_tasks_then_handoff(api, token_a, memory):
     full = build(api, token_a, budget_tokens=8000).json()["token_estimate"]
     seen = []
-    for budget in range(full, 150, -20):
+    for budget in [*range(full, 150, -20), *range(150, 49, -5)]:
         sections = build(api, token_a, budget_tokens=budget).json()["sections"]
         state = (
             sections["lessons"]["included"],
@@ -111,8 +111,8 @@ def test_it_drops_lessons_then_decisions_then_handoff(api, token_a, memory):
             sections["handoff"]["included"],
         )
         seen.append(state)
-        if state[1]:
-            assert state[2] == 1  # the handoff outlives every decision
+        if state[1] or sections["tasks"]["included"]:
+            assert state[2] == 1  # the handoff outlives every decision and every task
         if state[0]:
             assert state[1] == 3  # decisions stay whole while any lesson is left
     assert (2, 3, 1) in seen and (0, 3, 1) in seen and (0, 0, 1) in seen and (0, 0, 0) in seen
@@ -424,6 +424,52 @@ def test_the_handoff_outlives_the_workspace_files(agent_a, make_entry):
         f"Last Session:\nLast time we migrated the ledger to PostgreSQL 16. (#{handoff.pk}," in body["text"]
     )
     assert body["sections"]["workspace"]["truncated"] and "--- AGENTS.md ---\nBe thorough." in body["text"]
+    assert body["token_estimate"] <= 2000
+
+
+def test_the_handoff_outlives_many_open_tasks(api, token_a, agent_a):
+    """The open tasks were shortened after the handoff: an agent with a few hundred open task lines (the
+    benchmark's) got 78 tasks and no handoff at all in a 2,000-token context, the seed's most valuable layer
+    dropped first."""
+    from django.utils import timezone
+
+    _tasks_store(agent_a, [f"- [ ] task number {i} " + "detail " * 8 for i in range(300)], timezone.now())
+    handoff = services.entry_create(
+        agent=agent_a, category="handoffs", content="Last time we migrated the ledger. " * 20, created_by="t"
+    )
+    body = build(api, token_a, budget_tokens=2000).json()
+    sections = body["sections"]
+    assert sections["handoff"] | {"entry_ids": None} == {
+        "included": 1, "dropped": 0, "truncated": False, "entry_ids": None
+    }  # fmt: skip
+    assert f"Last Session:\n{handoff.content.strip()} (#{handoff.pk}," in body["text"]
+    assert sections["tasks"]["truncated"] and 10 < sections["tasks"]["included"] < 300
+    assert "- [ ] task number 299 " in body["text"]  # the newest tasks first
+    assert body["token_estimate"] <= 2000
+
+
+def test_a_huge_handoff_leaves_room_for_the_open_tasks(api, token_a, agent_a):
+    """A handoff longer than the budget is cut to half of it before the tasks are shortened: its head and
+    the newest tasks both reach the new session."""
+    from django.utils import timezone
+
+    from search.services import TRUNCATED
+
+    _tasks_store(agent_a, [f"- [ ] task number {i} " + "detail " * 8 for i in range(300)], timezone.now())
+    handoff = services.entry_create(
+        agent=agent_a,
+        category="handoffs",
+        content="We shipped the ledger migration. " + "Then more detail. " * 800,
+        created_by="t",
+    )
+    body = build(api, token_a, budget_tokens=2000).json()
+    text, sections = body["text"], body["sections"]
+    assert "Last Session:\nWe shipped the ledger migration. Then more detail." in text
+    handoff_text = text.split("Last Session:\n")[1].split("\n\n")[0]
+    assert TRUNCATED in handoff_text and 3000 < len(handoff_text) <= 4000
+    assert sections["handoff"]["included"] == 1 and sections["handoff"]["truncated"]
+    assert handoff.pk in body["cited"]
+    assert "- [ ] task number 299 " in text and 10 < sections["tasks"]["included"] < 300
     assert body["token_estimate"] <= 2000
 
 
