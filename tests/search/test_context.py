@@ -448,6 +448,19 @@ def test_the_handoff_outlives_many_open_tasks(api, token_a, agent_a):
     assert body["token_estimate"] <= 2000
 
 
+def test_open_tasks_cut_to_the_budget_fill_it(agent_a):
+    """Dropping a task counted its text, not its bullet, tag and line break: each task dropped cut about 9
+    bytes too many, and the benchmark's 2,000-token contexts came back at about 1,550 tokens."""
+    from django.utils import timezone
+
+    from search.services import context_build
+
+    _tasks_store(agent_a, [f"- [ ] task number {i} " + "detail " * 8 for i in range(300)], timezone.now())
+    body = context_build(agent=agent_a, command="task", budget_tokens=2000)
+    assert body["sections"]["tasks"]["truncated"]
+    assert 1980 <= body["token_estimate"] <= 2000
+
+
 def test_a_huge_handoff_leaves_room_for_the_open_tasks(api, token_a, agent_a):
     """A handoff longer than the budget is cut to half of it before the tasks are shortened: its head and
     the newest tasks both reach the new session."""
