@@ -24,9 +24,9 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
 
 from memoryproject.errors import InvalidInput
+from memoryproject.prepared import prepared_cursor
 from memoryproject.resilience import failure_detail, guarded
 from search.fusion import resolve_mode
 from search.models import ContextBuild
@@ -213,32 +213,41 @@ def _open_tasks(content: str) -> list[str]:
     return found
 
 
+# Open tasks' entries, newest first through the agent/category/status index, a page at a time (keyset).
+# A prepared statement: the ORM compiled this query anew for each context (about 1 ms of Python).
+_TASKS_STATEMENT = (
+    f"SELECT id, content, created_at FROM {VaultEntry._meta.db_table} "
+    "WHERE agent_id = %s AND category = %s AND status = %s AND content ~ %s{after} "
+    "ORDER BY created_at DESC, id DESC LIMIT %s"
+)
+_TASKS_FIRST = _TASKS_STATEMENT.format(after="")
+_TASKS_NEXT = _TASKS_STATEMENT.format(after=" AND (created_at < %s OR (created_at = %s AND id < %s))")
+
+
 def _tasks(agent: Agent, max_chars: int | None = None) -> list[_Item]:
-    """Open task lines, newest entries first. With `max_chars`, reading stops once that much text is
-    collected: the budget would cut the rest anyway, and an agent with thousands of task entries
+    """Open task lines, newest entries first. With `max_chars`, reading stops once more than that much
+    text is collected: the budget would cut the rest anyway, and an agent with thousands of task entries
     should not cost thousands of rows per context."""
     items: list[_Item] = []
     chars = 0
-    # Only entries holding an open task line are read (OPEN_TASK_SQL, a superset of _open_tasks),
-    # newest first through the agent/category/status index, a page at a time.
-    base = VaultEntry.objects.filter(
-        agent=agent, category=Category.TASKS, status=EntryStatus.ACTIVE, content__regex=OPEN_TASK_SQL
-    ).order_by("-created_at", "-id")
-    after = None
+    # Only entries holding an open task line are read (OPEN_TASK_SQL, a superset of _open_tasks).
+    params = [agent.pk, Category.TASKS.value, EntryStatus.ACTIVE.value, OPEN_TASK_SQL]
+    after: list = []
     while True:
-        page = base
-        if after is not None:
-            page = page.filter(Q(created_at__lt=after[0]) | Q(created_at=after[0], pk__lt=after[1]))
-        rows = list(page.values_list("pk", "content", "created_at")[:TASK_PAGE])
+        with prepared_cursor() as cursor:
+            cursor.execute(_TASKS_NEXT if after else _TASKS_FIRST, [*params, *after, TASK_PAGE])
+            rows = cursor.fetchall()
         for entry_id, content, _ in rows:
             for line in _open_tasks(content):
                 text, clipped = _one_line(line, 300)
                 item = _Item(text, entry_id, tag=f"(#{entry_id})", clipped=clipped)
                 items.append(item)
-                chars += len(item.text) + len(item.tag) + 8
-        if len(rows) < TASK_PAGE or (max_chars is not None and chars > max_chars):
+                chars += len(item.text) + len(item.tag) + 8  # as rendered: "- [ ] ", " " and "\n"
+                if max_chars is not None and chars > max_chars:
+                    return items
+        if len(rows) < TASK_PAGE:
             return items
-        after = (rows[-1][2], rows[-1][0])
+        after = [rows[-1][2], rows[-1][2], rows[-1][0]]
 
 
 def _recovery(agent: Agent) -> list[_Item]:
@@ -411,8 +420,12 @@ def context_build(
     query = text_query(command)
     # The query's embedding (the longest step) is computed while the other sections are read.
     embedding = query_vector_start(query) if query and resolve_mode(None) == "hybrid" else None
+    instructions = instructions_block(agent)
+    # Open tasks are cut before the block's opening, the project context and the instructions: tasks
+    # past the budget less those would be cut whatever else the block holds, so reading stops there.
+    kept = text_bytes(REFERENCE_NOTE) + text_bytes(project_text) + text_bytes(instructions)
     handoff = gather("handoff", lambda: _handoff(agent))
-    tasks = gather("tasks", lambda: _tasks(agent, budget * 4))
+    tasks = gather("tasks", lambda: _tasks(agent, budget * 4 - kept))
     recovery = gather("recovery", lambda: _recovery(agent))
     workspace = gather("workspace", lambda: [_Item(workspace_prompt_build(agent))])
     compiled = _compiled(query)
@@ -432,7 +445,7 @@ def context_build(
         "tasks": _Section("tasks", "Open Tasks:", tasks, bullet="- [ ] "),
         "recovery": _Section("recovery", "Recovering previous session:", recovery),
         "workspace": _Section("workspace", "Workspace:", [item for item in workspace if item.text]),
-        "instructions": _Section("instructions", "", [_Item(instructions_block(agent))]),
+        "instructions": _Section("instructions", "", [_Item(instructions)]),
     }
 
     text = _fit_to_budget(sections, budget)

@@ -304,6 +304,39 @@ def test_open_tasks_are_read_a_page_at_a_time_and_only_as_far_as_the_budget_need
     assert [item.text for item in some] == texts[: len(some)]
 
 
+@pytest.mark.parametrize("budget", [300, 900, 2000])
+def test_reading_open_tasks_only_as_far_as_the_budget_needs_changes_no_text(agent_a, make_entry, budget):
+    """Reading stops within the first page once the tasks alone overflow what the block's opening, the
+    project context and the instructions leave: the text is the one every task read would give."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from search import services as search_services
+
+    agent_a.project.context = "The ledger project. " * 30
+    agent_a.project.save()
+    make_entry(agent_a, "Last time we migrated the ledger. " * 30, category="handoffs")
+    make_entry(agent_a, "Decided the ledger uses PostgreSQL. " * 5)
+    _tasks_store(agent_a, [f"- [ ] task {i} " + "step " * (i % 7) + f"\n- [ ] also {i}" for i in range(150)],
+                 timezone.now())  # fmt: skip
+    read_every_task = search_services._tasks
+
+    def build_rolled_back(**patches):
+        with transaction.atomic(), pytest.MonkeyPatch.context() as patch:  # the same access counts each time
+            for name, value in patches.items():
+                patch.setattr(search_services, name, value)
+            body = search_services.context_build(agent=agent_a, command="ledger", budget_tokens=budget)
+            transaction.set_rollback(True)
+        return body
+
+    built = [
+        build_rolled_back(),
+        build_rolled_back(_tasks=lambda agent, max_chars=None: read_every_task(agent)),
+    ]
+    assert built[0]["text"] == built[1]["text"] and built[0]["cited"] == built[1]["cited"]
+    assert built[0]["sections"]["tasks"]["dropped"] < built[1]["sections"]["tasks"]["dropped"]
+
+
 def test_fitting_to_the_budget_renders_each_item_once_not_once_per_cut(agent_a, monkeypatch):
     """Each cut re-rendered the whole block, every one of its items again: a context of the benchmark's
     (about 250 open task lines, eight renderings) spent 4.9 ms of CPU fitting itself to its budget."""
