@@ -25,6 +25,7 @@ from typing import TypeVar
 from django.conf import settings
 from django.db import connection, transaction
 
+from memoryproject.copy_rows import row_insert
 from memoryproject.errors import InvalidInput
 from memoryproject.prepared import prepared_cursor
 from memoryproject.resilience import failure_detail, guarded
@@ -451,7 +452,8 @@ def context_build(
     text = _fit_to_budget(sections, budget)
     cited, summary = _cited_and_summary(sections)
     with transaction.atomic():
-        ContextBuild.objects.create(
+        # An INSERT written by hand and prepared (row_insert): Django's compiler took about 1 ms a context.
+        build = ContextBuild(
             project_id=agent.project_id,
             agent=agent,
             command=command,
@@ -462,6 +464,7 @@ def context_build(
             warnings=warnings,
             created_by=created_by[:200],
         )
+        row_insert(build)
         entries_mark_accessed(cited)
     return {
         "text": text,

@@ -4,10 +4,10 @@ from dataclasses import replace
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, DomainError, InvalidInput, NotFound
+from memoryproject.prepared import prepared_cursor
 from vault import selectors, trust
 from vault.models import (
     REJECT_REASON_MAX_CHARS,
@@ -242,9 +242,17 @@ def entries_mark_accessed(entry_ids: list[int]) -> int:
     ids = sorted({int(i) for i in entry_ids})
     if not ids:
         return 0
-    return VaultEntry.objects.filter(pk__in=ids).update(
-        access_count=F("access_count") + 1, last_accessed_at=timezone.now()
-    )
+    # A prepared statement: every context runs it, and the ORM compiled it anew each time (about 1.5 ms
+    # of Python on the benchmark machine).
+    with prepared_cursor() as cursor:
+        cursor.execute(_ACCESS_STATEMENT, [timezone.now(), ids])
+        return cursor.rowcount
+
+
+_ACCESS_STATEMENT = (
+    f"UPDATE {VaultEntry._meta.db_table} SET access_count = access_count + 1, last_accessed_at = %s "
+    "WHERE id = ANY(%s::bigint[])"
+)
 
 
 def review_bulk(*, project_id: int, entry_ids: list[int], action: str, by: str) -> dict:
