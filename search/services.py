@@ -143,12 +143,20 @@ class _Section:
     bullet: str = ""
     dropped: int = 0
     truncated: bool = False
+    # The last rendering and the state it was of: fitting to the budget renders the whole block after each
+    # cut, and only the section cut changes. Cuts take items from the end or shorten the last one, so the
+    # count and the last item's text say whether the section changed.
+    _rendered: tuple[tuple, str] | None = field(default=None, repr=False, compare=False)
 
     def render(self) -> str:
         if not self.items:
             return ""
-        body = "\n".join(item.render(self.bullet) for item in self.items)
-        return f"{self.heading}\n{body}" if self.heading else body
+        last = self.items[-1]
+        key = (len(self.items), id(last), last.text)
+        if self._rendered is None or self._rendered[0] != key:
+            body = "\n".join(item.render(self.bullet) for item in self.items)
+            self._rendered = (key, f"{self.heading}\n{body}" if self.heading else body)
+        return self._rendered[1]
 
 
 def _compiled(command: str) -> CompiledQuery | None:
