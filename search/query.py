@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from memoryproject.errors import InvalidInput
 from search.abbreviations import cut_variants, other_forms
@@ -108,8 +108,9 @@ def _analyse(
     # Prepared on the server, as search.ranking._fetch prepares the ranking statements: the statement
     # is the same for every query, and planning it took 0.4-0.5 ms of a search, more than running it
     # for a short query. The ORM's client-side cursors never prepare.
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    db = connections[DEFAULT_DB_ALIAS]  # read once: through django.db.connection, each attribute is a lookup
+    db.ensure_connection()
+    with db.wrap_database_errors, psycopg.Cursor(db.connection) as cursor:
         # The completion range uses the pattern-ops index (byte order, whatever the collation);
         # chr(1114111) is the highest code point, so the range holds every word starting with p.
         cursor.execute(
