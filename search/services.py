@@ -6,8 +6,9 @@ seed's), then a handoff over half the budget down to half, the open tasks, the r
 of the handoff (the seed's most valuable layer, cut last of the three), project context and finally the
 instructions are shortened from their end (a text cut keeps its head and says so; an item is dropped only
 when under 20 bytes of it would be left), so the returned text never exceeds the budget, the must-have
-layers (handoff, tasks, project context) outlive the workspace files, and the handoff outlives the tasks. Every section is built on its own: one
-that fails is logged and reported in `warnings`, never failing the request.
+layers (handoff, tasks, project context) outlive the workspace files, and the handoff outlives the tasks.
+Every section is built on its own: one that fails is logged and reported in `warnings`, never failing
+the request.
 
 Memory is injected as reference data, never as instructions (in the spirit of the
 summary prefix): a REFERENCE_NOTE line opens the block, only active entries are injected (pending,
