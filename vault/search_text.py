@@ -36,9 +36,7 @@ Names written as one word ("getUserById", "500ms") are cut into their parts by a
 `memory_identifier_parts` and `identifier_parts`, below.
 """
 
-import heapq
 import re
-from functools import cached_property
 
 FUNCTION_NAME = "memory_search_text"
 
@@ -98,59 +96,6 @@ _NON_CJK_WORD_TAIL = re.compile(f"{NON_CJK_WORD_CHAR}*")
 _LITERAL = re.compile(r"(?:\\.|[^\\.^$*+?{}\[\]|()])*", re.DOTALL)
 
 
-# A query's word as re.escape writes it, of Latin-1 characters. Between Latin-1 characters, re's
-# IGNORECASE is str.lower(): each lowers to one Latin-1 character, and the other characters re takes
-# for the same letter (the long s, the Kelvin sign, the micro sign's Greek mu) are not Latin-1 (all
-# 65,536 pairs checked by tests/vault/test_word_matcher.py).
-_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
-_BEYOND_LATIN1 = re.compile(r"[^\x00-\xff]")
-# The longest part of a text the words are looked for in by str.find: its lowered copy is made first,
-# where the regular expression stops at its first match (a snippet of a long file or message).
-WORDS_FIND_MAX_CHARS = 4096
-
-
-def _latin1_words(patterns: list[str]) -> list[str] | None:
-    """The patterns as the lower-case words they match, when each is a word of Latin-1 characters
-    written as re.escape writes it; else None."""
-    words = set()
-    for pattern in patterns:
-        word = _ESCAPE.sub(r"\1", pattern)
-        if not word or re.escape(word) != pattern or _BEYOND_LATIN1.search(word):
-            return None
-        words.add(word.lower())
-    return sorted(words) or None
-
-
-def _words_found(text: str, words: list[str], pos: int, endpos: int):
-    """What `(?=(words))` with IGNORECASE finds from `pos` to `endpos`, as (start, end of the longest
-    word there) in order, found by str.find in the lowered text; None when that part of the text is
-    not all Latin-1 or longer than WORDS_FIND_MAX_CHARS (then the regular expression is used)."""
-    if endpos - pos > WORDS_FIND_MAX_CHARS or (
-        not text.isascii() and _BEYOND_LATIN1.search(text, pos, endpos)
-    ):
-        return None
-    lowered = text[pos:endpos].lower()
-    return _merged(lowered, pos, [(at, -len(w), w) for w in words if (at := lowered.find(w)) != -1])
-
-
-def _merged(lowered: str, offset: int, heads: list[tuple[int, int, str]]):
-    """The places of the words in `lowered` in order, the longest word first where several start, each
-    place once: the next place of each word is looked for only when its last one has been taken (a
-    snippet stops at its first match in a long text)."""
-    heapq.heapify(heads)
-    last = -1
-    while heads:
-        at, negative_length, word = heads[0]
-        following = lowered.find(word, at + 1)
-        if following == -1:
-            heapq.heappop(heads)
-        else:
-            heapq.heapreplace(heads, (following, negative_length, word))
-        if at != last:
-            last = at
-            yield offset + at, offset + at - negative_length
-
-
 class WordMatcher:
     """Where a query's patterns (regular expressions, case ignored) match a text as words: from a word's
     start (no NON_CJK_WORD_CHAR before it) and running on over the word's other letters, or, with
@@ -158,18 +103,12 @@ class WordMatcher:
     anywhere. The same matches as `(?<!W)(?:patterns)W*`, without compiling W's class for each query."""
 
     def __init__(self, patterns: list[str], *, whole: bool = False):
-        self._alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
+        alternation = "|".join(sorted(set(patterns), key=len, reverse=True))
+        self._regex = re.compile(f"(?=({alternation}))", re.IGNORECASE)
         self._whole = whole
         # How far past its start a match can reach, when every pattern is literal; else not known.
         literal = patterns and all(_LITERAL.fullmatch(pattern) for pattern in patterns)
         self._reach = max(map(len, patterns)) if literal else None
-        self._words = _latin1_words(patterns)
-
-    @cached_property
-    def _regex(self) -> re.Pattern:
-        # Compiled only for a text the words cannot be looked for in (_latin1_words): compiling the
-        # alternation was 0.2 ms of each search request's CPU on a slow machine.
-        return re.compile(f"(?=({self._alternation}))", re.IGNORECASE)
 
     def spans(self, text: str, *, not_after: str = "", pos: int = 0, before: int | None = None):
         """Each match's (start, end) from `pos` on, in order; they may overlap. `not_after`: characters
@@ -179,10 +118,8 @@ class WordMatcher:
         endpos = len(text)
         if before is not None and self._reach is not None:
             endpos = min(endpos, before + self._reach)
-        found = _words_found(text, self._words, pos, endpos) if self._words else None
-        if found is None:
-            found = ((match.start(), match.end(1)) for match in self._regex.finditer(text, pos, endpos))
-        for start, end in found:
+        for match in self._regex.finditer(text, pos, endpos):
+            start, end = match.start(), match.end(1)
             if before is not None and start >= before:
                 return
             if start and (_NON_CJK_WORD_CHAR.match(text, start - 1) or text[start - 1] in not_after):
