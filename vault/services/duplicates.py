@@ -84,10 +84,12 @@ def _duplicate_find(agent: Agent, category: str, digest: str, words: frozenset[s
         return VaultEntry.objects.get(pk=exact), 1.0
     candidates = [(pk, other_digest, other_sketch) for _, pk, other_digest, other_sketch in rows]
     best, best_score = None, 0.0
-    screened = []
-    for pk, other_digest, other_sketch in candidates:
-        if trust.sketch_similarity(signature, other_sketch) >= SKETCH_SCREEN:
-            screened.append((pk, other_digest, _word_sets.get(other_digest)))
+    similarities = trust.sketch_similarities(signature, [other_sketch for _, _, other_sketch in candidates])
+    screened = [
+        (pk, other_digest, _word_sets.get(other_digest))
+        for (pk, other_digest, _), similarity in zip(candidates, similarities, strict=True)
+        if similarity >= SKETCH_SCREEN
+    ]
     # The texts of the screened candidates not seen lately, in one round trip (this runs under the
     # agent's write lock).
     unseen = [pk for pk, _, other_words in screened if other_words is None]

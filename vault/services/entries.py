@@ -216,8 +216,7 @@ def _new_entry_relations(
 def _content_words(content: str) -> tuple[str, frozenset[str], list[int]]:
     """A new text's content hash, word set (kept for the duplicate checks of the writes after it) and
     its words' sketch (stored, and compared by the duplicate check)."""
-    digest = trust.content_hash(content)
-    words = trust.word_set(content)
+    digest, words = trust.content_hash_and_words(content)
     _word_sets.put(digest, words)
     return digest, words, trust.sketch(words)
 
