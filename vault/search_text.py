@@ -243,6 +243,21 @@ def _split_sql(expression: str) -> str:
     return expression
 
 
+def parts_cut_query(text: str) -> str:
+    """The SELECT that cuts the identifiers of the non-null SQL text `text` (a column or variable) into
+    their parts: the body of memory_identifier_parts_cut, and what the entry vector's PL/pgSQL function
+    runs itself (vault/search_vectors.py)."""
+    return f"""SELECT coalesce(string_agg(s.split, ' ' ORDER BY s.n), '')
+FROM (
+    SELECT {_split_sql("m.chunk[1]")} AS split, m.chunk[1] AS chunk, m.n
+    FROM regexp_matches({text}, '({_CHUNK_PATTERN})', 'g') WITH ORDINALITY AS m(chunk, n)
+) s
+WHERE s.split <> s.chunk"""
+
+
+# Whether a text holds an identifier to cut (the SQL regular expression memory_identifier_parts tests).
+PARTS_TRANSITION = _TRANSITION
+
 # Two functions: the cut itself, and the one the vectors call, which runs it only for a text that holds
 # a letter-case or letter-digit change. That test is one regular-expression match, and PostgreSQL inlines
 # the function (one SQL expression, not STRICT), so most texts, which hold none, never pay for calling
@@ -251,12 +266,7 @@ PARTS_FUNCTION_SQL = f"""
 CREATE OR REPLACE FUNCTION {PARTS_FUNCTION_NAME}_cut(txt text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-SELECT coalesce(string_agg(s.split, ' ' ORDER BY s.n), '')
-FROM (
-    SELECT {_split_sql("m.chunk[1]")} AS split, m.chunk[1] AS chunk, m.n
-    FROM regexp_matches(txt, '({_CHUNK_PATTERN})', 'g') WITH ORDINALITY AS m(chunk, n)
-) s
-WHERE s.split <> s.chunk
+{parts_cut_query("txt")}
 $$;
 CREATE OR REPLACE FUNCTION {PARTS_FUNCTION_NAME}(txt text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -9,7 +9,7 @@ from django.db.models import Func
 from django.db.models.expressions import RawSQL
 
 from vault.search_text import FUNCTION_NAME as SEARCH_TEXT_FUNCTION
-from vault.search_text import PARTS_FUNCTION_NAME
+from vault.search_text import PARTS_FUNCTION_NAME, PARTS_TRANSITION, parts_cut_query
 
 # New and updated rows wait in a GIN index's pending list until it is merged, and every search
 # reads the whole list: PostgreSQL's default limit (4 MB) costs each search ~5 ms once it fills.
@@ -139,6 +139,10 @@ def text_vectors(text: str) -> RawSQL:
 # memory_identifier_parts twice, parsing their bodies each time (about 0.4 ms of the database's CPU an
 # entry write: vault migration 0030); it also computed each of them twice. A PL/pgSQL function's plans
 # are kept for the session, and it cuts the content and its parts once. The vectors are the same.
+# The identifiers are cut by the function's own statement (memory_identifier_parts_cut's body), not by
+# calling that SQL function: PostgreSQL before 18 planned a SQL function's body again in every
+# transaction that called it from PL/pgSQL, about 0.2 ms of the database's CPU an entry write on 15
+# (vault migration 0033).
 ENTRY_VECTOR_FUNCTION_NAME = "memory_entry_search_vector"
 ENTRY_VECTOR_FUNCTION_SQL = f"""
 CREATE OR REPLACE FUNCTION {ENTRY_VECTOR_FUNCTION_NAME}(tags varchar[], content text) RETURNS tsvector
@@ -146,8 +150,13 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
     searched text := COALESCE({SEARCH_TEXT_FUNCTION}(content), '');
-    parts text := COALESCE({SEARCH_TEXT_FUNCTION}({PARTS_FUNCTION_NAME}(content)), '');
+    parts text := '';
 BEGIN
+    IF content ~ '{PARTS_TRANSITION}' THEN
+        {parts_cut_query("content")}
+        INTO parts;
+        parts := COALESCE({SEARCH_TEXT_FUNCTION}(parts), '');
+    END IF;
     RETURN setweight(to_tsvector('simple', COALESCE(memory_tags_text(tags), '')), 'A')
         || setweight(to_tsvector('english', searched), 'B')
         || setweight(to_tsvector('portuguese', searched), 'B')

@@ -46,11 +46,43 @@ def test_an_entrys_vector_is_the_one_the_former_expression_gave():
         assert stored == former, pk
 
 
-def test_an_entry_write_cuts_its_contents_identifiers_once():
+def test_an_entry_write_cuts_its_contents_identifiers_once_without_calling_a_sql_function():
     agent = AgentFactory()
     with connection.cursor() as cursor:
-        # Calls of SQL and PL/pgSQL functions that are not inlined, counted in this transaction.
+        # Calls of SQL and PL/pgSQL functions that are not inlined, counted in this transaction. The
+        # vector's function cuts the identifiers itself (vault 0033): a SQL function called from it was
+        # planned again in each transaction before PostgreSQL 18.
         cursor.execute("SET LOCAL track_functions = 'all'")
         services.entry_create(agent=agent, category="lessons", content="getUserById returns HTTPServerError")
-        cursor.execute("SELECT pg_stat_get_xact_function_calls('memory_identifier_parts_cut'::regproc)")
-        assert cursor.fetchone()[0] == 1
+        cursor.execute(
+            "SELECT pg_stat_get_xact_function_calls('memory_identifier_parts_cut'::regproc),"
+            " pg_stat_get_xact_function_calls('memory_entry_search_vector'::regproc)"
+        )
+        assert cursor.fetchone() == (None, 1)
+        vector = VaultEntry.objects.filter(agent=agent).values_list("search_vector", flat=True).get()
+        assert "'server':" in vector and "'id':" in vector  # the parts of HTTPServerError and getUserById
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "x",
+        "getUserById",
+        "HTTPServerError2 and ab12cd 34ef, v2.4.1 x86_64",
+        "a.b/c:d e@f.g it's",
+        "IDs β3 naïveCamelCase ÉtéCase",
+        "PostgreSQL作为主数据库 fooBar",
+        "line\nbreak\tTabbedWord camelCase\rend",
+    ],
+)
+def test_the_vector_function_gives_the_former_expressions_text_part(text):
+    former = FORMER_EXPRESSION.split("|| ('#a'")[0]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT memory_entry_search_vector(tags, content)::text, ({former})::text"
+            " FROM (SELECT %s::text AS content, ARRAY['t1', 'Infra']::varchar[] AS tags) v",
+            [text],
+        )
+        new, old = cursor.fetchone()
+    assert new == old
