@@ -29,10 +29,10 @@ from sessions_app.api import router as sessions_router
 from sessions_app.schemas import ProjectStatsOut
 from vault import stats as vault_stats
 from vault.api import router as vault_router
+from vault.authentication import token_authenticate
 from vault.files_api import router as files_router
 from vault.models import TokenScope
 from vault.review_api import router as review_router
-from vault.selectors import token_authenticate
 
 logger = logging.getLogger(__name__)
 

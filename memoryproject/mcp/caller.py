@@ -28,6 +28,7 @@ from memoryproject.errors import DomainError, InvalidInput, PermissionDenied
 from memoryproject.middleware import NUL_MESSAGE
 from vault import selectors as vault_selectors
 from vault import services as vault_services
+from vault.authentication import token_authenticate
 from vault.models import Agent, TokenScope
 from vault.principal import Principal
 
@@ -118,7 +119,7 @@ def current_caller() -> Caller:
     if caller is None or caller is _REFUSED:  # BearerGate refuses such HTTP requests before this
         raise PermissionDenied("Missing, unknown or revoked bearer token.")
     if caller.secret is not None:
-        principal = vault_selectors.token_authenticate(caller.secret)
+        principal = token_authenticate(caller.secret)
         if principal is None:
             raise PermissionDenied("The token (--token / MEMORY_TOKEN) is unknown or has been revoked.")
         caller = replace(caller, principal=principal)

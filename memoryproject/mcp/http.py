@@ -27,7 +27,7 @@ from memoryproject.mcp.caller import Caller, in_database_thread
 from memoryproject.mcp.protocol import early_answer, rate_limited_answer
 from memoryproject.mcp.server import mcp_server
 from memoryproject.security import RateLimited, api_rate_check
-from vault.selectors import token_authenticate
+from vault.authentication import token_authenticate
 
 MCP_PATH = "/mcp"
 

@@ -70,9 +70,9 @@ def test_a_created_entry_is_serialised_without_touching_the_database(agent_a, to
     from django.test.utils import CaptureQueriesContext
 
     from vault import services
+    from vault.authentication import token_authenticate
     from vault.models import ApiToken
     from vault.schemas import EntryOut
-    from vault.selectors import token_authenticate
 
     principal = token_authenticate(token_a)
     assert ApiToken.objects.exists() and principal is not None

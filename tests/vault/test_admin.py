@@ -227,8 +227,8 @@ def test_creating_a_token_in_the_admin_shows_the_secret_on_the_response_only(
     Cookie header. It is shown on the response to the POST itself, never cached, never stored nor
     redirected with, with links on; the token works."""
     from tests.conftest import ApiClient
+    from vault.authentication import token_authenticate
     from vault.models import ApiToken
-    from vault.selectors import token_authenticate
 
     response = curator_client.post(
         "/admin/vault/apitoken/add/",

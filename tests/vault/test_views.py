@@ -631,7 +631,7 @@ def test_it_creates_a_token_and_shows_the_secret_once(client_a, project, agent_a
     token = project.tokens.get(name="laptop")
     assert token.agent == agent_a and token.scope == "write"
     assert secret not in client_a.get(reverse("vault-project-settings", args=["acme"])).content.decode()
-    from vault.selectors import token_authenticate
+    from vault.authentication import token_authenticate
 
     assert token_authenticate(secret).agent_id == agent_a.pk
 

@@ -11,6 +11,7 @@ from memoryproject.mcp.caller import Caller, stdio_caller_set
 from memoryproject.mcp.server import mcp_server
 from memoryproject.mcp.stdio import serve_stdio, stdout_restore
 from vault import selectors, services
+from vault.authentication import token_authenticate
 from vault.models import Agent, Project, TokenScope
 from vault.principal import Principal
 
@@ -53,7 +54,7 @@ class Command(BaseCommand):
     def _caller(self, options) -> Caller:
         secret = options["token"] or os.environ.get("MEMORY_TOKEN", "")
         if secret:
-            principal = selectors.token_authenticate(secret)
+            principal = token_authenticate(secret)
             if principal is None:
                 raise CommandError("Unknown or revoked token (--token / MEMORY_TOKEN).")
             if options["project"] and options["project"] != selectors.project_for_principal(principal).slug:
