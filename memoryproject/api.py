@@ -39,7 +39,10 @@ logger = logging.getLogger(__name__)
 
 class BearerAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        principal = token_authenticate(token)
+        # The agent the request names (a path's {agent}, or search's ?agent=) is read with the token.
+        match = request.resolver_match
+        agent = (match.kwargs.get("agent") if match else None) or request.GET.get("agent")
+        principal = token_authenticate(token, agent_slug=agent if isinstance(agent, str) else None)
         if principal is not None:
             api_rate_check(principal)
         return principal

@@ -18,6 +18,9 @@ class Principal:
     # An agent token's agent as read with the token (vault.selectors' _AGENT_FIELDS), so that a request
     # naming it needs no second statement; None otherwise.
     agent_row: tuple | None = field(default=None, compare=False, repr=False)
+    # The agent a project-wide token's request named (by its path's or its query's `agent`), read with
+    # the token when it exists (vault.authentication.token_authenticate); None otherwise.
+    named_agent_row: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_agent_bound(self) -> bool:

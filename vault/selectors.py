@@ -105,6 +105,9 @@ def agent_get_for_principal(principal: Principal, slug: str) -> Agent:
         if principal.agent_row[_AGENT_SLUG] != slug:
             raise NotFound(f"Agent {echoed(slug)} not found.")
         return Agent.from_db(connection.alias, _AGENT_FIELDS, principal.agent_row)
+    named = principal.named_agent_row
+    if named is not None and named[_AGENT_SLUG] == slug:  # read with a project-wide token
+        return Agent.from_db(connection.alias, _AGENT_FIELDS, named)
     bound = "" if principal.agent_id is None else " AND id = %s"
     with prepared_cursor() as cursor:
         cursor.execute(

@@ -134,6 +134,26 @@ def test_an_agent_tokens_write_reads_its_agent_with_the_token(api, token_a):
     assert len(statements) == 8, statements
 
 
+def test_a_project_tokens_request_reads_the_agent_it_names_with_the_token(api, admin_token, agent_a, agent_b):
+    """The agent named by the path or by search's `agent=` is read by the token's statement: no
+    statement of its own. An agent that does not exist is still looked for, and answered 404."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def agent_reads(method, *args, **kwargs):
+        with CaptureQueriesContext(connection) as queries:
+            response = method(*args, token=admin_token, **kwargs)
+        reads = [q["sql"] for q in queries.captured_queries if "FROM vault_agent WHERE" in q["sql"]]
+        return response, reads
+
+    response, reads = agent_reads(api.get, "/search", q="anything", agent="agent-b", kinds="entries")
+    assert response.status_code == 200 and reads == []
+    response, reads = agent_reads(api.post, "/agents/agent-a/context", {"command": "anything"})
+    assert response.status_code == 200 and reads == []
+    response, reads = agent_reads(api.get, "/search", q="anything", agent="nobody")
+    assert response.status_code == 404 and len(reads) == 1
+
+
 def test_it_creates_the_agent_on_first_use_with_a_project_token(api, admin_token):
     response = api.post(
         "/agents/new-agent/entries", {"category": "tasks", "content": "- [ ] write docs"}, token=admin_token
