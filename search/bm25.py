@@ -25,13 +25,13 @@ while the scope's count is kept in the process (SCOPE_CACHE_SECONDS, below): 0.3
 database's CPU a search at 100,000 entries. Counting common words exactly read the heap row of
 every match (4,000 heap blocks for one word at 100,000 entries) and multiplied search latency;
 estimating from a cached sample of each scope's lexemes cost up to half a second per cold agent.
-The scope's size comes from the project/agent b-tree (an index-only count), kept a minute in the
-process for scopes of 1,000 rows or more; its mean length over every row of a small scope, or over
-the rows of a larger one whose id hashes to a chosen value (about 1,000, spread over the scope's
-history, chosen by id before any search vector is read), kept ten minutes (a scope under 1,000 rows:
-until its count changes). A scope of 1,000 rows or more (an agent's or a project's) also keeps its
-mean in the database (search.models.ScopeLength), read with its count: another web process's first
-search of the scope uses it instead of reading the sample (4-5 ms on a warm cache, 10-30 ms on a cold
+The scope's size comes from the project/agent b-tree (an index-only count, read in the term counts'
+statement), kept a minute in the process for scopes of 1,000 rows or more; its mean length over every
+row of a small scope, or over the rows of a larger one whose id hashes to a chosen value (about 1,000,
+spread over the scope's history, chosen by id before any search vector is read), kept ten minutes (a
+scope under 1,000 rows: until its count changes). A scope of 1,000 rows or more (an agent's or a
+project's) also keeps its mean in the database (search.models.ScopeLength), read with its count:
+another web process's first search of the scope uses it instead of reading the sample (4-5 ms on a warm cache, 10-30 ms on a cold
 one at 100,000 entries), until the count has moved by LENGTH_DRIFT or a day has passed. It was the first 200 rows the scan met: the scope's oldest, 20 % off the
 true mean on some agents, and which rows they were depended on the table's physical layout, so two
 databases holding the same messages ranked them differently.
@@ -154,37 +154,56 @@ def _length_store(
         )
 
 
-def _scope_size(table: str, scope_where: list[str], params: dict, fetch) -> tuple[int, float]:
-    """Rows in the scope (an index-only count on the project/agent b-tree, capped at MAX_SCOPE_COUNT)
-    and their mean vector length (`_mean_length`), kept in the process: the mean LENGTH_CACHE_SECONDS
-    (it moves slowly), and the count SCOPE_CACHE_SECONDS for a scope of CACHE_MIN_ROWS rows or more.
-    A smaller scope is counted every time, and its mean read again whenever its count changed.
+def _scope_key(table: str, params: dict) -> tuple:
+    agents = params["agents"]
+    return (table, params["project"], tuple(agents) if agents is not None else None)
+
+
+def _scope_cached(table: str, params: dict) -> tuple[int, float] | None:
+    """The scope's (rows, mean length) while its count is kept in the process (_scope_settle), else None."""
+    cached = _scope_cache.get(_scope_key(table, params))
+    if cached and cached[0] > time.monotonic():
+        return cached[1], cached[3]
+    return None
+
+
+def _scope_count_sql(table: str, scope_where: list[str], params: dict, alias: str = "sc") -> tuple[str, dict]:
+    """A FROM clause of one row: the scope's count `n` and, for a scope a ScopeLength row can stand for
+    (the project's, or one agent's), that row's `stored_rows` and `stored_avglen` (_scope_settle); with
+    the count's parameters added to `params`."""
+    agents = params["agents"]
+    condition = " AND ".join(scope_where)
+    count_sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(ncap)s) x"
+    count_params = {**params, "ncap": MAX_SCOPE_COUNT}
+    stored_agent = agents[0] if agents is not None and len(set(agents)) == 1 else None
+    if agents is not None and stored_agent is None:
+        return f"(SELECT ({count_sql}) AS n OFFSET 0) {alias}", count_params
+    count_params.update(table_name=table, stored_agent=stored_agent, stale=LENGTH_STALE_SECONDS)
+    return (
+        f"(SELECT ({count_sql}) AS n, s.rows AS stored_rows, s.avglen AS stored_avglen FROM (SELECT 1) one"
+        + _stored_length_sql(stored_agent is not None)
+        + f" OFFSET 0) {alias}",
+        count_params,
+    )
+
+
+def _scope_settle(table: str, scope_where: list[str], params: dict, fetch, row: dict) -> tuple[int, float]:
+    """Rows in the scope (`row`: _scope_count_sql's, an index-only count on the project/agent b-tree,
+    capped at MAX_SCOPE_COUNT, read by term_stats with the term counts) and their mean vector length
+    (`_mean_length`), kept in the process: the mean LENGTH_CACHE_SECONDS (it moves slowly), and the
+    count SCOPE_CACHE_SECONDS for a scope of CACHE_MIN_ROWS rows or more (_scope_cached). A smaller
+    scope is counted every time, and its mean read again whenever its count changed.
 
     A large scope's mean (an agent's, or a project's) is also kept in the database
     (search.models.ScopeLength), read with the count: a process that has not searched the scope yet
     uses it while the count stays within LENGTH_DRIFT of the count it was measured at and it is less
     than LENGTH_STALE_SECONDS old, instead of reading its sample again (10-30 ms on a cold cache)."""
-    agents = params["agents"]
-    key = (table, params["project"], tuple(agents) if agents is not None else None)
     now = time.monotonic()
+    key = _scope_key(table, params)
     cached = _scope_cache.get(key)
-    if cached and cached[0] > now:
-        return cached[1], cached[3]
-    condition = " AND ".join(scope_where)
-    # The scopes a ScopeLength row can stand for: the project's, or one agent's.
+    agents = params["agents"]
     stored_agent = agents[0] if agents is not None and len(set(agents)) == 1 else None
     storable = agents is None or stored_agent is not None
-    count_sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT %(ncap)s) x"
-    count_params = {**params, "ncap": MAX_SCOPE_COUNT}
-    if storable:
-        count_params.update(table_name=table, stored_agent=stored_agent, stale=LENGTH_STALE_SECONDS)
-        row = fetch(
-            f"SELECT ({count_sql}) AS n, s.rows AS stored_rows, s.avglen AS stored_avglen FROM (SELECT 1) one"
-            + _stored_length_sql(stored_agent is not None),
-            count_params,
-        )[0]
-    else:
-        row = fetch(f"SELECT ({count_sql}) AS n", count_params)[0]
     total = int(row["n"])
     stored_rows, stored_avglen = row.get("stored_rows"), row.get("stored_avglen")
     if cached and cached[2] > now and (total >= CACHE_MIN_ROWS or total == cached[1]):
@@ -197,7 +216,7 @@ def _scope_size(table: str, scope_where: list[str], params: dict, fetch) -> tupl
         avglen, length_until = float(stored_avglen), now + LENGTH_CACHE_SECONDS
     else:
         avglen, length_until = (
-            _mean_length(table, condition, total, params, fetch),
+            _mean_length(table, " AND ".join(scope_where), total, params, fetch),
             now + LENGTH_CACHE_SECONDS,
         )
         if storable and total >= CACHE_MIN_ROWS:
@@ -230,23 +249,46 @@ def _exact_counts(
     cap: int,
     fetch,
     extra: dict[str, str] | None = None,
+    scope: tuple[str, dict] | None = None,
 ) -> tuple[dict[int, int], dict]:
     """Rows of the scope matching each term, counted through the GIN index (capped), in one statement,
-    with the `extra` columns (name: SQL expression) read in the same statement."""
+    with the `extra` columns (name: SQL expression) read in the same statement.
+
+    `scope`: the scope's count (_scope_count_sql's FROM clause, alias `sc`, and its parameters), read
+    in the same statement too (its columns are returned with the extras): the cap then follows from
+    the count in SQL as term_stats computes it (`cap` is not used), and the returned dict also holds
+    `cap`."""
     extra = extra or {}
-    if not terms and not extra:
+    if not terms and not extra and scope is None:
         return {}, {}
     condition = " AND ".join(where)
     stat_params = {**params, "cap": cap}
     counts = [f"{sql} AS x_{name}" for name, sql in extra.items()]
+    limit, source = "%(cap)s", ""
+    if scope is not None:
+        scope_from, count_params = scope
+        stat_params.update(count_params, min_rows=CACHE_MIN_ROWS, rare_cap=cap)
+        counts.insert(0, "sc.*")
+        limit = "sc.cap"
+        # OFFSET 0 (here and in _scope_count_sql): kept as subqueries, not pulled up into the counts,
+        # where the count would be copied into each term's LIMIT and run once per term.
+        source = (
+            " FROM (SELECT sc.*, CASE WHEN sc.n < %(min_rows)s THEN sc.n + 1 ELSE %(rare_cap)s END AS cap"
+            f" FROM {scope_from} OFFSET 0) sc"
+        )
     for i, tsquery in terms.items():
         stat_params[f"df{i}"] = f"( {tsquery} ) & {in_scope}"
         counts.append(
             f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition}"
-            f" AND search_vector @@ %(df{i})s::tsquery LIMIT %(cap)s) x) AS c{i}"
+            f" AND search_vector @@ %(df{i})s::tsquery LIMIT {limit}) x) AS c{i}"
         )
-    row = fetch("SELECT " + ", ".join(counts), stat_params)[0]
-    return {i: int(row[f"c{i}"]) for i in terms}, {name: row[f"x_{name}"] for name in extra}
+    row = fetch("SELECT " + ", ".join(counts) + source, stat_params)[0]
+    values = {name: row[f"x_{name}"] for name in extra}
+    if scope is not None:
+        values.update(
+            {name: row[name] for name in row if name in ("n", "stored_rows", "stored_avglen", "cap")}
+        )
+    return {i: int(row[f"c{i}"]) for i in terms}, values
 
 
 def _common_lexemes(table: str, fetch) -> dict[str, float]:
@@ -287,25 +329,75 @@ def term_stats(
     which choose the candidates); a term past that is common, and its frequency is estimated from
     the table's lexeme statistics scaled to the scope's size."""
     k = settings.MEMORY_SEARCH_CANDIDATES
-    total, avglen = _scope_size(table, scope_where, params, fetch)
-    # A small scope is counted exactly (its rows are few); a large one up to the rare-term limit.
-    cap = total + 1 if total < CACHE_MIN_ROWS else max(1, int(k * RARE_SHARE)) + 1
     terms = {i: term.tsquery for i, term in enumerate(compiled.terms)}
+    rare_cap = max(1, int(k * RARE_SHARE)) + 1
+    scope = _scope_cached(table, params)
+    if scope is None:
+        # The scope's count (not kept in the process) is read in the term counts' statement: one round
+        # trip fewer, the cap below computed in SQL from it. Every term is counted, as the count's cache
+        # entry starts with no term known common.
+        counted, extras = _exact_counts(
+            table,
+            where,
+            terms,
+            params,
+            in_scope,
+            rare_cap,
+            fetch,
+            extra,
+            scope=_scope_count_sql(table, scope_where, params),
+        )
+        scope_row = {
+            name: extras.pop(name) for name in ("n", "stored_rows", "stored_avglen", "cap") if name in extras
+        }
+        total, avglen = _scope_settle(table, scope_where, params, fetch, scope_row)
+        cap = int(scope_row["cap"])
+        return _term_stats_finish(
+            table, where, terms, params, fetch, total, avglen, cap, counted, extras, terms
+        )
+    total, avglen = scope
+    # A small scope is counted exactly (its rows are few); a large one up to the rare-term limit.
+    cap = total + 1 if total < CACHE_MIN_ROWS else rare_cap
     # A term counted to the cap in this scope (with these filters) a moment ago is common still: only
     # its estimate is used, so it is not counted again (each common term's count read the heap row of
     # up to `cap` matches).
     known_common = _common_terms(table, params)
-    filters = (cap, " AND ".join(where), *(repr(params.get(name)) for name in _FILTER_PARAMS))
     to_count = {
         i: tsquery
         for i, tsquery in terms.items()
-        if known_common is None or (filters, tsquery) not in known_common
+        if known_common is None or (_common_key(cap, where, params), tsquery) not in known_common
     }
     counted, extras = _exact_counts(table, where, to_count, params, in_scope, cap, fetch, extra)
+    return _term_stats_finish(
+        table, where, terms, params, fetch, total, avglen, cap, counted, extras, to_count
+    )
+
+
+def _common_key(cap: int, where: list[str], params: dict) -> tuple:
+    """What a term found common in a scope is known common with (_common_terms): the cap and filters."""
+    return (cap, " AND ".join(where), *(repr(params.get(name)) for name in _FILTER_PARAMS))
+
+
+def _term_stats_finish(
+    table: str,
+    where: list[str],
+    terms: dict[int, str],
+    params: dict,
+    fetch,
+    total: int,
+    avglen: float,
+    cap: int,
+    counted: dict[int, int],
+    extras: dict,
+    to_count: dict[int, str],
+) -> TermStats:
+    """term_stats from the terms' counts (`to_count`'s; the other terms are known common)."""
+    known_common = _common_terms(table, params)
     counted.update({i: cap for i in terms if i not in to_count})
     if known_common is not None:
         if len(known_common) > 10_000:
             known_common.clear()
+        filters = _common_key(cap, where, params)
         known_common.update((filters, to_count[i]) for i in to_count if counted[i] >= cap)
     common = _common_lexemes(table, fetch) if any(n >= cap for n in counted.values()) else {}
     df = []

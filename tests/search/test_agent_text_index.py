@@ -73,7 +73,7 @@ def test_a_large_agent_gets_an_index_of_its_own_that_its_searches_use(
     with time_machine.travel(instant, tick=False):
         after = {q: _search(api, token_a, q, kinds="entries,messages") for q in ("kafka", "retention window")}
     assert after == before  # the clause repeats the scope: the same results, in the same order
-    entry_sql, params = next((s, p) for s, p in statements if "FROM vault_vaultentry" in s and "%(cap)s" in s)
+    entry_sql, params = next((s, p) for s, p in statements if "FROM vault_vaultentry" in s and "%(df0)s" in s)
     assert f"agent_id + 0 = {agent_a.pk}" in entry_sql
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")

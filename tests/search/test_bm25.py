@@ -216,12 +216,23 @@ def test_a_kind_the_query_finds_nothing_in_is_not_ranked(agent_a, make_message, 
     assert find(agent_a, "memcached -session", kinds=kinds) == [] and len(ranked) == 1
 
 
-def _mean_length(agent):
+def _scope_size(table, scope_where, params, fetch):
+    """The scope's (rows, mean length) as a search reads them (with its term counts, here alone)."""
     from search import bm25
+
+    cached = bm25._scope_cached(table, params)
+    if cached is not None:
+        return cached
+    scope_from, count_params = bm25._scope_count_sql(table, scope_where, params)
+    row = fetch(f"SELECT sc.* FROM {scope_from}", count_params)[0]
+    return bm25._scope_settle(table, scope_where, params, fetch, row)
+
+
+def _mean_length(agent):
     from search.ranking import _fetch
 
     params = {"project": agent.project_id, "agents": [agent.pk]}
-    return bm25._scope_size("sessions_app_message", ["agent_id = ANY(%(agents)s)"], params, _fetch)
+    return _scope_size("sessions_app_message", ["agent_id = ANY(%(agents)s)"], params, _fetch)
 
 
 def _true_mean_length(agent):
@@ -382,16 +393,16 @@ def test_only_an_agents_or_a_projects_mean_length_is_stored(agent_a, agent_b, la
 
     bulk_messages(agent_b, [SHORT] * 120, start=timezone.now())
     both = {"project": agent_a.project_id, "agents": [agent_a.pk, agent_b.pk]}
-    assert bm25._scope_size("sessions_app_message", ["agent_id = ANY(%(agents)s)"], both, _fetch)[0] == 420
+    assert _scope_size("sessions_app_message", ["agent_id = ANY(%(agents)s)"], both, _fetch)[0] == 420
     assert not ScopeLength.objects.exists()
     project = {"project": agent_a.project_id, "agents": None}
-    total, avglen = bm25._scope_size("sessions_app_message", ["project_id = %(project)s"], project, _fetch)
+    total, avglen = _scope_size("sessions_app_message", ["project_id = %(project)s"], project, _fetch)
     assert total == 420
     stored = ScopeLength.objects.get()
     assert (stored.agent_id, stored.project_id, stored.rows) == (None, agent_a.project_id, 420)
     monkeypatch.setattr(bm25, "_scope_cache", {})
     reads = len(large_scope)
-    assert bm25._scope_size("sessions_app_message", ["project_id = %(project)s"], project, _fetch) == (
+    assert _scope_size("sessions_app_message", ["project_id = %(project)s"], project, _fetch) == (
         420,
         pytest.approx(avglen),
     )
@@ -438,7 +449,9 @@ def test_a_term_found_common_in_a_large_scope_is_not_counted_again_while_its_cou
     monkeypatch.setattr(
         bm25,
         "_exact_counts",
-        lambda table, where, terms, *a: counted.append(len(terms)) or count(table, where, terms, *a),
+        lambda table, where, terms, *a, **kw: (
+            counted.append(len(terms)) or count(table, where, terms, *a, **kw)
+        ),
     )
     now = timezone.now()
     common = bulk_messages(
@@ -458,3 +471,28 @@ def test_a_term_found_common_in_a_large_scope_is_not_counted_again_while_its_cou
     monkeypatch.setattr(bm25.time, "monotonic", lambda: later)
     assert set(find(agent_a, "Caroline pottery", limit=50)) == {rare[0].pk, *(m.pk for m in common[:5])}
     assert counted[-1] == 2  # the scope counted again, and the term with it: 5 rows, rare now
+
+
+@pytest.mark.parametrize("min_rows, counted", [(1000, 40), (10, 13)])
+def test_a_scopes_count_is_read_with_the_term_counts_and_caps_them_as_before(
+    agent_a, monkeypatch, settings, min_rows, counted
+):
+    """A scope whose count is not kept in the process is counted in the term counts' statement (no
+    statement of its own), and the cap follows from it in SQL: a scope under CACHE_MIN_ROWS rows is
+    counted exactly (40), a larger one up to a quarter of the candidate cap, plus one (13)."""
+    from search import bm25, ranking
+
+    monkeypatch.setattr(bm25, "_scope_cache", {})
+    monkeypatch.setattr(bm25, "CACHE_MIN_ROWS", min_rows)
+    settings.MEMORY_SEARCH_CANDIDATES = 50
+    bulk_messages(
+        agent_a, [f"Caroline: chatting about the weekend, part {i}" for i in range(40)], start=timezone.now()
+    )
+    statements, counts = [], []
+    fetch, finish = ranking._fetch, bm25._term_stats_finish
+    monkeypatch.setattr(ranking, "_fetch", lambda sql, params: statements.append(sql) or fetch(sql, params))
+    monkeypatch.setattr(bm25, "_term_stats_finish", lambda *a: counts.append(dict(a[8])) or finish(*a))
+    assert len(find(agent_a, "Caroline", limit=50)) == 40
+    scope_counts = [sql for sql in statements if "%(ncap)s" in sql]
+    assert len(scope_counts) == 1 and "%(df0)s" in scope_counts[0]
+    assert counts == [{0: counted}]
