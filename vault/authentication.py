@@ -38,7 +38,7 @@ def token_authenticate(secret: str, agent_slug: str | None = None) -> Principal 
     if row is None:
         return None
     token_id, project_id, agent_id, scope, prefix, last_used_at = row[:6]
-    fields = len(_AGENT_FIELDS)
+    fields = len(AGENT_FIELDS)
     agent_row = row[6 : 6 + fields] if row[6] is not None else None
     named_row = row[6 + fields :] if named and row[6 + fields] is not None else None
     now = timezone.now()
@@ -58,14 +58,15 @@ def token_authenticate(secret: str, agent_slug: str | None = None) -> Principal 
     )
 
 
-_AGENT_FIELDS = [field.attname for field in Agent._meta.concrete_fields]
-_AGENT_SLUG = _AGENT_FIELDS.index("slug")
+# The agent columns the token statement reads, in this order: vault.selectors builds the Agent from them.
+AGENT_FIELDS = [field.attname for field in Agent._meta.concrete_fields]
+AGENT_SLUG_INDEX = AGENT_FIELDS.index("slug")
 # What can be an agent's slug (openapi's AGENT_PATH_SCHEMA allows less): anything else is not looked up.
 _SLUG = re.compile(r"[a-z0-9._-]{1,64}")
 # token_authenticate's statements, their text built once rather than on every request; the second also
 # reads the agent a project-wide token's request names.
 _TOKEN_COLUMNS = "t.id, t.project_id, t.agent_id, t.scope, t.prefix, t.last_used_at, " + ", ".join(
-    f"a.{name}" for name in _AGENT_FIELDS
+    f"a.{name}" for name in AGENT_FIELDS
 )
 _TOKEN_FROM = (
     f"FROM {ApiToken._meta.db_table} t "
@@ -74,7 +75,7 @@ _TOKEN_FROM = (
 _TOKEN_WHERE = "WHERE t.token_hash = %s AND t.revoked_at IS NULL"
 _TOKEN_STATEMENT = f"SELECT {_TOKEN_COLUMNS} {_TOKEN_FROM} {_TOKEN_WHERE}"
 _NAMED_TOKEN_STATEMENT = (
-    f"SELECT {_TOKEN_COLUMNS}, {', '.join(f'n.{name}' for name in _AGENT_FIELDS)} {_TOKEN_FROM} "
+    f"SELECT {_TOKEN_COLUMNS}, {', '.join(f'n.{name}' for name in AGENT_FIELDS)} {_TOKEN_FROM} "
     f"LEFT JOIN {Agent._meta.db_table} n ON t.agent_id IS NULL AND n.project_id = t.project_id"
     f" AND n.slug = %s {_TOKEN_WHERE}"
 )

@@ -15,7 +15,7 @@ class Principal:
     label: str
     agent_id: int | None = None
     token_id: int | None = None
-    # An agent token's agent as read with the token (vault.authentication's _AGENT_FIELDS), so that a request
+    # An agent token's agent as read with the token (vault.authentication's AGENT_FIELDS), so that a request
     # naming it needs no second statement; None otherwise.
     agent_row: tuple | None = field(default=None, compare=False, repr=False)
     # The agent a project-wide token's request named (by its path's or its query's `agent`), read with

@@ -11,7 +11,7 @@ from django_q.models import Schedule
 from memoryproject.errors import InvalidInput, NotFound
 from memoryproject.prepared import prepared_cursor
 from memoryproject.row_read import row_first
-from vault.authentication import _AGENT_FIELDS, _AGENT_SLUG
+from vault.authentication import AGENT_FIELDS, AGENT_SLUG_INDEX
 from vault.models import (
     WORKSPACE_PATH_MAX,
     Agent,
@@ -91,7 +91,7 @@ def agent_of_principal(principal: Principal) -> Agent | None:
     """The agent an agent-bound token belongs to; None for a project-wide token. An agent token's own
     agent was read with the token (token_authenticate): no query."""
     if principal.agent_row is not None:
-        return Agent.from_db(connection.alias, _AGENT_FIELDS, principal.agent_row)
+        return Agent.from_db(connection.alias, AGENT_FIELDS, principal.agent_row)
     return Agent.objects.filter(pk=principal.agent_id).first() if principal.agent_id else None
 
 
@@ -102,23 +102,23 @@ def agent_get_for_principal(principal: Principal, slug: str) -> Agent:
     0.74 ms, most of it compiling the query and a join its default ordering brought in); prepared.
     An agent token's own agent, read with the token, needs none."""
     if principal.agent_row is not None:
-        if principal.agent_row[_AGENT_SLUG] != slug:
+        if principal.agent_row[AGENT_SLUG_INDEX] != slug:
             raise NotFound(f"Agent {echoed(slug)} not found.")
-        return Agent.from_db(connection.alias, _AGENT_FIELDS, principal.agent_row)
+        return Agent.from_db(connection.alias, AGENT_FIELDS, principal.agent_row)
     named = principal.named_agent_row
-    if named is not None and named[_AGENT_SLUG] == slug:  # read with a project-wide token
-        return Agent.from_db(connection.alias, _AGENT_FIELDS, named)
+    if named is not None and named[AGENT_SLUG_INDEX] == slug:  # read with a project-wide token
+        return Agent.from_db(connection.alias, AGENT_FIELDS, named)
     bound = "" if principal.agent_id is None else " AND id = %s"
     with prepared_cursor() as cursor:
         cursor.execute(
-            f"SELECT {', '.join(_AGENT_FIELDS)} FROM {Agent._meta.db_table} "
+            f"SELECT {', '.join(AGENT_FIELDS)} FROM {Agent._meta.db_table} "
             f"WHERE project_id = %s AND slug = %s{bound}",
             [principal.project_id, slug] + ([] if principal.agent_id is None else [principal.agent_id]),
         )
         row = cursor.fetchone()
     if row is None:
         raise NotFound(f"Agent {echoed(slug)} not found.")
-    return Agent.from_db(connection.alias, _AGENT_FIELDS, row)
+    return Agent.from_db(connection.alias, AGENT_FIELDS, row)
 
 
 def agent_list_with_counts(principal: Principal) -> list[dict]:
