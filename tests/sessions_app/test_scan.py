@@ -1,10 +1,15 @@
 """The write-ahead scan must catch durable facts in EN/PT/UZ and stay quiet on ordinary chat."""
 
+import dataclasses
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from sessions_app import scan
 from sessions_app.scan import CATEGORIES, DURABLE_CATEGORIES, ScanMatch, normalise_fact, scan_message
+from vault.regex_prefilter import haystack
 
 
 def categories_of(text: str) -> list[str]:
@@ -271,3 +276,38 @@ def test_it_keeps_different_facts_apart_after_normalising():
     assert normalise_fact("O cliente pôde pagar") != normalise_fact("O cliente pode pagar")
     assert normalise_fact("Vou às 10") != normalise_fact("vou as 10")
     assert normalise_fact("Die Maße prüfen") != normalise_fact("Die Masse prüfen")
+
+
+_HINTED = [trigger for trigger in scan._TRIGGERS if trigger.hint is not None]
+
+
+@pytest.mark.parametrize("trigger", _HINTED, ids=lambda t: t.pattern.pattern[:40])
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_every_match_of_a_hinted_trigger_holds_its_hint(trigger, data):
+    """Texts generated from the trigger's pattern (any case, any spacing, any digits Python's \\d allows):
+    each match must hold the hint in the lower-cased text, or the hint would skip a real match."""
+    text = data.draw(st.from_regex(trigger.pattern))
+    for match in trigger.pattern.finditer(text):
+        assert trigger.hint.search(haystack(match.group())), (text, match.group())
+
+
+def test_the_hints_are_on_the_triggers_that_run_on_almost_every_text():
+    assert len(_HINTED) == 3  # "I'm <Name>", dates, large numbers
+
+
+def test_the_scan_finds_the_same_with_and_without_the_hints(monkeypatch):
+    from benchmarks.corpus import corpus_generate
+
+    texts = [item["content"] for item in corpus_generate(600, agents=5, seed=3)] + [
+        "I'm Ana. The deadline is 2025-06-15, or 15/06/2025. We have 10,000 users and 1 000 000 rows.",
+        "i   AM Bob\tand I'm tired. Version 5.3.1 shipped on 1.2.2024; 12345 requests, 2024 was quiet.",
+        "Temos 10.000 usuários e 1\u00a0000\u00a0000 linhas; eu sou o Pedro. Call 555-1234 on 3-4-2025.",
+        "My email is ana.silva2024@gmail.com and I'm Sardor. The answer is 42, the port 8080.",
+    ]
+    fast = [scan.scan_message(text) for text in texts]
+    monkeypatch.setattr(scan, "_TRIGGERS", tuple(dataclasses.replace(t, hint=None) for t in scan._TRIGGERS))
+    slow = [scan.scan_message(text) for text in texts]
+    assert fast == slow
+    found = [m.category for matches in fast for m in matches]
+    assert found.count("specific_value") > 5 and found.count("proper_noun") >= 3
