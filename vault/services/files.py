@@ -7,13 +7,11 @@ from contextlib import contextmanager
 from datetime import date, datetime
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchVectorField
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Func, IntegerField, TextField, Value
-from django.db.models.functions import Concat
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput
+from memoryproject.prepared import prepared_cursor
 from memoryproject.row_read import row_first
 from vault import selectors
 from vault.models import (
@@ -210,7 +208,7 @@ def file_append_many(
             parts = [(text, unless) for _, queued_parts in queued for text, unless in queued_parts] + list(
                 parts
             )
-            QueuedNoteAppend.objects.filter(pk__in=[pk for pk, _ in queued]).delete()
+            _queued_delete([pk for pk, _ in queued])
         day = _daily_note_day(path)
         if day is not None:
             return _daily_parts_append(agent, day, file, parts, words_known=words_known)
@@ -220,29 +218,40 @@ def file_append_many(
     return file
 
 
+# The append of a tail (its first parameter) to a file's content, with its size from the stored value's
+# header (octet_length does not read a day's note through, nor does Python encode the whole note again),
+# and, after a word boundary, the stored vector followed by the tail's: what the file's trigger computes
+# for such an append (vault migrations 0015 and 0018), weight B in English and Portuguese, and its
+# identifiers' parts at weight D (`text_vectors`, its parameter the tail again). Written by hand
+# and prepared (`prepared_cursor`): the ORM compiled this UPDATE anew for every write of a day's note,
+# about 1 ms of the web process's CPU each time.
+_TAIL_VECTOR_SQL = text_vectors("").sql
+_TAIL_UPDATE = (
+    f"UPDATE {WorkspaceFile._meta.db_table} SET content = COALESCE(content, '') || COALESCE(%s::text, ''),"
+    " size = octet_length(content) + %s::integer, updated_at = %s::timestamptz{vector} WHERE id = %s::bigint"
+)
+_TAIL_UPDATE_TEXT = _TAIL_UPDATE.format(vector="")
+_TAIL_UPDATE_VECTOR = _TAIL_UPDATE.format(vector=f", search_vector = (search_vector || {_TAIL_VECTOR_SQL})")
+
+
 def _file_tail_write(file: WorkspaceFile, tail: str, *, words_known: bool) -> None:
     """Append `tail` to `file`, whose row is locked and whose `content` is the stored one."""
     stored = file.content
     tail_bytes = len(tail.encode("utf-8"))
     # Only the appended text goes to the database (the row is locked, so the stored content is the
     # one read): a day's note is sent and parsed once, not again on every append.
-    changes = {"content": Concat(F("content"), Value(tail), output_field=TextField())}
     settings_on = [WORDS_KNOWN_SETTING] if words_known else []
+    statement = _TAIL_UPDATE_TEXT
     if not stored or stored[-1] in _WORD_BREAKS:
         # After a word boundary the stored lexemes stay right: the new vector is the stored one and
         # the tail's, given here so the trigger need not find the tail in the whole file again
         # (vault migration 0015). A tail that continues a word is left to the trigger's full parse.
-        changes["search_vector"] = _vector_appended(tail)
+        statement = _TAIL_UPDATE_VECTOR
         settings_on.append(VECTOR_GIVEN_SETTING)
     now = timezone.now()
-    with _settings_on(settings_on):
-        # The size from the stored value's header (octet_length does not read a day's note through),
-        # not by encoding the whole note in Python again.
-        WorkspaceFile.objects.filter(pk=file.pk).update(
-            **changes,
-            size=Func(F("content"), function="octet_length", output_field=IntegerField()) + tail_bytes,
-            updated_at=now,
-        )
+    params = [tail, tail_bytes, now] + ([tail] if statement is _TAIL_UPDATE_VECTOR else []) + [file.pk]
+    with _settings_on(settings_on), prepared_cursor() as cursor:
+        cursor.execute(statement, params)
     file.content, file.size, file.updated_at = stored + tail, file.size + tail_bytes, now
 
 
@@ -349,26 +358,29 @@ def _queued_appends(agent: Agent, path: str) -> list[tuple[int, list]]:
     has not committed yet is left for the next writer."""
     if not _DAILY_NOTE_PATH_RE.match(path):
         return []
-    return list(
-        QueuedNoteAppend.objects.filter(agent=agent, path=path).order_by("id").values_list("id", "parts")
-    )
+    # By hand and prepared, as _TAIL_UPDATE: read on every write of a day's note.
+    with prepared_cursor() as cursor:
+        cursor.execute(_QUEUED_SELECT, [agent.pk, path])
+        rows = cursor.fetchall()
+    return [(pk, _QUEUED_PARTS.from_db_value(parts, None, connection)) for pk, parts in rows]
+
+
+def _queued_delete(ids: list[int]) -> None:
+    """Delete the queued appends `ids` (written into their note)."""
+    with prepared_cursor() as cursor:
+        cursor.execute(_QUEUED_DELETE, [ids])
+
+
+_QUEUED_SELECT = (
+    f"SELECT id, parts FROM {QueuedNoteAppend._meta.db_table} WHERE agent_id = %s::bigint AND path = %s::text"
+    " ORDER BY id"
+)
+_QUEUED_PARTS = QueuedNoteAppend._meta.get_field("parts")
+_QUEUED_DELETE = f"DELETE FROM {QueuedNoteAppend._meta.db_table} WHERE id = ANY(%s::bigint[])"
 
 
 # The bytes the search-vector trigger takes for a word boundary at the end of the old content.
 _WORD_BREAKS = " \n\t\r"
-
-
-def _vector_appended(tail: str) -> Func:
-    """The stored search vector with `tail`'s lexemes after it: what the file's trigger computes for an
-    append after a word boundary (vault migrations 0015 and 0018), weight B in English and Portuguese,
-    and its identifiers' parts at weight D."""
-    return Func(
-        F("search_vector"),
-        text_vectors(tail),
-        template="(%(expressions)s)",
-        arg_joiner=" || ",
-        output_field=SearchVectorField(),
-    )
 
 
 @contextmanager
