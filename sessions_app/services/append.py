@@ -16,7 +16,7 @@ from memoryproject.resilience import failure_detail, guarded
 from memoryproject.row_read import row_first
 from sessions_app import recovery, selectors
 from sessions_app.models import Branch, Message, Role, Session, SessionStateEntry, SessionStatus
-from sessions_app.scan import DURABLE_CATEGORIES, normalise_fact, scan_message
+from sessions_app.scan import DURABLE_CATEGORIES, ScanMatch, normalise_fact, scan_message
 from sessions_app.services.common import (
     _LOCK_DURABLE_FACTS,
     _LOCK_SESSION_CREATE,
@@ -296,11 +296,24 @@ def _side_steps(agent: Agent, session: Session, rows: list[Message], changed_by:
         failed=lambda exc: warnings.append({"source": "recovery", "detail": failure_detail(exc)}),
         savepoint=False,
     )
-    state = _guarded(
-        warnings,
+    # The scan runs no SQL: its matches are found without a savepoint (two round trips), which only a
+    # batch with some opens, to record them (most of a conversation's batches have none).
+    found = guarded(
         "write_ahead_scan",
-        lambda: _write_ahead_scan(agent=agent, session=session, messages=rows, changed_by=changed_by),
+        lambda: _write_ahead_matches(rows),
+        failed=lambda exc: warnings.append({"source": "write_ahead_scan", "detail": failure_detail(exc)}),
         default=[],
+        savepoint=False,
+    )
+    state = (
+        _guarded(
+            warnings,
+            "write_ahead_scan",
+            lambda: _write_ahead_scan(agent=agent, session=session, found=found, changed_by=changed_by),
+            default=[],
+        )
+        if found
+        else []
     )
     _guarded(
         warnings,
@@ -484,39 +497,47 @@ def _recovery_for_append(session: Session, rows: list[Message], warnings: list[d
 # --- write-ahead scan and durable facts ---------------------------------------------------------
 
 
+def _write_ahead_matches(messages: Iterable[Message]) -> list[tuple[Message, ScanMatch]]:
+    """What the write-ahead scan finds in the user messages, each match with its message, in order."""
+    return [
+        (message, match)
+        for message in messages
+        if message.role == Role.USER and not message.internal
+        for match in scan_message(message.text)
+    ]
+
+
 def _write_ahead_scan(
-    *, agent: Agent, session: Session, messages: Iterable[Message], changed_by: str
+    *, agent: Agent, session: Session, found: list[tuple[Message, ScanMatch]], changed_by: str
 ) -> list[SessionStateEntry]:
+    """Record the scan's matches: the session's state rows, and each durable fact in long-term memory."""
     entries = []
-    for message in messages:
-        if message.role != Role.USER or message.internal:
-            continue
-        for match in scan_message(message.text):
-            durable = match.category in DURABLE_CATEGORIES
-            vault_entry = None
-            if durable:
-                vault_entry = durable_fact_record(
-                    agent=agent,
-                    category=match.category,
-                    text=match.text,
-                    changed_by=changed_by,
-                    session=session,
-                    message=message,
-                )
-            entries.append(
-                SessionStateEntry(
-                    project_id=agent.project_id,
-                    agent=agent,
-                    session=session,
-                    message=message,
-                    category=match.category,
-                    text=match.text,
-                    trigger=match.trigger[:300],
-                    durable=durable,
-                    vault_entry_id=vault_entry.pk if vault_entry else None,
-                    created_at=message.created_at,
-                )
+    for message, match in found:
+        durable = match.category in DURABLE_CATEGORIES
+        vault_entry = None
+        if durable:
+            vault_entry = durable_fact_record(
+                agent=agent,
+                category=match.category,
+                text=match.text,
+                changed_by=changed_by,
+                session=session,
+                message=message,
             )
+        entries.append(
+            SessionStateEntry(
+                project_id=agent.project_id,
+                agent=agent,
+                session=session,
+                message=message,
+                category=match.category,
+                text=match.text,
+                trigger=match.trigger[:300],
+                durable=durable,
+                vault_entry_id=vault_entry.pk if vault_entry else None,
+                created_at=message.created_at,
+            )
+        )
     return rows_create(entries)
 
 

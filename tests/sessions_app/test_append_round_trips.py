@@ -64,6 +64,32 @@ def test_a_batch_to_an_open_session_takes_eighteen_statements(api, token_a, agen
     assert Message.objects.filter(session=session).count() == 100
 
 
+def test_a_batch_without_facts_opens_no_savepoint_for_the_write_ahead_scan(api, token_a, agent_a, settings):
+    """The scan runs no SQL: only a batch whose user messages it finds something in opens a savepoint to
+    record it (two statements); the day's note (the other savepoint) is written in both cases."""
+    settings.MEMORY_DAILY_NOTE_WRITE_SECONDS = 0
+
+    def savepoints(texts: list[str], key: str) -> tuple[int, dict]:
+        messages = [{"role": "user" if i % 2 == 0 else "assistant", "text": t} for i, t in enumerate(texts)]
+        with CaptureQueriesContext(connection) as queries:
+            response = api.post(
+                "/agents/agent-a/messages", {"session": key, "messages": messages}, token=token_a
+            )
+        assert response.status_code == 200, response.content
+        return sum(q["sql"].startswith("SAVEPOINT") for q in queries.captured_queries), response.json()
+
+    savepoints(["hello", "hi"], "first")  # the day's note created (in a savepoint of its own)
+    plain, answer = savepoints(
+        ["how does the cache work", "it keeps entries a minute", "thanks", "welcome"], "a"
+    )
+    assert answer["state"] == [] and answer["warnings"] == []
+    facts, answer = savepoints(
+        ["how does the cache work", "it keeps entries", "Let's go with PostgreSQL", "noted"], "b"
+    )
+    assert [item["category"] for item in answer["state"]] == ["decision"]  # not durable: no vault write
+    assert facts == plain + 1  # the append's own savepoint (the test's transaction) and the note's in both
+
+
 def test_a_batch_sent_again_stores_nothing_twice(api, token_a, agent_a):
     first = _batch(api, token_a, 0, at=T0)
     with time_machine.travel(T0 + timedelta(seconds=5), tick=False):

@@ -174,6 +174,7 @@ def test_it_keeps_a_cjk_recovery_block_within_its_budget(api, token_a, agent_a):
     ("target", "source"),
     [
         ("sessions_app.services.append._write_ahead_scan", "write_ahead_scan"),
+        ("sessions_app.services.append.scan_message", "write_ahead_scan"),
         ("sessions_app.services.append._daily_notes_append", "daily_note"),
         ("sessions_app.services.append.working_buffer_update", "working_buffer"),
         ("sessions_app.recovery.recovery_build", "recovery"),
