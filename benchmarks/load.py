@@ -140,22 +140,8 @@ def _socket_inodes(pid: int) -> set[int]:
     return inodes
 
 
-def established_inodes(port: int, tables: list[str]) -> set[int]:
-    """The inodes of the established TCP connections whose local port is `port`, from the text of
-    `/proc/net/tcp` and `/proc/net/tcp6`."""
-    found = set()
-    for text in tables:
-        for line in text.splitlines()[1:]:
-            fields = line.split()
-            # local address "0100007F:4966" (port in hex), state 01 = ESTABLISHED, inode
-            if len(fields) > 9 and fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                found.add(int(fields[9]))
-    return found
-
-
-def worker_connections(server_pid: int, port: int) -> list[int]:
-    """How many of the clients' connections to `port` each process of the server holds (its web
-    workers), largest first; processes holding none are left out. Linux only: empty elsewhere."""
+def _tcp_tables() -> list[str]:
+    """The text of `/proc/net/tcp` and `/proc/net/tcp6` (what of them can be read)."""
     tables = []
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -163,9 +149,45 @@ def worker_connections(server_pid: int, port: int) -> list[int]:
                 tables.append(table.read())
         except OSError:
             continue
-    established = established_inodes(port, tables)
+    return tables
+
+
+def established_inodes(port: int, tables: list[str], peer_port: int | None = None) -> set[int]:
+    """The inodes of the established TCP connections whose local port is `port` (and whose remote port
+    is `peer_port`, when given), from the text of `/proc/net/tcp` and `/proc/net/tcp6`."""
+    found = set()
+    for text in tables:
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            # local address "0100007F:4966" (port in hex), remote address, state 01 = ESTABLISHED, inode
+            if (
+                len(fields) > 9
+                and fields[3] == "01"
+                and int(fields[1].rsplit(":", 1)[1], 16) == port
+                and (peer_port is None or int(fields[2].rsplit(":", 1)[1], 16) == peer_port)
+            ):
+                found.add(int(fields[9]))
+    return found
+
+
+def worker_connections(server_pid: int, port: int) -> list[int]:
+    """How many of the clients' connections to `port` each process of the server holds (its web
+    workers), largest first; processes holding none are left out. Linux only: empty elsewhere."""
+    established = established_inodes(port, _tcp_tables())
     counts = [len(_socket_inodes(pid) & established) for pid in _descendants(proc_table(), server_pid)]
     return sorted((n for n in counts if n), reverse=True)
+
+
+def _gunicorn_workers(server_pid: int) -> set[int]:
+    """The web workers under `serve`: the processes whose parent is its gunicorn master."""
+    table = proc_table()
+    gunicorn = {pid for pid in _descendants(table, server_pid) if "gunicorn" in table[pid][2]}
+    return {pid for pid in gunicorn if table[pid][0] in gunicorn}
+
+
+def _holds_peer(pid: int, port: int, peer_port: int) -> bool:
+    """Whether process `pid` holds the server side of the connection from local port `peer_port` to `port`."""
+    return bool(established_inodes(port, _tcp_tables(), peer_port) & _socket_inodes(pid))
 
 
 @dataclass
@@ -240,11 +262,43 @@ class Server:
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
                 conn.request("GET", "/healthz")
                 if conn.getresponse().status == 200:
-                    return self
+                    break
             except OSError:
                 time.sleep(0.3)
-        self.__exit__()
-        raise RuntimeError(f"the server did not start on port {self.port} within 90 s")
+        else:
+            self.__exit__()
+            raise RuntimeError(f"the server did not start on port {self.port} within 90 s")
+        if not self._workers_serving(deadline):
+            self.__exit__()
+            raise RuntimeError("the server's web workers did not all start within 90 s")
+        return self
+
+    def _workers_serving(self, deadline: float) -> bool:
+        """Wait until every web worker has answered: gunicorn starts them one after the other, and a
+        load that begins while one still loads Django puts every keep-alive client on the others for
+        the whole run. Probe connections stay open meanwhile, so each new one goes to a worker that
+        holds fewer (memoryproject/connection_balance.py); `False` at the deadline."""
+        probes, answered = [], set()
+        try:
+            while time.monotonic() < deadline:
+                workers = _gunicorn_workers(self.process.pid)
+                if workers and workers <= answered:
+                    return True
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+                conn.request("GET", "/healthz")
+                conn.getresponse().read()
+                probes.append(conn)
+                local = conn.sock.getsockname()[1]
+                answered |= {pid for pid in workers if _holds_peer(pid, self.port, local)}
+                if len(probes) > 4 * max(1, len(workers)):  # a worker still loading: start over
+                    for probe in probes:
+                        probe.close()
+                    probes = []
+                    time.sleep(0.2)
+            return False
+        finally:
+            for probe in probes:
+                probe.close()
 
     def __exit__(self, *exc):
         if self.process and self.process.poll() is None:

@@ -10,15 +10,24 @@ Once the application is loaded, the objects it made (Django, its apps and URL pa
 server: 120,000-odd) are moved out of the garbage collector's reach (gc.freeze): a full collection
 walked all of them, about once every few thousand requests, and held every thread of the worker while
 it did (60-80 ms of CPU in-process, 210 ms seen under load).
+
+Its loop is uvloop with the workers' accepts balanced (memoryproject/connection_balance.py): a few
+keep-alive clients connecting together landed on one worker and left the other's core idle.
 """
 
 import gc
 
 from uvicorn_worker import UvicornWorker
 
+import memoryproject.connection_balance  # noqa: F401  (its table is made here, in gunicorn's master)
+
 
 class WebWorker(UvicornWorker):
-    CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "loop": "uvloop", "http": "httptools"}
+    CONFIG_KWARGS = {
+        **UvicornWorker.CONFIG_KWARGS,
+        "loop": "memoryproject.connection_balance:BalancedLoop",
+        "http": "httptools",
+    }
 
     def run(self) -> None:
         # gunicorn's init_process has loaded the application (load_wsgi) and calls this to serve.
