@@ -49,6 +49,8 @@ from search.ranking import (
     _scope_where,
     _term_stats,
     _text_score_sql,
+    count_basis_keep,
+    count_window,
     entry_where,
     newest_entry_sql,
 )
@@ -96,8 +98,16 @@ def _entries(
         top = "SELECT id, score, factor FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
     params["prune"] = _prune_ratio(filters)
     # The scope's newest id is read with the counts: the recency windows need no statement of their own.
-    newest = {"newest": newest_entry_sql(scope)} if settings.MEMORY_SEARCH_RECENT_IDS > 0 else None
-    stats = _term_stats("vault_vaultentry", where, compiled, params, scope, extra=newest)
+    # With its oldest: where the counts of common words start (count_window).
+    ends = (
+        {"newest": newest_entry_sql(scope), "oldest": newest_entry_sql(scope, "min")}
+        if settings.MEMORY_SEARCH_RECENT_IDS > 0
+        else None
+    )
+    stats = _term_stats(
+        "vault_vaultentry", where, compiled, params, scope, extra=ends, window=count_window(scope)
+    )
+    count_basis_keep(scope, stats.extra.get("newest"), stats.extra.get("oldest"), stats.total)
     if stats.matches_nothing:  # a kind the query finds nothing in costs one statement, not two
         return []
     windows = EpochWindows() if stats.exhaustive else _epoch_windows(scope, stats.extra.get("newest"))
