@@ -22,7 +22,10 @@ statistics of the search vector (pg_stats' most common lexemes and their shares,
 autovacuum's ANALYZE) times the scope's size. Only that estimate is used for a common term, so a term
 found common in a scope of CACHE_MIN_ROWS rows or more (with the same filters) is not counted again
 while the scope's count is kept in the process (SCOPE_CACHE_SECONDS, below): 0.3-0.6 ms of the
-database's CPU a search at 100,000 entries. Counting common words exactly read the heap row of
+database's CPU a search at 100,000 entries. An entry search whose scope's newest and oldest ids are
+known in the process counts a common word (by those statistics) in the scope's newest few epochs
+first, and in the whole scope only when they hold fewer rows than the cap (_count_windows): the same
+count. Counting common words exactly read the heap row of
 every match (4,000 heap blocks for one word at 100,000 entries) and multiplied search latency;
 estimating from a cached sample of each scope's lexemes cost up to half a second per cold agent.
 The scope's size comes from the project/agent b-tree (an index-only count, read in the term counts'
