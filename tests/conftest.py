@@ -155,9 +155,12 @@ def pytest_sessionfinish(session):
 @pytest.fixture(autouse=True)
 def query_embedding_not_paused():
     """A test whose embedder failed leaves searches lexical for a while (search.semantic's pause after
-    a failed query embedding): not the next test's."""
+    a failed query embedding): not the next test's. The query-embed thread's tasks an earlier test
+    left queued run first: on a loaded machine one of them failed after the next test had begun, and
+    paused that test's semantic arm (no hits)."""
     from search import semantic
 
+    semantic.background_submit(lambda: None).result(timeout=60)
     semantic._query_embed_paused_until = float("-inf")
 
 
