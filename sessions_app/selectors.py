@@ -13,6 +13,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, InvalidInput, NotFound
+from memoryproject.prepared import prepared_cursor
 from memoryproject.row_read import row_first
 from sessions_app.models import SessionArchive, SessionTransition, WorkingBufferEntry
 from vault import selectors as vault_selectors
@@ -517,3 +518,22 @@ def session_get_for_agent(agent: Agent, session_id: int):
     if session is None:
         raise NotFound(f"Session {session_id} not found.")
     return session
+
+
+def session_client_ids_stored(session: Session, client_ids: list[str]) -> set[str]:
+    """Which of `client_ids` (none empty) the session already holds: the append's dedupe. One statement by
+    hand (the ORM's compiling of this IN over a batch's 50 ids took 0.68 ms of Python against 0.14 ms), and
+    prepared: bound on the client, PostgreSQL parsed and planned it anew for each batch (0.8 ms of its CPU).
+    It says what the unique index's predicate says (no empty id), without which the generic plan cannot use
+    that index and reads all the session's messages."""
+    if not client_ids:
+        return set()
+    with prepared_cursor() as cursor:
+        cursor.execute(CLIENT_IDS_STORED_SQL, [session.pk, client_ids])
+        return {row[0] for row in cursor.fetchall()}
+
+
+CLIENT_IDS_STORED_SQL = (
+    f"SELECT client_id FROM {Message._meta.db_table} WHERE session_id = %s::bigint"
+    " AND NOT client_id = '' AND client_id = ANY(%s::text[])"
+)

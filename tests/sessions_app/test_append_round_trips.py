@@ -8,7 +8,9 @@ import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from sessions_app import selectors
 from sessions_app.models import Branch, Message, Session, SessionStatus
+from sessions_app.selectors import CLIENT_IDS_STORED_SQL
 
 T0 = datetime(2026, 3, 16, 10, 30, 0, tzinfo=UTC)
 
@@ -240,3 +242,27 @@ def test_a_message_built_for_the_copy_is_the_one_keyword_arguments_build():
         _message_new(agent, session, **{k: v for k, v in values.items() if k != "reply_to_text"})
     with pytest.raises(TypeError, match="colour"):
         _message_new(agent, session, **values, colour="red")
+
+
+def test_the_prepared_client_id_check_reads_the_unique_index(api, token_a, agent_a):
+    """The append's dedupe statement is prepared, so PostgreSQL plans it once, for any session and ids (a
+    generic plan): that plan can use the unique index on (session, client id) only because the statement
+    says what the index's predicate says (no empty client id); without it a long session's plan reads every
+    message of the session to find a batch's ids. (Which index a plan takes depends on the statistics: here
+    the other index on the session is dropped, inside the test's transaction, so that only whether the
+    unique index can serve the statement decides.)"""
+    _batch(api, token_a, 0, at=T0)
+    session = Session.objects.get(agent=agent_a, external_id="load")
+    sql = CLIENT_IDS_STORED_SQL.replace("%s", "$1", 1).replace("%s", "$2", 1)
+    with connection.cursor() as cursor:
+        cursor.execute("DROP INDEX message_session_order")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"PREPARE client_ids_check AS {sql}")
+        try:
+            cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            cursor.execute(f"EXPLAIN EXECUTE client_ids_check({session.pk}, '{{b0-m1,b0-m2,b1-m0}}')")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE client_ids_check")
+    assert "message_unique_client_id" in plan, plan
+    assert selectors.session_client_ids_stored(session, ["b0-m1", "b0-m2", "b1-m0"]) == {"b0-m1", "b0-m2"}
