@@ -45,12 +45,13 @@ def ids_allocate(model: type[Model], count: int, *, using: str = "default") -> l
     """`count` new primary keys for `model`, from its column's sequence, in one statement."""
     if count <= 0:
         return []
-    connection = connections[using]
-    with connection.cursor() as cursor:
+    with prepared_cursor(using) as cursor:
         # The sequence found once (a sub-select): as an argument of nextval it was looked up, and its
-        # name cast to regclass, for each key (0.2 ms of the database's CPU for 50 keys).
+        # name cast to regclass, for each key (0.2 ms of the database's CPU for 50 keys). Prepared: a
+        # message batch runs it twice, and PostgreSQL parsed and planned it anew each time.
         cursor.execute(
-            "SELECT nextval((SELECT pg_get_serial_sequence(%s, %s)::regclass)) FROM generate_series(1, %s)",
+            "SELECT nextval((SELECT pg_get_serial_sequence(%s::text, %s::text)::regclass))"
+            " FROM generate_series(1, %s::integer)",
             [model._meta.db_table, model._meta.pk.column, count],
         )
         return [row[0] for row in cursor.fetchall()]
