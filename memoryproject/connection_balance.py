@@ -26,6 +26,8 @@ import time
 
 import uvloop
 
+from memoryproject.processes import process_exists
+
 logger = logging.getLogger(__name__)
 
 PAUSE_SECONDS = 0.005
@@ -54,7 +56,7 @@ class WorkerTable:
         with self._claim:
             for index in range(self.slots):
                 holder, _ = self._read(index)
-                if holder in (0, pid) or not _alive(holder):
+                if holder in (0, pid) or not process_exists(holder):
                     self.SLOT.pack_into(self._memory, index * self.SLOT.size, pid, 0)
                     return index
         return -1
@@ -70,20 +72,10 @@ class WorkerTable:
         mine, total, workers = self._read(index)[1], 0, 0
         for slot in range(self.slots):
             pid, connections = self._read(slot)
-            if pid and (slot == index or _alive(pid)):
+            if pid and (slot == index or process_exists(pid)):
                 total += connections
                 workers += 1
         return mine * workers <= total
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # Made at import: in gunicorn's master, which loads the worker class before it forks the workers.

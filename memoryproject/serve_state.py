@@ -14,6 +14,8 @@ import socket
 import sys
 from pathlib import Path
 
+from memoryproject.processes import process_exists
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 RECORD_NAME = "serve.json"
 ALREADY_RUNNING = 3
@@ -54,12 +56,8 @@ def allowed_hosts_warning(host: str, allowed: list[str]) -> str | None:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_exists(pid):
         return False
-    except PermissionError:
-        return True
     try:
         return "serve" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
