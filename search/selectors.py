@@ -78,24 +78,7 @@ def _entries(
     (one query for several sections of a context) instead of the best offset + limit overall."""
     params = _common_params(compiled, filters, scope)
     where = entry_where(scope, filters, params, categories=list(per_category) if per_category else None)
-    if per_category:
-        limits = " ".join(f"WHEN %(cat{i})s THEN %(lim{i})s" for i, _ in enumerate(per_category.items()))
-        for i, (category, n) in enumerate(per_category.items()):
-            params[f"cat{i}"], params[f"lim{i}"] = category, int(n)
-        params["n"] = sum(int(n) for n in per_category.values())
-        wanted = f"CASE category {limits} ELSE 1 END"
-        partition = "PARTITION BY category"
-        top = f"""
-            SELECT id, score, factor FROM (
-                SELECT id, score, factor, category,
-                       row_number() OVER (PARTITION BY category ORDER BY score DESC, id DESC) AS rank
-                FROM scored
-            ) ranked
-            WHERE rank <= {wanted}
-        """
-    else:
-        wanted, partition = "%(n)s", ""
-        top = "SELECT id, score, factor FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
+    wanted, partition, top = _entries_page(per_category, params)
     params["prune"] = _prune_ratio(filters)
     # The scope's newest id is read with the counts: the recency windows need no statement of their own.
     # With its oldest: where the counts of common words start (count_window).
@@ -151,6 +134,29 @@ def _entries(
         row["kind"] = "entry"
         row["idf_total"] = idf_total
     return rows
+
+
+def _entries_page(per_category: dict[str, int] | None, params: dict) -> tuple[str, str, str]:
+    """How _entries picks its page from the scored rows: (the rank a row must reach, as SQL; the window's
+    partition; the page's SELECT from `scored`), the best offset + limit overall (`params["n"]`, set by
+    the caller), or with `per_category` the best n of each of those categories (its parameters set here)."""
+    if not per_category:
+        top = "SELECT id, score, factor FROM scored ORDER BY score DESC, id DESC LIMIT %(n)s"
+        return "%(n)s", "", top
+    limits = " ".join(f"WHEN %(cat{i})s THEN %(lim{i})s" for i, _ in enumerate(per_category.items()))
+    for i, (category, n) in enumerate(per_category.items()):
+        params[f"cat{i}"], params[f"lim{i}"] = category, int(n)
+    params["n"] = sum(int(n) for n in per_category.values())
+    wanted = f"CASE category {limits} ELSE 1 END"
+    top = f"""
+            SELECT id, score, factor FROM (
+                SELECT id, score, factor, category,
+                       row_number() OVER (PARTITION BY category ORDER BY score DESC, id DESC) AS rank
+                FROM scored
+            ) ranked
+            WHERE rank <= {wanted}
+        """
+    return wanted, "PARTITION BY category", top
 
 
 def _idf_total(stats: TermStats, compiled: CompiledQuery) -> float:

@@ -477,4 +477,4 @@ def test_the_semantic_arms_own_connection_keeps_its_scan_settings_instead_of_a_t
         with transaction.atomic():
             local = [arm("where are the invoices kept?"), arm("which queue keeps events?")]
         assert len([sql for sql in statements if f"SET LOCAL {setting} =" in sql]) == 2
-        assert own == local and own[0]
+        assert own == local and own[0], (exact_max, own, local)
