@@ -15,6 +15,7 @@ PATIENCE pauses (its fair worker stuck, or busy for longer than that) is accepte
 worker delays new connections by at most about PAUSE_SECONDS x PATIENCE instead of holding them.
 """
 
+import contextlib
 import errno
 import logging
 import mmap
@@ -46,7 +47,10 @@ class WorkerTable:
     def __init__(self, slots: int = 256):
         self.slots = slots
         self._memory = mmap.mmap(-1, slots * self.SLOT.size)  # shared with the processes forked later
-        self._claim = multiprocessing.Lock()
+        try:
+            self._claim = multiprocessing.Lock()
+        except (OSError, ImportError):  # no POSIX semaphores here (no /dev/shm): claims may race, rarely
+            self._claim = contextlib.nullcontext()
 
     def _read(self, index: int) -> tuple[int, int]:
         return self.SLOT.unpack_from(self._memory, index * self.SLOT.size)

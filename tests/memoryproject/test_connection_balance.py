@@ -153,3 +153,17 @@ def test_the_table_counts_live_workers_only_and_frees_the_slots_of_dead_ones():
     assert table.may_accept(me) and table.may_accept(other)
     table.release(other)
     assert table.may_accept(me)
+
+
+def test_the_table_still_works_where_the_system_has_no_semaphores(monkeypatch):
+    """A container without /dev/shm cannot make a POSIX semaphore: the server still starts (gunicorn's
+    master makes the table at import), its slots claimed without the lock."""
+    import multiprocessing
+
+    def no_semaphores():
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(multiprocessing, "Lock", no_semaphores)
+    table = WorkerTable(slots=2)
+    assert table.claim(os.getpid()) == 0
+    assert table.may_accept(0)
