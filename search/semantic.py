@@ -372,9 +372,7 @@ def semantic_search(
             rows = cursor.fetchall()
             stats = rows[0][3:] if rows else (0, None, None)
         else:
-            cursor.execute(_NEAREST_SQL.format(distance=distance, where=scope_where), params)
-            rows = cursor.fetchall()
-            stats = _sample_similarity(cursor, scope_where, params, scope_rows)
+            rows, stats = _walk_rows(cursor, distance, scope_where, params, scope_rows)
     hits = SemanticHits(SemanticHit(kind=row[0], object_id=row[1], similarity=1.0 - row[2]) for row in rows)
     count, mean_distance, sd = stats
     if count:
@@ -425,6 +423,42 @@ def _session_settings_kept(wanted: dict[str, str]) -> bool:
             cursor.execute("; ".join(f"SET {name} = {full[name]}" for name in _SESSION_SETTINGS))
         _session_settings[connection.connection] = full
     return True
+
+
+def _walk_rows(cursor, distance: str, scope_where: str, params: dict, scope_rows: int) -> tuple[list, tuple]:
+    """The HNSW walk's nearest rows and the statistics of a sample of the scope, or the exact scan's
+    rows and statistics when the walk came back short (_walk_short_scanned)."""
+    cursor.execute(_NEAREST_SQL.format(distance=distance, where=scope_where), params)
+    rows = cursor.fetchall()
+    if len(rows) < params["limit"]:
+        rows = _walk_short_scanned(cursor, scope_where, params, found=len(rows))
+        return rows, (rows[0][3:] if rows else (0, None, None))
+    return rows, _sample_similarity(cursor, scope_where, params, scope_rows)
+
+
+def _walk_short_scanned(cursor, scope_where: str, params: dict, found: int) -> list[tuple]:
+    """The exact scan's rows, for an HNSW walk that brought back fewer items than asked. The scope is
+    walked for holding more than EXACT_SCAN_MAX_ROWS chunks, so it has them (short of a few files cut
+    into that many chunks, or a small scope where that limit is 0: scanned every time, and cheap for
+    the small scope), and two things make a walk fall short:
+
+    - the walk stops after hnsw.max_scan_tuples rows (pgvector 0.8's iterative scan), and other
+      tenants' rows of a shared index can fill that quota before the scope's own come up;
+    - a graph holding many copies of the same vectors (one text stored again and again, or rows
+      deleted or rolled back and not yet vacuumed) can leave a newly added copy with no edge
+      leading to it: it is in the index and never reached. pgvector's HNSW is not built for many
+      identical vectors: 300 copies each of a few vectors (2,400 rows) left one or two of three
+      copies added after them unreachable, and the test suite's database, which stores the same
+      texts thousands of times over, did it too (docs/benchmarks.md).
+
+    The exact scan reads every row of the scope, so it finds them: slower, and only on this path."""
+    logger.debug(
+        "semantic search: the HNSW walk found %d of %d items asked; the scope is scanned exactly",
+        found,
+        params["limit"],
+    )
+    cursor.execute(_EXACT_SQL.format(distance="(vector <=> %(q)s::vector)", where=scope_where), params)
+    return cursor.fetchall()
 
 
 def _sample_similarity(cursor, scope_where: str, params: dict, rows_at_least: int) -> tuple:

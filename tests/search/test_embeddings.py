@@ -868,3 +868,64 @@ def test_an_edited_file_keeps_the_vectors_of_its_unchanged_chunks(
         limit=1,
     )
     assert hits and hits[0].object_id == note.pk
+
+
+@needs_pgvector
+def test_a_walk_that_comes_back_short_is_answered_by_the_exact_scan(
+    agent_a, local_model, monkeypatch, caplog
+):
+    """An HNSW walk may bring back fewer items than asked from a scope that holds more: pgvector's
+    iterative scan stops after hnsw.max_scan_tuples rows, and a graph holding many copies of the same
+    vectors can leave a new copy with no edge leading to it (tests/search/test_fusion.py's scan-settings
+    test found none of its three entries, now and then, once the suite had stored their texts
+    thousands of times; docs/benchmarks.md). Which rows a graph leaves out is not predictable, so here
+    the walk's statement finds one row: the exact scan answers with all three, nearest first, and a
+    walk that found as many as asked is not followed by a scan."""
+    import logging
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", 0)  # walk the index at any size
+    texts = ("invoices are rounded per line", "we hiked up the mountain", "the cat sleeps on the sofa")
+    own = bare_embeddings(agent_a, local_model, 3, 2 * 10**9)
+    Embedding.objects.bulk_create(own)
+    with connection.cursor() as cursor:
+        for row, text in zip(own, texts, strict=True):
+            cursor.execute(
+                "UPDATE search_embedding SET vector = %s::vector WHERE agent_id = %s AND object_id = %s",
+                ["[" + ",".join(map(str, local_model.embed_query(text))) + "]", agent_a.pk, row.object_id],
+            )
+    # The walk's statement, with a distance the index cannot serve: what it finds does not hang on the
+    # graph, which the suite's earlier tests leave holding thousands of rows (this test's walk found
+    # none of the three in runs of the whole suite).
+    walk = """
+        SELECT kind, object_id, ({distance} + 0) AS distance FROM search_embedding WHERE {where}
+        ORDER BY 3, object_id DESC LIMIT %(found)s
+    """
+
+    def search(limit, found):
+        monkeypatch.setattr(semantic, "_NEAREST_SQL", walk.replace("%(found)s", str(found)))
+        with CaptureQueriesContext(connection) as queries:
+            hits = semantic_search(
+                project_id=agent_a.project_id,
+                agent_id=agent_a.pk,
+                kinds={"entries"},
+                query="invoice rounding",
+                limit=limit,
+                vector=tuple(local_model.embed_query("how are invoice totals rounded")),
+            )
+        return hits, [q["sql"] for q in queries.captured_queries]
+
+    with caplog.at_level(logging.DEBUG, logger="search.semantic"):
+        hits, statements = search(3, found=1)
+    assert sorted(ids(hits)) == sorted(row.object_id for row in own)
+    assert ids(hits)[0] == own[0].object_id  # the invoice text is the nearest
+    assert hits.scope.count == 3  # the exact scan's statistics, over every row of the scope
+    assert "the HNSW walk found 1 of 3 items asked; the scope is scanned exactly" in caplog.text
+    assert any("+ 0) AS distance" in sql for sql in statements)  # the walk ran first
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="search.semantic"):
+        hits, statements = search(1, found=1)
+    assert ids(hits) == [own[0].object_id] and "scanned exactly" not in caplog.text
+    assert not any("WITH scored AS MATERIALIZED" in sql for sql in statements)
