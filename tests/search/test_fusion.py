@@ -466,7 +466,7 @@ def test_the_semantic_arms_own_connection_keeps_its_scan_settings_instead_of_a_t
     for exact_max, setting in ((1_000_000, "max_parallel_workers_per_gather"), (0, "hnsw.ef_search")):
         monkeypatch.setattr(semantic, "EXACT_SCAN_MAX_ROWS", exact_max)
         semantic._scope_rows_cache.clear()
-        # A connection of the thread's opened by an earlier test could pass DATABASE_CONN_MAX_AGE (60 s)
+        # A connection of the thread's opened by an earlier test could pass DATABASE_CONN_MAX_AGE
         # between the two arms, and its successor would set the setting again: a new one here.
         semantic.background_connections_close()
         statements.clear()

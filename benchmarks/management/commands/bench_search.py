@@ -84,6 +84,13 @@ class Command(BaseCommand):
             "--port", type=int, default=0, help="Port of the benchmark server (default: any free one)."
         )
         parser.add_argument(
+            "--pause",
+            type=float,
+            default=0.0,
+            help="Seconds to wait before each timed request (untimed): a lightly used server, whose "
+            "database connections reach DATABASE_CONN_MAX_AGE between requests.",
+        )
+        parser.add_argument(
             "--embeddings",
             action="store_true",
             help="Store synthetic vectors for the entries and also time hybrid search and the semantic arm.",
@@ -93,6 +100,9 @@ class Command(BaseCommand):
         n = options["entries"]
         if not 1 <= n <= 5_000_000:
             raise CommandError("--entries must be between 1 and 5,000,000")
+        if not 0 <= options["pause"] <= 600:
+            raise CommandError("--pause must be between 0 and 600 seconds")
+        self._pause = options["pause"]
         ensure_migrated(self)
         project = self._corpus(n)
         started = time.perf_counter()
@@ -310,6 +320,8 @@ class Command(BaseCommand):
             before = proc_table() if server_pid and "in-process" not in name else {}
             before_reaped = {"server": _reaped_cpu(server_pid), "database": _reaped_cpu(postmaster)}
             for i in range(count):
+                if getattr(self, "_pause", 0) and "in-process" not in name:
+                    time.sleep(self._pause)
                 elapsed, body = run(i)
                 times.append(elapsed)
                 hits.append(len(body.get("results", body.get("cited", []))))
