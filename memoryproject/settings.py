@@ -114,10 +114,7 @@ if EMBEDDED_DATABASE:
     DATABASE_URL = embedded_database_url(MEMORY_DATA_DIR)
 if not DATABASE_URL.startswith(("postgres://", "postgresql://", "pgsql://")):
     raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or postgresql:// URL (PostgreSQL only)")
-# An hour: a request on a new connection cost 15-20 ms more (the connection, and each statement planned
-# and the catalog read again by the new backend), and with 60 s a lightly used server paid it often:
-# at 10 requests a connection's life, agent search p95 42-58 ms against 35 (docs/benchmarks.md).
-_conn_max_age = env_int("DATABASE_CONN_MAX_AGE", 3600, minimum=0)  # outside the try: its own error
+_conn_max_age = env_int("DATABASE_CONN_MAX_AGE", 3600, minimum=0)  # outside the try; docs/benchmarks.md
 try:
     _db = dj_database_url.parse(DATABASE_URL, conn_max_age=_conn_max_age)
 except Exception as exc:  # dj-database-url raises several types for malformed URLs
